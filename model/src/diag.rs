@@ -1,0 +1,125 @@
+//! Diagnostics as plain data.
+//!
+//! A diagnostic names the file and the path of the node it is about; the
+//! line, column and snippet are attached late, at the edge, from the file's
+//! position map. That keeps positions out of every value a query compares.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::path::DocPath;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+/// Which part of a node a diagnostic points at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Anchor {
+    /// The node's value.
+    Value,
+    /// The mapping key that holds the node (an unknown key, say).
+    Key,
+}
+
+/// A place in the configuration tree: a file (relative to the root) and a
+/// node inside it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Origin {
+    pub file: Arc<str>,
+    pub path: DocPath,
+}
+
+impl Origin {
+    pub fn new(file: impl Into<Arc<str>>, path: DocPath) -> Origin {
+        Origin {
+            file: file.into(),
+            path,
+        }
+    }
+
+    pub fn key(&self, k: &str) -> Origin {
+        Origin {
+            file: self.file.clone(),
+            path: self.path.key(k),
+        }
+    }
+
+    pub fn index(&self, i: usize) -> Origin {
+        Origin {
+            file: self.file.clone(),
+            path: self.path.index(i),
+        }
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.file, self.path)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    /// The message, in the spec's wording.
+    pub message: String,
+    pub origin: Option<Origin>,
+    pub anchor: Anchor,
+    /// What to write instead, when there is something to say.
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    pub fn error(message: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            severity: Severity::Error,
+            message: message.into(),
+            origin: None,
+            anchor: Anchor::Value,
+            help: None,
+        }
+    }
+
+    pub fn warning(message: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::error(message)
+        }
+    }
+
+    pub fn at(mut self, origin: Origin) -> Diagnostic {
+        self.origin = Some(origin);
+        self
+    }
+
+    pub fn at_opt(mut self, origin: Option<Origin>) -> Diagnostic {
+        self.origin = origin;
+        self
+    }
+
+    pub fn on_key(mut self) -> Diagnostic {
+        self.anchor = Anchor::Key;
+        self
+    }
+
+    pub fn help(mut self, help: impl Into<String>) -> Diagnostic {
+        self.help = Some(help.into());
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// A list of diagnostics gathered by one stage.
+pub type Diagnostics = Vec<Diagnostic>;

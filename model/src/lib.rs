@@ -1,0 +1,20 @@
+//! csis-model: the configuration models as pure data.
+//!
+//! Invariants: no IO, no salsa, no knowledge of any plugin by name. Values
+//! carry no positions ([`value::Value`]); diagnostics name a file and a
+//! document path ([`diag::Origin`]) and get their line and column at the
+//! edge. Every model is read through [`fields::Fields`], which refuses
+//! unknown keys.
+
+pub mod diag;
+pub mod fields;
+pub mod naming;
+pub mod path;
+pub mod value;
+pub mod vct;
+
+pub use diag::{Anchor, Diagnostic, Diagnostics, Origin, Severity};
+pub use fields::Fields;
+pub use path::{DocPath, Seg};
+pub use value::{Map, Value};
+pub use vct::Vct;

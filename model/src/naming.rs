@@ -1,0 +1,103 @@
+//! Naming rules: safe names, reserved words, guarded config keys.
+
+/// The words that mean "not set" wherever a value is read (OOPS_DEFAULTS).
+/// An empty name counts too; `None` is `none` in another case.
+pub const RESERVED_WORDS: [&str; 5] = ["default", "self", "none", "empty", "None"];
+
+/// Keys refused in a document's top-level `config:` (INVALID_CONFIG_KEYS).
+pub const INVALID_CONFIG_KEYS: [&str; 17] = [
+    "self",
+    "this",
+    "same",
+    "runtime",
+    "os",
+    "default",
+    "defaults",
+    "any",
+    "anything",
+    "none",
+    "null",
+    "",
+    "timestamp",
+    "date",
+    "datetime",
+    "config",
+    "configuration",
+];
+
+/// The reserved word a name spells, in any case or spacing; `Some("")` for
+/// an empty name.
+pub fn reserved_word(name: &str) -> Option<&'static str> {
+    let squeezed: String = name
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect::<String>()
+        .to_lowercase();
+    if squeezed.is_empty() {
+        return Some("");
+    }
+    ["default", "self", "none", "empty"]
+        .into_iter()
+        .find(|w| *w == squeezed)
+}
+
+/// Whether a `config:` key is one of the guarded words (any case).
+pub fn is_invalid_config_key(key: &str) -> bool {
+    let k = key.trim().to_lowercase();
+    INVALID_CONFIG_KEYS.contains(&k.as_str())
+}
+
+/// Strip whitespace, replace spaces and `:` with `_`, lower-case.
+pub fn safe_name(name: &str) -> String {
+    name.trim().replace([' ', ':'], "_").to_lowercase()
+}
+
+/// [`safe_name`] with `+ . / \ - @` also replaced by `_`: terraform
+/// workspace and state file names.
+pub fn super_safe_name(name: &str) -> String {
+    safe_name(name).replace(['+', '.', '/', '\\', '-', '@'], "_")
+}
+
+/// Why a name or alias cannot be used, if it cannot.
+pub fn name_problem(name: &str) -> Option<String> {
+    if let Some(word) = reserved_word(name) {
+        return Some(if word.is_empty() {
+            "may not be empty".to_string()
+        } else {
+            format!("may not be '{word}'")
+        });
+    }
+    if name.contains('/') || name.contains('\\') {
+        return Some("may not contain '/' or '\\'".to_string());
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserved_words_in_any_case_or_spacing() {
+        assert_eq!(reserved_word("Default"), Some("default"));
+        assert_eq!(reserved_word(" N one "), Some("none"));
+        assert_eq!(reserved_word("None"), Some("none"));
+        assert_eq!(reserved_word("EMPTY"), Some("empty"));
+        assert_eq!(reserved_word(""), Some(""));
+        assert_eq!(reserved_word("defaults"), None);
+    }
+
+    #[test]
+    fn safe_names() {
+        assert_eq!(safe_name(" My Image:v2 "), "my_image_v2");
+        assert_eq!(super_safe_name("a.b-c@d+e/f"), "a_b_c_d_e_f");
+    }
+
+    #[test]
+    fn config_keys_guarded_in_any_case() {
+        assert!(is_invalid_config_key("Timestamp"));
+        assert!(is_invalid_config_key(""));
+        assert!(!is_invalid_config_key("systemuser"));
+        assert_eq!(INVALID_CONFIG_KEYS.len(), 17);
+    }
+}
