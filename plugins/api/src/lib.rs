@@ -1,1 +1,93 @@
+//! csis-plugin-api: the contract between csis and its plugins.
+//!
+//! A plugin is a value implementing [`Plugin`]. It declares the models it
+//! registers per classification ([`ModelSpec`]: a canonical `type:` name,
+//! aliases, the core base model it extends and a reader for its own
+//! fields), the item sub-models it adds ([`ItemModelSpec`]), and the builder
+//! that generates from each model ([`Builder`]). Plugins are linked at
+//! compile time and listed explicitly by the cli; they depend on this crate
+//! and csis-model, never on the engine.
+//!
+//! Hooks receive a read-only [`HookContext`] and return assets, commands and
+//! diagnostics; they never write files and never reach a global.
 
+pub mod builder;
+pub mod phase;
+
+use csis_model::models::{BaseBuilder, BaseModelKind};
+use csis_model::{Fields, Map, Vct};
+
+pub use builder::{Asset, AssetSet, Builder, CfExecutables, HookContext, HookResult};
+pub use phase::ExecutionLifecyclePhase;
+
+/// Reads a plugin model's own fields from the reader its base model already
+/// read from, returning them by key. Unread keys are refused afterwards.
+pub type ExtraReader = fn(&mut Fields<'_>) -> Map;
+
+/// Makes the builder for one declared builder model.
+pub type BuilderFactory = fn(&BuilderDecl) -> Box<dyn Builder>;
+
+/// A model class a `type:` value can select.
+#[derive(Clone, Copy)]
+pub struct ModelSpec {
+    /// The canonical name (`csis_name()`): what `type:` names.
+    pub name: &'static str,
+    /// Other spellings `type:` accepts; canonicalized before structuring.
+    pub aliases: &'static [&'static str],
+    /// The classification it registers under (a cloud runtime registers as
+    /// `CloudBuilderModel`; `Vct::sanitize` files it under runtimes).
+    pub classification: Vct,
+    /// The core model it extends.
+    pub base: BaseModelKind,
+    /// Its own fields beyond the base model's.
+    pub read_extra: ExtraReader,
+    /// Its builder (one builder per model).
+    pub builder: BuilderFactory,
+}
+
+impl std::fmt::Debug for ModelSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelSpec")
+            .field("name", &self.name)
+            .field("classification", &self.classification)
+            .finish()
+    }
+}
+
+/// An item sub-model a builder contributes: the fields one
+/// `modifications:` entry takes when its `type:` names a mod builder of
+/// model `builder_model`.
+#[derive(Clone, Copy)]
+pub struct ItemModelSpec {
+    pub classification: Vct,
+    pub builder_model: &'static str,
+    pub read_extra: ExtraReader,
+}
+
+/// A plugin: what it registers.
+pub trait Plugin: Send + Sync {
+    /// A short name for messages (`dummy`, `local`).
+    fn name(&self) -> &'static str;
+    fn models(&self) -> Vec<ModelSpec>;
+    fn item_models(&self) -> Vec<ItemModelSpec> {
+        Vec::new()
+    }
+}
+
+/// One builder declaration from cfg/, structured: the core base model plus
+/// the plugin's own fields.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BuilderDecl {
+    /// The canonical model name its `type:` selected.
+    pub model: &'static str,
+    pub classification: Vct,
+    pub base: BaseBuilder,
+    /// The plugin's own fields, by key, as read by its [`ExtraReader`].
+    pub extra: Map,
+}
+
+impl BuilderDecl {
+    pub fn name(&self) -> &str {
+        &self.base.common().name.name
+    }
+}

@@ -1,0 +1,173 @@
+//! The salsa database and its inputs.
+//!
+//! Inputs are the text of each file of the tree, the tree's listing, the
+//! overlays and `--undeclare` flags, and the environment snapshot with the
+//! run's start time. Everything else is a tracked function of them.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use csis_model::ItemKind;
+use salsa::Durability;
+
+use crate::registry::Registry;
+
+/// One file of the tree (or an overlay), by its path relative to the root
+/// (an overlay: as given on the command line).
+#[salsa::input(debug)]
+pub struct SourceFile {
+    #[returns(ref)]
+    pub path: Arc<str>,
+    #[returns(ref)]
+    pub text: Arc<str>,
+}
+
+/// An item file and the directory it was found under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ItemFile {
+    pub dir: ItemDir,
+    pub file: SourceFile,
+}
+
+/// The item directories the loader reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ItemDir {
+    Groups,
+    Storages,
+    Images,
+    Instances,
+}
+
+impl ItemDir {
+    pub const ALL: [ItemDir; 4] = [
+        ItemDir::Groups,
+        ItemDir::Storages,
+        ItemDir::Images,
+        ItemDir::Instances,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ItemDir::Groups => "groups",
+            ItemDir::Storages => "storages",
+            ItemDir::Images => "images",
+            ItemDir::Instances => "instances",
+        }
+    }
+
+    pub fn kinds(self) -> Vec<ItemKind> {
+        ItemKind::in_dir(self.name())
+    }
+}
+
+/// The whole configuration tree as the engine sees it.
+#[salsa::input(debug)]
+pub struct Tree {
+    /// How messages name the root (`<root>/cfg`).
+    #[returns(ref)]
+    pub root_display: Arc<str>,
+    /// cfg/*.yml and cfg/*.yaml, sorted by file name.
+    #[returns(ref)]
+    pub cfg_files: Vec<SourceFile>,
+    /// Every file under the item directories, sorted by path.
+    #[returns(ref)]
+    pub item_files: Vec<ItemFile>,
+    /// `--overlay` files in command-line order.
+    #[returns(ref)]
+    pub overlays: Vec<SourceFile>,
+    /// `--undeclare KIND:NAME` flags in command-line order.
+    #[returns(ref)]
+    pub undeclare: Vec<String>,
+    /// The process environment snapshot (ENV in templates).
+    #[returns(ref)]
+    pub env: Arc<BTreeMap<String, String>>,
+    /// The run's start, seconds since the epoch, UTC (execution.*).
+    #[returns(copy)]
+    pub start_unix: i64,
+}
+
+#[salsa::db]
+pub trait Db: salsa::Database {
+    fn registry(&self) -> &Registry;
+}
+
+/// Executed-query log, for tests of incrementality and for `--stats`.
+#[derive(Clone, Default)]
+pub struct QueryLog {
+    events: Arc<Mutex<Option<Vec<String>>>>,
+}
+
+impl QueryLog {
+    /// Start recording executed queries (drops anything recorded before).
+    pub fn start(&self) {
+        if let Ok(mut e) = self.events.lock() {
+            *e = Some(Vec::new());
+        }
+    }
+
+    /// The names of the queries executed since `start`, e.g.
+    /// `parse_file(Id(3))`.
+    pub fn take(&self) -> Vec<String> {
+        self.events
+            .lock()
+            .ok()
+            .and_then(|mut e| e.as_mut().map(std::mem::take))
+            .unwrap_or_default()
+    }
+
+    fn push(&self, s: String) {
+        if let Ok(mut e) = self.events.lock()
+            && let Some(v) = e.as_mut()
+        {
+            v.push(s);
+        }
+    }
+}
+
+#[salsa::db]
+#[derive(Clone)]
+pub struct Database {
+    storage: salsa::Storage<Self>,
+    registry: Arc<Registry>,
+    log: QueryLog,
+}
+
+impl Database {
+    pub fn new(registry: Arc<Registry>) -> Database {
+        let log = QueryLog::default();
+        let sink = log.clone();
+        Database {
+            storage: salsa::Storage::new(Some(Box::new(move |event: salsa::Event| {
+                if let salsa::EventKind::WillExecute { database_key } = event.kind {
+                    sink.push(format!("{database_key:?}"));
+                }
+            }))),
+            registry,
+            log,
+        }
+    }
+
+    pub fn query_log(&self) -> &QueryLog {
+        &self.log
+    }
+}
+
+#[salsa::db]
+impl salsa::Database for Database {}
+
+#[salsa::db]
+impl Db for Database {
+    fn registry(&self) -> &Registry {
+        &self.registry
+    }
+}
+
+/// Durability of a file by where it lives: cfg/ declarations are rarely
+/// edited, item files often.
+pub fn durability_for(path: &str) -> Durability {
+    if path.starts_with("cfg/") {
+        Durability::HIGH
+    } else {
+        Durability::LOW
+    }
+}

@@ -1,0 +1,286 @@
+//! Item files (groups/**, storages/**, images/**, instances/**) and the
+//! index of every item by kind and name, with overlays applied.
+//!
+//! The index holds names and places only, never values, so editing one
+//! item's fields leaves the index equal and salsa stops there: only that
+//! item's own queries re-execute.
+
+use std::sync::Arc;
+
+use csis_model::naming::safe_name;
+use csis_model::{Diagnostic, DocPath, ItemKind, Origin, Value};
+use indexmap::IndexMap;
+
+use crate::db::{Db, ItemDir, SourceFile, Tree};
+use crate::files::file_document;
+use crate::overlay::{overlay_document, parse_undeclare};
+use crate::reserved::refuse_reserved_names;
+
+/// One item entry as written in its file.
+#[derive(Debug, PartialEq, Eq, Clone)]
+pub struct RawItem {
+    pub kind: ItemKind,
+    /// The normalized name (safe_name).
+    pub name: String,
+    pub value: Arc<Value>,
+    pub origin: Origin,
+}
+
+#[derive(Debug, PartialEq, Eq, Clone, Default)]
+pub struct ItemFileEntries {
+    pub items: Vec<RawItem>,
+    pub diags: Vec<Diagnostic>,
+}
+
+fn dir_of(path: &str) -> Option<ItemDir> {
+    let top = path.split('/').next()?;
+    ItemDir::ALL.into_iter().find(|d| d.name() == top)
+}
+
+/// The entries of one item file.
+#[salsa::tracked(returns(ref))]
+pub fn item_file_entries(db: &dyn Db, file: SourceFile) -> ItemFileEntries {
+    let mut out = ItemFileEntries::default();
+    let path = file.path(db).clone();
+    let fd = file_document(db, file);
+    out.diags.extend(fd.diags.iter().cloned());
+    let (Some(doc), Some(dir)) = (fd.value.as_deref(), dir_of(&path)) else {
+        return out;
+    };
+    out.diags
+        .extend(refuse_reserved_names(&path, doc, &DocPath::root()));
+    let kinds = dir.kinds();
+    let Some(map) = doc.as_map() else { return out };
+    let root = Origin::new(path.clone(), DocPath::root());
+    for (key, v) in map {
+        let Some(kind) = kinds.iter().copied().find(|k| k.key() == key) else {
+            let holds: Vec<String> = kinds.iter().map(|k| format!("{}:", k.key())).collect();
+            out.diags.push(
+                Diagnostic::error(format!(
+                    "{path}: unknown top-level key '{key}'; a file under {}/ holds {}",
+                    dir.name(),
+                    holds.join(" and ")
+                ))
+                .at(root.key(key))
+                .on_key(),
+            );
+            continue;
+        };
+        let items = match v {
+            Value::Seq(items) => items.as_slice(),
+            Value::Null => &[],
+            _ => {
+                out.diags.push(
+                    Diagnostic::error(format!("{path}: '{key}' must be a list of named entries"))
+                        .at(root.key(key)),
+                );
+                continue;
+            }
+        };
+        for (i, item) in items.iter().enumerate() {
+            let origin = root.key(key).index(i);
+            let name = match item {
+                Value::Map(m) => m.get("name").and_then(Value::as_str),
+                _ => {
+                    out.diags.push(
+                        Diagnostic::error(format!(
+                            "{path}: {key}[{i}] must be a mapping, got a {}",
+                            item.kind_name()
+                        ))
+                        .at(origin),
+                    );
+                    continue;
+                }
+            };
+            let Some(name) = name else {
+                // A null name is already refused as a reserved word.
+                if item.get("name").is_none() {
+                    out.diags.push(
+                        Diagnostic::error(format!("{path}: {key}[{i}]: every entry needs a name"))
+                            .at(origin),
+                    );
+                }
+                continue;
+            };
+            out.items.push(RawItem {
+                kind,
+                name: safe_name(name),
+                value: Arc::new(item.clone()),
+                origin,
+            });
+        }
+    }
+    out
+}
+
+/// Where an item's declaration lives.
+#[derive(Debug, PartialEq, Eq, Clone, Copy, Hash)]
+pub enum ItemSource {
+    /// The n-th entry of an item file.
+    Tree { file: SourceFile, index: usize },
+    /// Declared by an overlay for this invocation only (transient).
+    Overlay { file: SourceFile, index: usize },
+}
+
+/// Every item by kind and name, in reading order (users before groups),
+/// after overlays and `--undeclare`.
+#[derive(Debug, PartialEq, Eq, Clone, Default)]
+pub struct ItemIndex {
+    pub items: IndexMap<ItemKind, IndexMap<String, ItemSource>>,
+    /// Names declared by overlays (transient).
+    pub overlay_declared: Vec<(ItemKind, String)>,
+    /// Names removed by overlays or flags.
+    pub undeclared: Vec<(ItemKind, String)>,
+    pub diags: Vec<Diagnostic>,
+}
+
+impl ItemIndex {
+    pub fn names(&self, kind: ItemKind) -> impl Iterator<Item = &String> {
+        self.items.get(&kind).into_iter().flat_map(|m| m.keys())
+    }
+
+    pub fn contains(&self, kind: ItemKind, name: &str) -> bool {
+        self.items.get(&kind).is_some_and(|m| m.contains_key(name))
+    }
+}
+
+#[salsa::tracked(returns(ref))]
+pub fn item_index(db: &dyn Db, tree: Tree) -> ItemIndex {
+    let mut index = ItemIndex::default();
+    for kind in ItemKind::ALL {
+        index.items.insert(kind, IndexMap::new());
+    }
+    // First declarations, for the duplicate message.
+    let mut first: IndexMap<(ItemKind, String), Origin> = IndexMap::new();
+    for kind in ItemKind::ALL {
+        for item_file in tree.item_files(db) {
+            let entries = item_file_entries(db, item_file.file);
+            for (n, item) in entries.items.iter().enumerate() {
+                if item.kind != kind {
+                    continue;
+                }
+                let key = (kind, item.name.clone());
+                if let Some(prev) = first.get(&key) {
+                    index.diags.push(
+                        Diagnostic::error(format!(
+                            "Duplicate name '{}' found in list for key '{}'",
+                            item.name,
+                            kind.key()
+                        ))
+                        .at(item.origin.key("name"))
+                        .help(format!(
+                            "rename one of the entries (first declared at {prev})"
+                        )),
+                    );
+                    continue;
+                }
+                first.insert(key, item.origin.clone());
+                if let Some(m) = index.items.get_mut(&kind) {
+                    m.insert(
+                        item.name.clone(),
+                        ItemSource::Tree {
+                            file: item_file.file,
+                            index: n,
+                        },
+                    );
+                }
+            }
+        }
+    }
+    for file in tree.overlays(db) {
+        let od = overlay_document(db, *file);
+        for (i, entry) in od.entries.iter().enumerate() {
+            let Some(m) = index.items.get_mut(&entry.kind) else {
+                continue;
+            };
+            if entry.undeclare {
+                if m.shift_remove(&entry.name).is_some() {
+                    index.undeclared.push((entry.kind, entry.name.clone()));
+                } else {
+                    index.diags.push(
+                        Diagnostic::warning(format!(
+                            "Overlay {}: {} '{}' is not declared; nothing to undeclare.",
+                            file.path(db),
+                            entry.kind.singular(),
+                            entry.name
+                        ))
+                        .at(entry.origin.clone()),
+                    );
+                }
+            } else if !m.contains_key(&entry.name) {
+                m.insert(
+                    entry.name.clone(),
+                    ItemSource::Overlay {
+                        file: *file,
+                        index: i,
+                    },
+                );
+                index
+                    .overlay_declared
+                    .push((entry.kind, entry.name.clone()));
+            }
+        }
+    }
+    for spec in tree.undeclare(db) {
+        match parse_undeclare(spec) {
+            Err(d) => index.diags.push(d),
+            Ok(u) => {
+                let removed = index
+                    .items
+                    .get_mut(&u.kind)
+                    .and_then(|m| m.shift_remove(&u.name));
+                if removed.is_some() {
+                    index.undeclared.push((u.kind, u.name));
+                } else {
+                    index.diags.push(Diagnostic::warning(format!(
+                        "--undeclare {spec}: {} '{}' is not declared; nothing to undeclare.",
+                        u.kind.singular(),
+                        u.name
+                    )));
+                }
+            }
+        }
+    }
+    index
+}
+
+/// The identity of one item, interned so queries can take it as a key.
+#[salsa::interned(debug)]
+pub struct ItemId<'db> {
+    #[returns(copy)]
+    pub kind: ItemKind,
+    #[returns(ref)]
+    pub name: String,
+}
+
+/// An item's declaration with every overlay update applied key by key.
+#[salsa::tracked(returns(ref))]
+pub fn raw_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<RawItem> {
+    let kind = id.kind(db);
+    let name = id.name(db);
+    let source = *item_index(db, tree).items.get(&kind)?.get(name)?;
+    let mut item = match source {
+        ItemSource::Tree { file, index } => item_file_entries(db, file).items.get(index)?.clone(),
+        ItemSource::Overlay { file, index } => {
+            let e = overlay_document(db, file).entries.get(index)?;
+            RawItem {
+                kind,
+                name: e.name.clone(),
+                value: e.value.clone(),
+                origin: e.origin.clone(),
+            }
+        }
+    };
+    if let ItemSource::Tree { .. } = source {
+        for file in tree.overlays(db) {
+            for e in &overlay_document(db, *file).entries {
+                if e.kind == kind && e.name == *name && !e.undeclare {
+                    let mut v = (*item.value).clone();
+                    v.merge_over(&e.value);
+                    item.value = Arc::new(v);
+                }
+            }
+        }
+    }
+    Some(item)
+}

@@ -1,0 +1,137 @@
+//! Read-time refusals that look at a parsed document, before any model is
+//! built: reserved names, guarded `config:` keys.
+
+use csis_model::naming::{INVALID_CONFIG_KEYS, is_invalid_config_key, reserved_word};
+use csis_model::{Diagnostic, DocPath, Origin, Value};
+
+/// Every `name:` at any depth and every `aliases:` entry that is a reserved
+/// word, each one reported with the file, its place and the word.
+pub fn refuse_reserved_names(file: &str, value: &Value, base: &DocPath) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    walk(file, value, base, &mut out);
+    out
+}
+
+fn walk(file: &str, value: &Value, path: &DocPath, out: &mut Vec<Diagnostic>) {
+    match value {
+        Value::Map(m) => {
+            for (k, v) in m {
+                let p = path.key(k);
+                if k == "name" {
+                    check_name(file, v, &p, out);
+                } else if k == "aliases"
+                    && let Some(items) = v.as_seq()
+                {
+                    for (j, a) in items.iter().enumerate() {
+                        let ap = p.index(j);
+                        let word = match a {
+                            Value::Null => Some(""),
+                            Value::Scalar { text, .. } => reserved_word(text),
+                            _ => None,
+                        };
+                        if let Some(w) = word {
+                            let msg = if w.is_empty() {
+                                format!("{file}: {ap}: an alias may not be empty (null)")
+                            } else {
+                                format!("{file}: {ap}: an alias may not be '{w}'")
+                            };
+                            out.push(reserved_diag(msg, file, ap));
+                        }
+                    }
+                }
+                walk(file, v, &p, out);
+            }
+        }
+        Value::Seq(items) => {
+            for (i, v) in items.iter().enumerate() {
+                walk(file, v, &path.index(i), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn check_name(file: &str, v: &Value, p: &DocPath, out: &mut Vec<Diagnostic>) {
+    let word = match v {
+        Value::Null => Some(""),
+        Value::Scalar { text, .. } => reserved_word(text),
+        _ => None,
+    };
+    if let Some(w) = word {
+        let msg = if w.is_empty() {
+            format!("{file}: {p}: a name may not be empty (null)")
+        } else {
+            format!("{file}: {p}: a name may not be '{w}'")
+        };
+        out.push(reserved_diag(msg, file, p.clone()));
+    }
+}
+
+fn reserved_diag(msg: String, file: &str, path: DocPath) -> Diagnostic {
+    Diagnostic::error(msg).at(Origin::new(file, path)).help(
+        "rename the entry or drop the alias; the reserved words are default, self, none, \
+             the empty string and null, in any case",
+    )
+}
+
+/// Keys of the document's top-level `config:` that are guarded words.
+pub fn refuse_invalid_config_keys(file: &str, doc: &Value) -> Vec<Diagnostic> {
+    let Some(config) = doc.get("config").and_then(Value::as_map) else {
+        return Vec::new();
+    };
+    let guarded = INVALID_CONFIG_KEYS
+        .iter()
+        .map(|k| format!("'{k}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    config
+        .keys()
+        .filter(|k| is_invalid_config_key(k))
+        .map(|k| {
+            Diagnostic::error(format!(
+                "{file}: config.{k}: '{k}' may not be a `config:` key"
+            ))
+            .at(Origin::new(file, DocPath::root().key("config").key(k)))
+            .on_key()
+            .help(format!(
+                "rename the key; these words are guarded in any case: {guarded}"
+            ))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::yaml::parse;
+
+    #[test]
+    fn every_reserved_name_and_alias_is_listed() {
+        let (v, _) = parse(
+            "images:\n  - name: Default\n    runtimes:\n      - name: none\n  - name: ok\n    aliases: [self, fine, '']\n",
+        )
+        .unwrap();
+        let d = refuse_reserved_names("images/a.yml", &v, &DocPath::root());
+        let msgs: Vec<_> = d.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(
+            msgs,
+            [
+                "images/a.yml: images[0].name: a name may not be 'default'",
+                "images/a.yml: images[0].runtimes[0].name: a name may not be 'none'",
+                "images/a.yml: images[1].aliases[0]: an alias may not be 'self'",
+                "images/a.yml: images[1].aliases[2]: an alias may not be empty (null)",
+            ]
+        );
+    }
+
+    #[test]
+    fn guarded_config_keys() {
+        let (v, _) = parse("config:\n  Timestamp: x\n  fine: y\n").unwrap();
+        let d = refuse_invalid_config_keys("cfg/_config.yml", &v);
+        assert_eq!(d.len(), 1);
+        assert_eq!(
+            d[0].message,
+            "cfg/_config.yml: config.Timestamp: 'Timestamp' may not be a `config:` key"
+        );
+    }
+}
