@@ -5,15 +5,28 @@
 //! never paths on disk. It knows no plugin by name: the [`registry`] is
 //! built from the plugins the cli links. Stages return values plus
 //! diagnostics; nothing here prints.
+//!
+//! The stages, each a tracked query: [`files::parse_file`] →
+//! [`files::file_document`] (positions dropped, so comment edits backdate)
+//! → [`cfg::cfg_document`] and [`items::item_file_entries`] →
+//! [`strings::rendered_cfg`] (the string stage) → [`builders::builders`] and
+//! [`items::item_index`] → [`items_model::structured_item`] (template
+//! resolution and structuring, per item) → [`load::load_diagnostics`].
 
+pub mod builders;
 pub mod cfg;
 pub mod clock;
 pub mod db;
 pub mod files;
 pub mod items;
+pub mod items_model;
+pub mod load;
 pub mod overlay;
 pub mod registry;
+pub mod render;
 pub mod reserved;
+pub mod resolve;
 pub mod strings;
 pub mod system;
+pub mod workspace;
 pub mod yaml;

@@ -365,7 +365,12 @@ mod tests {
     fn unread_keys_are_refused_naming_the_key() {
         let m = map(&[("name", plain("a")), ("colour", plain("red"))]);
         let mut diags = Vec::new();
-        let mut f = Fields::new(&m, Origin::new("f.yml", DocPath::root()), "X 'a'", &mut diags);
+        let mut f = Fields::new(
+            &m,
+            Origin::new("f.yml", DocPath::root()),
+            "X 'a'",
+            &mut diags,
+        );
         let _ = f.opt_str("name");
         f.finish();
         assert_eq!(diags.len(), 1);
@@ -373,6 +378,13 @@ mod tests {
             diags[0].message,
             "X 'a': unknown key 'colour' (Extra inputs are not permitted); allowed: [name]"
         );
-        assert_eq!(diags[0].origin.as_ref().map(|o| o.path.to_string()).as_deref(), Some("colour"));
+        assert_eq!(
+            diags[0]
+                .origin
+                .as_ref()
+                .map(|o| o.path.to_string())
+                .as_deref(),
+            Some("colour")
+        );
     }
 }

@@ -8,6 +8,8 @@
 
 pub mod diag;
 pub mod fields;
+pub mod kinds;
+pub mod models;
 pub mod naming;
 pub mod path;
 pub mod value;
@@ -15,6 +17,7 @@ pub mod vct;
 
 pub use diag::{Anchor, Diagnostic, Diagnostics, Origin, Severity};
 pub use fields::Fields;
+pub use kinds::ItemKind;
 pub use path::{DocPath, Seg};
 pub use value::{Map, Value};
 pub use vct::Vct;

@@ -20,7 +20,10 @@ pub enum Value {
     #[default]
     Null,
     /// A scalar's text and whether it was written plain (unquoted).
-    Scalar { text: String, plain: bool },
+    Scalar {
+        text: String,
+        plain: bool,
+    },
     Seq(Vec<Value>),
     Map(Map),
 }
@@ -133,9 +136,9 @@ impl Value {
             Typed::Float(f) => serde_json::Value::from(f),
             Typed::Str(s) => serde_json::Value::String(s.to_string()),
             Typed::Seq(s) => serde_json::Value::Array(s.iter().map(Value::to_json).collect()),
-            Typed::Map(m) => serde_json::Value::Object(
-                m.iter().map(|(k, v)| (k.clone(), v.to_json())).collect(),
-            ),
+            Typed::Map(m) => {
+                serde_json::Value::Object(m.iter().map(|(k, v)| (k.clone(), v.to_json())).collect())
+            }
         }
     }
 }

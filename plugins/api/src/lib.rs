@@ -88,6 +88,6 @@ pub struct BuilderDecl {
 
 impl BuilderDecl {
     pub fn name(&self) -> &str {
-        &self.base.common().name.name
+        self.base.common().name()
     }
 }

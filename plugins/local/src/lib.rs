@@ -1,1 +1,112 @@
+//! The `local` plugin: the offline runtime csis runs on when no cloud is at
+//! hand. Images, instances and storages live in a store directory under the
+//! configuration root (`store`, default `.csis-local`). Generation and real
+//! runs on it come with the lifecycles; this crate registers its models.
 
+use csis_model::models::BaseModelKind;
+use csis_model::{Fields, Map, Value, Vct};
+use csis_plugin_api::{Builder, BuilderDecl, ItemModelSpec, ModelSpec, Plugin};
+
+pub struct LocalPlugin;
+
+/// The store directory when a local runtime declares none.
+pub const DEFAULT_STORE: &str = ".csis-local";
+
+struct LocalBuilder {
+    classification: Vct,
+}
+
+impl Builder for LocalBuilder {
+    fn identity_type(&self) -> Option<&str> {
+        (self.classification == Vct::GroupBuilderModel).then_some("unix")
+    }
+    fn capability_type(&self) -> Option<&str> {
+        (self.classification == Vct::StorageBuilderModel).then_some("local")
+    }
+    fn multi_attach(&self) -> bool {
+        self.classification == Vct::StorageBuilderModel
+    }
+    fn is_posix(&self) -> bool {
+        self.classification == Vct::StorageBuilderModel
+    }
+    fn session_mechanism(&self) -> Option<&str> {
+        (self.classification == Vct::RuntimeBuilderModel).then_some("local-shell")
+    }
+}
+
+fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {
+    Box::new(LocalBuilder {
+        classification: decl.classification,
+    })
+}
+
+fn no_extra(_: &mut Fields<'_>) -> Map {
+    Map::new()
+}
+
+/// `store`: the directory under the root where the runtime keeps its
+/// images, instances and storages.
+fn runtime_extra(f: &mut Fields<'_>) -> Map {
+    let mut m = Map::new();
+    let store = f.str_or("store", DEFAULT_STORE);
+    m.insert("store".into(), Value::str(store));
+    m
+}
+
+/// A `bash` modification: an inline `script`, script files (`scripts`, paths
+/// relative to the root), and `ensure` commands whose success means the
+/// modification is already applied.
+fn bash_item_extra(f: &mut Fields<'_>) -> Map {
+    let mut m = Map::new();
+    if let Some(s) = f.opt_str("script") {
+        m.insert("script".into(), Value::str(s));
+    }
+    let list = |v: Vec<String>| Value::Seq(v.into_iter().map(Value::str).collect());
+    let scripts = f.str_list("scripts");
+    m.insert("scripts".into(), list(scripts));
+    let ensure = f.str_list("ensure");
+    m.insert("ensure".into(), list(ensure));
+    m
+}
+
+fn spec(name: &'static str, vct: Vct, base: BaseModelKind) -> ModelSpec {
+    ModelSpec {
+        name,
+        aliases: &[],
+        classification: vct,
+        base,
+        read_extra: no_extra,
+        builder,
+    }
+}
+
+impl Plugin for LocalPlugin {
+    fn name(&self) -> &'static str {
+        "local"
+    }
+
+    fn models(&self) -> Vec<ModelSpec> {
+        vec![
+            ModelSpec {
+                read_extra: runtime_extra,
+                ..spec("local", Vct::RuntimeBuilderModel, BaseModelKind::Runtime)
+            },
+            spec("local", Vct::ImageBuilderModel, BaseModelKind::Image),
+            spec("local", Vct::InstanceBuilderModel, BaseModelKind::Instance),
+            spec("local", Vct::StorageBuilderModel, BaseModelKind::Storage),
+            spec("local", Vct::OsBuilderModel, BaseModelKind::Os),
+            spec("bash", Vct::ModBuilderModel, BaseModelKind::Mod),
+            spec("basic", Vct::GroupBuilderModel, BaseModelKind::Group),
+            spec("basic", Vct::UserBuilderModel, BaseModelKind::User),
+            spec("local", Vct::StateBackendModel, BaseModelKind::State),
+        ]
+    }
+
+    fn item_models(&self) -> Vec<ItemModelSpec> {
+        vec![ItemModelSpec {
+            classification: Vct::ModBuilderItemModel,
+            builder_model: "bash",
+            read_extra: bash_item_extra,
+        }]
+    }
+}

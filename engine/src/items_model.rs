@@ -1,0 +1,249 @@
+//! Structuring one item: the raw entry (with overlays), its templates
+//! resolved, read into its model, its builder and sub-items checked.
+
+use std::sync::Arc;
+
+use csis_model::models::{
+    BaseImage, Group, Image, Instance, ModItemModel, Storage, StorageMapping, User,
+};
+use csis_model::{Diagnostic, Fields, ItemKind, Map, Origin, Value, Vct};
+use serde::Serialize;
+
+use crate::builders::{Builders, builders};
+use crate::db::{Db, Tree};
+use crate::items::{ItemId, raw_item};
+use crate::resolve::{SmartContext, fill_defaults, resolve_item};
+use crate::strings::{DEFAULT_DATEFORMAT, Renderer, jinja_value};
+
+/// A structured item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum Item {
+    User(User),
+    Group(Group),
+    Storage(Storage),
+    Image(Box<Image>),
+    Instance(Instance),
+    BaseImage(Box<BaseImage>),
+}
+
+/// One `modifications:` entry: the core fields and the mod plugin's own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ModItem {
+    #[serde(flatten)]
+    pub model: ModItemModel,
+    /// The mod builder it names.
+    pub builder: String,
+    #[serde(flatten)]
+    pub extra: Map,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StructuredItem {
+    pub item: Option<Arc<Item>>,
+    /// The resolved value the model was read from (the resolved view).
+    pub resolved: Option<Arc<Value>>,
+    pub mods: Vec<ModItem>,
+    pub storages: Vec<StorageMapping>,
+    pub origin: Option<Origin>,
+    pub diags: Vec<Diagnostic>,
+}
+
+fn label(kind: ItemKind) -> &'static str {
+    match kind {
+        ItemKind::Users => "User",
+        ItemKind::Groups => "Group",
+        ItemKind::Storages => "Storage",
+        ItemKind::Images => "Image",
+        ItemKind::Instances => "Instance",
+        ItemKind::BaseImages => "Base image",
+    }
+}
+
+#[salsa::tracked(returns(ref))]
+pub fn structured_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> StructuredItem {
+    let mut out = StructuredItem::default();
+    let Some(raw) = raw_item(db, tree, id) else {
+        return out;
+    };
+    let kind = raw.kind;
+    let b = builders(db, tree);
+    let mut value = (*raw.value).clone();
+    fill_defaults(kind, &mut value, b);
+    let ctx = smart_context(db, tree, kind, &value, b);
+    resolve_item(kind, &mut value, &ctx, &Renderer::new());
+    let Some(map) = value.as_map() else {
+        return out;
+    };
+    let name = map.get("name").and_then(Value::as_str).unwrap_or_default();
+    let owner = format!("{} '{name}'", label(kind));
+    let mut f = Fields::new(map, raw.origin.clone(), owner, &mut out.diags);
+    let item = match kind {
+        ItemKind::Users => Item::User(User::read(&mut f)),
+        ItemKind::Groups => Item::Group(Group::read(&mut f)),
+        ItemKind::Storages => Item::Storage(Storage::read(&mut f)),
+        ItemKind::Images => Item::Image(Box::new(Image::read(&mut f))),
+        ItemKind::Instances => Item::Instance(Instance::read(&mut f)),
+        ItemKind::BaseImages => Item::BaseImage(Box::new(BaseImage::read(&mut f))),
+    };
+    f.finish();
+    check_builder(kind, &item, &raw.origin, b, &mut out.diags);
+    match &item {
+        Item::Image(img) => {
+            out.mods = structure_mods(db, &img.modifications, &raw.origin, b, &mut out.diags);
+        }
+        Item::Instance(inst) => {
+            out.storages = structure_storages(&inst.storages, &raw.origin, &mut out.diags);
+        }
+        _ => {}
+    }
+    out.item = Some(Arc::new(item));
+    out.resolved = Some(Arc::new(value));
+    out.origin = Some(raw.origin.clone());
+    out
+}
+
+/// The SmartContext of an item: its builder, and the objects its foreign
+/// keys name (an instance's image, a builder's runtime).
+fn smart_context(
+    db: &dyn Db,
+    tree: Tree,
+    kind: ItemKind,
+    value: &Value,
+    b: &Builders,
+) -> SmartContext {
+    let dateformat = b
+        .config
+        .as_ref()
+        .map(|c| c.dateformat.clone())
+        .unwrap_or_else(|| DEFAULT_DATEFORMAT.to_string());
+    let mut ctx = SmartContext::new(tree.env(db).as_ref(), tree.start_unix(db), &dateformat);
+    let type_name = value
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("default");
+    if let Some(decl) = b.resolve(kind.builder_vct(), type_name) {
+        ctx.builder = Some(minijinja::Value::from_serialize(&decl.base));
+    }
+    if let Some(rt) = value.get("runtime").and_then(Value::as_str)
+        && let Some(decl) = b.resolve(Vct::RuntimeBuilderModel, rt)
+    {
+        ctx.fks.insert(
+            "runtime".into(),
+            minijinja::Value::from_serialize(&decl.base),
+        );
+    }
+    if kind == ItemKind::Instances
+        && let Some(img) = value.get("image").and_then(Value::as_str)
+    {
+        let id = ItemId::new(db, ItemKind::Images, csis_model::naming::safe_name(img));
+        if let Some(raw) = raw_item(db, tree, id) {
+            ctx.fks.insert("image".into(), jinja_value(&raw.value));
+        }
+    }
+    ctx
+}
+
+/// An item's `type` must name a configured builder of its kind.
+fn check_builder(
+    kind: ItemKind,
+    item: &Item,
+    origin: &Origin,
+    b: &Builders,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let (name, type_name) = match item {
+        Item::User(u) => (u.root.name(), u.root.named.type_.as_str()),
+        Item::Group(g) => (g.root.name(), g.root.named.type_.as_str()),
+        Item::Storage(s) => (s.named.name.as_str(), s.named.type_.as_str()),
+        Item::Image(i) => (i.root.name(), i.root.named.type_.as_str()),
+        Item::Instance(i) => (i.root.name(), i.root.named.type_.as_str()),
+        Item::BaseImage(i) => (i.root.name(), i.root.named.type_.as_str()),
+    };
+    let vct = kind.builder_vct();
+    if b.resolve(vct, type_name).is_some() {
+        return;
+    }
+    let msg = if type_name == "default" {
+        format!(
+            "{} item '{name}' has no builder type and no default is registered for {vct}",
+            kind.singular()
+        )
+    } else {
+        format!(
+            "{} builder '{type_name}' specified for '{name}' not configured",
+            kind.singular()
+        )
+    };
+    diags.push(
+        Diagnostic::error(msg)
+            .at(origin.key("type"))
+            .help(format!("declared: {}", b.declared(vct))),
+    );
+}
+
+fn structure_mods(
+    db: &dyn Db,
+    raw: &[Value],
+    origin: &Origin,
+    b: &Builders,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<ModItem> {
+    let mut out = Vec::new();
+    for (i, entry) in raw.iter().enumerate() {
+        let here = origin.key("modifications").index(i);
+        let Some(m) = entry.as_map() else {
+            diags.push(Diagnostic::error("every modifications entry must be a mapping").at(here));
+            continue;
+        };
+        let type_name = m.get("type").and_then(Value::as_str).unwrap_or("default");
+        let Some(decl) = b.resolve(Vct::ModBuilderModel, type_name) else {
+            diags.push(
+                Diagnostic::error(format!(
+                    "mod builder '{type_name}' specified for modifications[{i}] not configured"
+                ))
+                .at(here.key("type"))
+                .help(format!("declared: {}", b.declared(Vct::ModBuilderModel))),
+            );
+            continue;
+        };
+        let name = m.get("name").and_then(Value::as_str).unwrap_or_default();
+        let mut f = Fields::new(m, here.clone(), format!("Modification '{name}'"), diags);
+        let model = ModItemModel::read(&mut f);
+        let extra = db
+            .registry()
+            .item_model(Vct::ModBuilderItemModel, decl.model)
+            .map(|spec| (spec.read_extra)(&mut f))
+            .unwrap_or_default();
+        f.finish();
+        out.push(ModItem {
+            model,
+            builder: decl.name().to_string(),
+            extra,
+        });
+    }
+    out
+}
+
+/// A storage attached twice keeps the later mapping.
+fn structure_storages(
+    raw: &[Value],
+    origin: &Origin,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<StorageMapping> {
+    let mut out: Vec<StorageMapping> = Vec::new();
+    for (i, entry) in raw.iter().enumerate() {
+        let here = origin.key("storages").index(i);
+        let Some(m) = entry.as_map() else {
+            diags.push(Diagnostic::error("every storages entry must be a mapping").at(here));
+            continue;
+        };
+        let name = m.get("name").and_then(Value::as_str).unwrap_or_default();
+        let mut f = Fields::new(m, here, format!("StorageMapping '{name}'"), diags);
+        let mapping = StorageMapping::read(&mut f);
+        f.finish();
+        out.retain(|s| s.name != mapping.name);
+        out.push(mapping);
+    }
+    out
+}

@@ -1,0 +1,79 @@
+//! Loading the whole tree: every load-time refusal, gathered.
+
+use std::collections::BTreeSet;
+
+use csis_model::{Diagnostic, ItemKind};
+
+use crate::builders::builders;
+use crate::cfg::cfg_document;
+use crate::db::{Db, Tree};
+use crate::items::{ItemId, item_file_entries, item_index};
+use crate::items_model::{Item, structured_item};
+
+/// The diagnostics of a load, in reading order: cfg/, the builders, the
+/// item files, each item, then the checks across items.
+#[salsa::tracked(returns(ref))]
+pub fn load_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
+    let mut out: Vec<Diagnostic> = cfg_document(db, tree).diags.clone();
+    if out.iter().any(Diagnostic::is_error)
+        && cfg_document(db, tree).map().is_none_or(|m| m.is_empty())
+    {
+        return out;
+    }
+    out.extend(builders(db, tree).diags.iter().cloned());
+    for f in tree.item_files(db) {
+        out.extend(item_file_entries(db, f.file).diags.iter().cloned());
+    }
+    let index = item_index(db, tree);
+    out.extend(index.diags.iter().cloned());
+    for kind in ItemKind::ALL {
+        for name in index.names(kind) {
+            let id = ItemId::new(db, kind, name.clone());
+            out.extend(structured_item(db, tree, id).diags.iter().cloned());
+        }
+    }
+    out.extend(check_groups(db, tree).iter().cloned());
+    out
+}
+
+/// Exactly one root group; every member and admin a declared user.
+#[salsa::tracked(returns(ref))]
+pub fn check_groups(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
+    let index = item_index(db, tree);
+    let mut out = Vec::new();
+    let users: BTreeSet<&str> = index.names(ItemKind::Users).map(String::as_str).collect();
+    let mut roots = 0;
+    let mut any_group = false;
+    for name in index.names(ItemKind::Groups) {
+        let id = ItemId::new(db, ItemKind::Groups, name.clone());
+        let si = structured_item(db, tree, id);
+        let Some(Item::Group(g)) = si.item.as_deref() else {
+            continue;
+        };
+        any_group = true;
+        if g.is_root {
+            roots += 1;
+        }
+        for member in g.members.iter().chain(g.admins.iter()) {
+            let m = csis_model::naming::safe_name(member);
+            if !users.contains(m.as_str()) {
+                out.push(
+                    Diagnostic::error(format!(
+                        "Group {} has member {member} which is not in the list of defined users.",
+                        g.root.name()
+                    ))
+                    .at_opt(si.origin.clone().map(|o| o.key("members"))),
+                );
+            }
+        }
+    }
+    if any_group && roots != 1 {
+        out.push(
+            Diagnostic::error(format!(
+                "Expected exactly one root group (is_root: true), found {roots}"
+            ))
+            .help("mark exactly one group is_root: true"),
+        );
+    }
+    out
+}

@@ -1,0 +1,176 @@
+//! The edge between the world and the query graph: reads a tree through a
+//! [`System`] into salsa inputs, applies changes, and maps diagnostics back
+//! to file positions.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use csis_model::{Diagnostic, Origin};
+use salsa::{Durability, Setter};
+
+use crate::db::{Database, ItemDir, ItemFile, SourceFile, Tree, durability_for};
+use crate::files::parse_file;
+use crate::load::load_diagnostics;
+use crate::registry::Registry;
+use crate::system::System;
+use crate::yaml::Span;
+
+/// What a load is asked to read besides the root.
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    pub overlays: Vec<PathBuf>,
+    pub undeclare: Vec<String>,
+}
+
+/// A loaded tree: the database, its inputs, and the files by path.
+pub struct Workspace {
+    pub db: Database,
+    pub tree: Tree,
+    pub root: PathBuf,
+    files: BTreeMap<String, SourceFile>,
+    /// Refusals found while reading the tree (a missing overlay).
+    pub read_diags: Vec<Diagnostic>,
+}
+
+/// A diagnostic located in its file.
+pub struct Located {
+    pub file: String,
+    pub text: Arc<str>,
+    pub span: Span,
+}
+
+fn rel(root: &Path, p: &Path) -> String {
+    p.strip_prefix(root)
+        .unwrap_or(p)
+        .to_string_lossy()
+        .replace('\\', "/")
+}
+
+fn is_yaml(p: &Path) -> bool {
+    matches!(
+        p.extension().and_then(|e| e.to_str()),
+        Some("yml") | Some("yaml")
+    )
+}
+
+impl Workspace {
+    pub fn load(
+        system: &dyn System,
+        registry: Arc<Registry>,
+        root: &Path,
+        options: &LoadOptions,
+    ) -> std::io::Result<Workspace> {
+        let db = Database::new(registry);
+        let mut files = BTreeMap::new();
+        let mut read_diags = Vec::new();
+        let make = |path: String, text: String, files: &mut BTreeMap<String, SourceFile>| {
+            let f = SourceFile::builder(Arc::from(path.as_str()), Arc::from(text))
+                .durability(durability_for(&path))
+                .new(&db);
+            files.insert(path, f);
+            f
+        };
+        let cfg_dir = root.join("cfg");
+        let mut cfg_files = Vec::new();
+        for p in system.list_files(&cfg_dir)? {
+            // cfg/ is not recursive.
+            if p.parent() != Some(cfg_dir.as_path()) || !is_yaml(&p) {
+                continue;
+            }
+            if let Some(text) = system.read_to_string(&p)? {
+                cfg_files.push(make(rel(root, &p), text, &mut files));
+            }
+        }
+        let mut item_files = Vec::new();
+        for dir in ItemDir::ALL {
+            for p in system.list_files(&root.join(dir.name()))? {
+                if !is_yaml(&p) {
+                    continue;
+                }
+                if let Some(text) = system.read_to_string(&p)? {
+                    let file = make(rel(root, &p), text, &mut files);
+                    item_files.push(ItemFile { dir, file });
+                }
+            }
+        }
+        let mut overlays = Vec::new();
+        for p in &options.overlays {
+            let shown = p.to_string_lossy().to_string();
+            match system.read_to_string(p)? {
+                Some(text) => overlays.push(make(shown, text, &mut files)),
+                None => {
+                    read_diags.push(Diagnostic::error(format!("Overlay {shown} does not exist")))
+                }
+            }
+        }
+        let tree = Tree::builder(
+            Arc::from(root.to_string_lossy().as_ref()),
+            cfg_files,
+            item_files,
+            overlays,
+            options.undeclare.clone(),
+            Arc::new(system.env()),
+            system.now_unix(),
+        )
+        .cfg_files_durability(Durability::HIGH)
+        .item_files_durability(Durability::MEDIUM)
+        .new(&db);
+        Ok(Workspace {
+            db,
+            tree,
+            root: root.to_path_buf(),
+            files,
+            read_diags,
+        })
+    }
+
+    /// Every load-time refusal and warning.
+    pub fn load_diagnostics(&self) -> Vec<Diagnostic> {
+        let mut out = self.read_diags.clone();
+        out.extend(load_diagnostics(&self.db, self.tree).iter().cloned());
+        out
+    }
+
+    /// Replace one file's text (an edit). Returns false for a file the tree
+    /// does not hold.
+    pub fn set_file_text(&mut self, path: &str, text: &str) -> bool {
+        let Some(f) = self.files.get(path).copied() else {
+            return false;
+        };
+        if f.text(&self.db).as_ref() == text {
+            return true;
+        }
+        f.set_text(&mut self.db)
+            .with_durability(durability_for(path))
+            .to(Arc::from(text));
+        true
+    }
+
+    pub fn file(&self, path: &str) -> Option<SourceFile> {
+        self.files.get(path).copied()
+    }
+
+    /// The file, text and span a diagnostic points at.
+    pub fn locate(&self, d: &Diagnostic) -> Option<Located> {
+        let Origin { file, path } = d.origin.as_ref()?;
+        let sf = self.files.get(file.as_ref())?;
+        let parsed = parse_file(&self.db, *sf);
+        let span = if path.is_root() && parsed.error_span.is_some() {
+            parsed.error_span?
+        } else {
+            let key = d.anchor == csis_model::Anchor::Key;
+            parsed.positions.nearest(path, key).unwrap_or(Span {
+                offset: 0,
+                len: 0,
+                line: 1,
+                col: 1,
+            })
+        };
+        Some(Located {
+            file: file.to_string(),
+            text: sf.text(&self.db).clone(),
+            span,
+        })
+    }
+}
