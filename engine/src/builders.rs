@@ -180,6 +180,9 @@ fn read_builder_list(
     };
     let label = list_label(vct);
     let mut defaults: Vec<String> = Vec::new();
+    // An entry that did not structure may have been the default: say
+    // nothing about defaults then.
+    let mut failed = false;
     for (i, item) in items.iter().enumerate() {
         let origin = origin_of(doc, DocPath::root().key(key).index(i));
         let Some(m) = item.as_map() else {
@@ -195,6 +198,7 @@ fn read_builder_list(
             .unwrap_or_default()
             .to_string();
         let Some(type_name) = m.get("type").and_then(Value::as_str) else {
+            failed = true;
             out.diags.push(
                 Diagnostic::error(format!("{label} '{name}' must have a type specified"))
                     .at(origin)
@@ -205,7 +209,12 @@ fn read_builder_list(
             );
             continue;
         };
+        if type_name.contains("{{") {
+            failed = true;
+            continue; // refused with the merged document's names
+        }
         let Some(spec) = db.registry().model(vct, type_name) else {
+            failed = true;
             out.diags.push(
                 Diagnostic::error(format!("KeyError: {type_name}"))
                     .at(origin.key("type"))
@@ -229,11 +238,15 @@ fn read_builder_list(
         let common = decl.base.common();
         let bname = common.name().to_string();
         let class = out.by_class.entry(vct.sanitize()).or_default();
-        if class.contains_key(&bname) {
-            out.diags.push(
-                Diagnostic::error(format!("Duplicate builder name found: {bname}"))
-                    .at(origin.key("name")),
-            );
+        if let Some(existing) = class.get(&bname) {
+            // The same spelling twice is refused by the cfg/ merge already;
+            // here only names that collide once normalized.
+            if existing.base.common().named.display_name != common.named.display_name {
+                out.diags.push(
+                    Diagnostic::error(format!("Duplicate builder name found: {bname}"))
+                        .at(origin.key("name")),
+                );
+            }
             continue;
         }
         if common.is_default {
@@ -254,7 +267,7 @@ fn read_builder_list(
         [one] => {
             out.defaults.insert(vct.sanitize(), one.clone());
         }
-        [] if !items.is_empty() => out.diags.push(
+        [] if !items.is_empty() && !failed => out.diags.push(
             Diagnostic::error(format!("No default builder found in {key} list."))
                 .at(origin_of(doc, DocPath::root().key(key)))
                 .help("mark exactly one entry is_default: true"),
@@ -271,6 +284,9 @@ fn read_builder_list(
 /// A builder's `runtime` must name a runtime builder; it is canonicalized
 /// to that builder's registered name.
 fn check_builder_runtimes(out: &mut Builders) {
+    if out.names(Vct::RuntimeBuilderModel).is_empty() {
+        return; // refused as "No runtime builders found"
+    }
     let mut problems = Vec::new();
     for (vct, by_name) in &out.by_class {
         for (name, decl) in by_name {

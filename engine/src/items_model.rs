@@ -19,7 +19,7 @@ use crate::strings::{DEFAULT_DATEFORMAT, Renderer, jinja_value};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum Item {
-    User(User),
+    User(Box<User>),
     Group(Group),
     Storage(Storage),
     Image(Box<Image>),
@@ -79,7 +79,7 @@ pub fn structured_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Str
     let owner = format!("{} '{name}'", label(kind));
     let mut f = Fields::new(map, raw.origin.clone(), owner, &mut out.diags);
     let item = match kind {
-        ItemKind::Users => Item::User(User::read(&mut f)),
+        ItemKind::Users => Item::User(Box::new(User::read(&mut f))),
         ItemKind::Groups => Item::Group(Group::read(&mut f)),
         ItemKind::Storages => Item::Storage(Storage::read(&mut f)),
         ItemKind::Images => Item::Image(Box::new(Image::read(&mut f))),

@@ -9,6 +9,8 @@ use crate::cfg::cfg_document;
 use crate::db::{Db, Tree};
 use crate::items::{ItemId, item_file_entries, item_index};
 use crate::items_model::{Item, structured_item};
+use crate::overlay::overlay_document;
+use crate::reserved::is_reserved_refusal;
 
 /// The diagnostics of a load, in reading order: cfg/, the builders, the
 /// item files, each item, then the checks across items.
@@ -19,6 +21,9 @@ pub fn load_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
         && cfg_document(db, tree).map().is_none_or(|m| m.is_empty())
     {
         return out;
+    }
+    for file in tree.overlays(db) {
+        out.extend(overlay_document(db, *file).diags.iter().cloned());
     }
     out.extend(builders(db, tree).diags.iter().cloned());
     for f in tree.item_files(db) {
@@ -33,7 +38,25 @@ pub fn load_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
         }
     }
     out.extend(check_groups(db, tree).iter().cloned());
-    out
+    drop_backstop_repeats(out)
+}
+
+/// Drop the model backstop's repeat of a reserved-name refusal at the same
+/// place.
+fn drop_backstop_repeats(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let reserved: Vec<_> = diags
+        .iter()
+        .filter(|d| is_reserved_refusal(d))
+        .filter_map(|d| d.origin.clone())
+        .collect();
+    diags
+        .into_iter()
+        .filter(|d| {
+            is_reserved_refusal(d)
+                || !d.is_error()
+                || d.origin.as_ref().is_none_or(|o| !reserved.contains(o))
+        })
+        .collect()
 }
 
 /// Exactly one root group; every member and admin a declared user.

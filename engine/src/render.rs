@@ -34,10 +34,10 @@ pub fn raw_tree(db: &dyn Db, tree: Tree) -> J {
 pub fn resolved_tree(db: &dyn Db, tree: Tree) -> J {
     let b = builders(db, tree);
     let mut out = JMap::new();
-    if let Some(c) = &b.config {
-        if let Ok(J::Object(m)) = serde_json::to_value(c.as_ref()) {
-            out.extend(m);
-        }
+    if let Some(c) = &b.config
+        && let Ok(J::Object(m)) = serde_json::to_value(c.as_ref())
+    {
+        out.extend(m);
     }
     let exes: Vec<J> = b
         .executables
@@ -95,8 +95,9 @@ fn ids<'db>(db: &'db dyn Db, tree: Tree, kind: ItemKind) -> Vec<ItemId<'db>> {
         .collect()
 }
 
-/// Whether a value still holds a template tag (for "every templated value
-/// resolved" checks).
+/// The places where a rendered value still holds a template tag, for
+/// "every templated value resolved" checks. A builder's `*_template` fields
+/// are templates by definition (rendered per item) and are skipped.
 pub fn unresolved_tags(v: &J) -> Vec<String> {
     let mut out = Vec::new();
     fn walk(v: &J, path: &str, out: &mut Vec<String>) {
@@ -108,6 +109,7 @@ pub fn unresolved_tags(v: &J) -> Vec<String> {
                 .for_each(|(i, x)| walk(x, &format!("{path}[{i}]"), out)),
             J::Object(m) => m
                 .iter()
+                .filter(|(k, _)| !k.ends_with("_template"))
                 .for_each(|(k, x)| walk(x, &format!("{path}.{k}"), out)),
             _ => {}
         }

@@ -67,11 +67,20 @@ fn check_name(file: &str, v: &Value, p: &DocPath, out: &mut Vec<Diagnostic>) {
     }
 }
 
+const RESERVED_HELP: &str = "rename the entry or drop the alias; the reserved words are \
+default, self, none, the empty string and null, in any case";
+
 fn reserved_diag(msg: String, file: &str, path: DocPath) -> Diagnostic {
-    Diagnostic::error(msg).at(Origin::new(file, path)).help(
-        "rename the entry or drop the alias; the reserved words are default, self, none, \
-             the empty string and null, in any case",
-    )
+    Diagnostic::error(msg)
+        .at(Origin::new(file, path))
+        .help(RESERVED_HELP)
+}
+
+/// Whether a diagnostic is a read-time reserved-name refusal. The models
+/// hold the rule again as a backstop for objects made in code; on a file,
+/// the read-time refusal is the one a person needs, once.
+pub fn is_reserved_refusal(d: &Diagnostic) -> bool {
+    d.help.as_deref() == Some(RESERVED_HELP)
 }
 
 /// Keys of the document's top-level `config:` that are guarded words.

@@ -35,21 +35,17 @@ pub fn fill_defaults(kind: ItemKind, value: &mut Value, builders: &Builders) {
                 }
             }
         }
-        ItemKind::Images => {
-            if missing(m, "description") {
-                m.insert(
-                    "description".into(),
-                    Value::str("Image {{ image.name }} from source image {{ image.source_image }}"),
-                );
-            }
+        ItemKind::Images if missing(m, "description") => {
+            m.insert(
+                "description".into(),
+                Value::str("Image {{ image.name }} from source image {{ image.source_image }}"),
+            );
         }
-        ItemKind::Instances => {
-            if missing(m, "description") {
-                m.insert(
-                    "description".into(),
-                    Value::str("Instance from {{ image.name }}"),
-                );
-            }
+        ItemKind::Instances if missing(m, "description") => {
+            m.insert(
+                "description".into(),
+                Value::str("Instance from {{ image.name }}"),
+            );
         }
         _ => {}
     }

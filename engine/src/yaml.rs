@@ -47,9 +47,7 @@ impl Positions {
             if found.is_some() {
                 return found;
             }
-            if p.0.pop().is_none() {
-                return None;
-            }
+            p.0.pop()?;
         }
     }
 }
@@ -102,16 +100,12 @@ pub fn parse(text: &str) -> Result<(Value, Positions), YamlError> {
     let offsets = Offsets::new(text);
     let mut parser = Parser::new_from_str(text);
     let mut builder = Builder {
-        offsets: &offsets,
         positions: Positions::default(),
         stack: Vec::new(),
         root: None,
         documents: 0,
     };
-    loop {
-        let Some(next) = parser.next_event() else {
-            break;
-        };
+    while let Some(next) = parser.next_event() {
         let (event, span) = next.map_err(|e| {
             let m = e.marker();
             let offset = offsets.byte(m.index());
@@ -145,15 +139,14 @@ enum Frame {
     },
 }
 
-struct Builder<'a> {
-    offsets: &'a Offsets,
+struct Builder {
     positions: Positions,
     stack: Vec<Frame>,
     root: Option<Value>,
     documents: usize,
 }
 
-impl Builder<'_> {
+impl Builder {
     /// The path the next node will have, or `None` when the next node is a
     /// mapping key.
     fn next_path(&self) -> Option<DocPath> {
@@ -167,7 +160,6 @@ impl Builder<'_> {
     }
 
     fn event(&mut self, event: Event<'_>, span: Span) -> Result<(), YamlError> {
-        let _ = self.offsets;
         match event {
             Event::DocumentStart(_) => {
                 self.documents += 1;
@@ -248,22 +240,21 @@ impl Builder<'_> {
             entries,
             pending_key,
         }) = self.stack.last_mut()
+            && pending_key.is_none()
         {
-            if pending_key.is_none() {
-                let key = match value {
-                    Value::Scalar { text, .. } => text,
-                    _ => String::new(),
-                };
-                if entries.contains_key(&key) {
-                    return Err(YamlError {
-                        message: format!("duplicate key '{key}' in one mapping"),
-                        span,
-                    });
-                }
-                self.positions.keys.insert(path.key(&key), span);
-                *pending_key = Some((key, span));
-                return Ok(());
+            let key = match value {
+                Value::Scalar { text, .. } => text,
+                _ => String::new(),
+            };
+            if entries.contains_key(&key) {
+                return Err(YamlError {
+                    message: format!("duplicate key '{key}' in one mapping"),
+                    span,
+                });
             }
+            self.positions.keys.insert(path.key(&key), span);
+            *pending_key = Some((key, span));
+            return Ok(());
         }
         if let Some(path) = self.next_path() {
             self.positions.values.insert(path, span);

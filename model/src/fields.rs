@@ -123,7 +123,7 @@ impl<'a> Fields<'a> {
         match self.opt_str(key) {
             Some(s) => s,
             None => {
-                if !self.map.get(key).is_some_and(|v| !v.is_null()) {
+                if self.map.get(key).is_none_or(|v| v.is_null()) {
                     let msg = format!("{}: field '{key}' is required", self.owner);
                     let d = Diagnostic::error(msg).at(self.origin.clone());
                     self.diags.push(d);

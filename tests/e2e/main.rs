@@ -1,1 +1,6 @@
+//! End-to-end tests of the `csis` binary over fixture trees.
+#![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
+mod cases;
+mod example;
+mod layering;
