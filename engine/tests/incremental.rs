@@ -1,0 +1,136 @@
+//! Incrementality: which queries re-execute after an edit.
+#![allow(clippy::disallowed_methods)]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use csis_engine::registry::Registry;
+use csis_engine::system::MemorySystem;
+use csis_engine::workspace::{LoadOptions, Workspace};
+
+const TREE: &str = r#"
+--- cfg/_config.yml
+id: incr
+--- cfg/builders.yml
+runtime_builders:
+  - {name: here, type: local, is_default: true, default_machine_type: small}
+image_builders:
+  - {name: ib, type: local, is_default: true}
+instance_builders:
+  - {name: vm, type: local, is_default: true}
+group_builders:
+  - {name: unix, type: basic, is_default: true}
+user_builders:
+  - {name: people, type: basic, is_default: true, email_as_username: false}
+os_builders:
+  - name: alma
+    type: local
+    is_default: true
+    family: alma-linux
+    family_version: 10
+    runtimes:
+      - image_builder: ib
+--- groups/people.yml
+users:
+  - {name: avery.alpha, first_name: Avery, last_name: Alpha}
+  - {name: blake.bravo, first_name: Blake, last_name: Bravo}
+groups:
+  - {name: ops, is_root: true, members: [avery.alpha], description: "{{ group.name }} group"}
+--- images/base.yml
+images:
+  - name: base
+    source_image: alma
+    group: ops
+    runtimes:
+      - image_builder: ib
+--- images/web.yml
+images:
+  - name: web
+    source_image: base
+    group: ops
+    runtimes:
+      - image_builder: ib
+--- instances/box.yml
+instances:
+  - name: box
+    image: web
+"#;
+
+fn workspace() -> Workspace {
+    let root = Path::new("/t");
+    let sys = MemorySystem::from_fixture(root, TREE);
+    let registry = Registry::build(&[
+        &csis_plugin_dummy::DummyPlugin,
+        &csis_plugin_local::LocalPlugin,
+    ])
+    .unwrap();
+    Workspace::load(&sys, Arc::new(registry), root, &LoadOptions::default()).unwrap()
+}
+
+/// The executed queries by name, with the file or item each one was about.
+fn executed(ws: &Workspace) -> Vec<String> {
+    let mut v: Vec<String> = ws
+        .db
+        .query_log()
+        .take()
+        .into_iter()
+        .map(|q| q.split('(').next().unwrap_or("").to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+fn count(log: &[String], name: &str) -> usize {
+    log.iter().filter(|q| *q == name).count()
+}
+
+#[test]
+fn an_image_edit_reexecutes_only_that_file_and_what_it_reaches() {
+    let mut ws = workspace();
+    let before = ws.load_diagnostics();
+    assert!(before.is_empty(), "{before:?}");
+
+    ws.db.query_log().start();
+    let text = "images:\n  - name: web\n    source_image: base\n    group: ops\n    description: edited\n    runtimes:\n      - image_builder: ib\n";
+    assert!(ws.set_file_text("images/web.yml", text));
+    assert!(ws.load_diagnostics().is_empty());
+    let log = executed(&ws);
+
+    // The edited file is parsed again; no other file is.
+    assert_eq!(count(&log, "parse_file"), 1, "{log:?}");
+    assert_eq!(count(&log, "file_document"), 1, "{log:?}");
+    assert_eq!(count(&log, "item_file_entries"), 1, "{log:?}");
+    // The edited image, and the instance that reads it through `image:`.
+    assert_eq!(count(&log, "raw_item"), 1, "{log:?}");
+    assert_eq!(count(&log, "structured_item"), 2, "{log:?}");
+    // Nothing of cfg/ and no other item is touched.
+    for untouched in ["cfg_document", "rendered_cfg", "builders", "check_groups"] {
+        assert_eq!(count(&log, untouched), 0, "{untouched} re-executed: {log:?}");
+    }
+}
+
+#[test]
+fn a_comment_only_edit_reexecutes_nothing_past_the_parse() {
+    let mut ws = workspace();
+    assert!(ws.load_diagnostics().is_empty());
+    ws.db.query_log().start();
+    let text = "# the web image\nimages:\n  - name: web   # trailing comment\n    source_image: base\n    group: ops\n\n    runtimes:\n      - image_builder: ib\n";
+    assert!(ws.set_file_text("images/web.yml", text));
+    assert!(ws.load_diagnostics().is_empty());
+    let log = executed(&ws);
+    assert_eq!(log, ["file_document", "parse_file"], "{log:?}");
+}
+
+#[test]
+fn a_user_edit_leaves_images_alone() {
+    let mut ws = workspace();
+    assert!(ws.load_diagnostics().is_empty());
+    ws.db.query_log().start();
+    let text = "users:\n  - {name: avery.alpha, first_name: Avery, last_name: Alphonse}\n  - {name: blake.bravo, first_name: Blake, last_name: Bravo}\ngroups:\n  - {name: ops, is_root: true, members: [avery.alpha], description: \"{{ group.name }} group\"}\n";
+    assert!(ws.set_file_text("groups/people.yml", text));
+    assert!(ws.load_diagnostics().is_empty());
+    let log = executed(&ws);
+    // Only avery's raw entry changed; blake's and the group's are equal.
+    assert_eq!(count(&log, "structured_item"), 1, "{log:?}");
+    assert_eq!(count(&log, "builders"), 0, "{log:?}");
+}

@@ -1,0 +1,145 @@
+//! The string stage and template resolution, on the spec's examples.
+#![allow(clippy::disallowed_methods)]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use csis_engine::registry::Registry;
+use csis_engine::render::resolved_tree;
+use csis_engine::system::MemorySystem;
+use csis_engine::workspace::{LoadOptions, Workspace};
+use serde_json::Value as J;
+
+const TREE: &str = r#"
+--- cfg/_config.yml
+id: templates
+config:
+  systemuser: "{{ ENV.USER }}"
+  flavour: document
+  stamp: "{{ execution.timestamp }}"
+--- cfg/builders.yml
+runtime_builders:
+  - {name: here, type: local, is_default: true, default_machine_type: small}
+image_builders:
+  - {name: ib, type: local, is_default: true}
+  - {name: ib2, type: local}
+instance_builders:
+  - {name: vm, type: local, is_default: true}
+group_builders:
+  - {name: unix, type: basic, is_default: true}
+user_builders:
+  - name: people
+    type: basic
+    is_default: true
+    email_as_username: false
+    email_domain: example.com
+    default_user_email_template: "{{ user.name }}@{{ builder.email_domain }}"
+os_builders:
+  - name: alma
+    type: local
+    is_default: true
+    family: alma-linux
+    family_version: 10
+    description: "{{ config.flavour }}"
+    config:
+      flavour: builder
+    tags:
+      OS: "{{ this.parent.family }}"
+    runtimes:
+      - image_builder: ib
+        config:
+          flavour: entry
+        description: "{{ config.flavour }} on {{ this.image_builder }}"
+      - image_builder: ib2
+        description: "{{ config.flavour }}"
+--- groups/people.yml
+users:
+  - {name: avery.alpha, first_name: Avery, last_name: Alpha}
+  - {name: blake.bravo, first_name: Blake, last_name: Bravo, email: blake@example.invalid}
+groups:
+  - {name: ops, is_root: true, members: [avery.alpha], description: "{{ group.name }} group"}
+--- images/web.yml
+images:
+  - name: web
+    source_image: alma
+    group: ops
+    runtimes:
+      - image_builder: ib
+--- instances/box.yml
+instances:
+  - name: box
+    image: web
+"#;
+
+fn resolved() -> J {
+    let root = Path::new("/t");
+    let sys = MemorySystem::from_fixture(root, TREE).with_env("USER", "avery");
+    let registry = Registry::build(&[
+        &csis_plugin_dummy::DummyPlugin,
+        &csis_plugin_local::LocalPlugin,
+    ])
+    .unwrap();
+    let ws = Workspace::load(&sys, Arc::new(registry), root, &LoadOptions::default()).unwrap();
+    let diags = ws.load_diagnostics();
+    assert!(diags.is_empty(), "{diags:?}");
+    resolved_tree(&ws.db, ws.tree)
+}
+
+fn find<'a>(tree: &'a J, list: &str, name: &str) -> &'a J {
+    tree[list]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["name"] == name)
+        .unwrap_or_else(|| panic!("{list} has no {name}"))
+}
+
+#[test]
+fn group_description_names_the_group() {
+    let t = resolved();
+    assert_eq!(find(&t, "groups", "ops")["description"], "ops group");
+}
+
+#[test]
+fn email_comes_from_the_builder_template_with_email_domain_folded_in() {
+    let t = resolved();
+    let avery = find(&t, "users", "avery.alpha");
+    assert_eq!(avery["email"], "avery.alpha@example.com");
+    assert_eq!(
+        avery["description"],
+        "User avery.alpha / avery.alpha@example.com"
+    );
+    // A declared email is kept as written.
+    assert_eq!(find(&t, "users", "blake.bravo")["email"], "blake@example.invalid");
+}
+
+#[test]
+fn this_parent_family_and_env_user() {
+    let t = resolved();
+    let alma = find(&t, "os_builders", "alma");
+    assert_eq!(alma["tags"]["OS"], "alma-linux");
+    assert_eq!(t["config"]["systemuser"], "avery");
+    // The run's start in the tree's dateformat (MemorySystem starts at
+    // 2026-01-01T00:00:00Z).
+    assert_eq!(t["config"]["stamp"], "20260101_000000");
+}
+
+#[test]
+fn a_nested_runtimes_entry_config_shadows_the_enclosing_config() {
+    let t = resolved();
+    let alma = find(&t, "os_builders", "alma");
+    assert_eq!(alma["description"], "builder");
+    let runtimes = alma["runtimes"].as_array().unwrap();
+    assert_eq!(runtimes[0]["description"], "entry on ib");
+    assert_eq!(runtimes[1]["description"], "builder");
+}
+
+#[test]
+fn templated_defaults_of_images_and_instances() {
+    let t = resolved();
+    assert_eq!(
+        find(&t, "images", "web")["description"],
+        "Image web from source image alma"
+    );
+    assert_eq!(find(&t, "instances", "box")["description"], "Instance from web");
+}
