@@ -1,1 +1,221 @@
+//! Synthetic configuration trees, deterministic from a seed, for benchmarks
+//! and for timing `csis validate` on trees the size users keep.
 
+use std::fmt::Write as _;
+
+/// The sizes of a synthetic tree.
+#[derive(Clone, Debug)]
+pub struct TreeSize {
+    pub images: usize,
+    /// Images form chains of this depth, each rooted at an OS builder.
+    pub chain_depth: usize,
+    pub instances: usize,
+    pub storages: usize,
+    pub users: usize,
+    pub groups: usize,
+    pub mods_per_image: usize,
+    pub seed: u64,
+}
+
+impl TreeSize {
+    /// The reference tree of docs/performance.md.
+    pub fn reference() -> TreeSize {
+        TreeSize {
+            images: 2_000,
+            chain_depth: 4,
+            instances: 5_000,
+            storages: 1_000,
+            users: 20_000,
+            groups: 500,
+            mods_per_image: 2,
+            seed: 1,
+        }
+    }
+
+    /// A small tree for quick runs.
+    pub fn small() -> TreeSize {
+        TreeSize {
+            images: 40,
+            chain_depth: 4,
+            instances: 100,
+            storages: 20,
+            users: 400,
+            groups: 10,
+            mods_per_image: 2,
+            seed: 1,
+        }
+    }
+}
+
+/// splitmix64: small, fast, and the same on every machine.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            (self.next() % n as u64) as usize
+        }
+    }
+}
+
+const CFG: &str = r#"id: synthetic
+config:
+  systemuser: "{{ ENV.USER }}"
+  use_state_backends: false
+"#;
+
+const BUILDERS: &str = r#"runtime_builders:
+  - {name: here, type: local, is_default: true, default_machine_type: small}
+  - name: cloud
+    type: dummy
+    default_machine_type: m1
+    region: r1
+    networking:
+      network: vpc-1
+      subnets:
+        - {subnet_id: s-1, is_default: true}
+image_builders:
+  - {name: ib, type: local, is_default: true}
+  - {name: ib-cloud, type: dummy, runtime: cloud}
+instance_builders:
+  - {name: vm, type: local, is_default: true}
+storage_builders:
+  - {name: disk, type: local, is_default: true}
+mod_builders:
+  - {name: sh, type: bash, is_default: true}
+group_builders:
+  - {name: unix, type: basic, is_default: true}
+user_builders:
+  - name: people
+    type: basic
+    is_default: true
+    email_as_username: false
+    email_domain: example.com
+    default_user_email_template: "{{ user.name }}@{{ builder.email_domain }}"
+state_backends:
+  - {name: files, type: local, is_default: true}
+os_builders:
+  - name: alma
+    type: local
+    is_default: true
+    family: alma-linux
+    family_version: 10
+    tags: {OS: "{{ this.parent.family }}"}
+    runtimes:
+      - image_builder: ib
+      - image_builder: ib-cloud
+"#;
+
+/// Every file of the tree as (path relative to the root, content), sorted.
+pub fn generate(size: &TreeSize) -> Vec<(String, String)> {
+    let mut rng = Rng(size.seed);
+    let mut files = vec![
+        ("cfg/_config.yml".to_string(), CFG.to_string()),
+        ("cfg/builders.yml".to_string(), BUILDERS.to_string()),
+    ];
+    let group = |g: usize| format!("grp-{g:04}");
+    let user = |u: usize| format!("user.{u:05}");
+
+    for chunk in 0..size.users.div_ceil(200) {
+        let mut t = String::from("users:\n");
+        for u in chunk * 200..((chunk + 1) * 200).min(size.users) {
+            let _ = writeln!(
+                t,
+                "  - {{name: {}, first_name: First{u}, last_name: Last{u}}}",
+                user(u)
+            );
+        }
+        files.push((format!("groups/users-{chunk:03}.yml"), t));
+    }
+    let mut t = String::from("groups:\n");
+    for g in 0..size.groups.max(1) {
+        let _ = writeln!(t, "  - name: {}", group(g));
+        let _ = writeln!(t, "    description: \"{{{{ group.name }}}} group\"");
+        if g == 0 {
+            let _ = writeln!(t, "    is_root: true");
+        }
+        let members: Vec<String> = (0..8).map(|_| user(rng.below(size.users.max(1)))).collect();
+        let _ = writeln!(t, "    members: [{}]", members.join(", "));
+    }
+    files.push(("groups/groups.yml".to_string(), t));
+
+    for chunk in 0..size.storages.div_ceil(50) {
+        let mut t = String::from("storages:\n");
+        for s in chunk * 50..((chunk + 1) * 50).min(size.storages) {
+            let _ = writeln!(t, "  - name: vol-{s:04}");
+            let _ = writeln!(t, "    groups: [{}]", group(rng.below(size.groups.max(1))));
+        }
+        files.push((format!("storages/storages-{chunk:03}.yml"), t));
+    }
+
+    let depth = size.chain_depth.max(1);
+    let image = |i: usize| format!("img-{i:05}");
+    for i in 0..size.images {
+        let parent = if i % depth == 0 {
+            "alma".to_string()
+        } else {
+            image(i - 1)
+        };
+        let mut t = String::from("images:\n");
+        let _ = writeln!(t, "  - name: {}", image(i));
+        let _ = writeln!(t, "    source_image: {parent}");
+        let _ = writeln!(t, "    group: {}", group(rng.below(size.groups.max(1))));
+        let _ = writeln!(t, "    runtimes:\n      - image_builder: ib");
+        if size.mods_per_image > 0 {
+            let _ = writeln!(t, "    modifications:");
+            for m in 0..size.mods_per_image {
+                let _ = writeln!(t, "      - name: step-{m}");
+                let _ = writeln!(t, "        script: \"echo {} step {m}\"", image(i));
+            }
+        }
+        files.push((format!("images/chain-{:04}/{}.yml", i / depth, image(i)), t));
+    }
+
+    for chunk in 0..size.instances.div_ceil(10) {
+        let mut t = String::from("instances:\n");
+        for n in chunk * 10..((chunk + 1) * 10).min(size.instances) {
+            let _ = writeln!(t, "  - name: host-{n:05}");
+            let _ = writeln!(t, "    image: {}", image(rng.below(size.images.max(1))));
+            if size.storages > 0 && n % 2 == 0 {
+                let _ = writeln!(t, "    storages:");
+                let _ = writeln!(
+                    t,
+                    "      - {{name: vol-{:04}, mount_point: /data}}",
+                    rng.below(size.storages)
+                );
+            }
+        }
+        files.push((format!("instances/hosts-{chunk:04}.yml"), t));
+    }
+    files.sort();
+    files
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_seed_gives_the_same_tree() {
+        let a = generate(&TreeSize::small());
+        let b = generate(&TreeSize::small());
+        assert_eq!(a, b);
+        let mut other = TreeSize::small();
+        other.seed = 2;
+        assert_ne!(a, generate(&other));
+        assert!(
+            a.iter()
+                .any(|(p, _)| p == "images/chain-0000/img-00000.yml")
+        );
+    }
+}

@@ -264,14 +264,7 @@ fn scope_node(node: &mut Value, parent: Option<JValue>, config: &Map, st: &Stage
                 execution => st.execution.clone(),
             };
             for v in m.values_mut() {
-                match v {
-                    Value::Scalar { text, .. } => {
-                        if csis_model::value::has_template(text) {
-                            *text = r.render_tags(text, &ctx);
-                        }
-                    }
-                    nested => scope_node(nested, Some(this.clone()), &scoped, st, r),
-                }
+                render_in_scope(v, &this, &ctx, &scoped, st, r);
             }
         }
         Value::Seq(items) => {
@@ -280,6 +273,32 @@ fn scope_node(node: &mut Value, parent: Option<JValue>, config: &Map, st: &Stage
             }
         }
         _ => {}
+    }
+}
+
+/// A value directly under the mapping `this`: scalars (also inside lists)
+/// render in its context; mappings open a scope of their own.
+fn render_in_scope(
+    v: &mut Value,
+    this: &JValue,
+    ctx: &JValue,
+    scoped: &Map,
+    st: &StageEnv,
+    r: &Renderer,
+) {
+    match v {
+        Value::Scalar { text, .. } => {
+            if csis_model::value::has_template(text) {
+                *text = r.render_tags(text, ctx);
+            }
+        }
+        Value::Seq(items) => {
+            for i in items.iter_mut() {
+                render_in_scope(i, this, ctx, scoped, st, r);
+            }
+        }
+        nested @ Value::Map(_) => scope_node(nested, Some(this.clone()), scoped, st, r),
+        Value::Null => {}
     }
 }
 
@@ -401,6 +420,18 @@ mod tests {
             os.get("tags").unwrap().get("OS").unwrap().as_str(),
             Some("alma-linux")
         );
+    }
+
+    #[test]
+    fn list_items_render_with_their_mapping_as_this() {
+        let doc = stage(
+            "config:\n  team: ops\nos_builders:\n  - name: alma\n    owners: [\"{{ this.name }}\", \"{{ config.team }}\"]\n",
+            &[],
+        );
+        let os = &doc.get("os_builders").unwrap().as_seq().unwrap()[0];
+        let owners = os.get("owners").unwrap().as_seq().unwrap();
+        assert_eq!(owners[0].as_str(), Some("alma"));
+        assert_eq!(owners[1].as_str(), Some("ops"));
     }
 
     #[test]

@@ -122,6 +122,15 @@ impl MemorySystem {
         }
     }
 
+    /// A file's text, empty when absent.
+    pub fn read(&self, path: &Path) -> String {
+        self.files
+            .lock()
+            .ok()
+            .and_then(|f| f.get(path).cloned())
+            .unwrap_or_default()
+    }
+
     pub fn remove(&self, path: &Path) {
         if let Ok(mut files) = self.files.lock() {
             files.remove(path);

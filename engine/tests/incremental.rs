@@ -1,5 +1,5 @@
 //! Incrementality: which queries re-execute after an edit.
-#![allow(clippy::disallowed_methods)]
+#![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 use std::sync::Arc;
@@ -105,7 +105,11 @@ fn an_image_edit_reexecutes_only_that_file_and_what_it_reaches() {
     assert_eq!(count(&log, "structured_item"), 2, "{log:?}");
     // Nothing of cfg/ and no other item is touched.
     for untouched in ["cfg_document", "rendered_cfg", "builders", "check_groups"] {
-        assert_eq!(count(&log, untouched), 0, "{untouched} re-executed: {log:?}");
+        assert_eq!(
+            count(&log, untouched),
+            0,
+            "{untouched} re-executed: {log:?}"
+        );
     }
 }
 

@@ -1,5 +1,5 @@
 //! The string stage and template resolution, on the spec's examples.
-#![allow(clippy::disallowed_methods)]
+#![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 use std::sync::Arc;
@@ -110,7 +110,10 @@ fn email_comes_from_the_builder_template_with_email_domain_folded_in() {
         "User avery.alpha / avery.alpha@example.com"
     );
     // A declared email is kept as written.
-    assert_eq!(find(&t, "users", "blake.bravo")["email"], "blake@example.invalid");
+    assert_eq!(
+        find(&t, "users", "blake.bravo")["email"],
+        "blake@example.invalid"
+    );
 }
 
 #[test]
@@ -141,5 +144,8 @@ fn templated_defaults_of_images_and_instances() {
         find(&t, "images", "web")["description"],
         "Image web from source image alma"
     );
-    assert_eq!(find(&t, "instances", "box")["description"], "Instance from web");
+    assert_eq!(
+        find(&t, "instances", "box")["description"],
+        "Instance from web"
+    );
 }
