@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::builders::{Builders, builders};
 use crate::db::{Db, Tree};
-use crate::items::{ItemId, raw_item};
+use crate::items::{ItemId, item_index, raw_item};
 use crate::resolve::{SmartContext, fill_defaults, resolve_item};
 use crate::strings::{DEFAULT_DATEFORMAT, Renderer, jinja_value};
 
@@ -141,7 +141,68 @@ fn smart_context(
             ctx.fks.insert("image".into(), jinja_value(&raw.value));
         }
     }
+    add_named_objects(db, tree, kind, value, b, &mut ctx);
     ctx
+}
+
+/// Every other name a template uses that names a declared builder or item
+/// (`{{ dummy_cloud.region }}`), hyphen and underscore spellings tried
+/// interchangeably. Only the names actually used are looked up, so an item
+/// depends on exactly the objects its templates reach.
+fn add_named_objects(
+    db: &dyn Db,
+    tree: Tree,
+    kind: ItemKind,
+    value: &Value,
+    b: &Builders,
+    ctx: &mut SmartContext,
+) {
+    let r = Renderer::new();
+    let mut names = std::collections::BTreeSet::new();
+    collect_template_names(value, &r, &mut names);
+    let own = kind.singular().replace('_', "");
+    let index = item_index(db, tree);
+    for name in names {
+        if ctx.fks.contains_key(&name)
+            || SmartContext::FIXED.contains(&name.as_str())
+            || name == own
+        {
+            continue;
+        }
+        let safe = csis_model::naming::safe_name(&name);
+        let spellings = [safe.clone(), safe.replace('_', "-"), safe.replace('-', "_")];
+        let builder = b
+            .by_class
+            .values()
+            .find_map(|m| spellings.iter().find_map(|s| m.get(s)));
+        if let Some(decl) = builder {
+            ctx.fks
+                .insert(name, minijinja::Value::from_serialize(&decl.base));
+            continue;
+        }
+        let item = ItemKind::ALL.into_iter().find_map(|k| {
+            spellings
+                .iter()
+                .find(|s| index.contains(k, s))
+                .map(|s| ItemId::new(db, k, s.clone()))
+        });
+        if let Some(id) = item
+            && let Some(raw) = raw_item(db, tree, id)
+        {
+            ctx.fks.insert(name, jinja_value(&raw.value));
+        }
+    }
+}
+
+fn collect_template_names(v: &Value, r: &Renderer, out: &mut std::collections::BTreeSet<String>) {
+    match v {
+        Value::Scalar { text, .. } if csis_model::value::has_template(text) => {
+            out.extend(r.referenced_names(text));
+        }
+        Value::Seq(items) => items.iter().for_each(|i| collect_template_names(i, r, out)),
+        Value::Map(m) => m.values().for_each(|i| collect_template_names(i, r, out)),
+        _ => {}
+    }
 }
 
 /// An item's `type` must name a configured builder of its kind.

@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 
 use csis_model::Vct;
+
+use crate::strings::{ResolutionPass, builtin_passes};
 use csis_plugin_api::{ItemModelSpec, ModelSpec, Plugin};
 use indexmap::IndexMap;
 
@@ -15,6 +17,8 @@ pub struct Registry {
     aliases: BTreeMap<Vct, BTreeMap<&'static str, &'static str>>,
     item_models: Vec<ItemModelSpec>,
     plugins: Vec<&'static str>,
+    /// The string stage's passes, sorted by order.
+    passes: Vec<ResolutionPass>,
 }
 
 #[derive(Clone, Copy)]
@@ -35,7 +39,10 @@ impl Registry {
     /// Register every plugin's models. A second registration of a name (or
     /// alias) under one classification is the seed's "Type Collision".
     pub fn build(plugins: &[&dyn Plugin]) -> Result<Registry, String> {
-        let mut reg = Registry::default();
+        let mut reg = Registry {
+            passes: builtin_passes(),
+            ..Registry::default()
+        };
         for plugin in plugins {
             reg.plugins.push(plugin.name());
             for spec in plugin.models() {
@@ -102,7 +109,117 @@ impl Registry {
             .find(|m| m.classification == vct && m.builder_model == builder_model)
     }
 
+    /// Add a string-stage pass; passes run in `order`, ties in registration
+    /// order. A name may be registered once.
+    pub fn register_resolution_pass(&mut self, pass: ResolutionPass) -> Result<(), String> {
+        if self.passes.iter().any(|p| p.name == pass.name) {
+            return Err(format!(
+                "resolution pass '{}' is already registered",
+                pass.name
+            ));
+        }
+        self.passes.push(pass);
+        self.passes.sort_by_key(|p| p.order);
+        Ok(())
+    }
+
+    pub fn resolution_passes(&self) -> &[ResolutionPass] {
+        &self.passes
+    }
+
     pub fn plugins(&self) -> &[&'static str] {
         &self.plugins
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use csis_model::models::BaseModelKind;
+    use csis_model::{Fields, Map, Value};
+    use csis_plugin_api::{Builder, BuilderDecl, ModelSpec, Plugin};
+
+    use super::*;
+
+    struct Nothing;
+    impl Builder for Nothing {}
+
+    fn no_extra(_: &mut Fields<'_>) -> Map {
+        Map::new()
+    }
+    fn nothing(_: &BuilderDecl) -> Box<dyn Builder> {
+        Box::new(Nothing)
+    }
+
+    struct Named(&'static str, &'static str, Vct, &'static [&'static str]);
+    impl Plugin for Named {
+        fn name(&self) -> &'static str {
+            self.0
+        }
+        fn models(&self) -> Vec<ModelSpec> {
+            vec![ModelSpec {
+                name: self.1,
+                aliases: self.3,
+                classification: self.2,
+                base: BaseModelKind::Image,
+                read_extra: no_extra,
+                builder: nothing,
+            }]
+        }
+    }
+
+    #[test]
+    fn a_second_registration_of_a_name_is_a_type_collision() {
+        let a = Named("a", "packer", Vct::ImageBuilderModel, &[]);
+        let b = Named("b", "packer", Vct::ImageBuilderModel, &[]);
+        let err = Registry::build(&[&a, &b]).unwrap_err();
+        assert_eq!(
+            err,
+            "Type Collision: image_builder_model 'packer' is registered by plugin 'a' and by plugin 'b'"
+        );
+        // An alias collides with a name too; another classification does not.
+        let c = Named("c", "hashicorp", Vct::ImageBuilderModel, &["packer"]);
+        assert!(Registry::build(&[&a, &c]).is_err());
+        let d = Named("d", "packer", Vct::InstanceBuilderModel, &[]);
+        assert!(Registry::build(&[&a, &d]).is_ok());
+    }
+
+    #[test]
+    fn aliases_canonicalize_and_cloud_models_file_under_runtimes() {
+        let a = Named("a", "hashicorp", Vct::ImageBuilderModel, &["packer"]);
+        let cloud = Named("c", "aws", Vct::CloudBuilderModel, &[]);
+        let reg = Registry::build(&[&a, &cloud]).unwrap();
+        assert_eq!(
+            reg.model(Vct::ImageBuilderModel, "packer").map(|m| m.name),
+            Some("hashicorp")
+        );
+        assert_eq!(
+            reg.model(Vct::RuntimeBuilderModel, "aws").map(|m| m.name),
+            Some("aws")
+        );
+        assert_eq!(reg.model_names(Vct::CloudBuilderModel), ["aws"]);
+    }
+
+    fn mark_seen(doc: &mut Value, _: &crate::strings::StageEnv, _: &crate::strings::Renderer) {
+        if let Value::Map(m) = doc {
+            m.insert("seen".into(), Value::str("yes"));
+        }
+    }
+
+    #[test]
+    fn passes_run_in_order_and_register_once() {
+        let mut reg = Registry::build(&[]).unwrap();
+        let pass = |name, order| ResolutionPass {
+            name,
+            order,
+            run: mark_seen,
+        };
+        reg.register_resolution_pass(pass("late", 30)).unwrap();
+        reg.register_resolution_pass(pass("early", 5)).unwrap();
+        let names: Vec<_> = reg.resolution_passes().iter().map(|p| p.name).collect();
+        assert_eq!(names, ["early", "interpolate", "scope-this", "late"]);
+        assert!(
+            reg.register_resolution_pass(pass("interpolate", 1))
+                .is_err()
+        );
     }
 }

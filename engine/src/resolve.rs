@@ -61,6 +61,10 @@ pub struct SmartContext {
 }
 
 impl SmartContext {
+    /// Names the context always binds.
+    pub const FIXED: [&'static str; 5] =
+        ["this", "ENV", "execution", "builder", "identified_model"];
+
     pub fn new(env: &BTreeMap<String, String>, start_unix: i64, dateformat: &str) -> SmartContext {
         SmartContext {
             env: JValue::from_serialize(env),

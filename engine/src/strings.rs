@@ -38,6 +38,15 @@ impl Renderer {
         Renderer { env }
     }
 
+    /// The top-level names a template refers to (`image` in
+    /// `{{ image.name }}`); empty when it does not compile.
+    pub fn referenced_names(&self, text: &str) -> std::collections::HashSet<String> {
+        self.env
+            .template_from_str(text)
+            .map(|t| t.undeclared_variables(false))
+            .unwrap_or_default()
+    }
+
     /// `text` with every tag that renders against `ctx` replaced.
     pub fn render_tags(&self, text: &str, ctx: &JValue) -> String {
         if !csis_model::value::has_template(text) {
@@ -169,6 +178,7 @@ pub fn execution_value(start_unix: i64, dateformat: &str) -> JValue {
 }
 
 /// One string-stage pass over the merged cfg/ document.
+#[derive(Clone, Copy)]
 pub struct ResolutionPass {
     pub name: &'static str,
     pub order: u32,
@@ -344,9 +354,7 @@ pub fn rendered_cfg(db: &dyn Db, tree: Tree) -> RenderedCfg {
         config,
     );
     let r = Renderer::new();
-    let mut passes = builtin_passes();
-    passes.sort_by_key(|p| p.order);
-    for pass in passes {
+    for pass in db.registry().resolution_passes() {
         (pass.run)(&mut doc, &st, &r);
     }
     RenderedCfg {

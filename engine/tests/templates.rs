@@ -69,6 +69,9 @@ images:
 instances:
   - name: box
     image: web
+  - name: box-two
+    image: web
+    userdata: "echo {{ ops.name }} on {{ here.default_machine_type }} beside {{ box.name }}"
 "#;
 
 fn resolved() -> J {
@@ -147,5 +150,14 @@ fn templated_defaults_of_images_and_instances() {
     assert_eq!(
         find(&t, "instances", "box")["description"],
         "Instance from web"
+    );
+}
+
+#[test]
+fn any_declared_object_by_name_with_either_spelling() {
+    let t = resolved();
+    assert_eq!(
+        find(&t, "instances", "box-two")["userdata"],
+        "echo ops on small beside box"
     );
 }

@@ -38,3 +38,33 @@ fn render_resolves_every_templated_value() {
     let raw = csis(&["config", "render", "--raw"]);
     assert!(String::from_utf8_lossy(&raw.stdout).contains("{{"));
 }
+
+#[test]
+fn a_refusal_shows_file_line_column_and_the_snippet() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("cfg");
+    std::fs::create_dir_all(&cfg).unwrap();
+    std::fs::write(
+        cfg.join("_config.yml"),
+        "id: t\nruntime_builders:\n  - name: here\n    type: local\n    is_default: true\n    default_machine_type: small\n    colour: blue\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_csis"))
+        .arg("--root-dir")
+        .arg(dir.path())
+        .arg("validate")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "Runtime builder here: unknown key 'colour' (Extra inputs are not permitted)"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("[cfg/_config.yml:7:5]"), "{stderr}");
+    assert!(stderr.contains("7 │     colour: blue"), "{stderr}");
+    assert!(stderr.contains("cfg/_config.yml:7:5"), "{stderr}");
+    assert!(stderr.ends_with("validate: 1 error(s)\n"), "{stderr}");
+}
