@@ -47,6 +47,17 @@ impl Builders {
         by_name.get(name)
     }
 
+    /// A builder by `<classification>::<model>::<name>`.
+    pub fn by_global_id(&self, id: &str) -> Option<&Arc<BuilderDecl>> {
+        let (class, rest) = id.split_once("::")?;
+        let vct = Vct::parse(class)?.sanitize();
+        let (_, name) = rest.split_once("::")?;
+        self.by_class
+            .get(&vct)?
+            .get(name)
+            .filter(|d| d.global_id() == id)
+    }
+
     pub fn names(&self, vct: Vct) -> Vec<&str> {
         self.by_class
             .get(&vct.sanitize())
@@ -115,6 +126,7 @@ pub fn builders(db: &dyn Db, tree: Tree) -> Builders {
         );
     }
     check_builder_runtimes(&mut out);
+    finalize_builders(db, &mut out);
     read_ia_config(top, doc, &mut out);
     out
 }
@@ -287,22 +299,42 @@ fn check_builder_runtimes(out: &mut Builders) {
     if out.names(Vct::RuntimeBuilderModel).is_empty() {
         return; // refused as "No runtime builders found"
     }
-    let mut problems = Vec::new();
+    let mut moves = Vec::new();
     for (vct, by_name) in &out.by_class {
         for (name, decl) in by_name {
             let Some(rt) = decl.base.runtime() else {
                 continue;
             };
-            if out.resolve(Vct::RuntimeBuilderModel, rt).is_none() {
-                problems.push(Diagnostic::error(format!(
+            match out.resolve(Vct::RuntimeBuilderModel, rt) {
+                Some(runtime) => moves.push((*vct, name.clone(), runtime.name().to_string())),
+                None => out.diags.push(Diagnostic::error(format!(
                     "{} '{name}': field 'runtime' names '{rt}', which is no runtime_builder_model (declared: {})",
                     list_label(*vct),
                     out.declared(Vct::RuntimeBuilderModel)
-                )));
+                ))),
             }
         }
     }
-    out.diags.extend(problems);
+    for (vct, name, runtime) in moves {
+        if let Some(decl) = out.by_class.get_mut(&vct).and_then(|m| m.get_mut(&name)) {
+            Arc::make_mut(decl).base.set_runtime(&runtime);
+        }
+    }
+}
+
+/// Every builder's own `finalize()`: where a plugin checks its model
+/// against its provider.
+fn finalize_builders(db: &dyn Db, out: &mut Builders) {
+    let mut diags = Vec::new();
+    for decl in out.by_class.values().flat_map(|m| m.values()) {
+        let Some(spec) = db.registry().model(decl.classification, decl.model) else {
+            continue;
+        };
+        if let Err(problems) = (spec.builder)(decl).finalize() {
+            diags.extend(problems);
+        }
+    }
+    out.diags.extend(diags);
 }
 
 fn read_ia_config(top: &Map, doc: &CfgDocument, out: &mut Builders) {

@@ -222,7 +222,8 @@ fn check_builder(
         Item::BaseImage(i) => (i.root.name(), i.root.named.type_.as_str()),
     };
     let vct = kind.builder_vct();
-    if b.resolve(vct, type_name).is_some() {
+    // An empty type is refused by the model already.
+    if type_name.is_empty() || b.resolve(vct, type_name).is_some() {
         return;
     }
     let msg = if type_name == "default" {

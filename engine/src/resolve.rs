@@ -78,7 +78,10 @@ impl SmartContext {
         let mut m: BTreeMap<String, JValue> = self.fks.clone();
         let me = jinja_value(this);
         m.insert(kind.singular().replace('_', ""), me.clone());
-        m.insert("this".into(), me);
+        m.insert("this".into(), me.clone());
+        // Sub-items (a modifications: or storages: entry) are resolved with
+        // their item, which is the model that identifies them.
+        m.insert("identified_model".into(), me);
         m.insert("ENV".into(), self.env.clone());
         m.insert("execution".into(), self.execution.clone());
         if let Some(b) = &self.builder {

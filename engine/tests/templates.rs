@@ -161,3 +161,29 @@ fn any_declared_object_by_name_with_either_spelling() {
         "echo ops on small beside box"
     );
 }
+
+#[test]
+fn builder_runtimes_are_canonicalized_and_builders_have_global_ids() {
+    let root = Path::new("/t");
+    let sys = MemorySystem::from_fixture(root, TREE);
+    let registry = Registry::build(&[
+        &csis_plugin_dummy::DummyPlugin,
+        &csis_plugin_local::LocalPlugin,
+    ])
+    .unwrap();
+    let ws = Workspace::load(&sys, Arc::new(registry), root, &LoadOptions::default()).unwrap();
+    let b = csis_engine::builders::builders(&ws.db, ws.tree);
+    let ib = b
+        .resolve(csis_model::Vct::ImageBuilderModel, "default")
+        .unwrap();
+    assert_eq!(ib.base.runtime(), Some("here"));
+    assert_eq!(ib.global_id(), "image_builder_model::local::ib");
+    let found = b
+        .by_global_id("runtime_builder_model::local::here")
+        .unwrap();
+    assert_eq!(found.name(), "here");
+    assert!(
+        b.by_global_id("runtime_builder_model::dummy::here")
+            .is_none()
+    );
+}

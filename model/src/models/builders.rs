@@ -219,6 +219,17 @@ impl BaseBuilder {
     }
 
     /// The runtime foreign key of an image, instance or storage builder.
+    /// Point a runtime-enabled builder at a runtime (the load canonicalizes
+    /// `default` and aliases to the runtime builder's registered name).
+    pub fn set_runtime(&mut self, name: &str) {
+        match self {
+            BaseBuilder::Image(m) => m.base.runtime = name.to_string(),
+            BaseBuilder::Instance(m) => m.base.runtime = name.to_string(),
+            BaseBuilder::Storage(m) => m.base.runtime = name.to_string(),
+            _ => {}
+        }
+    }
+
     pub fn runtime(&self) -> Option<&str> {
         match self {
             BaseBuilder::Image(m) => Some(&m.base.runtime),

@@ -90,4 +90,14 @@ impl BuilderDecl {
     pub fn name(&self) -> &str {
         self.base.common().name()
     }
+
+    /// `<classification>::<model>::<name>`, unique across the registry.
+    pub fn global_id(&self) -> String {
+        format!(
+            "{}::{}::{}",
+            self.classification.sanitize(),
+            self.model,
+            self.name()
+        )
+    }
 }
