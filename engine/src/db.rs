@@ -7,7 +7,6 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use csis_model::ItemKind;
 use salsa::Durability;
 
 use crate::registry::Registry;
@@ -22,42 +21,11 @@ pub struct SourceFile {
     pub text: Arc<str>,
 }
 
-/// An item file and the directory it was found under.
+/// An item file and the item directory it was found under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ItemFile {
-    pub dir: ItemDir,
+    pub dir: &'static str,
     pub file: SourceFile,
-}
-
-/// The item directories the loader reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ItemDir {
-    Groups,
-    Storages,
-    Images,
-    Instances,
-}
-
-impl ItemDir {
-    pub const ALL: [ItemDir; 4] = [
-        ItemDir::Groups,
-        ItemDir::Storages,
-        ItemDir::Images,
-        ItemDir::Instances,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            ItemDir::Groups => "groups",
-            ItemDir::Storages => "storages",
-            ItemDir::Images => "images",
-            ItemDir::Instances => "instances",
-        }
-    }
-
-    pub fn kinds(self) -> Vec<ItemKind> {
-        ItemKind::in_dir(self.name())
-    }
 }
 
 /// The whole configuration tree as the engine sees it.

@@ -11,7 +11,7 @@ use csis_model::naming::safe_name;
 use csis_model::{Diagnostic, DocPath, ItemKind, Origin, Value};
 use indexmap::IndexMap;
 
-use crate::db::{Db, ItemDir, SourceFile, Tree};
+use crate::db::{Db, SourceFile, Tree};
 use crate::files::file_document;
 use crate::overlay::{overlay_document, parse_undeclare};
 use crate::reserved::refuse_reserved_names;
@@ -32,9 +32,16 @@ pub struct ItemFileEntries {
     pub diags: Vec<Diagnostic>,
 }
 
-fn dir_of(path: &str) -> Option<ItemDir> {
-    let top = path.split('/').next()?;
-    ItemDir::ALL.into_iter().find(|d| d.name() == top)
+/// The item kinds a file may declare, by the directory it lives under.
+fn kinds_for(db: &dyn Db, path: &str) -> (String, Vec<ItemKind>) {
+    let top = path.split('/').next().unwrap_or_default().to_string();
+    let kinds = db
+        .registry()
+        .item_kinds()
+        .into_iter()
+        .filter(|k| k.is_read() && k.dir() == top)
+        .collect();
+    (top, kinds)
 }
 
 /// The entries of one item file.
@@ -44,12 +51,12 @@ pub fn item_file_entries(db: &dyn Db, file: SourceFile) -> ItemFileEntries {
     let path = file.path(db).clone();
     let fd = file_document(db, file);
     out.diags.extend(fd.diags.iter().cloned());
-    let (Some(doc), Some(dir)) = (fd.value.as_deref(), dir_of(&path)) else {
+    let Some(doc) = fd.value.as_deref() else {
         return out;
     };
+    let (dir, kinds) = kinds_for(db, &path);
     out.diags
         .extend(refuse_reserved_names(&path, doc, &DocPath::root()));
-    let kinds = dir.kinds();
     let Some(map) = doc.as_map() else { return out };
     let root = Origin::new(path.clone(), DocPath::root());
     for (key, v) in map {
@@ -57,8 +64,7 @@ pub fn item_file_entries(db: &dyn Db, file: SourceFile) -> ItemFileEntries {
             let holds: Vec<String> = kinds.iter().map(|k| format!("{}:", k.key())).collect();
             out.diags.push(
                 Diagnostic::error(format!(
-                    "{path}: unknown top-level key '{key}'; a file under {}/ holds {}",
-                    dir.name(),
+                    "{path}: unknown top-level key '{key}'; a file under {dir}/ holds {}",
                     holds.join(" and ")
                 ))
                 .at(root.key(key))
@@ -147,12 +153,13 @@ impl ItemIndex {
 #[salsa::tracked(returns(ref))]
 pub fn item_index(db: &dyn Db, tree: Tree) -> ItemIndex {
     let mut index = ItemIndex::default();
-    for kind in ItemKind::ALL {
-        index.items.insert(kind, IndexMap::new());
+    let kinds = db.registry().item_kinds();
+    for kind in &kinds {
+        index.items.insert(*kind, IndexMap::new());
     }
     // First declarations, for the duplicate message.
     let mut first: IndexMap<(ItemKind, String), Origin> = IndexMap::new();
-    for kind in ItemKind::ALL {
+    for kind in kinds.iter().copied() {
         for item_file in tree.item_files(db) {
             let entries = item_file_entries(db, item_file.file);
             for (n, item) in entries.items.iter().enumerate() {
@@ -222,7 +229,7 @@ pub fn item_index(db: &dyn Db, tree: Tree) -> ItemIndex {
         }
     }
     for spec in tree.undeclare(db) {
-        match parse_undeclare(spec) {
+        match parse_undeclare(spec, &kinds) {
             Err(d) => index.diags.push(d),
             Ok(u) => {
                 let removed = index

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use csis_model::models::{
-    BaseImage, Group, Image, Instance, ModItemModel, Storage, StorageMapping, User,
+    BaseImage, Group, Image, Instance, ModItemModel, NameTyped, Storage, StorageMapping, User,
 };
 use csis_model::{Diagnostic, Fields, ItemKind, Map, Origin, Value, Vct};
 use serde::Serialize;
@@ -25,6 +25,17 @@ pub enum Item {
     Image(Box<Image>),
     Instance(Instance),
     BaseImage(Box<BaseImage>),
+    /// An item of a kind a plugin registered.
+    Plugin(PluginItem),
+}
+
+/// An item of a plugin's kind: the common fields and the plugin's own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PluginItem {
+    #[serde(flatten)]
+    pub named: NameTyped,
+    #[serde(flatten)]
+    pub fields: Map,
 }
 
 /// One `modifications:` entry: the core fields and the mod plugin's own.
@@ -49,14 +60,16 @@ pub struct StructuredItem {
     pub diags: Vec<Diagnostic>,
 }
 
+/// What messages call an item of a kind ("Image 'web'").
 fn label(kind: ItemKind) -> &'static str {
     match kind {
-        ItemKind::Users => "User",
-        ItemKind::Groups => "Group",
-        ItemKind::Storages => "Storage",
-        ItemKind::Images => "Image",
-        ItemKind::Instances => "Instance",
-        ItemKind::BaseImages => "Base image",
+        ItemKind::USERS => "User",
+        ItemKind::GROUPS => "Group",
+        ItemKind::STORAGES => "Storage",
+        ItemKind::IMAGES => "Image",
+        ItemKind::INSTANCES => "Instance",
+        ItemKind::BASE_IMAGES => "Base image",
+        other => other.singular(),
     }
 }
 
@@ -79,12 +92,23 @@ pub fn structured_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Str
     let owner = format!("{} '{name}'", label(kind));
     let mut f = Fields::new(map, raw.origin.clone(), owner, &mut out.diags);
     let item = match kind {
-        ItemKind::Users => Item::User(Box::new(User::read(&mut f))),
-        ItemKind::Groups => Item::Group(Group::read(&mut f)),
-        ItemKind::Storages => Item::Storage(Storage::read(&mut f)),
-        ItemKind::Images => Item::Image(Box::new(Image::read(&mut f))),
-        ItemKind::Instances => Item::Instance(Instance::read(&mut f)),
-        ItemKind::BaseImages => Item::BaseImage(Box::new(BaseImage::read(&mut f))),
+        ItemKind::USERS => Item::User(Box::new(User::read(&mut f))),
+        ItemKind::GROUPS => Item::Group(Group::read(&mut f)),
+        ItemKind::STORAGES => Item::Storage(Storage::read(&mut f)),
+        ItemKind::IMAGES => Item::Image(Box::new(Image::read(&mut f))),
+        ItemKind::INSTANCES => Item::Instance(Instance::read(&mut f)),
+        ItemKind::BASE_IMAGES => Item::BaseImage(Box::new(BaseImage::read(&mut f))),
+        other => {
+            let named = NameTyped::read_with_type(&mut f, "default");
+            let plugin = db.registry().item_kind_plugin(other);
+            let fields = plugin.map(|p| (p.read)(&mut f)).unwrap_or_default();
+            if let Some(validate) = plugin.and_then(|p| p.validate) {
+                for problem in validate(&fields) {
+                    f.error(Diagnostic::error(problem).at(raw.origin.clone()));
+                }
+            }
+            Item::Plugin(PluginItem { named, fields })
+        }
     };
     f.finish();
     check_builder(kind, &item, &raw.origin, b, &mut out.diags);
@@ -133,10 +157,10 @@ fn smart_context(
             minijinja::Value::from_serialize(&decl.base),
         );
     }
-    if kind == ItemKind::Instances
+    if kind == ItemKind::INSTANCES
         && let Some(img) = value.get("image").and_then(Value::as_str)
     {
-        let id = ItemId::new(db, ItemKind::Images, csis_model::naming::safe_name(img));
+        let id = ItemId::new(db, ItemKind::IMAGES, csis_model::naming::safe_name(img));
         if let Some(raw) = raw_item(db, tree, id) {
             ctx.fks.insert("image".into(), jinja_value(&raw.value));
         }
@@ -180,7 +204,7 @@ fn add_named_objects(
                 .insert(name, minijinja::Value::from_serialize(&decl.base));
             continue;
         }
-        let item = ItemKind::ALL.into_iter().find_map(|k| {
+        let item = db.registry().item_kinds().into_iter().find_map(|k| {
             spellings
                 .iter()
                 .find(|s| index.contains(k, s))
@@ -220,6 +244,7 @@ fn check_builder(
         Item::Image(i) => (i.root.name(), i.root.named.type_.as_str()),
         Item::Instance(i) => (i.root.name(), i.root.named.type_.as_str()),
         Item::BaseImage(i) => (i.root.name(), i.root.named.type_.as_str()),
+        Item::Plugin(p) => (p.named.name.as_str(), p.named.type_.as_str()),
     };
     let vct = kind.builder_vct();
     // An empty type is refused by the model already.

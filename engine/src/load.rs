@@ -31,7 +31,7 @@ pub fn load_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     }
     let index = item_index(db, tree);
     out.extend(index.diags.iter().cloned());
-    for kind in ItemKind::ALL {
+    for kind in db.registry().item_kinds() {
         for name in index.names(kind) {
             let id = ItemId::new(db, kind, name.clone());
             out.extend(structured_item(db, tree, id).diags.iter().cloned());
@@ -64,11 +64,11 @@ fn drop_backstop_repeats(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
 pub fn check_groups(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     let index = item_index(db, tree);
     let mut out = Vec::new();
-    let users: BTreeSet<&str> = index.names(ItemKind::Users).map(String::as_str).collect();
+    let users: BTreeSet<&str> = index.names(ItemKind::USERS).map(String::as_str).collect();
     let mut roots = 0;
     let mut any_group = false;
-    for name in index.names(ItemKind::Groups) {
-        let id = ItemId::new(db, ItemKind::Groups, name.clone());
+    for name in index.names(ItemKind::GROUPS) {
+        let id = ItemId::new(db, ItemKind::GROUPS, name.clone());
         let si = structured_item(db, tree, id);
         let Some(Item::Group(g)) = si.item.as_deref() else {
             continue;

@@ -27,9 +27,9 @@ pub struct OverlayDocument {
     pub diags: Vec<Diagnostic>,
 }
 
-fn allowed_keys() -> Vec<&'static str> {
+fn allowed_keys(kinds: &[ItemKind]) -> Vec<&'static str> {
     let mut v = vec!["config"];
-    v.extend(ItemKind::ALL.iter().map(|k| k.key()));
+    v.extend(kinds.iter().map(|k| k.key()));
     v
 }
 
@@ -54,7 +54,8 @@ pub fn overlay_document(db: &dyn Db, file: SourceFile) -> OverlayDocument {
     out.diags
         .extend(refuse_reserved_names(&path, &doc, &DocPath::root()));
     out.diags.extend(refuse_invalid_config_keys(&path, &doc));
-    let allowed = allowed_keys();
+    let kinds = db.registry().item_kinds();
+    let allowed = allowed_keys(&kinds);
     let unknown: Vec<&str> = map
         .keys()
         .map(String::as_str)
@@ -83,7 +84,7 @@ pub fn overlay_document(db: &dyn Db, file: SourceFile) -> OverlayDocument {
             }
             continue;
         }
-        let Some(kind) = ItemKind::ALL.into_iter().find(|k| k.key() == key) else {
+        let Some(kind) = kinds.iter().copied().find(|k| k.key() == key) else {
             continue;
         };
         let list_error = || {
@@ -129,7 +130,7 @@ pub struct Undeclare {
     pub name: String,
 }
 
-pub fn parse_undeclare(spec: &str) -> Result<Undeclare, Diagnostic> {
+pub fn parse_undeclare(spec: &str, kinds: &[ItemKind]) -> Result<Undeclare, Diagnostic> {
     let Some((kind, name)) = spec.split_once(':') else {
         return Err(Diagnostic::error(format!(
             "--undeclare {spec}: expected <kind>:<name>"
@@ -140,8 +141,8 @@ pub fn parse_undeclare(spec: &str) -> Result<Undeclare, Diagnostic> {
             "--undeclare {spec}: expected <kind>:<name>"
         )));
     }
-    let Some(kind) = ItemKind::parse(kind.trim()) else {
-        let allowed: Vec<&str> = ItemKind::ALL.iter().map(|k| k.key()).collect();
+    let Some(kind) = ItemKind::parse(kind.trim(), kinds) else {
+        let allowed: Vec<&str> = kinds.iter().map(|k| k.key()).collect();
         return Err(Diagnostic::error(format!(
             "--undeclare {spec}: unknown kind {kind}; allowed: [{}]",
             allowed.join(", ")
@@ -175,22 +176,26 @@ mod tests {
     #[test]
     fn undeclare_flags() {
         assert_eq!(
-            parse_undeclare("image:web").unwrap(),
+            parse_undeclare("image:web", &ItemKind::CORE).unwrap(),
             Undeclare {
-                kind: ItemKind::Images,
+                kind: ItemKind::IMAGES,
                 name: "web".into()
             }
         );
         assert_eq!(
-            parse_undeclare("storages:Data").unwrap().kind,
-            ItemKind::Storages
+            parse_undeclare("storages:Data", &ItemKind::CORE)
+                .unwrap()
+                .kind,
+            ItemKind::STORAGES
         );
         assert_eq!(
-            parse_undeclare("web").unwrap_err().message,
+            parse_undeclare("web", &ItemKind::CORE).unwrap_err().message,
             "--undeclare web: expected <kind>:<name>"
         );
         assert_eq!(
-            parse_undeclare("box:web").unwrap_err().message,
+            parse_undeclare("box:web", &ItemKind::CORE)
+                .unwrap_err()
+                .message,
             "--undeclare box:web: unknown kind box; allowed: [users, groups, storages, images, instances, base_images]"
         );
     }

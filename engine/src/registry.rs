@@ -3,10 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use csis_model::Vct;
+use csis_model::{ItemKind, Vct};
 
 use crate::strings::{ResolutionPass, builtin_passes};
-use csis_plugin_api::{ItemModelSpec, ModelSpec, Plugin};
+use csis_plugin_api::{ItemKindPlugin, ItemModelSpec, ModelSpec, Plugin};
 use indexmap::IndexMap;
 
 #[derive(Default)]
@@ -16,6 +16,8 @@ pub struct Registry {
     /// Alias to canonical name, per classification.
     aliases: BTreeMap<Vct, BTreeMap<&'static str, &'static str>>,
     item_models: Vec<ItemModelSpec>,
+    /// Item kinds plugins added, after the core ones.
+    item_kinds: Vec<ItemKindPlugin>,
     plugins: Vec<&'static str>,
     /// The string stage's passes, sorted by order.
     passes: Vec<ResolutionPass>,
@@ -49,6 +51,9 @@ impl Registry {
                 reg.register(spec, plugin.name())?;
             }
             reg.item_models.extend(plugin.item_models());
+            for k in plugin.item_kinds() {
+                reg.register_item_kind(k, plugin.name())?;
+            }
         }
         Ok(reg)
     }
@@ -107,6 +112,46 @@ impl Registry {
         self.item_models
             .iter()
             .find(|m| m.classification == vct && m.builder_model == builder_model)
+    }
+
+    fn register_item_kind(&mut self, k: ItemKindPlugin, plugin: &str) -> Result<(), String> {
+        let key = k.kind.key();
+        if self
+            .item_kinds()
+            .iter()
+            .any(|o| o.key() == key || o.singular() == k.kind.singular())
+        {
+            return Err(format!(
+                "Type Collision: item kind '{key}' of plugin '{plugin}' is already registered"
+            ));
+        }
+        self.item_kinds.push(k);
+        Ok(())
+    }
+
+    /// Every item kind in reading order: the core kinds, then the plugins'.
+    pub fn item_kinds(&self) -> Vec<ItemKind> {
+        let mut v = ItemKind::CORE.to_vec();
+        v.extend(self.item_kinds.iter().map(|k| k.kind));
+        v
+    }
+
+    /// A plugin item kind's reader and validation.
+    pub fn item_kind_plugin(&self, kind: ItemKind) -> Option<&ItemKindPlugin> {
+        self.item_kinds.iter().find(|k| k.kind == kind)
+    }
+
+    /// The item directories the loader reads, sorted.
+    pub fn item_dirs(&self) -> Vec<&'static str> {
+        let mut v: Vec<_> = self
+            .item_kinds()
+            .into_iter()
+            .filter(|k| k.is_read())
+            .map(|k| k.dir())
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
     }
 
     /// Add a string-stage pass; passes run in `order`, ties in registration

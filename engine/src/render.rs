@@ -18,7 +18,7 @@ pub fn raw_tree(db: &dyn Db, tree: Tree) -> J {
         J::Object(m) => m,
         _ => JMap::new(),
     };
-    for kind in ItemKind::ALL {
+    for kind in db.registry().item_kinds() {
         let items: Vec<J> = ids(db, tree, kind)
             .into_iter()
             .filter_map(|id| raw_item(db, tree, id).as_ref().map(|r| r.value.to_json()))
@@ -64,7 +64,7 @@ pub fn resolved_tree(db: &dyn Db, tree: Tree) -> J {
             .collect();
         out.insert(key.to_string(), J::Array(decls));
     }
-    for kind in ItemKind::ALL {
+    for kind in db.registry().item_kinds() {
         let items: Vec<J> = ids(db, tree, kind)
             .into_iter()
             .filter_map(|id| {

@@ -19,7 +19,7 @@ pub fn fill_defaults(kind: ItemKind, value: &mut Value, builders: &Builders) {
     let Value::Map(m) = value else { return };
     let missing = |m: &Map, k: &str| m.get(k).is_none_or(Value::is_null);
     match kind {
-        ItemKind::Users => {
+        ItemKind::USERS => {
             let t = m.get("type").and_then(Value::as_str).unwrap_or("default");
             if let Some(decl) = builders.resolve(Vct::UserBuilderModel, t)
                 && let csis_model::models::BaseBuilder::User(ub) = &decl.base
@@ -35,13 +35,13 @@ pub fn fill_defaults(kind: ItemKind, value: &mut Value, builders: &Builders) {
                 }
             }
         }
-        ItemKind::Images if missing(m, "description") => {
+        ItemKind::IMAGES if missing(m, "description") => {
             m.insert(
                 "description".into(),
                 Value::str("Image {{ image.name }} from source image {{ image.source_image }}"),
             );
         }
-        ItemKind::Instances if missing(m, "description") => {
+        ItemKind::INSTANCES if missing(m, "description") => {
             m.insert(
                 "description".into(),
                 Value::str("Instance from {{ image.name }}"),

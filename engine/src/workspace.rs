@@ -9,7 +9,7 @@ use std::sync::Arc;
 use csis_model::{Diagnostic, Origin};
 use salsa::{Durability, Setter};
 
-use crate::db::{Database, ItemDir, ItemFile, SourceFile, Tree, durability_for};
+use crate::db::{Database, ItemFile, SourceFile, Tree, durability_for};
 use crate::files::parse_file;
 use crate::load::load_diagnostics;
 use crate::registry::Registry;
@@ -61,6 +61,7 @@ impl Workspace {
         root: &Path,
         options: &LoadOptions,
     ) -> std::io::Result<Workspace> {
+        let dirs = registry.item_dirs();
         let db = Database::new(registry);
         let mut files = BTreeMap::new();
         let mut read_diags = Vec::new();
@@ -83,8 +84,8 @@ impl Workspace {
             }
         }
         let mut item_files = Vec::new();
-        for dir in ItemDir::ALL {
-            for p in system.list_files(&root.join(dir.name()))? {
+        for dir in dirs {
+            for p in system.list_files(&root.join(dir))? {
                 if !is_yaml(&p) {
                     continue;
                 }

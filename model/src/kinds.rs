@@ -1,104 +1,166 @@
-//! The item collections a configuration tree holds.
+//! Item kinds: the collections of domain items a tree holds (users, groups,
+//! storages, images, instances, base images), and any a plugin adds.
 
 use crate::vct::Vct;
 
-/// One collection of domain items (an item kind).
+/// What defines an item kind.
+#[derive(Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ItemKindSpec {
+    /// The collection key in an item file or overlay (`images`).
+    pub key: &'static str,
+    /// The singular, as `--undeclare KIND:NAME` and messages use it.
+    pub singular: &'static str,
+    /// The directory under the root its files live in.
+    pub dir: &'static str,
+    /// The classification of its model.
+    pub model_vct: Vct,
+    /// The builder-model classification an item's `type:` names.
+    pub builder_vct: Vct,
+    /// Whether the loader reads it from disk (base images are synthesized).
+    pub read: bool,
+}
+
+/// One item kind. Core kinds are the constants below; a plugin declares
+/// its own `ItemKindSpec` as a static and registers `ItemKind::new(&SPEC)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ItemKind {
-    Users,
-    Groups,
-    Storages,
-    Images,
-    Instances,
-    BaseImages,
+pub struct ItemKind(&'static ItemKindSpec);
+
+macro_rules! core_kind {
+    ($name:ident, $key:literal, $singular:literal, $dir:literal, $model:ident, $builder:ident, $read:literal) => {
+        pub const $name: ItemKind = ItemKind(&ItemKindSpec {
+            key: $key,
+            singular: $singular,
+            dir: $dir,
+            model_vct: Vct::$model,
+            builder_vct: Vct::$builder,
+            read: $read,
+        });
+    };
 }
 
 impl ItemKind {
-    /// In the order the loader reads them: users before groups, so that
-    /// group members can be checked.
-    pub const ALL: [ItemKind; 6] = [
-        ItemKind::Users,
-        ItemKind::Groups,
-        ItemKind::Storages,
-        ItemKind::Images,
-        ItemKind::Instances,
-        ItemKind::BaseImages,
+    core_kind!(
+        USERS,
+        "users",
+        "user",
+        "groups",
+        UserModel,
+        UserBuilderModel,
+        true
+    );
+    core_kind!(
+        GROUPS,
+        "groups",
+        "group",
+        "groups",
+        GroupModel,
+        GroupBuilderModel,
+        true
+    );
+    core_kind!(
+        STORAGES,
+        "storages",
+        "storage",
+        "storages",
+        StorageModel,
+        StorageBuilderModel,
+        true
+    );
+    core_kind!(
+        IMAGES,
+        "images",
+        "image",
+        "images",
+        ImageModel,
+        ImageBuilderModel,
+        true
+    );
+    core_kind!(
+        INSTANCES,
+        "instances",
+        "instance",
+        "instances",
+        InstanceModel,
+        InstanceBuilderModel,
+        true
+    );
+    core_kind!(
+        BASE_IMAGES,
+        "base_images",
+        "base_image",
+        "base_images",
+        BaseImageModel,
+        ImageBuilderModel,
+        false
+    );
+
+    /// The core kinds in the order the loader reads them: users before
+    /// groups, so that group members can be checked.
+    pub const CORE: [ItemKind; 6] = [
+        ItemKind::USERS,
+        ItemKind::GROUPS,
+        ItemKind::STORAGES,
+        ItemKind::IMAGES,
+        ItemKind::INSTANCES,
+        ItemKind::BASE_IMAGES,
     ];
 
-    /// The collection key in an item file or overlay.
+    pub const fn new(spec: &'static ItemKindSpec) -> ItemKind {
+        ItemKind(spec)
+    }
+
+    pub fn spec(self) -> &'static ItemKindSpec {
+        self.0
+    }
+
     pub fn key(self) -> &'static str {
-        match self {
-            ItemKind::Users => "users",
-            ItemKind::Groups => "groups",
-            ItemKind::Storages => "storages",
-            ItemKind::Images => "images",
-            ItemKind::Instances => "instances",
-            ItemKind::BaseImages => "base_images",
-        }
+        self.0.key
     }
 
     pub fn singular(self) -> &'static str {
-        match self {
-            ItemKind::Users => "user",
-            ItemKind::Groups => "group",
-            ItemKind::Storages => "storage",
-            ItemKind::Images => "image",
-            ItemKind::Instances => "instance",
-            ItemKind::BaseImages => "base_image",
-        }
+        self.0.singular
     }
 
-    /// The directory under the root its files live in.
     pub fn dir(self) -> &'static str {
-        match self {
-            ItemKind::Users | ItemKind::Groups => "groups",
-            ItemKind::Storages => "storages",
-            ItemKind::Images => "images",
-            ItemKind::Instances => "instances",
-            ItemKind::BaseImages => "base_images",
-        }
+        self.0.dir
     }
 
-    /// Base images are registered but never read from disk: the OS builders
-    /// synthesize them.
     pub fn is_read(self) -> bool {
-        self != ItemKind::BaseImages
+        self.0.read
     }
 
     pub fn model_vct(self) -> Vct {
-        match self {
-            ItemKind::Users => Vct::UserModel,
-            ItemKind::Groups => Vct::GroupModel,
-            ItemKind::Storages => Vct::StorageModel,
-            ItemKind::Images => Vct::ImageModel,
-            ItemKind::Instances => Vct::InstanceModel,
-            ItemKind::BaseImages => Vct::BaseImageModel,
-        }
+        self.0.model_vct
     }
 
-    /// The builder-model classification an item's `type:` names.
     pub fn builder_vct(self) -> Vct {
-        match self {
-            ItemKind::Users => Vct::UserBuilderModel,
-            ItemKind::Groups => Vct::GroupBuilderModel,
-            ItemKind::Storages => Vct::StorageBuilderModel,
-            ItemKind::Images | ItemKind::BaseImages => Vct::ImageBuilderModel,
-            ItemKind::Instances => Vct::InstanceBuilderModel,
-        }
+        self.0.builder_vct
     }
 
-    /// A collection key or its singular, as `--undeclare KIND:NAME` takes it.
-    pub fn parse(word: &str) -> Option<ItemKind> {
-        ItemKind::ALL
-            .into_iter()
+    pub fn is_core(self) -> bool {
+        ItemKind::CORE.contains(&self)
+    }
+
+    /// A collection key or its singular among `kinds`.
+    pub fn parse(word: &str, kinds: &[ItemKind]) -> Option<ItemKind> {
+        kinds
+            .iter()
+            .copied()
             .find(|k| k.key() == word || k.singular() == word)
     }
+}
 
-    /// The item kinds an item file under `dir` may hold.
-    pub fn in_dir(dir: &str) -> Vec<ItemKind> {
-        ItemKind::ALL
-            .into_iter()
-            .filter(|k| k.is_read() && k.dir() == dir)
-            .collect()
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_parse_by_key_or_singular() {
+        let k = &ItemKind::CORE;
+        assert_eq!(ItemKind::parse("image", k), Some(ItemKind::IMAGES));
+        assert_eq!(ItemKind::parse("storages", k), Some(ItemKind::STORAGES));
+        assert_eq!(ItemKind::parse("box", k), None);
+        assert!(!ItemKind::BASE_IMAGES.is_read());
+        assert_eq!(ItemKind::USERS.dir(), ItemKind::GROUPS.dir());
     }
 }

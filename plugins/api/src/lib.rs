@@ -15,7 +15,7 @@ pub mod builder;
 pub mod phase;
 
 use csis_model::models::{BaseBuilder, BaseModelKind};
-use csis_model::{Fields, Map, Vct};
+use csis_model::{Fields, ItemKind, Map, Vct};
 
 pub use builder::{Asset, AssetSet, Builder, CfExecutables, HookContext, HookResult};
 pub use phase::ExecutionLifecyclePhase;
@@ -64,12 +64,26 @@ pub struct ItemModelSpec {
     pub read_extra: ExtraReader,
 }
 
+/// A domain-item collection a plugin adds (register_item_kind): the
+/// kind's directory, key and classifications are in its [`ItemKind`]; the
+/// item's own fields beyond `name`, `type`, `description` and `aliases`
+/// are read by `read`, and `validate` may refuse an item at load.
+#[derive(Clone, Copy)]
+pub struct ItemKindPlugin {
+    pub kind: ItemKind,
+    pub read: ExtraReader,
+    pub validate: Option<fn(&Map) -> Vec<String>>,
+}
+
 /// A plugin: what it registers.
 pub trait Plugin: Send + Sync {
     /// A short name for messages (`dummy`, `local`).
     fn name(&self) -> &'static str;
     fn models(&self) -> Vec<ModelSpec>;
     fn item_models(&self) -> Vec<ItemModelSpec> {
+        Vec::new()
+    }
+    fn item_kinds(&self) -> Vec<ItemKindPlugin> {
         Vec::new()
     }
 }

@@ -1,0 +1,114 @@
+//! A plugin adds an item kind: its directory is read, its items structure
+//! with the plugin's fields, its validation refuses, overlays and
+//! `--undeclare` know it.
+#![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use csis_engine::registry::Registry;
+use csis_engine::render::resolved_tree;
+use csis_engine::system::MemorySystem;
+use csis_engine::workspace::{LoadOptions, Workspace};
+use csis_model::kinds::ItemKindSpec;
+use csis_model::{Fields, ItemKind, Map, Value, Vct};
+use csis_plugin_api::{ItemKindPlugin, ModelSpec, Plugin};
+
+static NETWORKS: ItemKindSpec = ItemKindSpec {
+    key: "networks",
+    singular: "network",
+    dir: "networks",
+    model_vct: Vct::Unclassified,
+    builder_vct: Vct::RuntimeBuilderModel,
+    read: true,
+};
+
+fn read_network(f: &mut Fields<'_>) -> Map {
+    let mut m = Map::new();
+    m.insert("cidr".into(), Value::str(f.req_str("cidr")));
+    m
+}
+
+fn validate_network(fields: &Map) -> Vec<String> {
+    match fields.get("cidr").and_then(Value::as_str) {
+        Some(c) if c.contains('/') => Vec::new(),
+        Some(c) => vec![format!("cidr '{c}' needs a prefix length (/NN)")],
+        None => Vec::new(),
+    }
+}
+
+struct Networks;
+impl Plugin for Networks {
+    fn name(&self) -> &'static str {
+        "networks"
+    }
+    fn models(&self) -> Vec<ModelSpec> {
+        Vec::new()
+    }
+    fn item_kinds(&self) -> Vec<ItemKindPlugin> {
+        vec![ItemKindPlugin {
+            kind: ItemKind::new(&NETWORKS),
+            read: read_network,
+            validate: Some(validate_network),
+        }]
+    }
+}
+
+const TREE: &str = r#"
+--- cfg/_config.yml
+id: kinds
+runtime_builders:
+  - {name: here, type: local, is_default: true, default_machine_type: small}
+--- networks/lan.yml
+networks:
+  - {name: lan, cidr: 10.0.0.0/24, description: "{{ network.name }} on {{ builder.default_machine_type }}"}
+  - {name: wan, cidr: 192.0.2.1}
+  - {name: odd, cidr: 10.1.0.0/16, colour: red}
+"#;
+
+fn load(undeclare: &[&str]) -> Workspace {
+    let root = Path::new("/t");
+    let sys = MemorySystem::from_fixture(root, TREE);
+    let reg = Registry::build(&[&csis_plugin_local::LocalPlugin, &Networks]).unwrap();
+    let options = LoadOptions {
+        overlays: Vec::<PathBuf>::new(),
+        undeclare: undeclare.iter().map(|s| s.to_string()).collect(),
+    };
+    Workspace::load(&sys, Arc::new(reg), root, &options).unwrap()
+}
+
+#[test]
+fn a_plugin_item_kind_loads_validates_and_renders() {
+    let ws = load(&[]);
+    let msgs: Vec<_> = ws
+        .load_diagnostics()
+        .into_iter()
+        .map(|d| d.message)
+        .collect();
+    assert_eq!(
+        msgs,
+        [
+            "cidr '192.0.2.1' needs a prefix length (/NN)",
+            "network 'odd': unknown key 'colour' (Extra inputs are not permitted); allowed: [aliases, cidr, description, name, type]",
+        ]
+    );
+    let t = resolved_tree(&ws.db, ws.tree);
+    let lan = &t["networks"][0];
+    assert_eq!(lan["cidr"], "10.0.0.0/24");
+    assert_eq!(lan["description"], "lan on small");
+}
+
+#[test]
+fn undeclare_knows_plugin_kinds() {
+    let ws = load(&["network:wan", "network:odd"]);
+    assert!(ws.load_diagnostics().is_empty());
+}
+
+#[test]
+fn a_second_kind_with_the_same_key_is_a_collision() {
+    let err = Registry::build(&[&Networks, &Networks]).err().unwrap();
+    assert_eq!(
+        err,
+        "Type Collision: item kind 'networks' of plugin 'networks' is already registered"
+    );
+}
