@@ -1,12 +1,9 @@
 //! Incrementality: which queries re-execute after an edit.
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
-use std::sync::Arc;
+mod common;
 
-use csis_engine::registry::Registry;
-use csis_engine::system::MemorySystem;
-use csis_engine::workspace::{LoadOptions, Workspace};
+use csis_engine::workspace::Workspace;
 
 const TREE: &str = r#"
 --- cfg/_config.yml
@@ -57,14 +54,7 @@ instances:
 "#;
 
 fn workspace() -> Workspace {
-    let root = Path::new("/t");
-    let sys = MemorySystem::from_fixture(root, TREE);
-    let registry = Registry::build(&[
-        &csis_plugin_dummy::DummyPlugin,
-        &csis_plugin_local::LocalPlugin,
-    ])
-    .unwrap();
-    Workspace::load(&sys, Arc::new(registry), root, &LoadOptions::default()).unwrap()
+    common::workspace(TREE, &[])
 }
 
 /// The executed queries by name, with the file or item each one was about.

@@ -3,12 +3,10 @@
 //! `--undeclare` know it.
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+mod common;
 
 use csis_engine::registry::Registry;
 use csis_engine::render::resolved_tree;
-use csis_engine::system::MemorySystem;
 use csis_engine::workspace::{LoadOptions, Workspace};
 use csis_model::kinds::ItemKindSpec;
 use csis_model::{Fields, ItemKind, Map, Value, Vct};
@@ -67,14 +65,16 @@ networks:
 "#;
 
 fn load(undeclare: &[&str]) -> Workspace {
-    let root = Path::new("/t");
-    let sys = MemorySystem::from_fixture(root, TREE);
-    let reg = Registry::build(&[&csis_plugin_local::LocalPlugin, &Networks]).unwrap();
     let options = LoadOptions {
-        overlays: Vec::<PathBuf>::new(),
+        overlays: Vec::new(),
         undeclare: undeclare.iter().map(|s| s.to_string()).collect(),
     };
-    Workspace::load(&sys, Arc::new(reg), root, &options).unwrap()
+    common::workspace_with(
+        TREE,
+        &[&csis_plugin_local::LocalPlugin, &Networks],
+        &[],
+        &options,
+    )
 }
 
 #[test]

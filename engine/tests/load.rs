@@ -1,24 +1,18 @@
 //! Load refusals that depend on which plugins are linked.
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
-use std::sync::Arc;
+mod common;
 
-use csis_engine::registry::Registry;
-use csis_engine::system::MemorySystem;
-use csis_engine::workspace::{LoadOptions, Workspace};
+use csis_engine::workspace::LoadOptions;
 
 #[test]
 fn no_runtime_plugin_linked_means_no_runtime_providers() {
-    let root = Path::new("/t");
-    let sys = MemorySystem::from_fixture(root, "--- cfg/_config.yml\nid: t\n");
-    let ws = Workspace::load(
-        &sys,
-        Arc::new(Registry::build(&[]).unwrap()),
-        root,
+    let ws = common::workspace_with(
+        "--- cfg/_config.yml\nid: t\n",
+        &[],
+        &[],
         &LoadOptions::default(),
-    )
-    .unwrap();
+    );
     let msgs: Vec<_> = ws
         .load_diagnostics()
         .into_iter()
@@ -29,10 +23,12 @@ fn no_runtime_plugin_linked_means_no_runtime_providers() {
 
 #[test]
 fn a_missing_runtime_declaration_with_plugins_linked() {
-    let root = Path::new("/t");
-    let sys = MemorySystem::from_fixture(root, "--- cfg/_config.yml\nid: t\n");
-    let reg = Registry::build(&[&csis_plugin_local::LocalPlugin]).unwrap();
-    let ws = Workspace::load(&sys, Arc::new(reg), root, &LoadOptions::default()).unwrap();
+    let ws = common::workspace_with(
+        "--- cfg/_config.yml\nid: t\n",
+        &[&csis_plugin_local::LocalPlugin],
+        &[],
+        &LoadOptions::default(),
+    );
     let msgs: Vec<_> = ws
         .load_diagnostics()
         .into_iter()

@@ -1,13 +1,9 @@
 //! The string stage and template resolution, on the spec's examples.
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
-use std::sync::Arc;
+mod common;
 
-use csis_engine::registry::Registry;
 use csis_engine::render::resolved_tree;
-use csis_engine::system::MemorySystem;
-use csis_engine::workspace::{LoadOptions, Workspace};
 use serde_json::Value as J;
 
 const TREE: &str = r#"
@@ -75,14 +71,7 @@ instances:
 "#;
 
 fn resolved() -> J {
-    let root = Path::new("/t");
-    let sys = MemorySystem::from_fixture(root, TREE).with_env("USER", "avery");
-    let registry = Registry::build(&[
-        &csis_plugin_dummy::DummyPlugin,
-        &csis_plugin_local::LocalPlugin,
-    ])
-    .unwrap();
-    let ws = Workspace::load(&sys, Arc::new(registry), root, &LoadOptions::default()).unwrap();
+    let ws = common::workspace(TREE, &[("USER", "avery")]);
     let diags = ws.load_diagnostics();
     assert!(diags.is_empty(), "{diags:?}");
     resolved_tree(&ws.db, ws.tree)
@@ -164,14 +153,7 @@ fn any_declared_object_by_name_with_either_spelling() {
 
 #[test]
 fn builder_runtimes_are_canonicalized_and_builders_have_global_ids() {
-    let root = Path::new("/t");
-    let sys = MemorySystem::from_fixture(root, TREE);
-    let registry = Registry::build(&[
-        &csis_plugin_dummy::DummyPlugin,
-        &csis_plugin_local::LocalPlugin,
-    ])
-    .unwrap();
-    let ws = Workspace::load(&sys, Arc::new(registry), root, &LoadOptions::default()).unwrap();
+    let ws = common::workspace(TREE, &[]);
     let b = csis_engine::builders::builders(&ws.db, ws.tree);
     let ib = b
         .resolve(csis_model::Vct::ImageBuilderModel, "default")
