@@ -4,50 +4,16 @@
 use std::sync::Arc;
 
 use csis_model::models::{
-    BaseImage, Group, Image, Instance, ModItemModel, NameTyped, Storage, StorageMapping, User,
+    BaseImage, Group, Image, Instance, Item, ModItem, ModItemModel, NameTyped, PluginItem,
+    Storage, StorageMapping, User,
 };
-use csis_model::{Diagnostic, Fields, ItemKind, Map, Origin, Value, Vct};
-use serde::Serialize;
+use csis_model::{Diagnostic, Fields, ItemKind, Origin, Value, Vct};
 
 use crate::builders::{Builders, builders};
 use crate::db::{Db, Tree};
 use crate::items::{ItemId, item_index, raw_item};
 use crate::resolve::{SmartContext, fill_defaults, resolve_item};
 use crate::strings::{DEFAULT_DATEFORMAT, Renderer, jinja_value};
-
-/// A structured item.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(untagged)]
-pub enum Item {
-    User(Box<User>),
-    Group(Group),
-    Storage(Storage),
-    Image(Box<Image>),
-    Instance(Instance),
-    BaseImage(Box<BaseImage>),
-    /// An item of a kind a plugin registered.
-    Plugin(PluginItem),
-}
-
-/// An item of a plugin's kind: the common fields and the plugin's own.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PluginItem {
-    #[serde(flatten)]
-    pub named: NameTyped,
-    #[serde(flatten)]
-    pub fields: Map,
-}
-
-/// One `modifications:` entry: the core fields and the mod plugin's own.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ModItem {
-    #[serde(flatten)]
-    pub model: ModItemModel,
-    /// The mod builder it names.
-    pub builder: String,
-    #[serde(flatten)]
-    pub extra: Map,
-}
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct StructuredItem {
@@ -237,15 +203,7 @@ fn check_builder(
     b: &Builders,
     diags: &mut Vec<Diagnostic>,
 ) {
-    let (name, type_name) = match item {
-        Item::User(u) => (u.root.name(), u.root.named.type_.as_str()),
-        Item::Group(g) => (g.root.name(), g.root.named.type_.as_str()),
-        Item::Storage(s) => (s.named.name.as_str(), s.named.type_.as_str()),
-        Item::Image(i) => (i.root.name(), i.root.named.type_.as_str()),
-        Item::Instance(i) => (i.root.name(), i.root.named.type_.as_str()),
-        Item::BaseImage(i) => (i.root.name(), i.root.named.type_.as_str()),
-        Item::Plugin(p) => (p.named.name.as_str(), p.named.type_.as_str()),
-    };
+    let (name, type_name) = (item.name(), item.type_name());
     let vct = kind.builder_vct();
     // An empty type is refused by the model already.
     if type_name.is_empty() || b.resolve(vct, type_name).is_some() {

@@ -8,7 +8,8 @@ use crate::builders::builders;
 use crate::cfg::cfg_document;
 use crate::db::{Db, Tree};
 use crate::items::{ItemId, item_file_entries, item_index};
-use crate::items_model::{Item, structured_item};
+use crate::items_model::structured_item;
+use csis_model::models::Item;
 use crate::overlay::overlay_document;
 use crate::reserved::is_reserved_refusal;
 

@@ -15,6 +15,7 @@ pub mod builders;
 pub mod common;
 pub mod config;
 pub mod executable;
+pub mod item;
 pub mod items;
 pub mod os;
 pub mod runtime;
@@ -30,6 +31,7 @@ pub use builders::{
 pub use common::{BuilderModel, NameTyped, RootItem};
 pub use config::{EncryptionConfig, IAConfig, PublicSafeConfig};
 pub use executable::ExecutableModel;
+pub use item::{Item, ItemView, ModItem, PluginItem};
 pub use items::{
     BaseImage, BaseImageImageBuilderSubconfig, Group, Image, ImageImageBuilderSubconfig, Instance,
     ModItemModel, Storage, StorageMapping, User,
