@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use csis_model::models::{
-    BaseImage, Group, Image, Instance, Item, ModItem, ModItemModel, NameTyped, PluginItem,
-    Storage, StorageMapping, User,
+    BaseImage, Group, Image, Instance, Item, ModItem, ModItemModel, NameTyped, PluginItem, Storage,
+    StorageMapping, User,
 };
 use csis_model::{Diagnostic, Fields, ItemKind, Origin, Value, Vct};
 

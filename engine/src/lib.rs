@@ -20,6 +20,7 @@ pub mod db;
 pub mod files;
 pub mod items;
 pub mod items_model;
+pub mod lifecycles;
 pub mod load;
 pub mod overlay;
 pub mod registry;

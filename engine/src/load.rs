@@ -9,9 +9,9 @@ use crate::cfg::cfg_document;
 use crate::db::{Db, Tree};
 use crate::items::{ItemId, item_file_entries, item_index};
 use crate::items_model::structured_item;
-use csis_model::models::Item;
 use crate::overlay::overlay_document;
 use crate::reserved::is_reserved_refusal;
+use csis_model::models::Item;
 
 /// The diagnostics of a load, in reading order: cfg/, the builders, the
 /// item files, each item, then the checks across items.

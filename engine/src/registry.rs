@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use csis_model::{ItemKind, Vct};
 
 use crate::strings::{ResolutionPass, builtin_passes};
-use csis_plugin_api::{ItemKindPlugin, ItemModelSpec, ModelSpec, Plugin};
+use csis_plugin_api::{ItemKindPlugin, ItemModelSpec, LifecycleSpec, ModelSpec, Plugin, RunHooks};
+
+use crate::lifecycles::{builtin_lifecycles, register_lifecycle};
 use indexmap::IndexMap;
 
 #[derive(Default)]
@@ -21,6 +23,10 @@ pub struct Registry {
     plugins: Vec<&'static str>,
     /// The string stage's passes, sorted by order.
     passes: Vec<ResolutionPass>,
+    /// Every lifecycle in run order.
+    lifecycles: Vec<LifecycleSpec>,
+    /// Run hooks in plugin order.
+    hooks: Vec<&'static dyn RunHooks>,
 }
 
 #[derive(Clone, Copy)]
@@ -40,9 +46,10 @@ impl std::fmt::Debug for Registry {
 impl Registry {
     /// Register every plugin's models. A second registration of a name (or
     /// alias) under one classification is the seed's "Type Collision".
-    pub fn build(plugins: &[&dyn Plugin]) -> Result<Registry, String> {
+    pub fn build(plugins: &[&'static dyn Plugin]) -> Result<Registry, String> {
         let mut reg = Registry {
             passes: builtin_passes(),
+            lifecycles: builtin_lifecycles(),
             ..Registry::default()
         };
         for plugin in plugins {
@@ -53,6 +60,12 @@ impl Registry {
             reg.item_models.extend(plugin.item_models());
             for k in plugin.item_kinds() {
                 reg.register_item_kind(k, plugin.name())?;
+            }
+            if let Some(hooks) = plugin.run_hooks() {
+                for spec in hooks.lifecycles() {
+                    register_lifecycle(&mut reg.lifecycles, spec)?;
+                }
+                reg.hooks.push(hooks);
             }
         }
         Ok(reg)
@@ -172,6 +185,14 @@ impl Registry {
         &self.passes
     }
 
+    pub fn lifecycles(&self) -> &[LifecycleSpec] {
+        &self.lifecycles
+    }
+
+    pub fn run_hooks(&self) -> &[&'static dyn RunHooks] {
+        &self.hooks
+    }
+
     pub fn plugins(&self) -> &[&'static str] {
         &self.plugins
     }
@@ -214,25 +235,41 @@ mod tests {
 
     #[test]
     fn a_second_registration_of_a_name_is_a_type_collision() {
-        let a = Named("a", "packer", Vct::ImageBuilderModel, &[]);
-        let b = Named("b", "packer", Vct::ImageBuilderModel, &[]);
-        let err = Registry::build(&[&a, &b]).unwrap_err();
+        let a: &dyn Plugin = Box::leak(Box::new(Named("a", "packer", Vct::ImageBuilderModel, &[])));
+        let b: &dyn Plugin = Box::leak(Box::new(Named("b", "packer", Vct::ImageBuilderModel, &[])));
+        let err = Registry::build(&[a, b]).unwrap_err();
         assert_eq!(
             err,
             "Type Collision: image_builder_model 'packer' is registered by plugin 'a' and by plugin 'b'"
         );
         // An alias collides with a name too; another classification does not.
-        let c = Named("c", "hashicorp", Vct::ImageBuilderModel, &["packer"]);
-        assert!(Registry::build(&[&a, &c]).is_err());
-        let d = Named("d", "packer", Vct::InstanceBuilderModel, &[]);
-        assert!(Registry::build(&[&a, &d]).is_ok());
+        let c: &dyn Plugin = Box::leak(Box::new(Named(
+            "c",
+            "hashicorp",
+            Vct::ImageBuilderModel,
+            &["packer"],
+        )));
+        assert!(Registry::build(&[a, c]).is_err());
+        let d: &dyn Plugin = Box::leak(Box::new(Named(
+            "d",
+            "packer",
+            Vct::InstanceBuilderModel,
+            &[],
+        )));
+        assert!(Registry::build(&[a, d]).is_ok());
     }
 
     #[test]
     fn aliases_canonicalize_and_cloud_models_file_under_runtimes() {
-        let a = Named("a", "hashicorp", Vct::ImageBuilderModel, &["packer"]);
-        let cloud = Named("c", "aws", Vct::CloudBuilderModel, &[]);
-        let reg = Registry::build(&[&a, &cloud]).unwrap();
+        let a: &dyn Plugin = Box::leak(Box::new(Named(
+            "a",
+            "hashicorp",
+            Vct::ImageBuilderModel,
+            &["packer"],
+        )));
+        let cloud: &dyn Plugin =
+            Box::leak(Box::new(Named("c", "aws", Vct::CloudBuilderModel, &[])));
+        let reg = Registry::build(&[a, cloud]).unwrap();
         assert_eq!(
             reg.model(Vct::ImageBuilderModel, "packer").map(|m| m.name),
             Some("hashicorp")

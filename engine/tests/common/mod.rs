@@ -15,7 +15,7 @@ pub const ROOT: &str = "/t";
 /// A multi-file fixture (`--- path` starts each file) loaded with `plugins`.
 pub fn workspace_with(
     fixture: &str,
-    plugins: &[&dyn Plugin],
+    plugins: &[&'static dyn Plugin],
     env: &[(&str, &str)],
     options: &LoadOptions,
 ) -> Workspace {

@@ -1,47 +1,159 @@
 //! Builder hooks. Every builder wraps one builder model; the runner calls
-//! these hooks per phase. The generation issue fills the bodies; the
-//! signatures are the contract.
+//! these hooks per phase of each requested lifecycle and writes what they
+//! return. Hooks read the run through [`HookContext`] and never write files.
 
-use csis_model::{Diagnostic, Map};
+use std::sync::Arc;
 
+use csis_model::models::{ExecutableModel, ItemView};
+use csis_model::{Diagnostic, ItemKind, Map, Vct};
+
+use crate::BuilderDecl;
 use crate::phase::ExecutionLifecyclePhase;
 
-/// One generated file: a path relative to the current generation directory
-/// and its content. The runner writes assets; hooks never write files.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One generated file: a path relative to the lifecycle's directory
+/// (generated/<lifecycle>/) and its content. The runner writes assets.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Asset {
     pub path: String,
     pub content: Vec<u8>,
 }
 
+impl Asset {
+    pub fn text(path: impl Into<String>, content: impl Into<String>) -> Asset {
+        Asset {
+            path: path.into(),
+            content: content.into().into_bytes(),
+        }
+    }
+}
+
 pub type AssetSet = Vec<Asset>;
 
-/// Commands a hook asks for: run now during generation, or deferred to
-/// finalization (rendered into the runner script).
+/// What a command runs.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Program {
+    /// An entry under `executables:` by name: its binary, with its
+    /// prepended and appended arguments around the command's own.
+    Executable(String),
+    /// The system's own CLI (`"$CSIS"` in a runner script): deferred steps
+    /// such as `csis local bake`.
+    Csis,
+}
+
+/// A command line with a working directory relative to the lifecycle
+/// directory.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Command {
+    pub program: Program,
+    pub args: Vec<String>,
+    pub working_directory: Option<String>,
+}
+
+impl Command {
+    pub fn csis<I, S>(args: I) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Command {
+            program: Program::Csis,
+            args: args.into_iter().map(Into::into).collect(),
+            working_directory: None,
+        }
+    }
+
+    pub fn executable<I, S>(name: &str, args: I) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Command {
+            program: Program::Executable(name.to_string()),
+            args: args.into_iter().map(Into::into).collect(),
+            working_directory: None,
+        }
+    }
+
+    pub fn in_dir(mut self, dir: impl Into<String>) -> Command {
+        self.working_directory = Some(dir.into());
+        self
+    }
+}
+
+/// A command deferred to finalization, in the phase it runs in.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Deferred {
+    pub phase: ExecutionLifecyclePhase,
+    pub command: Command,
+}
+
+/// Commands a hook asks for: run now during generation
+/// (`build_executables`: formatters, validators), or deferred to
+/// finalization and rendered into the runner script.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CfExecutables {
     pub build_executables: Vec<Command>,
-    pub finalize_executables: Vec<Command>,
+    pub finalize_executables: Vec<Deferred>,
 }
 
-/// A command line: an executable entry's name and its arguments, with a
-/// working directory relative to the lifecycle directory.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Command {
-    pub executable: String,
-    pub args: Vec<String>,
-    pub working_directory: Option<String>,
+impl CfExecutables {
+    pub fn deferred(phase: ExecutionLifecyclePhase, command: Command) -> CfExecutables {
+        CfExecutables {
+            build_executables: Vec::new(),
+            finalize_executables: vec![Deferred { phase, command }],
+        }
+    }
 }
 
 /// What a hook returns besides its value: problems to report.
 pub type HookResult<T> = Result<T, Vec<Diagnostic>>;
 
-/// What a hook may read of the run. The engine implements it.
+/// How this run decided about baking one image on one runtime.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct BakeDecision {
+    pub bake: bool,
+    /// `bake: <reason>` or `skip: <reason>`, as the plan prints it.
+    pub reason: String,
+}
+
+/// What a hook may read of the run. The engine implements it; every read is
+/// tracked, so a builder's output is recomputed only when what it read
+/// changed. The run id is deliberately absent: generated files must not
+/// change from one run to the next, so commands read `$CSIS_RUN_ID` when
+/// they execute.
 pub trait HookContext {
     fn dry_run(&self) -> bool;
-    fn run_id(&self) -> &str;
-    /// The tree's `config:` map.
-    fn config(&self) -> &Map;
+    /// The lifecycle being generated.
+    fn lifecycle(&self) -> &str;
+    /// The tree's `config:` map (overlays applied).
+    fn config(&self) -> Map;
+    /// Builders of a classification, sorted by name.
+    fn builders(&self, vct: Vct) -> Vec<Arc<BuilderDecl>>;
+    /// A builder by name, alias, or `default`.
+    fn builder(&self, vct: Vct, reference: &str) -> Option<Arc<BuilderDecl>>;
+    /// Every item of a kind, in declared order.
+    fn items(&self, kind: ItemKind) -> Vec<ItemView>;
+    fn item(&self, kind: ItemKind, name: &str) -> Option<ItemView>;
+    /// Images in bake order: every parent before its children.
+    fn images_in_bake_order(&self) -> Vec<String>;
+    /// The bake decision for `<image>@<runtime>`.
+    fn bake_decision(&self, image: &str, runtime: &str) -> BakeDecision;
+    fn executable(&self, name: &str) -> Option<ExecutableModel>;
+}
+
+/// The path of a phase's asset: `<builder>/<phase>/<builder>-<phase>
+/// [-<discriminator>][<suffix>]`.
+pub fn path_for_phase(
+    builder: &str,
+    phase: ExecutionLifecyclePhase,
+    discriminator: Option<&str>,
+    suffix: &str,
+) -> String {
+    let p = phase.as_str();
+    match discriminator {
+        Some(d) => format!("{builder}/{p}/{builder}-{p}-{d}{suffix}"),
+        None => format!("{builder}/{p}/{builder}-{p}{suffix}"),
+    }
 }
 
 /// The hooks of "Builder base classes and hooks". Every default does
@@ -61,6 +173,7 @@ pub trait Builder: Send + Sync {
     ) -> HookResult<CfExecutables> {
         Ok(CfExecutables::default())
     }
+    /// Only for builders of the phase's classification.
     fn generate_items_during(
         &self,
         _phase: ExecutionLifecyclePhase,

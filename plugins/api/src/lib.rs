@@ -12,12 +12,17 @@
 //! diagnostics; they never write files and never reach a global.
 
 pub mod builder;
+pub mod lifecycle;
 pub mod phase;
 
 use csis_model::models::{BaseBuilder, BaseModelKind};
 use csis_model::{Fields, ItemKind, Map, Vct};
 
-pub use builder::{Asset, AssetSet, Builder, CfExecutables, HookContext, HookResult};
+pub use builder::{
+    Asset, AssetSet, BakeDecision, Builder, CfExecutables, Command, Deferred, HookContext,
+    HookResult, Program, path_for_phase,
+};
+pub use lifecycle::{Contribution, LifecycleSpec, RunHooks};
 pub use phase::ExecutionLifecyclePhase;
 
 /// Reads a plugin model's own fields from the reader its base model already
@@ -85,6 +90,10 @@ pub trait Plugin: Send + Sync {
     }
     fn item_kinds(&self) -> Vec<ItemKindPlugin> {
         Vec::new()
+    }
+    /// The plugin's run hooks, if it has any.
+    fn run_hooks(&self) -> Option<&dyn RunHooks> {
+        None
     }
 }
 
