@@ -5,15 +5,16 @@
 //! is assembled here from the plugins this binary links.
 
 mod report;
-mod yaml_out;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use csis_engine::plan::RunOptions;
 use csis_engine::registry::Registry;
 use csis_engine::render::{raw_tree, resolved_tree};
+use csis_engine::run::{Level, RunRequest};
 use csis_engine::system::OsSystem;
 use csis_engine::workspace::{LoadOptions, Workspace};
 use csis_plugin_api::Plugin;
@@ -45,11 +46,52 @@ struct Cli {
 enum Command {
     /// Load the tree and print every refusal; exit 1 on any.
     Validate,
+    /// Validate, plan, generate the tree under generated/, and apply it
+    /// (a dry run unless --no-dry-run).
+    Run(RunArgs),
+    /// The local runtime's own steps, as its runner scripts call them
+    /// (`csis local bake --spec FILE`, `storage`, `launch`).
+    #[command(hide = true)]
+    Local {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// The dummy plugin's deferred step (`csis dummy apply --spec FILE`).
+    #[command(hide = true)]
+    Dummy {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Show the configuration as csis sees it.
     Config {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Lifecycles to run (identity, storage, base-image, instance-image,
+    /// release, retention, or all); they run in declared order.
+    #[arg(value_name = "LIFECYCLE", required = true)]
+    lifecycles: Vec<String>,
+    /// Execute the deferred commands (the default only logs them).
+    #[arg(long)]
+    no_dry_run: bool,
+    /// Generate only: skip the apply step.
+    #[arg(long)]
+    no_apply: bool,
+    /// Bake only these images (`image` or `image@runtime`; `none` for an
+    /// empty bake surface). Repeatable.
+    #[arg(long, value_name = "IMAGE")]
+    only: Vec<String>,
+    /// Scope the run to one runtime: other runtimes' builder directories are
+    /// kept as they are.
+    #[arg(long, value_name = "RUNTIME")]
+    only_runtime: Option<String>,
+    /// Bake these images whatever the plan says. Repeatable.
+    #[arg(long, value_name = "IMAGE")]
+    force_bake: Vec<String>,
 }
 
 #[derive(Subcommand)]
@@ -81,6 +123,11 @@ fn plugins() -> Vec<&'static dyn Plugin> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    match &cli.command {
+        Command::Local { args } => return ExitCode::from(csis_plugin_local::exec::main(args)),
+        Command::Dummy { args } => return ExitCode::from(csis_plugin_dummy::exec::main(args)),
+        _ => {}
+    }
     let registry = match Registry::build(&plugins()) {
         Ok(r) => Arc::new(r),
         Err(e) => {
@@ -99,17 +146,10 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let diags = ws.load_diagnostics();
-    let errors = diags.iter().filter(|d| d.is_error()).count();
-    for d in &diags {
-        if cli.brief {
-            eprintln!("{}", report::one_line(&ws, d));
-        } else {
-            eprint!("{}", report::render(&ws, d));
-        }
-    }
-    match cli.command {
+    match &cli.command {
+        Command::Run(args) => run(ws, args),
         Command::Validate => {
+            let errors = print_load_diagnostics(&ws, cli.brief);
             if errors > 0 {
                 eprintln!("validate: {errors} error(s)");
                 ExitCode::from(1)
@@ -120,26 +160,78 @@ fn main() -> ExitCode {
         }
         Command::Config {
             command: ConfigCommand::Render { raw, format },
-        } => {
-            if errors > 0 && !raw {
-                eprintln!("config render: {errors} error(s); fix them or use --raw");
-                return ExitCode::from(1);
-            }
-            let tree = if raw {
-                raw_tree(&ws.db, ws.tree)
-            } else {
-                resolved_tree(&ws.db, ws.tree)
-            };
-            match format {
-                Format::Json => {
-                    println!(
-                        "{}",
-                        serde_json::to_string_pretty(&tree).unwrap_or_default()
-                    );
-                }
-                Format::Yaml => print!("{}", yaml_out::to_yaml(&tree)),
-            }
-            ExitCode::SUCCESS
+        } => render(&ws, cli.brief, *raw, *format),
+        Command::Local { .. } | Command::Dummy { .. } => ExitCode::from(2),
+    }
+}
+
+/// Print every load diagnostic; the number of errors.
+fn print_load_diagnostics(ws: &Workspace, brief: bool) -> usize {
+    let diags = ws.load_diagnostics();
+    for d in &diags {
+        if brief {
+            eprintln!("{}", ws.describe(d));
+        } else {
+            eprint!("{}", report::render(ws, d));
         }
+    }
+    diags.iter().filter(|d| d.is_error()).count()
+}
+
+fn render(ws: &Workspace, brief: bool, raw: bool, format: Format) -> ExitCode {
+    let errors = print_load_diagnostics(ws, brief);
+    if errors > 0 && !raw {
+        eprintln!("config render: {errors} error(s); fix them or use --raw");
+        return ExitCode::from(1);
+    }
+    let tree = if raw {
+        raw_tree(&ws.db, ws.tree)
+    } else {
+        resolved_tree(&ws.db, ws.tree)
+    };
+    match format {
+        Format::Json => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&tree).unwrap_or_default()
+            );
+        }
+        Format::Yaml => print!("{}", csis_engine::yaml_emit::to_yaml(&tree)),
+    }
+    ExitCode::SUCCESS
+}
+
+fn run(mut ws: Workspace, args: &RunArgs) -> ExitCode {
+    let only = match args.only.as_slice() {
+        [] => None,
+        [one] if one == "none" => Some(Vec::new()),
+        list => Some(list.to_vec()),
+    };
+    let req = RunRequest {
+        lifecycles: args.lifecycles.clone(),
+        options: RunOptions {
+            dry_run: !args.no_dry_run,
+            only,
+            only_runtime: args.only_runtime.clone(),
+            force_bake: args.force_bake.clone(),
+        },
+        no_apply: args.no_apply,
+        csis: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("csis")),
+    };
+    let summary = csis_engine::run::run(&mut ws, &OsSystem, &req, &mut |level, line| match level {
+        Level::Info => eprintln!("{line}"),
+        Level::Warn => eprintln!("warning: {line}"),
+        Level::Error => eprintln!("error: {line}"),
+    });
+    if summary.ok {
+        eprintln!("run {}: ok", summary.run_id);
+        ExitCode::SUCCESS
+    } else {
+        eprintln!(
+            "run {}: failed: {}",
+            summary.run_id,
+            summary.error.as_deref().unwrap_or("see the log above")
+        );
+        ExitCode::from(1)
     }
 }

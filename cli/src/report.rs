@@ -45,18 +45,3 @@ pub fn render(ws: &Workspace, d: &Diagnostic) -> String {
     }
     out
 }
-
-/// `file:line:col: message` on one line, for machine output and tests.
-pub fn one_line(ws: &Workspace, d: &Diagnostic) -> String {
-    let level = match d.severity {
-        Severity::Error => "",
-        Severity::Warning => "warning: ",
-    };
-    match ws.locate(d) {
-        Some(loc) => format!(
-            "{}:{}:{}: {level}{}",
-            loc.file, loc.span.line, loc.span.col, d.message
-        ),
-        None => format!("{level}{}", d.message),
-    }
-}

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use csis_model::models::{
-    BaseImage, Group, Image, Instance, Item, ModItem, ModItemModel, NameTyped, PluginItem, Storage,
-    StorageMapping, User,
+    BaseImage, Group, Image, Instance, Item, ItemView, ModItem, ModItemModel, NameTyped,
+    PluginItem, Storage, StorageMapping, User,
 };
 use csis_model::{Diagnostic, Fields, ItemKind, Origin, Value, Vct};
 
@@ -27,6 +27,17 @@ pub struct StructuredItem {
 }
 
 /// What messages call an item of a kind ("Image 'web'").
+impl StructuredItem {
+    /// The item with its sub-items, when it structured.
+    pub fn view(&self) -> Option<ItemView> {
+        Some(ItemView {
+            item: self.item.clone()?,
+            mods: self.mods.clone(),
+            storages: self.storages.clone(),
+        })
+    }
+}
+
 fn label(kind: ItemKind) -> &'static str {
     match kind {
         ItemKind::USERS => "User",

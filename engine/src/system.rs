@@ -21,6 +21,35 @@ pub trait System: Send + Sync {
     fn env(&self) -> BTreeMap<String, String>;
     /// Seconds since the Unix epoch, UTC.
     fn now_unix(&self) -> i64;
+    /// A file's bytes; `Ok(None)` when it does not exist.
+    fn read_bytes(&self, path: &Path) -> io::Result<Option<Vec<u8>>>;
+    /// Write a file whole or not at all: a temporary file in the same
+    /// directory, then a rename. Parent directories are created.
+    fn write_atomic(&self, path: &Path, bytes: &[u8], executable: bool) -> io::Result<()>;
+    fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// Remove every empty directory below `dir` (and `dir` itself when it
+    /// ends up empty).
+    fn remove_empty_dirs(&self, dir: &Path) -> io::Result<()>;
+    /// Run a process to completion.
+    fn run(&self, process: &Process) -> io::Result<ProcessOutput>;
+}
+
+/// A process to run: program, arguments, working directory, extra
+/// environment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Process {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcessOutput {
+    /// The exit code; `None` when a signal ended it.
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
 }
 
 /// The real machine.
@@ -71,6 +100,89 @@ impl System for OsSystem {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs() as i64)
             .unwrap_or(0)
+    }
+
+    fn read_bytes(&self, path: &Path) -> io::Result<Option<Vec<u8>>> {
+        match std::fs::read(path) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn write_atomic(&self, path: &Path, bytes: &[u8], executable: bool) -> io::Result<()> {
+        use std::io::Write;
+        let dir = path
+            .parent()
+            .ok_or_else(|| io::Error::other(format!("{} has no parent", path.display())))?;
+        std::fs::create_dir_all(dir)?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let tmp = dir.join(format!(".{name}.csis-tmp-{}", std::process::id()));
+        let result = (|| {
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(bytes)?;
+            f.sync_all()?;
+            #[cfg(unix)]
+            if executable {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))?;
+            }
+            std::fs::rename(&tmp, path)
+        })();
+        if result.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        result.map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        match std::fs::remove_file(path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                Err(io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn remove_empty_dirs(&self, dir: &Path) -> io::Result<()> {
+        fn prune(d: &Path) -> io::Result<bool> {
+            let mut empty = true;
+            for entry in std::fs::read_dir(d)? {
+                let entry = entry?;
+                if entry.file_type()?.is_dir() {
+                    if !prune(&entry.path())? {
+                        empty = false;
+                    }
+                } else {
+                    empty = false;
+                }
+            }
+            if empty {
+                std::fs::remove_dir(d)?;
+            }
+            Ok(empty)
+        }
+        if dir.is_dir() {
+            prune(dir)?;
+        }
+        Ok(())
+    }
+
+    fn run(&self, process: &Process) -> io::Result<ProcessOutput> {
+        let out = std::process::Command::new(&process.program)
+            .args(&process.args)
+            .current_dir(&process.cwd)
+            .envs(process.env.iter().map(|(k, v)| (k, v)))
+            .stdin(std::process::Stdio::null())
+            .output()?;
+        Ok(ProcessOutput {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).to_string(),
+        })
     }
 }
 
@@ -172,5 +284,30 @@ impl System for MemorySystem {
 
     fn now_unix(&self) -> i64 {
         self.now
+    }
+
+    fn read_bytes(&self, path: &Path) -> io::Result<Option<Vec<u8>>> {
+        Ok(self.read_to_string(path)?.map(String::into_bytes))
+    }
+
+    fn write_atomic(&self, path: &Path, bytes: &[u8], _executable: bool) -> io::Result<()> {
+        self.write(path, &String::from_utf8_lossy(bytes));
+        Ok(())
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        self.remove(path);
+        Ok(())
+    }
+
+    fn remove_empty_dirs(&self, _dir: &Path) -> io::Result<()> {
+        Ok(()) // directories exist only through their files here
+    }
+
+    fn run(&self, process: &Process) -> io::Result<ProcessOutput> {
+        Err(io::Error::other(format!(
+            "the in-memory system runs no processes ({})",
+            process.program.display()
+        )))
     }
 }

@@ -152,6 +152,22 @@ impl Workspace {
         self.files.get(path).copied()
     }
 
+    /// `file:line:col: message` (a warning says so), for logs and
+    /// `--brief`.
+    pub fn describe(&self, d: &Diagnostic) -> String {
+        let level = match d.severity {
+            csis_model::Severity::Error => "",
+            csis_model::Severity::Warning => "warning: ",
+        };
+        match self.locate(d) {
+            Some(loc) => format!(
+                "{}:{}:{}: {level}{}",
+                loc.file, loc.span.line, loc.span.col, d.message
+            ),
+            None => format!("{level}{}", d.message),
+        }
+    }
+
     /// The file, text and span a diagnostic points at.
     pub fn locate(&self, d: &Diagnostic) -> Option<Located> {
         let Origin { file, path } = d.origin.as_ref()?;

@@ -1,20 +1,114 @@
 //! The `dummy` plugin: a model and a builder under every classification,
 //! type name `dummy`. It exists to exercise the plugin contract in tests and
 //! makes no claim about any real provider.
+//!
+//! Its builders answer every hook with a small deterministic asset, and
+//! each during-hook defers `csis dummy apply --spec FILE`, a step that only
+//! reads the generated tree.
 
-use csis_model::models::BaseModelKind;
-use csis_model::{Fields, Map, Vct};
-use csis_plugin_api::{Builder, BuilderDecl, ItemModelSpec, ModelSpec, Plugin};
+pub mod exec;
+
+use csis_model::models::{BaseModelKind, Item};
+use csis_model::{Fields, ItemKind, Map, Vct};
+use csis_plugin_api::{
+    Asset, AssetSet, Builder, BuilderDecl, CfExecutables, Command, ExecutionLifecyclePhase as P,
+    HookContext, HookResult, ItemModelSpec, ModelSpec, Plugin, path_for_phase,
+};
+use serde_json::json;
 
 pub struct DummyPlugin;
 
-/// A builder that generates nothing; group and storage builders answer with
-/// the `dummy` identity and storage types.
+/// Group and storage builders answer with the `dummy` identity and storage
+/// types.
 struct DummyBuilder {
     classification: Vct,
+    name: String,
+}
+
+impl DummyBuilder {
+    fn note(&self, phase: P, ctx: &dyn HookContext, when: &str) -> AssetSet {
+        vec![Asset::text(
+            path_for_phase(&self.name, phase, Some(when), ".txt"),
+            format!(
+                "dummy {} '{}': {when} {} of {}\n",
+                self.classification,
+                self.name,
+                phase.as_str(),
+                ctx.lifecycle()
+            ),
+        )]
+    }
+
+    /// The items this builder generates for: those whose builder reference
+    /// resolves to it.
+    fn owned(&self, ctx: &dyn HookContext) -> Vec<String> {
+        let kinds: &[ItemKind] = match self.classification.sanitize() {
+            Vct::ImageBuilderModel => &[ItemKind::IMAGES],
+            Vct::InstanceBuilderModel => &[ItemKind::INSTANCES],
+            Vct::StorageBuilderModel => &[ItemKind::STORAGES],
+            Vct::UserBuilderModel => &[ItemKind::USERS],
+            Vct::GroupBuilderModel => &[ItemKind::GROUPS],
+            _ => &[],
+        };
+        let mine = |reference: &str| {
+            ctx.builder(self.classification, reference)
+                .is_some_and(|b| b.name() == self.name)
+        };
+        let mut out = Vec::new();
+        for kind in kinds {
+            for view in ctx.items(*kind) {
+                let owned = match view.item.as_ref() {
+                    Item::Image(img) => img.runtimes.iter().any(|e| mine(&e.image_builder)),
+                    other => mine(other.type_name()),
+                };
+                if owned {
+                    out.push(view.item.name().to_string());
+                }
+            }
+        }
+        out
+    }
+
+    fn spec_path(&self, phase: P) -> String {
+        path_for_phase(&self.name, phase, None, ".json")
+    }
 }
 
 impl Builder for DummyBuilder {
+    fn generate_items_before(&self, phase: P, ctx: &dyn HookContext) -> HookResult<AssetSet> {
+        Ok(self.note(phase, ctx, "before"))
+    }
+
+    fn generate_items_during(&self, phase: P, ctx: &dyn HookContext) -> HookResult<AssetSet> {
+        let spec = json!({
+            "builder": self.name,
+            "classification": self.classification.as_str(),
+            "lifecycle": ctx.lifecycle(),
+            "phase": phase.as_str(),
+            "items": self.owned(ctx),
+        });
+        let text = serde_json::to_string_pretty(&spec).unwrap_or_default();
+        Ok(vec![Asset::text(
+            self.spec_path(phase),
+            format!("{text}\n"),
+        )])
+    }
+
+    fn get_commands_to_run_during(
+        &self,
+        phase: P,
+        _ctx: &dyn HookContext,
+    ) -> HookResult<CfExecutables> {
+        Ok(CfExecutables::deferred(
+            P::Execution,
+            Command::csis(["dummy", "apply", "--spec", self.spec_path(phase).as_str()]),
+        ))
+    }
+
+    fn generate_items_after(&self, phase: P, ctx: &dyn HookContext) -> HookResult<AssetSet> {
+        Ok(self.note(phase, ctx, "after"))
+    }
+
     fn identity_type(&self) -> Option<&str> {
         (self.classification == Vct::GroupBuilderModel).then_some("dummy")
     }
@@ -33,6 +127,7 @@ fn no_extra(_: &mut Fields<'_>) -> Map {
 fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {
     Box::new(DummyBuilder {
         classification: decl.classification,
+        name: decl.name().to_string(),
     })
 }
 

@@ -3,9 +3,17 @@
 //! configuration root (`store`, default `.csis-local`). Generation and real
 //! runs on it come with the lifecycles; this crate registers its models.
 
+pub mod exec;
+mod generate;
+
 use csis_model::models::BaseModelKind;
-use csis_model::{Fields, Map, Value, Vct};
-use csis_plugin_api::{Builder, BuilderDecl, ItemModelSpec, ModelSpec, Plugin};
+use csis_model::{Fields, ItemKind, Map, Value, Vct};
+use csis_plugin_api::{
+    AssetSet, Builder, BuilderDecl, CfExecutables, ExecutionLifecyclePhase as P, HookContext,
+    HookResult, ItemModelSpec, ModelSpec, Plugin,
+};
+
+use crate::generate::Step;
 
 pub struct LocalPlugin;
 
@@ -14,9 +22,46 @@ pub const DEFAULT_STORE: &str = ".csis-local";
 
 struct LocalBuilder {
     classification: Vct,
+    decl: BuilderDecl,
+}
+
+impl LocalBuilder {
+    /// What this builder generates in a phase of the current lifecycle.
+    fn steps(&self, phase: P, ctx: &dyn HookContext) -> HookResult<Vec<Step>> {
+        let me = &self.decl;
+        match (self.classification, ctx.lifecycle(), phase) {
+            (Vct::ImageBuilderModel, "base-image", P::ImageGeneration) => {
+                generate::base_bakes(ctx, me)
+            }
+            (Vct::ImageBuilderModel, "instance-image", P::ImageGeneration) => {
+                generate::image_bakes(ctx, me)
+            }
+            (Vct::InstanceBuilderModel, _, P::InstanceGeneration) => generate::launches(ctx, me),
+            (Vct::StorageBuilderModel, _, P::StorageGeneration) => generate::storages(ctx, me),
+            (Vct::UserBuilderModel, _, P::UserGeneration) => {
+                generate::identity(ctx, me, ItemKind::USERS, phase)
+            }
+            (Vct::GroupBuilderModel, _, P::GroupGeneration) => {
+                generate::identity(ctx, me, ItemKind::GROUPS, phase)
+            }
+            _ => Ok(Vec::new()),
+        }
+    }
 }
 
 impl Builder for LocalBuilder {
+    fn generate_items_during(&self, phase: P, ctx: &dyn HookContext) -> HookResult<AssetSet> {
+        self.steps(phase, ctx).map(generate::assets)
+    }
+
+    fn get_commands_to_run_during(
+        &self,
+        phase: P,
+        ctx: &dyn HookContext,
+    ) -> HookResult<CfExecutables> {
+        self.steps(phase, ctx).map(generate::commands)
+    }
+
     fn identity_type(&self) -> Option<&str> {
         (self.classification == Vct::GroupBuilderModel).then_some("unix")
     }
@@ -37,6 +82,7 @@ impl Builder for LocalBuilder {
 fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {
     Box::new(LocalBuilder {
         classification: decl.classification,
+        decl: decl.clone(),
     })
 }
 

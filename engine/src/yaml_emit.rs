@@ -1,4 +1,4 @@
-//! A small YAML emitter for `config render --format yaml`: block style,
+//! A small YAML emitter (config render, meta-state files): block style,
 //! keys in document order, strings quoted whenever a plain scalar would
 //! read as something else.
 

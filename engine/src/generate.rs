@@ -1,0 +1,483 @@
+//! Generation: each requested lifecycle's directory as a pure function of
+//! the loaded tree and the run options.
+//!
+//! One query per (lifecycle, builder) calls that builder's hooks for every
+//! phase of the lifecycle; [`lifecycle_emission`] merges them in hook order
+//! into the directory's files, the run-now commands and the deferred
+//! commands, and renders the runner script. Nothing here writes a file:
+//! [`crate::emit`] syncs an emission to disk.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use csis_model::models::{ExecutableModel, ItemView};
+use csis_model::{Diagnostic, ItemKind, Map, Vct};
+use csis_plugin_api::{
+    Asset, BakeDecision, BuilderDecl, CfExecutables, Command, Deferred, ExecutionLifecyclePhase,
+    HookContext, HookResult, LifecycleSpec,
+};
+
+use crate::builders::builders;
+use crate::db::{Db, Tree};
+use crate::items::{ItemId, item_index};
+use crate::items_model::structured_item;
+use crate::plan::{RunInput, bake_plan, image_graph};
+use crate::script;
+
+/// The builder classifications in hook order: runtime, state, group, user,
+/// OS, mod, storage, image, instance (each sorted by name).
+pub const HOOK_ORDER: [Vct; 9] = [
+    Vct::RuntimeBuilderModel,
+    Vct::StateBackendModel,
+    Vct::GroupBuilderModel,
+    Vct::UserBuilderModel,
+    Vct::OsBuilderModel,
+    Vct::ModBuilderModel,
+    Vct::StorageBuilderModel,
+    Vct::ImageBuilderModel,
+    Vct::InstanceBuilderModel,
+];
+
+#[salsa::interned(debug)]
+pub struct LifecycleKey<'db> {
+    #[returns(ref)]
+    pub name: String,
+}
+
+#[salsa::interned(debug)]
+pub struct BuilderKey<'db> {
+    #[returns(copy)]
+    pub vct: Vct,
+    #[returns(ref)]
+    pub name: String,
+}
+
+/// What one hook call returned.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Part {
+    pub assets: Vec<Asset>,
+    pub build: Vec<Command>,
+    pub deferred: Vec<Deferred>,
+    /// The hook's refusal, when it failed.
+    pub error: Option<Vec<Diagnostic>>,
+}
+
+/// One builder's hooks for one phase.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PhaseParts {
+    pub before: Part,
+    pub during: Part,
+    pub after: Part,
+}
+
+/// One builder's output for one lifecycle: one entry per phase.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BuilderOutput {
+    pub phases: Vec<PhaseParts>,
+}
+
+/// The hooks' window on the run: every read goes through a query, so the
+/// builder's output depends on exactly what it read.
+pub struct EngineContext<'a> {
+    pub db: &'a dyn Db,
+    pub tree: Tree,
+    pub run: RunInput,
+    pub lifecycle: String,
+}
+
+impl HookContext for EngineContext<'_> {
+    fn dry_run(&self) -> bool {
+        self.run.options(self.db).dry_run
+    }
+
+    fn lifecycle(&self) -> &str {
+        &self.lifecycle
+    }
+
+    fn config(&self) -> Map {
+        builders(self.db, self.tree).config_map()
+    }
+
+    fn builders(&self, vct: Vct) -> Vec<Arc<BuilderDecl>> {
+        let mut v: Vec<_> = builders(self.db, self.tree)
+            .by_class
+            .get(&vct.sanitize())
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default();
+        v.sort_by(|a: &Arc<BuilderDecl>, b| a.name().cmp(b.name()));
+        v
+    }
+
+    fn builder(&self, vct: Vct, reference: &str) -> Option<Arc<BuilderDecl>> {
+        builders(self.db, self.tree)
+            .resolve(vct, reference)
+            .cloned()
+    }
+
+    fn items(&self, kind: ItemKind) -> Vec<ItemView> {
+        item_index(self.db, self.tree)
+            .names(kind)
+            .filter_map(|n| self.item(kind, n))
+            .collect()
+    }
+
+    fn item(&self, kind: ItemKind, name: &str) -> Option<ItemView> {
+        let id = ItemId::new(self.db, kind, name.to_string());
+        structured_item(self.db, self.tree, id).view()
+    }
+
+    fn images_in_bake_order(&self) -> Vec<String> {
+        image_graph(self.db, self.tree).order.clone()
+    }
+
+    fn bake_decision(&self, image: &str, runtime: &str) -> BakeDecision {
+        bake_plan(self.db, self.tree, self.run)
+            .decision(image, runtime)
+            .cloned()
+            .unwrap_or(BakeDecision {
+                bake: false,
+                reason: "skip: not in the plan".into(),
+            })
+    }
+
+    fn executable(&self, name: &str) -> Option<ExecutableModel> {
+        builders(self.db, self.tree).executables.get(name).cloned()
+    }
+}
+
+fn lifecycle_spec(db: &dyn Db, name: &str) -> Option<LifecycleSpec> {
+    db.registry()
+        .lifecycles()
+        .iter()
+        .find(|l| l.name == name)
+        .cloned()
+}
+
+fn part(assets: HookResult<Vec<Asset>>, commands: HookResult<CfExecutables>) -> Part {
+    let mut p = Part::default();
+    let mut errors = Vec::new();
+    match assets {
+        Ok(a) => p.assets = a,
+        Err(e) => errors.extend(e),
+    }
+    match commands {
+        Ok(c) => {
+            p.build = c.build_executables;
+            p.deferred = c.finalize_executables;
+        }
+        Err(e) => errors.extend(e),
+    }
+    if !errors.is_empty() {
+        p.error = Some(errors);
+    }
+    p
+}
+
+/// One builder's hooks for every phase of one lifecycle.
+#[salsa::tracked(returns(ref))]
+pub fn builder_output<'db>(
+    db: &'db dyn Db,
+    tree: Tree,
+    run: RunInput,
+    lc: LifecycleKey<'db>,
+    key: BuilderKey<'db>,
+) -> BuilderOutput {
+    let Some(spec) = lifecycle_spec(db, lc.name(db)) else {
+        return BuilderOutput::default();
+    };
+    let b = builders(db, tree);
+    let Some(decl) = b
+        .by_class
+        .get(&key.vct(db))
+        .and_then(|m| m.get(key.name(db)))
+    else {
+        return BuilderOutput::default();
+    };
+    let Some(model) = db.registry().model(decl.classification, decl.model) else {
+        return BuilderOutput::default();
+    };
+    let builder = (model.builder)(decl);
+    let ctx = EngineContext {
+        db,
+        tree,
+        run,
+        lifecycle: spec.name.to_string(),
+    };
+    let mut out = BuilderOutput::default();
+    for (phase, vct) in &spec.phases {
+        let during = if key.vct(db) == vct.sanitize() {
+            part(
+                builder.generate_items_during(*phase, &ctx),
+                builder.get_commands_to_run_during(*phase, &ctx),
+            )
+        } else {
+            Part::default()
+        };
+        out.phases.push(PhaseParts {
+            before: part(
+                builder.generate_items_before(*phase, &ctx),
+                builder.get_commands_to_run_before(*phase, &ctx),
+            ),
+            during,
+            after: part(
+                builder.generate_items_after(*phase, &ctx),
+                builder.get_commands_to_run_after(*phase, &ctx),
+            ),
+        });
+    }
+    out
+}
+
+/// A lifecycle's generated directory and its commands.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Emission {
+    /// Files by path relative to the lifecycle directory.
+    pub files: BTreeMap<String, Arc<[u8]>>,
+    /// Paths of `files` that are executable.
+    pub executables: Vec<String>,
+    /// Commands to run now, during generation, in hook order.
+    pub build: Vec<Command>,
+    /// Deferred commands in execution order (phase order, then recording
+    /// order).
+    pub deferred: Vec<Deferred>,
+    /// The runtime each builder directory belongs to, for runtime scopes.
+    pub builder_runtimes: BTreeMap<String, String>,
+    /// Why generation failed, with the hooks' own diagnostics.
+    pub error: Option<String>,
+    pub diags: Vec<Diagnostic>,
+}
+
+impl Emission {
+    pub fn runner_script(&self, lifecycle: &str) -> Option<String> {
+        let name = script::runner_script_name(lifecycle);
+        self.files.contains_key(&name).then_some(name)
+    }
+}
+
+/// The builders whose hooks fire, in hook order.
+fn builders_in_hook_order<'db>(db: &'db dyn Db, tree: Tree) -> Vec<BuilderKey<'db>> {
+    let b = builders(db, tree);
+    let mut out = Vec::new();
+    for vct in HOOK_ORDER {
+        let mut names: Vec<&String> = b
+            .by_class
+            .get(&vct)
+            .map(|m| m.keys().collect())
+            .unwrap_or_default();
+        names.sort();
+        out.extend(
+            names
+                .into_iter()
+                .map(|n| BuilderKey::new(db, vct, n.clone())),
+        );
+    }
+    out
+}
+
+/// The directory of one lifecycle: every builder's assets, the merged
+/// `.gitignore`, and the runner script when anything was deferred.
+#[salsa::tracked(returns(ref))]
+pub fn lifecycle_emission<'db>(
+    db: &'db dyn Db,
+    tree: Tree,
+    run: RunInput,
+    lc: LifecycleKey<'db>,
+) -> Emission {
+    let mut em = Emission::default();
+    let name = lc.name(db).clone();
+    let Some(spec) = lifecycle_spec(db, &name) else {
+        em.error = Some(format!("unknown lifecycle '{name}'"));
+        return em;
+    };
+    let keys = builders_in_hook_order(db, tree);
+    let outputs: Vec<(BuilderKey<'db>, &BuilderOutput)> = keys
+        .iter()
+        .map(|k| (*k, builder_output(db, tree, run, lc, *k)))
+        .collect();
+    let b = builders(db, tree);
+    for k in &keys {
+        let runtime =
+            b.by_class
+                .get(&k.vct(db))
+                .and_then(|m| m.get(k.name(db)))
+                .and_then(|d| {
+                    d.base.runtime().map(str::to_string).or_else(|| {
+                        (k.vct(db) == Vct::RuntimeBuilderModel).then(|| k.name(db).clone())
+                    })
+                });
+        if let Some(rt) = runtime {
+            em.builder_runtimes.insert(k.name(db).clone(), rt);
+        }
+    }
+    let mut deferred: Vec<Deferred> = Vec::new();
+    let mut owner: BTreeMap<String, String> = BTreeMap::new();
+    for (i, (phase, _)) in spec.phases.iter().enumerate() {
+        for (which, label) in [
+            (0, "before-phase hooks"),
+            (1, "generation"),
+            (2, "after-phase hooks"),
+        ] {
+            for (key, out) in &outputs {
+                let Some(pp) = out.phases.get(i) else {
+                    continue;
+                };
+                let p = match which {
+                    0 => &pp.before,
+                    1 => &pp.during,
+                    _ => &pp.after,
+                };
+                if let Some(errs) = &p.error {
+                    let detail: Vec<String> = errs.iter().map(|d| d.message.clone()).collect();
+                    em.error = Some(format!(
+                        "[{name}] {label} failed for {}: {}: {}",
+                        phase.as_str(),
+                        key.name(db),
+                        detail.join("; ")
+                    ));
+                    em.diags.extend(errs.iter().cloned());
+                    return em;
+                }
+                for a in &p.assets {
+                    if let Err(e) = check_asset_path(&a.path) {
+                        em.error = Some(format!("[{name}] {}: {e}", key.name(db)));
+                        return em;
+                    }
+                    if let Some(first) = owner.insert(a.path.clone(), key.name(db).clone())
+                        && first != *key.name(db)
+                    {
+                        em.error = Some(format!(
+                            "[{name}] asset {} is written by both {first} and {}",
+                            a.path,
+                            key.name(db)
+                        ));
+                        return em;
+                    }
+                    em.files
+                        .insert(a.path.clone(), Arc::from(a.content.as_slice()));
+                }
+                em.build.extend(p.build.iter().cloned());
+                deferred.extend(p.deferred.iter().cloned());
+            }
+        }
+    }
+    // After-generate hooks: the run hooks of every plugin.
+    let ctx = EngineContext {
+        db,
+        tree,
+        run,
+        lifecycle: name.clone(),
+    };
+    for hooks in db.registry().run_hooks() {
+        match hooks.after_generate(&ctx) {
+            Ok(c) => {
+                for a in c.assets {
+                    if let Err(e) = check_asset_path(&a.path) {
+                        em.error = Some(format!(
+                            "[{name}] after-generate hook {}: {e}",
+                            hooks.name()
+                        ));
+                        return em;
+                    }
+                    em.files.insert(a.path, Arc::from(a.content.as_slice()));
+                }
+                deferred.extend(c.deferred);
+            }
+            Err(errs) => {
+                let detail: Vec<String> = errs.iter().map(|d| d.message.clone()).collect();
+                em.error = Some(format!(
+                    "[{name}] after-generate hook {} failed: {}",
+                    hooks.name(),
+                    detail.join("; ")
+                ));
+                return em;
+            }
+        }
+    }
+    if let Some(late) = deferred.iter().find(|d| !d.phase.accepts_deferred()) {
+        em.error = Some(format!(
+            "[{name}] Extending finalization phase after PRE_VERIFY not allowed ({})",
+            late.phase.as_str()
+        ));
+        return em;
+    }
+    // Stable: phase order, then the order commands were recorded.
+    deferred.sort_by_key(|d| d.phase);
+    let gen_dir = b
+        .config
+        .as_ref()
+        .map(|c| c.generation_directory.clone())
+        .unwrap_or_else(|| "generated".into());
+    if !deferred.is_empty() {
+        match script::runner_script(&name, &gen_dir, &deferred, &b.executables) {
+            Ok(text) => {
+                let path = script::runner_script_name(&name);
+                em.files
+                    .insert(path.clone(), Arc::from(text.into_bytes().as_slice()));
+                em.executables.push(path);
+            }
+            Err(e) => {
+                em.error = Some(format!("[{name}] {e}"));
+                return em;
+            }
+        }
+    }
+    em.files.insert(
+        ".gitignore".into(),
+        Arc::from(
+            script::gitignore(&gitignore_entries(db, tree), &[])
+                .into_bytes()
+                .as_slice(),
+        ),
+    );
+    em.deferred = deferred;
+    em
+}
+
+/// A hook's asset path must stay inside the lifecycle directory.
+fn check_asset_path(path: &str) -> Result<(), String> {
+    if path.is_empty()
+        || path.starts_with('/')
+        || path.split('/').any(|s| s == ".." || s.is_empty())
+        || path == ".gitignore"
+    {
+        return Err(format!(
+            "asset path '{path}' must be a relative path inside the lifecycle directory"
+        ));
+    }
+    Ok(())
+}
+
+/// The gitignore entries the configuration adds: cfg/'s, then every
+/// builder's.
+pub fn gitignore_entries(db: &dyn Db, tree: Tree) -> Vec<String> {
+    let b = builders(db, tree);
+    let mut v: Vec<String> = b
+        .config
+        .as_ref()
+        .map(|c| c.gitignore.clone())
+        .unwrap_or_default();
+    for vct in HOOK_ORDER {
+        let mut decls: Vec<_> = b
+            .by_class
+            .get(&vct)
+            .map(|m| m.values().collect())
+            .unwrap_or_default();
+        decls.sort_by(|a: &&Arc<BuilderDecl>, c| a.name().cmp(c.name()));
+        for d in decls {
+            v.extend(d.base.common().gitignore.iter().cloned());
+        }
+    }
+    v
+}
+
+/// The deferred commands of one phase, for the apply step.
+pub fn by_phase(deferred: &[Deferred]) -> Vec<(ExecutionLifecyclePhase, Vec<&Command>)> {
+    let mut out: Vec<(ExecutionLifecyclePhase, Vec<&Command>)> = Vec::new();
+    for d in deferred {
+        match out.last_mut() {
+            Some((p, cmds)) if *p == d.phase => cmds.push(&d.command),
+            _ => out.push((d.phase, vec![&d.command])),
+        }
+    }
+    out
+}

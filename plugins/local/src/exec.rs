@@ -1,0 +1,367 @@
+//! The local runtime's steps, as runner scripts call them:
+//! `csis local bake|storage|launch|identity --spec FILE`, run from the
+//! lifecycle directory with `CSIS_ROOT` and `CSIS_RUN_ID` set.
+//!
+//! The store under the root:
+//!
+//! ```text
+//! <store>/images/<build_id>/root/            the image's file tree
+//! <store>/images/<build_id>/manifest.json    build id, series, parent, lineage tags
+//! <store>/heads/<series>@<runtime>           the newest build of a series
+//! <store>/storages/<name>/                   a storage's data
+//! <store>/instances/<name>/                  launch script, user-data, image link, mounts
+//! <store>/identity/<kind>.json               users and groups
+//! ```
+//!
+//! A bake works in `<store>/images/.<build_id>.partial` and is renamed into
+//! place only when every modification succeeded, so a failed bake leaves
+//! nothing recorded.
+#![allow(clippy::disallowed_methods)] // the runtime itself: it owns the store
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value as J, json};
+
+/// Run one step; the process exit code.
+pub fn main(args: &[String]) -> u8 {
+    match run(args) {
+        Ok(msg) => {
+            println!("{msg}");
+            0
+        }
+        Err(e) => {
+            eprintln!("csis local: {e}");
+            1
+        }
+    }
+}
+
+struct Env {
+    root: PathBuf,
+    run_id: String,
+}
+
+fn env() -> Result<Env, String> {
+    let var = |k: &str| {
+        std::env::var(k).map_err(|_| format!("{k} is not set (the runner script sets it)"))
+    };
+    Ok(Env {
+        root: PathBuf::from(var("CSIS_ROOT")?),
+        run_id: var("CSIS_RUN_ID")?,
+    })
+}
+
+fn run(args: &[String]) -> Result<String, String> {
+    let usage = "usage: csis local bake|storage|launch|identity --spec FILE";
+    let (verb, spec_path) = match args {
+        [verb, flag, path] if flag == "--spec" => (verb.as_str(), Path::new(path)),
+        _ => return Err(usage.into()),
+    };
+    let text =
+        fs::read_to_string(spec_path).map_err(|e| format!("{}: {e}", spec_path.display()))?;
+    let spec: J =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", spec_path.display()))?;
+    let env = env()?;
+    match verb {
+        "bake" => bake(&env, &spec),
+        "storage" => storage(&env, &spec),
+        "launch" => launch(&env, &spec),
+        "identity" => identity(&env, &spec),
+        _ => Err(usage.into()),
+    }
+}
+
+fn field<'a>(spec: &'a J, key: &str) -> Result<&'a str, String> {
+    spec.get(key)
+        .and_then(J::as_str)
+        .ok_or_else(|| format!("the spec has no '{key}'"))
+}
+
+fn store(env: &Env, spec: &J) -> Result<PathBuf, String> {
+    Ok(env.root.join(field(spec, "store")?))
+}
+
+fn io_err(path: &Path) -> impl Fn(io::Error) -> String + '_ {
+    move |e| format!("{}: {e}", path.display())
+}
+
+/// Write a file whole: a temporary beside it, then a rename.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let dir = path
+        .parent()
+        .ok_or_else(|| format!("{} has no parent", path.display()))?;
+    fs::create_dir_all(dir).map_err(io_err(dir))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("f")
+    ));
+    fs::write(&tmp, bytes).map_err(io_err(&tmp))?;
+    fs::rename(&tmp, path).map_err(io_err(path))
+}
+
+fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
+    fs::create_dir_all(to).map_err(io_err(to))?;
+    for entry in fs::read_dir(from).map_err(io_err(from))? {
+        let entry = entry.map_err(io_err(from))?;
+        let ty = entry.file_type().map_err(io_err(&entry.path()))?;
+        let dest = to.join(entry.file_name());
+        if ty.is_dir() {
+            copy_tree(&entry.path(), &dest)?;
+        } else if ty.is_symlink() {
+            let target = fs::read_link(entry.path()).map_err(io_err(&entry.path()))?;
+            std::os::unix::fs::symlink(target, &dest).map_err(io_err(&dest))?;
+        } else {
+            fs::copy(entry.path(), &dest).map_err(io_err(&dest))?;
+        }
+    }
+    Ok(())
+}
+
+fn head_path(store: &Path, series: &str, runtime: &str) -> PathBuf {
+    store.join("heads").join(format!("{series}@{runtime}"))
+}
+
+/// Bake: copy the parent (a vendor tree, or the parent series' newest
+/// build), apply each modification with the build's root in
+/// `$CSIS_IMAGE_ROOT`, record the manifest, move it into place.
+fn bake(env: &Env, spec: &J) -> Result<String, String> {
+    let store = store(env, spec)?;
+    let series = field(spec, "series")?;
+    let runtime = field(spec, "runtime")?;
+    let build_id = format!("{series}-{runtime}-{}", env.run_id);
+    let (parent_root, parent_id) = match field(spec, "kind")? {
+        "base" => {
+            let vendor = env.root.join(field(spec, "vendor")?);
+            if !vendor.is_dir() {
+                return Err(format!(
+                    "vendor image {} is not a directory (the OS builder entry's image_id names it, relative to the root)",
+                    vendor.display()
+                ));
+            }
+            (vendor, "vendor".to_string())
+        }
+        _ => {
+            let parent = field(spec, "parent")?;
+            let head = head_path(&store, parent, runtime);
+            let id = fs::read_to_string(&head)
+                .map_err(|_| format!("no build of '{parent}' on runtime '{runtime}' in the store; bake the parent first"))?
+                .trim()
+                .to_string();
+            (store.join("images").join(&id).join("root"), id)
+        }
+    };
+    let images = store.join("images");
+    let partial = images.join(format!(".{build_id}.partial"));
+    let _ = fs::remove_dir_all(&partial);
+    let result = (|| {
+        let root = partial.join("root");
+        copy_tree(&parent_root, &root)?;
+        let mut applied = Vec::new();
+        for m in spec
+            .get("modifications")
+            .and_then(J::as_array)
+            .into_iter()
+            .flatten()
+        {
+            applied.push(apply_mod(env, series, &root, m)?);
+        }
+        let fingerprint = field(spec, "fingerprint").unwrap_or_default();
+        let manifest = json!({
+            "build_id": build_id,
+            "series": series,
+            "runtime": runtime,
+            "parent": parent_id,
+            "run": env.run_id,
+            "modifications": applied,
+            "tags": {
+                "csis_series": series,
+                "csis_parent": parent_id,
+                "csis_run": env.run_id,
+                "csis_fingerprint": fingerprint.chars().take(16).collect::<String>(),
+            },
+        });
+        let text = serde_json::to_string_pretty(&manifest).map_err(|e| e.to_string())?;
+        write_atomic(
+            &partial.join("manifest.json"),
+            format!("{text}\n").as_bytes(),
+        )
+    })();
+    if let Err(e) = result {
+        let _ = fs::remove_dir_all(&partial);
+        return Err(e);
+    }
+    let dest = images.join(&build_id);
+    let _ = fs::remove_dir_all(&dest);
+    fs::rename(&partial, &dest).map_err(io_err(&dest))?;
+    write_atomic(
+        &head_path(&store, series, runtime),
+        format!("{build_id}\n").as_bytes(),
+    )?;
+    Ok(format!("baked {build_id} from {parent_id}"))
+}
+
+/// One bash modification: skipped when every `ensure` command already
+/// succeeds, else its script and script files run in order.
+fn apply_mod(env: &Env, series: &str, root: &Path, m: &J) -> Result<J, String> {
+    let name = m.get("name").and_then(J::as_str).unwrap_or("?");
+    let sh = |script: &str| -> Result<Option<i32>, String> {
+        let status = Command::new("bash")
+            .arg("-c")
+            .arg(script)
+            .env("CSIS_IMAGE_ROOT", root)
+            .current_dir(&env.root)
+            .status()
+            .map_err(|e| format!("modification '{name}' of image '{series}': bash: {e}"))?;
+        Ok(status.code())
+    };
+    let ensure: Vec<&str> = m
+        .get("ensure")
+        .and_then(J::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(J::as_str)
+        .collect();
+    if !ensure.is_empty()
+        && ensure
+            .iter()
+            .try_fold(true, |ok, c| Ok::<_, String>(ok && sh(c)? == Some(0)))?
+    {
+        return Ok(json!({"name": name, "operation": "already applied"}));
+    }
+    let mut scripts: Vec<String> = m
+        .get("script")
+        .and_then(J::as_str)
+        .map(str::to_string)
+        .into_iter()
+        .collect();
+    for file in m
+        .get("scripts")
+        .and_then(J::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(J::as_str)
+    {
+        scripts.push(format!(
+            "bash {}",
+            shell_quote(&env.root.join(file).to_string_lossy())
+        ));
+    }
+    for s in scripts {
+        match sh(&s)? {
+            Some(0) => {}
+            code => {
+                return Err(format!(
+                    "modification '{name}' of image '{series}' failed (exit {}); nothing was recorded for this build",
+                    code.map_or("by a signal".into(), |c| c.to_string())
+                ));
+            }
+        }
+    }
+    Ok(json!({"name": name, "operation": "applied"}))
+}
+
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// A storage: its directory, created once and never emptied here.
+fn storage(env: &Env, spec: &J) -> Result<String, String> {
+    let store = store(env, spec)?;
+    let name = field(spec, "name")?;
+    let dir = store.join("storages").join(name);
+    fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+    let text = serde_json::to_string_pretty(spec).map_err(|e| e.to_string())?;
+    write_atomic(
+        &store.join("storages").join(format!("{name}.json")),
+        format!("{text}\n").as_bytes(),
+    )?;
+    Ok(format!("storage {name} at {}", dir.display()))
+}
+
+/// A launch: the instance directory with its image (the series head),
+/// its storages mounted (linked) at their mount points, its user-data, run
+/// once.
+fn launch(env: &Env, spec: &J) -> Result<String, String> {
+    let store = store(env, spec)?;
+    let name = field(spec, "name")?;
+    let image = field(spec, "image")?;
+    let runtime = field(spec, "runtime")?;
+    let build = fs::read_to_string(head_path(&store, image, runtime))
+        .map_err(|_| {
+            format!(
+                "instance '{name}': no build of image '{image}' on runtime '{runtime}' in the store"
+            )
+        })?
+        .trim()
+        .to_string();
+    let dir = store.join("instances").join(name);
+    fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+    let link = |target: &Path, at: &Path| -> Result<(), String> {
+        if let Some(parent) = at.parent() {
+            fs::create_dir_all(parent).map_err(io_err(parent))?;
+        }
+        let _ = fs::remove_file(at);
+        std::os::unix::fs::symlink(target, at).map_err(io_err(at))
+    };
+    link(
+        &store.join("images").join(&build).join("root"),
+        &dir.join("image"),
+    )?;
+    for s in spec
+        .get("storages")
+        .and_then(J::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let sname = field(s, "name")?;
+        let mount = field(s, "mount_point")?.trim_start_matches('/');
+        let target = store.join("storages").join(sname);
+        if !target.is_dir() {
+            return Err(format!(
+                "instance '{name}' mounts storage '{sname}', which the store does not hold; run the storage lifecycle first"
+            ));
+        }
+        link(&target, &dir.join("mounts").join(mount))?;
+    }
+    // Like the spec, the user-data path is relative to the lifecycle
+    // directory the step runs in.
+    let ud_path = Path::new(field(spec, "user_data")?);
+    let ud = fs::read(ud_path).map_err(io_err(ud_path))?;
+    write_atomic(&dir.join("user-data"), &ud)?;
+    let launch = format!(
+        "#!/usr/bin/env bash\n# csis launch script for instance {name} on the local runtime\nset -euo pipefail\nexport CSIS_INSTANCE_DIR=\"$(cd \"$(dirname \"$0\")\" && pwd)\"\nbash \"$CSIS_INSTANCE_DIR/user-data\"\n"
+    );
+    write_atomic(&dir.join("launch.sh"), launch.as_bytes())?;
+    let text = serde_json::to_string_pretty(
+        &json!({"name": name, "build": build, "run": env.run_id, "spec": spec}),
+    )
+    .map_err(|e| e.to_string())?;
+    write_atomic(&dir.join("instance.json"), format!("{text}\n").as_bytes())?;
+    let status = Command::new("bash")
+        .arg(dir.join("launch.sh"))
+        .current_dir(&dir)
+        .status()
+        .map_err(|e| format!("instance '{name}': launch: {e}"))?;
+    if !status.success() {
+        return Err(format!(
+            "instance '{name}': its user-data failed ({status})"
+        ));
+    }
+    Ok(format!("launched {name} from {build}"))
+}
+
+/// Users or groups, recorded in the store.
+fn identity(env: &Env, spec: &J) -> Result<String, String> {
+    let store = store(env, spec)?;
+    let kind = field(spec, "kind")?;
+    let text = serde_json::to_string_pretty(spec.get("entries").unwrap_or(&J::Null))
+        .map_err(|e| e.to_string())?;
+    write_atomic(
+        &store.join("identity").join(format!("{kind}.json")),
+        format!("{text}\n").as_bytes(),
+    )?;
+    Ok(format!("identity: {kind} recorded"))
+}

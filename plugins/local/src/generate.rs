@@ -1,0 +1,344 @@
+//! What the local builders generate: one JSON spec per bake, storage,
+//! launch and identity, and the deferred `csis local ...` step that
+//! executes it. The spec is the whole input of the step, so the runner
+//! script and the files beside it are exactly what a real run does.
+
+use csis_model::models::{BaseBuilder, Item, ItemView, OsBuilderModel};
+use csis_model::{Diagnostic, ItemKind, Map, Value, Vct};
+use csis_plugin_api::{
+    Asset, BuilderDecl, CfExecutables, Command, Deferred, ExecutionLifecyclePhase as P,
+    HookContext, HookResult, path_for_phase,
+};
+use serde_json::{Value as J, json};
+
+use crate::DEFAULT_STORE;
+
+/// A spec file and the step that executes it.
+pub struct Step {
+    pub asset: Asset,
+    pub extra_assets: Vec<Asset>,
+    pub command: Command,
+}
+
+fn refuse<T>(msg: String) -> HookResult<T> {
+    Err(vec![Diagnostic::error(msg)])
+}
+
+/// The store directory of a runtime builder (relative to the root).
+pub fn store_of(runtime: Option<&BuilderDecl>) -> String {
+    runtime
+        .and_then(|r| r.extra.get("store"))
+        .and_then(Value::as_str)
+        .unwrap_or(DEFAULT_STORE)
+        .to_string()
+}
+
+fn pretty(v: &J) -> String {
+    format!("{}\n", serde_json::to_string_pretty(v).unwrap_or_default())
+}
+
+/// The input fingerprint of a bake spec: blake3 over its canonical JSON.
+/// (Lineage replaces it with the full input fingerprint.)
+fn fingerprint(spec: &J) -> String {
+    blake3::hash(spec.to_string().as_bytes())
+        .to_hex()
+        .to_string()
+}
+
+fn step(builder: &str, phase: P, name: &str, mut spec: J, verb: &str) -> Step {
+    if verb == "bake"
+        && let J::Object(m) = &mut spec
+    {
+        let fp = fingerprint(&J::Object(m.clone()));
+        m.insert("fingerprint".into(), J::String(fp));
+    }
+    let path = path_for_phase(builder, phase, Some(name), ".json");
+    Step {
+        asset: Asset::text(path.clone(), pretty(&spec)),
+        extra_assets: Vec::new(),
+        command: Command::csis(["local", verb, "--spec", path.as_str()]),
+    }
+}
+
+/// The files of steps.
+pub fn assets(steps: Vec<Step>) -> Vec<Asset> {
+    steps
+        .into_iter()
+        .flat_map(|s| std::iter::once(s.asset).chain(s.extra_assets))
+        .collect()
+}
+
+/// The deferred commands of steps: every local step runs in the execution
+/// phase, in the order generated (parents before children, images before
+/// the instances launched from them).
+pub fn commands(steps: Vec<Step>) -> CfExecutables {
+    CfExecutables {
+        build_executables: Vec::new(),
+        finalize_executables: steps
+            .into_iter()
+            .map(|s| Deferred {
+                phase: P::Execution,
+                command: s.command,
+            })
+            .collect(),
+    }
+}
+
+fn runtime_of(ctx: &dyn HookContext, decl: &BuilderDecl) -> (String, String) {
+    let rt_name = decl.base.runtime().unwrap_or("default").to_string();
+    let rt = ctx.builder(Vct::RuntimeBuilderModel, &rt_name);
+    let store = store_of(rt.as_deref());
+    (rt.map(|r| r.name().to_string()).unwrap_or(rt_name), store)
+}
+
+fn names_builder(ctx: &dyn HookContext, vct: Vct, reference: &str, me: &str) -> bool {
+    ctx.builder(vct, reference).is_some_and(|b| b.name() == me)
+}
+
+/// base-image, image-generation: one bake per OS builder entry naming this
+/// image builder, from the vendor tree its `image_id` names.
+pub fn base_bakes(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Step>> {
+    let (runtime, store) = runtime_of(ctx, me);
+    let config = ctx.config();
+    let mut steps = Vec::new();
+    for os_decl in ctx.builders(Vct::OsBuilderModel) {
+        let BaseBuilder::Os(os) = &os_decl.base else {
+            continue;
+        };
+        let series = os_decl.name();
+        for entry in os
+            .runtimes
+            .iter()
+            .filter(|e| names_builder(ctx, Vct::ImageBuilderModel, &e.image_builder, me.name()))
+        {
+            if !ctx.bake_decision(series, &runtime).bake {
+                continue;
+            }
+            let Some(vendor) = entry.image_id.clone() else {
+                return refuse(format!(
+                    "No resolved Image identifiers for OS {series} in predefined_resolve (the local runtime takes the vendor tree from the runtimes entry's image_id, a directory relative to the root)"
+                ));
+            };
+            let spec = json!({
+                "kind": "base",
+                "series": series,
+                "runtime": runtime,
+                "store": store,
+                "vendor": vendor,
+                "family": os.family,
+                "family_version": os.family_version,
+                "admin_user": os.admin_user,
+                "admin_public_keys": admin_keys(os, &config),
+                "update": update_of(os),
+                "tags": os.builder.tags,
+            });
+            steps.push(step(me.name(), P::ImageGeneration, series, spec, "bake"));
+        }
+    }
+    Ok(steps)
+}
+
+fn admin_keys(os: &OsBuilderModel, config: &Map) -> J {
+    match &os.admin_public_keys {
+        Some(keys) => json!(keys),
+        None => match config.get("admin_public_keys") {
+            Some(Value::Seq(items)) => J::Array(items.iter().map(Value::to_json).collect()),
+            Some(Value::Scalar { text, .. }) => json!([text]),
+            _ => json!([]),
+        },
+    }
+}
+
+fn update_of(os: &OsBuilderModel) -> J {
+    serde_json::to_value(os.effective_update()).unwrap_or(J::Null)
+}
+
+/// instance-image, image-generation: one bake per image this builder
+/// bakes, parents before children.
+pub fn image_bakes(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Step>> {
+    let (runtime, store) = runtime_of(ctx, me);
+    let mut steps = Vec::new();
+    for name in ctx.images_in_bake_order() {
+        let Some(view) = ctx.item(ItemKind::IMAGES, &name) else {
+            continue;
+        };
+        let Item::Image(img) = view.item.as_ref() else {
+            continue;
+        };
+        if !img
+            .runtimes
+            .iter()
+            .any(|e| names_builder(ctx, Vct::ImageBuilderModel, &e.image_builder, me.name()))
+        {
+            continue;
+        }
+        if !ctx.bake_decision(&name, &runtime).bake {
+            continue;
+        }
+        let mods = mod_specs(ctx, &name, &view)?;
+        let spec = json!({
+            "kind": "image",
+            "series": name,
+            "runtime": runtime,
+            "store": store,
+            "parent": img.source_image.as_deref().map(csis_model::naming::safe_name),
+            "group": img.group,
+            "modifications": mods,
+            "tags": img.root.tags,
+        });
+        steps.push(step(me.name(), P::ImageGeneration, &name, spec, "bake"));
+    }
+    Ok(steps)
+}
+
+fn mod_specs(ctx: &dyn HookContext, image: &str, view: &ItemView) -> HookResult<Vec<J>> {
+    let mut out = Vec::new();
+    for m in &view.mods {
+        let model = ctx
+            .builder(Vct::ModBuilderModel, &m.builder)
+            .map(|b| b.model)
+            .unwrap_or_default();
+        if model != "bash" {
+            return refuse(format!(
+                "image '{image}': the local image builder applies bash modifications only; '{}' names mod builder '{}' of type '{model}'",
+                m.model.named.name, m.builder
+            ));
+        }
+        let text = |k: &str| m.extra.get(k).and_then(Value::as_str).map(str::to_string);
+        let list = |k: &str| -> Vec<String> {
+            m.extra
+                .get(k)
+                .and_then(Value::as_seq)
+                .map(|s| {
+                    s.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        out.push(json!({
+            "name": m.model.named.name,
+            "script": text("script"),
+            "scripts": list("scripts"),
+            "ensure": list("ensure"),
+        }));
+    }
+    Ok(out)
+}
+
+/// storage, storage-generation: one directory per storage of this builder.
+pub fn storages(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Step>> {
+    let (runtime, store) = runtime_of(ctx, me);
+    let mut steps = Vec::new();
+    for view in ctx.items(ItemKind::STORAGES) {
+        let Item::Storage(s) = view.item.as_ref() else {
+            continue;
+        };
+        if !names_builder(ctx, Vct::StorageBuilderModel, &s.named.type_, me.name()) {
+            continue;
+        }
+        let spec = json!({
+            "name": s.named.name,
+            "runtime": runtime,
+            "store": store,
+            "groups": s.groups,
+            "public_read": s.public_read,
+            "share_mode": s.share_mode,
+            "state": s.state,
+        });
+        steps.push(step(
+            me.name(),
+            P::StorageGeneration,
+            &s.named.name,
+            spec,
+            "storage",
+        ));
+    }
+    Ok(steps)
+}
+
+/// instance-image, instance-generation: a launch spec, the launch script and
+/// the user-data per instance of this builder.
+pub fn launches(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Step>> {
+    let (runtime, store) = runtime_of(ctx, me);
+    let mut steps = Vec::new();
+    for view in ctx.items(ItemKind::INSTANCES) {
+        let Item::Instance(inst) = view.item.as_ref() else {
+            continue;
+        };
+        if !names_builder(
+            ctx,
+            Vct::InstanceBuilderModel,
+            &inst.root.named.type_,
+            me.name(),
+        ) {
+            continue;
+        }
+        let name = inst.root.name();
+        let image = inst
+            .image
+            .as_deref()
+            .map(csis_model::naming::safe_name)
+            .unwrap_or_default();
+        let group = ctx
+            .item(ItemKind::IMAGES, &image)
+            .and_then(|v| match v.item.as_ref() {
+                Item::Image(i) => i.group.clone(),
+                _ => None,
+            });
+        let hostname = format!("{name}-001");
+        let user_data = format!(
+            "#!/usr/bin/env bash\n# csis user-data for instance {name} (local runtime)\nset -euo pipefail\n: \"${{CSIS_INSTANCE_DIR:?}}\"\necho {hostname} > \"$CSIS_INSTANCE_DIR/hostname\"\n{}{}mkdir -p \"$CSIS_INSTANCE_DIR/var/lib/csis\"\ntouch \"$CSIS_INSTANCE_DIR/var/lib/csis/launch-applied\"\n",
+            inst.userdata,
+            if inst.userdata.is_empty() || inst.userdata.ends_with('\n') {
+                ""
+            } else {
+                "\n"
+            }
+        );
+        let ud_path = path_for_phase(me.name(), P::InstanceGeneration, Some(name), ".user-data");
+        let spec = json!({
+            "name": name,
+            "runtime": runtime,
+            "store": store,
+            "image": image,
+            "group": group,
+            "hostname": hostname,
+            "storages": view.storages.iter().map(|s| json!({"name": s.name, "mount_point": s.mount_point})).collect::<Vec<_>>(),
+            "user_data": ud_path,
+        });
+        let mut st = step(me.name(), P::InstanceGeneration, name, spec, "launch");
+        st.extra_assets.push(Asset::text(ud_path, user_data));
+        steps.push(st);
+    }
+    Ok(steps)
+}
+
+/// identity: the users and groups of this builder, recorded in the store.
+pub fn identity(
+    ctx: &dyn HookContext,
+    me: &BuilderDecl,
+    kind: ItemKind,
+    phase: P,
+) -> HookResult<Vec<Step>> {
+    let store = store_of(ctx.builder(Vct::RuntimeBuilderModel, "default").as_deref());
+    let vct = kind.builder_vct();
+    let mut entries = Vec::new();
+    for view in ctx.items(kind) {
+        if !names_builder(ctx, vct, view.item.type_name(), me.name()) {
+            continue;
+        }
+        entries.push(match view.item.as_ref() {
+            Item::User(u) => json!({"name": u.root.name(), "first_name": u.first_name, "last_name": u.last_name, "email": u.email, "enabled": u.is_enabled}),
+            Item::Group(g) => json!({"name": g.root.name(), "is_root": g.is_root, "members": g.members, "admins": g.admins, "gid": g.gid}),
+            _ => continue,
+        });
+    }
+    if entries.is_empty() {
+        return Ok(Vec::new());
+    }
+    let spec =
+        json!({ "builder": me.name(), "kind": kind.key(), "store": store, "entries": entries });
+    Ok(vec![step(me.name(), phase, kind.key(), spec, "identity")])
+}
