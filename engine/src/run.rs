@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use csis_model::ItemKind;
 use csis_plugin_api::{Builder, ExecutionLifecyclePhase, LifecycleSpec};
+use indexmap::IndexMap;
 use serde::Serialize;
 use serde_json::json;
 
@@ -53,10 +54,11 @@ pub struct RunSummary {
     pub dry_run: bool,
     pub ok: bool,
     pub validation_errors: Vec<String>,
-    pub lifecycles: BTreeMap<String, LifecycleOutcome>,
-    /// Per lifecycle: executed, dry-run, no-script, stale-script-skipped,
-    /// failed, not-attempted.
-    pub apply: BTreeMap<String, String>,
+    /// In run order.
+    pub lifecycles: IndexMap<String, LifecycleOutcome>,
+    /// Per lifecycle, in run order: executed, dry-run, no-script,
+    /// stale-script-skipped, failed, not-attempted.
+    pub apply: IndexMap<String, String>,
     pub meta_state_commit: Option<String>,
     pub error: Option<String>,
     /// Drift counts from the state query (none yet).

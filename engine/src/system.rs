@@ -95,7 +95,12 @@ impl System for OsSystem {
         std::env::vars().collect()
     }
 
+    /// `CSIS_NOW` (seconds since the epoch) pins the run's start, for
+    /// reproducible runs and tests.
     fn now_unix(&self) -> i64 {
+        if let Some(t) = std::env::var("CSIS_NOW").ok().and_then(|v| v.parse().ok()) {
+            return t;
+        }
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs() as i64)

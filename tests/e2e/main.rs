@@ -4,3 +4,4 @@
 mod cases;
 mod example;
 mod layering;
+mod run;

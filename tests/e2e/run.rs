@@ -1,0 +1,346 @@
+//! `csis run` end to end: the generated tree of the example (snapshot),
+//! incremental emission, real runs on the local runtime, failures.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::SystemTime;
+
+/// A fixed start time, so run ids and summaries are the same every run.
+const NOW: &str = "1796226804";
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures")
+        .join(name)
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), dest).unwrap();
+        }
+    }
+}
+
+/// A copy of a fixture tree in a temporary directory.
+fn tree(name: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&fixture(name), dir.path());
+    dir
+}
+
+fn csis(root: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_csis"))
+        .current_dir(root)
+        .arg("--root-dir")
+        .arg(root)
+        .args(args)
+        .env("USER", "avery")
+        .env("CSIS_NOW", NOW)
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+/// Every file below `dir` by relative path.
+fn files(dir: &Path) -> BTreeMap<String, PathBuf> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().to_string_lossy().to_string();
+                out.insert(rel, p);
+            }
+        }
+    }
+    out
+}
+
+fn mtimes(dir: &Path) -> BTreeMap<String, SystemTime> {
+    files(dir)
+        .into_iter()
+        .map(|(rel, p)| (rel, std::fs::metadata(p).unwrap().modified().unwrap()))
+        .collect()
+}
+
+/// A snapshot stores a generated `.gitignore` as `gitignore.snapshot`, or
+/// git would apply it to the snapshot itself.
+fn snapshot_name(rel: &str) -> String {
+    match rel.rsplit_once('/') {
+        Some((dir, ".gitignore")) => format!("{dir}/gitignore.snapshot"),
+        None if rel == ".gitignore" => "gitignore.snapshot".into(),
+        _ => rel.to_string(),
+    }
+}
+
+/// The generated tree of fixtures/config must equal the reviewed snapshot in
+/// fixtures/expected/config-generated, file by file, and hold no file the
+/// snapshot does not. `CSIS_UPDATE_EXPECT=1` rewrites the snapshot: review
+/// the diff.
+#[test]
+fn the_example_generates_the_reviewed_tree() {
+    let t = tree("config");
+    let out = csis(t.path(), &["run", "all"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let got: BTreeMap<String, PathBuf> = files(&t.path().join("generated"))
+        .into_iter()
+        .map(|(rel, p)| (snapshot_name(&rel), p))
+        .collect();
+    let expected_dir = fixture("expected/config-generated");
+    if std::env::var("CSIS_UPDATE_EXPECT").is_ok() {
+        let _ = std::fs::remove_dir_all(&expected_dir);
+        for (rel, p) in &got {
+            let dest = expected_dir.join(rel);
+            std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+            std::fs::copy(p, dest).unwrap();
+        }
+        return;
+    }
+    let want = files(&expected_dir);
+    let got_paths: Vec<&String> = got.keys().collect();
+    let want_paths: Vec<&String> = want.keys().collect();
+    assert_eq!(got_paths, want_paths, "the set of generated files changed");
+    for (rel, p) in &got {
+        let a = std::fs::read_to_string(p).unwrap();
+        let b = std::fs::read_to_string(&want[rel]).unwrap();
+        assert_eq!(a, b, "{rel} differs from the snapshot");
+    }
+}
+
+#[test]
+fn a_second_run_rewrites_nothing_and_an_edit_rewrites_only_its_files() {
+    let t = tree("config");
+    let generated = t.path().join("generated");
+    assert_eq!(csis(t.path(), &["run", "all"]).status.code(), Some(0));
+    let first = mtimes(&generated);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(csis(t.path(), &["run", "all"]).status.code(), Some(0));
+    let second = mtimes(&generated);
+    let changed: Vec<&String> = second
+        .iter()
+        .filter(|(rel, m)| first.get(*rel) != Some(m))
+        .map(|(rel, _)| rel)
+        .collect();
+    // The summary belongs to the run (it is gitignored): it is the one file
+    // a run always writes.
+    assert_eq!(changed, ["run-summary.json"]);
+
+    let image = t.path().join("images/apps.yml");
+    let text = std::fs::read_to_string(&image).unwrap();
+    std::fs::write(
+        &image,
+        text.replace("command -v jq", "command -v jq").replace(
+            "mkdir -p \"$CSIS_IMAGE_ROOT/opt/research\"",
+            "mkdir -p \"$CSIS_IMAGE_ROOT/opt/research\" \"$CSIS_IMAGE_ROOT/opt/data\"",
+        ),
+    )
+    .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(csis(t.path(), &["run", "all"]).status.code(), Some(0));
+    let third = mtimes(&generated);
+    let changed: Vec<&String> = third
+        .iter()
+        .filter(|(rel, m)| second.get(*rel) != Some(m))
+        .map(|(rel, _)| rel)
+        .collect();
+    assert_eq!(
+        changed,
+        [
+            "instance-image/local-images/image-generation/local-images-image-generation-research-workstation.json",
+            "run-summary.json",
+        ]
+    );
+}
+
+#[test]
+fn a_real_run_bakes_the_chain_and_launches_with_the_storage_mounted() {
+    let t = tree("local-run");
+    let out = csis(t.path(), &["run", "all", "--no-dry-run"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let store = t.path().join("store");
+    let run = "2026_12_02T15_53_24";
+    for series in ["tiny", "base", "mid", "top"] {
+        let build = format!("{series}-here-{run}");
+        let head = std::fs::read_to_string(store.join(format!("heads/{series}@here"))).unwrap();
+        assert_eq!(head.trim(), build);
+        let manifest: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(store.join(format!("images/{build}/manifest.json"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(manifest["tags"]["csis_series"], series);
+        assert_eq!(manifest["tags"]["csis_run"], run);
+    }
+    // Each layer carries its parents' changes.
+    let top = store.join(format!("images/top-here-{run}/root"));
+    assert_eq!(
+        std::fs::read_to_string(top.join("etc/layer-base")).unwrap(),
+        "base\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(top.join("etc/layer-mid")).unwrap(),
+        "mid\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(top.join("etc/layer-top")).unwrap(),
+        "top\n"
+    );
+    assert!(top.join("etc/os-release").is_file());
+    // The instance: its image, its storage mounted, its user-data run.
+    let inst = store.join("instances/box");
+    assert_eq!(
+        std::fs::read_to_string(inst.join("image/etc/layer-top")).unwrap(),
+        "top\n"
+    );
+    let mount = inst.join("mounts/srv/data");
+    assert_eq!(
+        std::fs::canonicalize(&mount).unwrap(),
+        std::fs::canonicalize(store.join("storages/data")).unwrap()
+    );
+    assert_eq!(
+        std::fs::read_to_string(inst.join("greeting")).unwrap(),
+        "hello from box\n"
+    );
+    assert!(inst.join("var/lib/csis/launch-applied").is_file());
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(t.path().join("generated/run-summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(summary["ok"], true);
+    assert_eq!(summary["apply"]["instance-image"], "executed");
+    assert_eq!(summary["apply"]["base-image"], "executed");
+    assert!(err.contains("[instance-image/execution] executing \"$CSIS\" local bake --spec bake/image-generation/bake-image-generation-top.json"), "{err}");
+}
+
+#[test]
+fn a_failing_modification_fails_the_run_and_records_nothing_for_that_build() {
+    let t = tree("local-run");
+    let out = csis(
+        t.path(),
+        &[
+            "--overlay",
+            "fail-overlay.yml",
+            "run",
+            "all",
+            "--no-dry-run",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("modification 'boom' of image 'top' failed (exit 3); nothing was recorded for this build"), "{err}");
+    assert!(
+        err.contains("error: [instance-image/execution] command returned 1: \"$CSIS\" local bake --spec bake/image-generation/bake-image-generation-top.json"),
+        "{err}"
+    );
+    assert!(
+        err.contains("error: Apply failed for lifecycle instance-image"),
+        "{err}"
+    );
+    let store = t.path().join("store");
+    assert!(!store.join("heads/top@here").exists());
+    let builds: Vec<String> = std::fs::read_dir(store.join("images"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    assert!(
+        builds
+            .iter()
+            .all(|b| !b.starts_with("top-") && !b.contains("partial")),
+        "{builds:?}"
+    );
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(t.path().join("generated/run-summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(summary["ok"], false);
+    assert_eq!(summary["apply"]["instance-image"], "failed");
+    assert_eq!(summary["apply"]["release"], "not-attempted");
+    assert_eq!(summary["apply"]["retention"], "not-attempted");
+    let journal = std::fs::read_to_string(t.path().join("meta-state/runs.yaml")).unwrap();
+    assert!(journal.contains("ok: false"), "{journal}");
+}
+
+#[test]
+fn a_script_from_an_earlier_run_is_skipped_as_stale() {
+    let t = tree("local-run");
+    assert_eq!(csis(t.path(), &["run", "all"]).status.code(), Some(0));
+    let out = csis(t.path(), &["run", "storage"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("warning: [identity] stale-script-skipped"),
+        "{err}"
+    );
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(t.path().join("generated/run-summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(summary["apply"]["identity"], "stale-script-skipped");
+    assert_eq!(summary["apply"]["storage"], "dry-run");
+    assert_eq!(summary["requested"], serde_json::json!(["storage"]));
+}
+
+#[test]
+fn only_names_images_and_unknown_ones_are_refused() {
+    let t = tree("local-run");
+    let out = csis(t.path(), &["run", "instance-image", "--only", "nope"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("error: --only names unknown image(s): nope; known: base, mid, top"),
+        "{}",
+        stderr(&out)
+    );
+    let out = csis(t.path(), &["run", "instance-image", "--only", "mid"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("bake plan: top@here: skip: not selected"),
+        "{err}"
+    );
+    assert!(
+        err.contains("bake plan: mid@here: bake: no build yet"),
+        "{err}"
+    );
+    assert!(
+        !t.path()
+            .join("generated/instance-image/bake/image-generation/bake-image-generation-top.json")
+            .exists()
+    );
+}
+
+#[test]
+fn validation_errors_stop_the_run_before_generation() {
+    let t = tree("local-run");
+    std::fs::write(
+        t.path().join("images/bad.yml"),
+        "images:\n  - name: bad\n    colour: red\n",
+    )
+    .unwrap();
+    let out = csis(t.path(), &["run", "all"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("error: validation: images/bad.yml:3:5: Image 'bad': unknown key 'colour'"),
+        "{err}"
+    );
+    assert!(!t.path().join("generated/identity").exists());
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(t.path().join("generated/run-summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(summary["ok"], false);
+    assert!(summary["validation_errors"].as_array().unwrap().len() >= 2);
+}
