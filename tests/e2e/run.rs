@@ -142,7 +142,7 @@ fn a_second_run_rewrites_nothing_and_an_edit_rewrites_only_its_files() {
     let text = std::fs::read_to_string(&image).unwrap();
     std::fs::write(
         &image,
-        text.replace("command -v jq", "command -v jq").replace(
+        text.replace(
             "mkdir -p \"$CSIS_IMAGE_ROOT/opt/research\"",
             "mkdir -p \"$CSIS_IMAGE_ROOT/opt/research\" \"$CSIS_IMAGE_ROOT/opt/data\"",
         ),
