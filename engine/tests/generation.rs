@@ -1,0 +1,400 @@
+//! Generation through the plugin contract: hook order, failures with the
+//! spec's messages, run hooks, plugin lifecycles, incremental emission.
+#![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use csis_engine::plan::RunOptions;
+use csis_engine::run::{Level, RunRequest, RunSummary, run};
+use csis_engine::system::MemorySystem;
+use csis_engine::workspace::LoadOptions;
+use csis_model::models::BaseModelKind;
+use csis_model::{Fields, Map, Value, Vct};
+use csis_plugin_api::{
+    Asset, AssetSet, Builder, BuilderDecl, CfExecutables, Command, Contribution, Deferred,
+    ExecutionLifecyclePhase as P, HookContext, HookResult, LifecycleSpec, ModelSpec, Plugin,
+    RunHooks,
+};
+
+/// A group builder whose hooks do what its `config:` says:
+/// `fail: before|during|after`, `late: true` (defer to verify),
+/// `build: <cmd>` (a run-now command of executable `sh`).
+struct Probe {
+    name: String,
+    config: Map,
+}
+
+impl Probe {
+    fn says(&self, key: &str) -> Option<&str> {
+        self.config.get(key).and_then(Value::as_str)
+    }
+    fn hook(&self, when: &str, phase: P) -> HookResult<AssetSet> {
+        if self.says("fail") == Some(when) {
+            return Err(vec![csis_model::Diagnostic::error(format!(
+                "probe refuses {when}"
+            ))]);
+        }
+        Ok(vec![Asset::text(
+            format!("{}/{}/{when}.txt", self.name, phase.as_str()),
+            format!("{when}\n"),
+        )])
+    }
+}
+
+impl Builder for Probe {
+    fn generate_items_before(&self, phase: P, _: &dyn HookContext) -> HookResult<AssetSet> {
+        self.hook("before", phase)
+    }
+    fn generate_items_during(&self, phase: P, _: &dyn HookContext) -> HookResult<AssetSet> {
+        self.hook("during", phase)
+    }
+    fn generate_items_after(&self, phase: P, _: &dyn HookContext) -> HookResult<AssetSet> {
+        self.hook("after", phase)
+    }
+    fn get_commands_to_run_during(&self, _: P, _: &dyn HookContext) -> HookResult<CfExecutables> {
+        let mut c = CfExecutables::deferred(
+            if self.says("late").is_some() {
+                P::Verify
+            } else {
+                P::Execution
+            },
+            Command::executable("sh", ["-c", "echo probe"]).in_dir(self.name.as_str()),
+        );
+        if let Some(cmd) = self.says("build") {
+            c.build_executables
+                .push(Command::executable("sh", ["-c", cmd]));
+        }
+        Ok(c)
+    }
+}
+
+fn no_extra(_: &mut Fields<'_>) -> Map {
+    Map::new()
+}
+
+fn probe(decl: &BuilderDecl) -> Box<dyn Builder> {
+    Box::new(Probe {
+        name: decl.name().to_string(),
+        config: decl.base.common().config.clone(),
+    })
+}
+
+struct ProbeHooks;
+
+impl RunHooks for ProbeHooks {
+    fn name(&self) -> &'static str {
+        "probe-hooks"
+    }
+    fn validators(&self, ctx: &dyn HookContext) -> Vec<String> {
+        match ctx.config().get("refuse").and_then(Value::as_str) {
+            Some(why) => vec![format!("probe: {why}")],
+            None => Vec::new(),
+        }
+    }
+    fn after_generate(&self, ctx: &dyn HookContext) -> HookResult<Contribution> {
+        if ctx.lifecycle() != "audit" {
+            return Ok(Contribution::default());
+        }
+        Ok(Contribution {
+            assets: vec![Asset::text("audit.txt", "audited\n")],
+            deferred: vec![Deferred {
+                phase: P::PostExecution,
+                command: Command::csis(["audit", "--report", "audit.txt"]),
+            }],
+        })
+    }
+    fn on_summary(&self, _: &str) -> Result<(), String> {
+        Err("notifier unreachable".into())
+    }
+    fn lifecycles(&self) -> Vec<LifecycleSpec> {
+        vec![LifecycleSpec {
+            name: "audit",
+            aliases: &[],
+            phases: Vec::new(),
+            after: Some("storage"),
+            description: "a plugin's lifecycle",
+        }]
+    }
+}
+
+struct ProbePlugin;
+
+impl Plugin for ProbePlugin {
+    fn name(&self) -> &'static str {
+        "probe"
+    }
+    fn models(&self) -> Vec<ModelSpec> {
+        vec![ModelSpec {
+            name: "probe",
+            aliases: &[],
+            classification: Vct::GroupBuilderModel,
+            base: BaseModelKind::Group,
+            read_extra: no_extra,
+            builder: probe,
+        }]
+    }
+    fn run_hooks(&self) -> Option<&dyn RunHooks> {
+        Some(&ProbeHooks)
+    }
+}
+
+fn tree(probe_config: &str, config: &str) -> String {
+    format!(
+        r#"
+--- cfg/_config.yml
+id: gen
+config: {config}
+executables:
+  - name: sh
+    binary: /bin/sh
+runtime_builders:
+  - {{name: here, type: local, is_default: true, default_machine_type: small}}
+group_builders:
+  - {{name: b-probe, type: probe, is_default: true, config: {probe_config}}}
+  - {{name: a-basic, type: basic}}
+user_builders:
+  - {{name: people, type: basic, is_default: true, email_as_username: false}}
+--- groups/g.yml
+users:
+  - {{name: avery.alpha, first_name: Avery, last_name: Alpha}}
+groups:
+  - {{name: ops, is_root: true, members: [avery.alpha]}}
+"#
+    )
+}
+
+struct Outcome {
+    summary: RunSummary,
+    log: Vec<String>,
+    sys: MemorySystem,
+}
+
+fn run_tree(fixture: &str, lifecycles: &[&str]) -> Outcome {
+    let mut ws = common::workspace_with(
+        fixture,
+        &[&csis_plugin_local::LocalPlugin, &ProbePlugin],
+        &[],
+        &LoadOptions::default(),
+    );
+    let sys = MemorySystem::new();
+    for (p, t) in fixture_files(fixture) {
+        sys.write(&p, &t);
+    }
+    let req = RunRequest {
+        lifecycles: lifecycles.iter().map(|s| s.to_string()).collect(),
+        options: RunOptions {
+            dry_run: true,
+            ..RunOptions::default()
+        },
+        no_apply: false,
+        csis: PathBuf::from("csis"),
+    };
+    let mut log = Vec::new();
+    let summary = run(&mut ws, &sys, &req, &mut |level, line| {
+        let prefix = match level {
+            Level::Info => "",
+            Level::Warn => "warning: ",
+            Level::Error => "error: ",
+        };
+        log.push(format!("{prefix}{line}"));
+    });
+    Outcome { summary, log, sys }
+}
+
+fn fixture_files(fixture: &str) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut cur: Option<(PathBuf, String)> = None;
+    for line in fixture.lines() {
+        if let Some(p) = line.strip_prefix("--- ") {
+            out.extend(cur.take());
+            cur = Some((Path::new(common::ROOT).join(p), String::new()));
+        } else if let Some((_, t)) = cur.as_mut() {
+            t.push_str(line);
+            t.push('\n');
+        }
+    }
+    out.extend(cur);
+    out
+}
+
+fn gen_file(o: &Outcome, rel: &str) -> String {
+    o.sys
+        .read(&Path::new(common::ROOT).join("generated").join(rel))
+}
+
+#[test]
+fn hooks_fire_in_order_and_the_runner_script_reads_as_shell() {
+    let o = run_tree(&tree("{}", "{}"), &["identity"]);
+    assert!(o.summary.ok, "{:?}", o.log);
+    // before and after for every builder, during for the phase's class.
+    assert_eq!(
+        gen_file(&o, "identity/b-probe/user-generation/before.txt"),
+        "before\n"
+    );
+    assert_eq!(
+        gen_file(&o, "identity/b-probe/user-generation/after.txt"),
+        "after\n"
+    );
+    assert_eq!(
+        gen_file(&o, "identity/b-probe/user-generation/during.txt"),
+        ""
+    );
+    assert_eq!(
+        gen_file(&o, "identity/b-probe/group-generation/during.txt"),
+        "during\n"
+    );
+    let script = gen_file(&o, "identity/run-identity.sh");
+    assert!(
+        script.contains("cd \"$CSIS_ROOT\"/generated/identity\n"),
+        "{script}"
+    );
+    assert!(
+        script.ends_with(
+            "\n# phase: execution\n\"$CSIS\" local identity --spec people/user-generation/people-user-generation-users.json\n(cd b-probe && /bin/sh -c 'echo probe')\n"
+        ),
+        "{script}"
+    );
+    assert!(
+        o.log.contains(
+            &"[DRY RUN] identity/execution: would execute (cd b-probe && /bin/sh -c 'echo probe')"
+                .to_string()
+        ),
+        "{:?}",
+        o.log
+    );
+    assert_eq!(o.summary.apply["identity"], "dry-run");
+}
+
+#[test]
+fn a_failing_hook_fails_its_lifecycle_with_the_phase_named() {
+    for (when, label) in [
+        ("before", "before-phase hooks"),
+        ("during", "generation"),
+        ("after", "after-phase hooks"),
+    ] {
+        let o = run_tree(&tree(&format!("{{fail: {when}}}"), "{}"), &["identity"]);
+        assert!(!o.summary.ok);
+        let phase = if when == "during" {
+            "group-generation"
+        } else {
+            "user-generation"
+        };
+        let want = format!("[identity] {label} failed for {phase}: b-probe: probe refuses {when}");
+        assert_eq!(
+            o.summary.lifecycles["identity"].error.as_deref(),
+            Some(want.as_str())
+        );
+        assert_eq!(o.summary.lifecycles["identity"].status, "failed");
+        assert_eq!(o.summary.apply["identity"], "not-attempted");
+        // A failed lifecycle writes nothing.
+        assert_eq!(gen_file(&o, "identity/.gitignore"), "");
+    }
+}
+
+#[test]
+fn deferring_past_pre_verify_is_refused() {
+    let o = run_tree(&tree("{late: true}", "{}"), &["identity"]);
+    assert!(!o.summary.ok);
+    assert_eq!(
+        o.summary.lifecycles["identity"].error.as_deref(),
+        Some("[identity] Extending finalization phase after PRE_VERIFY not allowed (verify)")
+    );
+}
+
+#[test]
+fn a_validator_refusal_stops_the_run() {
+    let o = run_tree(&tree("{}", "{refuse: not today}"), &["identity"]);
+    assert!(!o.summary.ok);
+    assert_eq!(o.summary.validation_errors, ["probe: not today"]);
+    assert!(
+        o.log
+            .contains(&"error: validation: probe: not today".to_string())
+    );
+    assert!(o.summary.lifecycles.is_empty());
+}
+
+#[test]
+fn a_plugin_lifecycle_runs_in_its_place_and_its_hook_contributes() {
+    let o = run_tree(&tree("{}", "{}"), &["all"]);
+    assert!(o.summary.ok, "{:?}", o.log);
+    let order: Vec<&String> = o.summary.lifecycles.keys().collect();
+    assert_eq!(
+        order,
+        [
+            "identity",
+            "storage",
+            "audit",
+            "base-image",
+            "instance-image",
+            "release",
+            "retention"
+        ]
+    );
+    assert_eq!(gen_file(&o, "audit/audit.txt"), "audited\n");
+    assert!(
+        gen_file(&o, "audit/run-audit.sh")
+            .ends_with("# phase: post-execution\n\"$CSIS\" audit --report audit.txt\n")
+    );
+    assert!(gen_file(&o, "final_execution.sh").contains("\"$here/audit/run-audit.sh\""));
+}
+
+#[test]
+fn an_on_summary_failure_is_a_warning_and_changes_nothing() {
+    let o = run_tree(&tree("{}", "{}"), &["storage"]);
+    assert!(o.summary.ok);
+    assert!(
+        o.log.contains(
+            &"warning: on-summary hook probe-hooks failed: notifier unreachable".to_string()
+        ),
+        "{:?}",
+        o.log
+    );
+    let summary = gen_file(&o, "run-summary.json");
+    assert!(summary.contains("\"ok\": true"), "{summary}");
+    let journal = o
+        .sys
+        .read(&Path::new(common::ROOT).join("meta-state/runs.yaml"));
+    assert!(journal.contains("requested:\n      - storage"), "{journal}");
+}
+
+#[test]
+fn a_failing_run_now_command_fails_generation_with_its_return_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = tree("{build: \"echo broken >&2; exit 4\"}", "{}");
+    for (p, t) in fixture_files(&fixture) {
+        let rel = p.strip_prefix(common::ROOT).unwrap();
+        let dest = dir.path().join(rel);
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::write(dest, t).unwrap();
+    }
+    let registry =
+        csis_engine::registry::Registry::build(&[&csis_plugin_local::LocalPlugin, &ProbePlugin])
+            .unwrap();
+    let sys = csis_engine::system::OsSystem;
+    let mut ws = csis_engine::workspace::Workspace::load(
+        &sys,
+        std::sync::Arc::new(registry),
+        dir.path(),
+        &LoadOptions::default(),
+    )
+    .unwrap();
+    let req = RunRequest {
+        lifecycles: vec!["identity".into()],
+        options: RunOptions {
+            dry_run: true,
+            ..RunOptions::default()
+        },
+        no_apply: false,
+        csis: PathBuf::from("csis"),
+    };
+    let mut log = Vec::new();
+    let summary = run(&mut ws, &sys, &req, &mut |_, l| log.push(l));
+    assert!(!summary.ok);
+    assert_eq!(
+        summary.lifecycles["identity"].error.as_deref(),
+        Some("[identity] Command failed: /bin/sh -c 'echo broken >&2; exit 4' (Return code: 4)")
+    );
+    assert!(log.contains(&"[identity] broken".to_string()), "{log:?}");
+}
