@@ -481,3 +481,42 @@ pub fn by_phase(deferred: &[Deferred]) -> Vec<(ExecutionLifecyclePhase, Vec<&Com
     }
     out
 }
+
+/// Every requested lifecycle's emission, computed in parallel: first every
+/// (lifecycle, builder) output (the roots, independent of each other), then
+/// each lifecycle's merge. Each worker holds a handle on the same database,
+/// so results are memoized once for all.
+pub fn emissions(
+    db: &crate::db::Database,
+    tree: Tree,
+    run: RunInput,
+    lifecycles: &[&str],
+) -> Vec<Emission> {
+    use rayon::prelude::*;
+    let b = builders(db, tree);
+    let roots: Vec<(String, Vct, String)> = lifecycles
+        .iter()
+        .flat_map(|lc| {
+            HOOK_ORDER.iter().flat_map(move |vct| {
+                b.by_class
+                    .get(vct)
+                    .into_iter()
+                    .flat_map(|m| m.keys())
+                    .map(move |name| (lc.to_string(), *vct, name.clone()))
+            })
+        })
+        .collect();
+    roots
+        .par_iter()
+        .for_each_with(db.clone(), |db, (lc, vct, name)| {
+            let lk = LifecycleKey::new(db, lc.clone());
+            let bk = BuilderKey::new(db, *vct, name.clone());
+            builder_output(db, tree, run, lk, bk);
+        });
+    lifecycles
+        .par_iter()
+        .map_with(db.clone(), |db, lc| {
+            lifecycle_emission(db, tree, run, LifecycleKey::new(db, lc.to_string())).clone()
+        })
+        .collect()
+}

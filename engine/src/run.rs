@@ -13,10 +13,7 @@ use serde_json::json;
 use crate::builders::builders;
 use crate::db::Db;
 use crate::emit::{sync_dir, write_if_changed};
-use crate::generate::{
-    Emission, EngineContext, HOOK_ORDER, LifecycleKey, by_phase, gitignore_entries,
-    lifecycle_emission,
-};
+use crate::generate::{Emission, EngineContext, HOOK_ORDER, by_phase, gitignore_entries};
 use crate::items::item_index;
 use crate::lifecycles::parse_lifecycles;
 use crate::meta_state;
@@ -210,9 +207,9 @@ pub fn run(
 
     // 4. Generation, per requested lifecycle in declared order.
     let mut emissions: BTreeMap<String, Emission> = BTreeMap::new();
-    for spec in &requested {
-        let key = LifecycleKey::new(&ws.db, spec.name.to_string());
-        let em = lifecycle_emission(&ws.db, ws.tree, run_input, key).clone();
+    let names: Vec<&str> = requested.iter().map(|l| l.name).collect();
+    let generated = crate::generate::emissions(&ws.db, ws.tree, run_input, &names);
+    for (spec, em) in requested.iter().zip(generated) {
         let mut outcome = LifecycleOutcome {
             deferred_commands: em.deferred.len(),
             runner_script: em
@@ -282,6 +279,15 @@ pub fn run(
     }
 
     // 5. Apply.
+    let sleep = b.config.as_ref().map_or(0, |c| c.sleep_before_finalization);
+    if !req.options.dry_run && sleep != 0 {
+        log(
+            Level::Info,
+            format!(
+                "sleep_before_finalization={sleep} is ignored: finalization never waits on a terminal (DESIGN §3G)"
+            ),
+        );
+    }
     if !req.no_apply {
         apply(
             ws,

@@ -223,6 +223,7 @@ fn a_real_run_bakes_the_chain_and_launches_with_the_storage_mounted() {
     assert_eq!(summary["apply"]["instance-image"], "executed");
     assert_eq!(summary["apply"]["base-image"], "executed");
     assert!(err.contains("[instance-image/execution] executing \"$CSIS\" local bake --spec bake/image-generation/bake-image-generation-top.json"), "{err}");
+    assert!(err.contains("sleep_before_finalization=1 is ignored: finalization never waits on a terminal (DESIGN §3G)"), "{err}");
 }
 
 #[test]
@@ -343,4 +344,46 @@ fn validation_errors_stop_the_run_before_generation() {
     .unwrap();
     assert_eq!(summary["ok"], false);
     assert!(summary["validation_errors"].as_array().unwrap().len() >= 2);
+}
+
+#[test]
+fn a_runtime_scope_keeps_other_runtimes_directories_as_they_were() {
+    let t = tree("config");
+    assert_eq!(csis(t.path(), &["run", "all"]).status.code(), Some(0));
+    let dummy = t.path().join(
+        "generated/instance-image/dummy-images/image-generation/dummy-images-image-generation.json",
+    );
+    std::fs::write(&dummy, "as committed\n").unwrap();
+    let stray = t
+        .path()
+        .join("generated/instance-image/local-images/stray.txt");
+    std::fs::write(&stray, "stale\n").unwrap();
+    let out = csis(t.path(), &["run", "all", "--only-runtime", "local"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("bake plan: alma-base@dummy-cloud: skip: outside the apply scope"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&dummy).unwrap(), "as committed\n");
+    assert!(!stray.exists(), "a stale file in scope is removed");
+}
+
+#[test]
+fn a_base_image_without_a_vendor_tree_fails_resolution() {
+    let t = tree("local-run");
+    let cfg = t.path().join("cfg/builders.yml");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    std::fs::write(&cfg, text.replace("        image_id: vendor/tiny-os\n", "")).unwrap();
+    let out = csis(t.path(), &["run", "base-image"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("error: [base-image] generation failed for image-generation: bake: No resolved Image identifiers for OS tiny in predefined_resolve"),
+        "{err}"
+    );
+    assert!(
+        err.contains("run 2026_12_02T15_53_24: failed: Generation failed for lifecycle base-image"),
+        "{err}"
+    );
 }
