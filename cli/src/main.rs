@@ -201,7 +201,7 @@ fn render(ws: &Workspace, brief: bool, raw: bool, format: Format) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn run(mut ws: Workspace, args: &RunArgs) -> ExitCode {
+fn run(ws: Workspace, args: &RunArgs) -> ExitCode {
     let only = match args.only.as_slice() {
         [] => None,
         [one] if one == "none" => Some(Vec::new()),
@@ -218,7 +218,7 @@ fn run(mut ws: Workspace, args: &RunArgs) -> ExitCode {
         no_apply: args.no_apply,
         csis: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("csis")),
     };
-    let summary = csis_engine::run::run(&mut ws, &OsSystem, &req, &mut |level, line| match level {
+    let summary = csis_engine::run::run(&ws, &OsSystem, &req, &mut |level, line| match level {
         Level::Info => eprintln!("{line}"),
         Level::Warn => eprintln!("warning: {line}"),
         Level::Error => eprintln!("error: {line}"),

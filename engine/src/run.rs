@@ -2,7 +2,7 @@
 //! the summary, in the spec's order.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use csis_model::ItemKind;
 use csis_plugin_api::{Builder, ExecutionLifecyclePhase, LifecycleSpec};
@@ -19,7 +19,7 @@ use crate::lifecycles::parse_lifecycles;
 use crate::meta_state;
 use crate::plan::{RunInput, RunOptions, bake_plan, image_graph};
 use crate::script::{self, RUN_LOCAL_FILES};
-use crate::system::{Process, System};
+use crate::system::{Process, ProcessOutput, System};
 use crate::workspace::Workspace;
 
 /// What `csis run` was asked.
@@ -80,323 +80,471 @@ pub fn run_id(unix: i64) -> String {
 
 /// Perform a run. The summary says how it went; `log` hears every line.
 pub fn run(
-    ws: &mut Workspace,
+    ws: &Workspace,
     system: &dyn System,
     req: &RunRequest,
     log: &mut dyn FnMut(Level, String),
 ) -> RunSummary {
-    let start = ws.tree.start_unix(&ws.db);
-    let mut summary = RunSummary {
-        run_id: run_id(start),
-        dry_run: req.options.dry_run,
-        ok: true,
-        ..RunSummary::default()
-    };
-    summary.overlays = ws
-        .tree
-        .overlays(&ws.db)
-        .iter()
-        .map(|f| f.path(&ws.db).to_string())
-        .collect();
-    let lifecycles: Vec<LifecycleSpec> = ws.db.registry().lifecycles().to_vec();
-    let requested = match parse_lifecycles(&lifecycles, &req.lifecycles) {
-        Ok(r) => r.into_iter().cloned().collect::<Vec<_>>(),
-        Err(e) => return fail(ws, system, summary, e, log),
-    };
-    summary.requested = requested.iter().map(|l| l.name.to_string()).collect();
-    let run_input = RunInput::new(&ws.db, req.options.clone());
-
-    // 1. --only names images (or <image>@<runtime>); none is the empty surface.
-    let index = item_index(&ws.db, ws.tree);
-    summary.undeclared = index
-        .undeclared
-        .iter()
-        .map(|(k, n)| format!("{}:{n}", k.singular()))
-        .collect();
-    if let Some(only) = &req.options.only {
-        let unknown: Vec<&str> = only
-            .iter()
-            .map(|s| s.split_once('@').map_or(s.as_str(), |(i, _)| i))
-            .filter(|i| !index.contains(ItemKind::IMAGES, i) && !is_os_builder(ws, i))
-            .collect();
-        if !unknown.is_empty() {
-            let known: Vec<&str> = index.names(ItemKind::IMAGES).map(String::as_str).collect();
-            let e = format!(
-                "--only names unknown image(s): {}; known: {}",
-                unknown.join(", "),
-                known.join(", ")
-            );
-            return fail(ws, system, summary, e, log);
-        }
-    }
-
-    let b = builders(&ws.db, ws.tree).clone();
+    let b = builders(&ws.db, ws.tree);
     let gen_dir_name = b
         .config
         .as_ref()
         .map(|c| c.generation_directory.clone())
         .unwrap_or_else(|| "generated".into());
-    let gen_dir = ws.root.join(&gen_dir_name);
-    let gitignore = gitignore_entries(&ws.db, ws.tree);
-    let root_ignore = script::gitignore(&gitignore, &RUN_LOCAL_FILES);
-    if let Err(e) = write_if_changed(
+    let mut runner = Runner {
+        ws,
         system,
-        &gen_dir.join(".gitignore"),
-        root_ignore.as_bytes(),
-        false,
-    ) {
-        return fail(
-            ws,
-            system,
-            summary,
-            format!("writing {}: {e}", gen_dir.display()),
-            log,
-        );
-    }
-
-    // 2. Validation: what the load refuses, image cycles, run-hook validators.
-    let mut errors: Vec<String> = ws
-        .load_diagnostics()
-        .iter()
-        .filter(|d| d.is_error())
-        .map(|d| ws.describe(d))
-        .collect();
-    errors.extend(
-        image_graph(&ws.db, ws.tree)
-            .diags
-            .iter()
-            .map(|d| d.message.clone()),
-    );
-    let ctx = EngineContext {
-        db: &ws.db,
-        tree: ws.tree,
-        run: run_input,
-        lifecycle: String::new(),
+        req,
+        run_input: RunInput::new(&ws.db, req.options.clone()),
+        run_id: run_id(ws.tree.start_unix(&ws.db)),
+        gen_dir: ws.root.join(&gen_dir_name),
+        gen_dir_name,
+        log,
     };
-    for hooks in ws.db.registry().run_hooks() {
-        errors.extend(hooks.validators(&ctx));
-    }
-    if !errors.is_empty() {
-        for e in &errors {
-            log(Level::Error, format!("validation: {e}"));
-        }
-        summary.validation_errors = errors;
+    let mut summary = RunSummary {
+        run_id: runner.run_id.clone(),
+        dry_run: req.options.dry_run,
+        ok: true,
+        ..RunSummary::default()
+    };
+    if let Err(e) = runner.steps(&mut summary) {
+        (runner.log)(Level::Error, e.clone());
         summary.ok = false;
-        summary.error = Some(format!(
-            "validation failed with {} error(s)",
-            summary.validation_errors.len()
-        ));
-        return finish(ws, system, summary, &gen_dir, log);
+        summary.error = Some(e);
+    }
+    runner.finish(summary)
+}
+
+/// What every step of one run shares.
+struct Runner<'a> {
+    ws: &'a Workspace,
+    system: &'a dyn System,
+    req: &'a RunRequest,
+    run_input: RunInput,
+    run_id: String,
+    gen_dir: PathBuf,
+    gen_dir_name: String,
+    log: &'a mut dyn FnMut(Level, String),
+}
+
+impl Runner<'_> {
+    fn info(&mut self, line: String) {
+        (self.log)(Level::Info, line);
     }
 
-    // 3. The bake plan, one decision per <series>@<runtime>.
-    if requested
-        .iter()
-        .any(|l| l.name == "base-image" || l.name == "instance-image")
-    {
-        for (series, rt, d) in &bake_plan(&ws.db, ws.tree, run_input).decisions {
-            log(
-                Level::Info,
-                format!("bake plan: {series}@{rt}: {}", d.reason),
-            );
+    /// The run in the spec's order. An `Err` stops the run with that
+    /// error; failures that let the run go on are recorded in `summary`.
+    fn steps(&mut self, summary: &mut RunSummary) -> Result<(), String> {
+        let db = &self.ws.db;
+        let tree = self.ws.tree;
+        summary.overlays = tree
+            .overlays(db)
+            .iter()
+            .map(|f| f.path(db).to_string())
+            .collect();
+        let index = item_index(db, tree);
+        summary.undeclared = index
+            .undeclared
+            .iter()
+            .map(|(k, n)| format!("{}:{n}", k.singular()))
+            .collect();
+        let lifecycles: Vec<LifecycleSpec> = db.registry().lifecycles().to_vec();
+        let requested: Vec<LifecycleSpec> = parse_lifecycles(&lifecycles, &self.req.lifecycles)?
+            .into_iter()
+            .cloned()
+            .collect();
+        summary.requested = requested.iter().map(|l| l.name.to_string()).collect();
+        self.check_only()?;
+        let root_ignore = script::gitignore(&gitignore_entries(db, tree), &RUN_LOCAL_FILES);
+        write_if_changed(
+            self.system,
+            &self.gen_dir.join(".gitignore"),
+            root_ignore.as_bytes(),
+            false,
+        )
+        .map_err(|e| format!("writing {}: {e}", self.gen_dir.display()))?;
+        if !self.validate(summary) {
+            return Ok(());
+        }
+        if requested
+            .iter()
+            .any(|l| l.name == "base-image" || l.name == "instance-image")
+        {
+            self.plan(summary);
+        }
+        let emissions = self.generate(&requested, summary);
+        let names: Vec<&str> = lifecycles.iter().map(|l| l.name).collect();
+        write_if_changed(
+            self.system,
+            &self.gen_dir.join("final_execution.sh"),
+            script::final_execution(&names).as_bytes(),
+            true,
+        )
+        .map_err(|e| format!("writing final_execution.sh: {e}"))?;
+        let sleep = builders(db, tree)
+            .config
+            .as_ref()
+            .map_or(0, |c| c.sleep_before_finalization);
+        if !self.req.options.dry_run && sleep != 0 {
+            self.info(format!(
+                "sleep_before_finalization={sleep} is ignored: finalization never waits on a terminal (DESIGN §3G)"
+            ));
+        }
+        if !self.req.no_apply {
+            self.apply(&lifecycles, &requested, &emissions, summary);
+        }
+        Ok(())
+    }
+
+    /// `--only` names images (or `<image>@<runtime>`) or base-image series.
+    fn check_only(&self) -> Result<(), String> {
+        let Some(only) = &self.req.options.only else {
+            return Ok(());
+        };
+        let index = item_index(&self.ws.db, self.ws.tree);
+        let b = builders(&self.ws.db, self.ws.tree);
+        let unknown: Vec<&str> = only
+            .iter()
+            .map(|s| s.split_once('@').map_or(s.as_str(), |(i, _)| i))
+            .filter(|i| {
+                !index.contains(ItemKind::IMAGES, i)
+                    && b.resolve(csis_model::Vct::OsBuilderModel, i).is_none()
+            })
+            .collect();
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        let known: Vec<&str> = index.names(ItemKind::IMAGES).map(String::as_str).collect();
+        Err(format!(
+            "--only names unknown image(s): {}; known: {}",
+            unknown.join(", "),
+            known.join(", ")
+        ))
+    }
+
+    /// What the load refuses, image cycles, run-hook validators. Whether
+    /// the run may go on.
+    fn validate(&mut self, summary: &mut RunSummary) -> bool {
+        let ws = self.ws;
+        let mut errors: Vec<String> = ws
+            .load_diagnostics()
+            .iter()
+            .filter(|d| d.is_error())
+            .map(|d| ws.describe(d))
+            .collect();
+        errors.extend(
+            image_graph(&ws.db, ws.tree)
+                .diags
+                .iter()
+                .map(|d| d.message.clone()),
+        );
+        let ctx = EngineContext {
+            db: &ws.db,
+            tree: ws.tree,
+            run: self.run_input,
+            lifecycle: String::new(),
+        };
+        for hooks in ws.db.registry().run_hooks() {
+            errors.extend(hooks.validators(&ctx));
+        }
+        if errors.is_empty() {
+            return true;
+        }
+        for e in &errors {
+            (self.log)(Level::Error, format!("validation: {e}"));
+        }
+        summary.ok = false;
+        summary.error = Some(format!("validation failed with {} error(s)", errors.len()));
+        summary.validation_errors = errors;
+        false
+    }
+
+    /// One decision per `<series>@<runtime>`, logged and journaled.
+    fn plan(&mut self, summary: &mut RunSummary) {
+        let ws = self.ws;
+        for (series, rt, d) in &bake_plan(&ws.db, ws.tree, self.run_input).decisions {
+            self.info(format!("bake plan: {series}@{rt}: {}", d.reason));
             summary
                 .bake_plan
                 .insert(format!("{series}@{rt}"), d.reason.clone());
         }
     }
 
-    // 4. Generation, per requested lifecycle in declared order.
-    let mut emissions: BTreeMap<String, Emission> = BTreeMap::new();
-    let names: Vec<&str> = requested.iter().map(|l| l.name).collect();
-    let generated = crate::generate::emissions(&ws.db, ws.tree, run_input, &names);
-    for (spec, em) in requested.iter().zip(generated) {
-        let mut outcome = LifecycleOutcome {
-            deferred_commands: em.deferred.len(),
-            runner_script: em
-                .runner_script(spec.name)
-                .map(|s| format!("{gen_dir_name}/{}/{s}", spec.name)),
-            ..LifecycleOutcome::default()
-        };
-        if let Some(e) = &em.error {
-            log(Level::Error, e.clone());
-            outcome.status = "failed".into();
-            outcome.error = Some(e.clone());
-            summary.ok = false;
-            summary
-                .error
-                .get_or_insert_with(|| format!("Generation failed for lifecycle {}", spec.name));
-        } else {
-            let dir = gen_dir.join(spec.name);
-            let scope = req.options.only_runtime.clone();
-            let frozen = |rel: &str| {
-                let Some(scope) = &scope else { return false };
-                let top = rel.split('/').next().unwrap_or_default();
-                em.builder_runtimes.get(top).is_some_and(|rt| rt != scope)
+    /// Every requested lifecycle's directory, computed in parallel, written
+    /// in declared order; then its run-now commands.
+    fn generate(
+        &mut self,
+        requested: &[LifecycleSpec],
+        summary: &mut RunSummary,
+    ) -> BTreeMap<String, Emission> {
+        let ws = self.ws;
+        let names: Vec<&str> = requested.iter().map(|l| l.name).collect();
+        let generated = crate::generate::emissions(&ws.db, ws.tree, self.run_input, &names);
+        let mut emissions = BTreeMap::new();
+        for (spec, em) in requested.iter().zip(generated) {
+            let name = spec.name;
+            let mut outcome = LifecycleOutcome {
+                deferred_commands: em.deferred.len(),
+                runner_script: em
+                    .runner_script(name)
+                    .map(|s| format!("{}/{name}/{s}", self.gen_dir_name)),
+                status: "generated".into(),
+                error: None,
             };
-            match sync_dir(system, &dir, &em.files, &em.executables, &frozen) {
-                Ok(r) => {
-                    log(
-                        Level::Info,
-                        format!(
-                            "[{}] generated: {} written, {} removed, {} unchanged",
-                            spec.name,
-                            r.written.len(),
-                            r.removed.len(),
-                            r.unchanged
-                        ),
-                    );
-                    outcome.status = "generated".into();
+            let result = match &em.error {
+                Some(e) => {
+                    summary
+                        .error
+                        .get_or_insert_with(|| format!("Generation failed for lifecycle {name}"));
+                    Err(e.clone())
                 }
-                Err(e) => {
-                    outcome.status = "failed".into();
-                    outcome.error = Some(format!("writing {}: {e}", dir.display()));
-                    summary.ok = false;
-                }
-            }
-            if outcome.status == "generated"
-                && let Err(e) = run_build_commands(ws, system, req, spec.name, &em, &dir, log)
-            {
+                None => self
+                    .write_lifecycle(name, &em)
+                    .and_then(|()| self.run_build_commands(name, &em)),
+            };
+            if let Err(e) = result {
+                (self.log)(Level::Error, e.clone());
                 outcome.status = "failed".into();
                 outcome.error = Some(e.clone());
                 summary.ok = false;
                 summary.error.get_or_insert(e);
             }
+            summary.lifecycles.insert(name.to_string(), outcome);
+            emissions.insert(name.to_string(), em);
         }
-        summary.lifecycles.insert(spec.name.to_string(), outcome);
-        emissions.insert(spec.name.to_string(), em);
-    }
-    let names: Vec<&str> = lifecycles.iter().map(|l| l.name).collect();
-    if let Err(e) = write_if_changed(
-        system,
-        &gen_dir.join("final_execution.sh"),
-        script::final_execution(&names).as_bytes(),
-        true,
-    ) {
-        summary.ok = false;
-        summary
-            .error
-            .get_or_insert(format!("writing final_execution.sh: {e}"));
+        emissions
     }
 
-    // 5. Apply.
-    let sleep = b.config.as_ref().map_or(0, |c| c.sleep_before_finalization);
-    if !req.options.dry_run && sleep != 0 {
-        log(
-            Level::Info,
-            format!(
-                "sleep_before_finalization={sleep} is ignored: finalization never waits on a terminal (DESIGN §3G)"
+    /// Sync a lifecycle's directory; under a runtime scope, builder
+    /// directories bound to other runtimes stay as they are.
+    fn write_lifecycle(&mut self, name: &str, em: &Emission) -> Result<(), String> {
+        let dir = self.gen_dir.join(name);
+        let scope = self.req.options.only_runtime.clone();
+        let frozen = |rel: &str| {
+            let Some(scope) = &scope else { return false };
+            let top = rel.split('/').next().unwrap_or_default();
+            em.builder_runtimes.get(top).is_some_and(|rt| rt != scope)
+        };
+        let r = sync_dir(self.system, &dir, &em.files, &em.executables, &frozen)
+            .map_err(|e| format!("writing {}: {e}", dir.display()))?;
+        self.info(format!(
+            "[{name}] generated: {} written, {} removed, {} unchanged",
+            r.written.len(),
+            r.removed.len(),
+            r.unchanged
+        ));
+        Ok(())
+    }
+
+    /// The environment every executed command sees.
+    fn command_env(&self, lifecycle: &str) -> Vec<(String, String)> {
+        vec![
+            (
+                "CSIS_ROOT".into(),
+                self.ws.root.to_string_lossy().to_string(),
             ),
-        );
+            ("CSIS".into(), self.req.csis.to_string_lossy().to_string()),
+            ("CSIS_RUN_ID".into(), self.run_id.clone()),
+            ("CSIS_LIFECYCLE".into(), lifecycle.to_string()),
+        ]
     }
-    if !req.no_apply {
-        apply(
-            ws,
-            system,
-            req,
-            &lifecycles,
-            &requested,
-            &emissions,
-            &gen_dir,
-            &mut summary,
-            log,
-        );
-    }
-    finish(ws, system, summary, &gen_dir, log)
-}
 
-fn is_os_builder(ws: &Workspace, name: &str) -> bool {
-    builders(&ws.db, ws.tree)
-        .resolve(csis_model::Vct::OsBuilderModel, name)
-        .is_some()
-}
-
-fn fail(
-    ws: &Workspace,
-    system: &dyn System,
-    mut summary: RunSummary,
-    error: String,
-    log: &mut dyn FnMut(Level, String),
-) -> RunSummary {
-    log(Level::Error, error.clone());
-    summary.ok = false;
-    summary.error = Some(error);
-    let gen_dir = ws.root.join(
-        builders(&ws.db, ws.tree)
-            .config
-            .as_ref()
-            .map(|c| c.generation_directory.clone())
-            .unwrap_or_else(|| "generated".into()),
-    );
-    finish(ws, system, summary, &gen_dir, log)
-}
-
-/// The environment every executed command sees.
-fn command_env(
-    ws: &Workspace,
-    req: &RunRequest,
-    run_id: &str,
-    lifecycle: &str,
-) -> Vec<(String, String)> {
-    vec![
-        ("CSIS_ROOT".into(), ws.root.to_string_lossy().to_string()),
-        ("CSIS".into(), req.csis.to_string_lossy().to_string()),
-        ("CSIS_RUN_ID".into(), run_id.to_string()),
-        ("CSIS_LIFECYCLE".into(), lifecycle.to_string()),
-    ]
-}
-
-fn process_for(
-    ws: &Workspace,
-    req: &RunRequest,
-    cmd: &csis_plugin_api::Command,
-    dir: &Path,
-    run_id: &str,
-    lifecycle: &str,
-) -> Result<Process, String> {
-    let b = builders(&ws.db, ws.tree);
-    let (binary, args) = script::argv(cmd, &b.executables)?;
-    Ok(Process {
-        program: binary
-            .map(PathBuf::from)
-            .unwrap_or_else(|| req.csis.clone()),
-        args,
-        cwd: match &cmd.working_directory {
-            Some(d) => dir.join(d),
-            None => dir.to_path_buf(),
-        },
-        env: command_env(ws, req, run_id, lifecycle),
-    })
-}
-
-/// Run-now commands (formatters, validators), in hook order.
-fn run_build_commands(
-    ws: &Workspace,
-    system: &dyn System,
-    req: &RunRequest,
-    lifecycle: &str,
-    em: &Emission,
-    dir: &Path,
-    log: &mut dyn FnMut(Level, String),
-) -> Result<(), String> {
-    let b = builders(&ws.db, ws.tree);
-    let run_id = run_id(ws.tree.start_unix(&ws.db));
-    for cmd in &em.build {
+    /// Execute one command from the lifecycle directory: its shell line and
+    /// what it printed.
+    fn execute(
+        &self,
+        lifecycle: &str,
+        cmd: &csis_plugin_api::Command,
+    ) -> Result<(String, ProcessOutput), String> {
+        let b = builders(&self.ws.db, self.ws.tree);
         let line = script::command_line(cmd, &b.executables)?;
-        let p = process_for(ws, req, cmd, dir, &run_id, lifecycle)?;
-        let out = system
-            .run(&p)
+        let (binary, args) = script::argv(cmd, &b.executables)?;
+        let dir = self.gen_dir.join(lifecycle);
+        let process = Process {
+            program: binary
+                .map(PathBuf::from)
+                .unwrap_or_else(|| self.req.csis.clone()),
+            args,
+            cwd: match &cmd.working_directory {
+                Some(d) => dir.join(d),
+                None => dir,
+            },
+            env: self.command_env(lifecycle),
+        };
+        let out = self
+            .system
+            .run(&process)
             .map_err(|e| format!("[{lifecycle}] command failed: {line}: {e}"))?;
-        if out.code != Some(0) {
-            for l in out.stdout.lines().chain(out.stderr.lines()) {
-                log(Level::Warn, format!("[{lifecycle}] {l}"));
+        Ok((line, out))
+    }
+
+    /// Run-now commands (formatters, validators), in hook order.
+    fn run_build_commands(&mut self, lifecycle: &str, em: &Emission) -> Result<(), String> {
+        for cmd in &em.build {
+            let (line, out) = self.execute(lifecycle, cmd)?;
+            if out.code != Some(0) {
+                for l in out.stdout.lines().chain(out.stderr.lines()) {
+                    (self.log)(Level::Warn, format!("[{lifecycle}] {l}"));
+                }
+                return Err(format!(
+                    "[{lifecycle}] Command failed: {line} (Return code: {})",
+                    out.code.map_or("signal".into(), |c| c.to_string())
+                ));
             }
-            return Err(format!(
-                "[{lifecycle}] Command failed: {line} (Return code: {})",
-                out.code.map_or("signal".into(), |c| c.to_string())
-            ));
+        }
+        Ok(())
+    }
+
+    /// The apply step: per lifecycle in run order, its deferred commands
+    /// (logged in a dry run, executed in a real one).
+    fn apply(
+        &mut self,
+        lifecycles: &[LifecycleSpec],
+        requested: &[LifecycleSpec],
+        emissions: &BTreeMap<String, Emission>,
+        summary: &mut RunSummary,
+    ) {
+        let ws = self.ws;
+        let b = builders(&ws.db, ws.tree);
+        let builder_objs = builders_in_hook_order(ws);
+        let mut failed = false;
+        for spec in lifecycles {
+            let name = spec.name;
+            let Some(em) = emissions.get(name) else {
+                let script_path = self
+                    .gen_dir
+                    .join(name)
+                    .join(script::runner_script_name(name));
+                if requested.iter().all(|r| r.name != name)
+                    && self
+                        .system
+                        .read_bytes(&script_path)
+                        .ok()
+                        .flatten()
+                        .is_some()
+                {
+                    (self.log)(
+                        Level::Warn,
+                        format!(
+                            "[{name}] stale-script-skipped: run-{name}.sh is from an earlier run of a lifecycle not requested now"
+                        ),
+                    );
+                    summary
+                        .apply
+                        .insert(name.into(), "stale-script-skipped".into());
+                }
+                continue;
+            };
+            let status = if failed
+                || summary
+                    .lifecycles
+                    .get(name)
+                    .is_some_and(|o| o.status != "generated")
+            {
+                "not-attempted"
+            } else if em.deferred.is_empty() {
+                "no-script"
+            } else if self.req.options.dry_run {
+                for d in &em.deferred {
+                    let line = script::command_line(&d.command, &b.executables).unwrap_or_default();
+                    self.info(format!(
+                        "[DRY RUN] {name}/{}: would execute {line}",
+                        d.phase.as_str()
+                    ));
+                }
+                "dry-run"
+            } else {
+                match self.execute_lifecycle(name, em, &builder_objs) {
+                    Ok(()) => "executed",
+                    Err(e) => {
+                        (self.log)(Level::Error, e.clone());
+                        (self.log)(Level::Error, format!("Apply failed for lifecycle {name}"));
+                        summary.ok = false;
+                        summary.error.get_or_insert(e);
+                        failed = true;
+                        "failed"
+                    }
+                }
+            };
+            summary.apply.insert(name.into(), status.into());
         }
     }
-    Ok(())
+
+    /// A real run's deferred commands, phase by phase, with every builder's
+    /// pre/post_finalize_phase around each phase and the run hooks around
+    /// the whole.
+    fn execute_lifecycle(
+        &mut self,
+        name: &str,
+        em: &Emission,
+        builder_objs: &[Box<dyn Builder>],
+    ) -> Result<(), String> {
+        let hooks = self.ws.db.registry().run_hooks();
+        for h in hooks {
+            h.before_apply(name)
+                .map_err(|e| format!("[{name}] before-apply hook {} failed: {e}", h.name()))?;
+        }
+        for (phase, cmds) in by_phase(&em.deferred) {
+            let at = format!("{name}/{}", phase.as_str());
+            finalize_hooks(builder_objs, phase, true).map_err(|e| format!("[{at}] {e}"))?;
+            for cmd in cmds {
+                let b = builders(&self.ws.db, self.ws.tree);
+                let line = script::command_line(cmd, &b.executables)?;
+                self.info(format!("[{at}] executing {line}"));
+                let (line, out) = self.execute(name, cmd).map_err(|e| format!("[{at}] {e}"))?;
+                for l in out.stdout.lines() {
+                    self.info(format!("[{at}] {l}"));
+                }
+                if out.code != Some(0) {
+                    for l in out.stderr.lines() {
+                        (self.log)(Level::Warn, format!("[{at}] {l}"));
+                    }
+                    return Err(format!(
+                        "[{at}] command returned {}: {line}",
+                        out.code.map_or("a signal".into(), |c| c.to_string())
+                    ));
+                }
+            }
+            finalize_hooks(builder_objs, phase, false).map_err(|e| format!("[{at}] {e}"))?;
+        }
+        for h in hooks {
+            h.after_apply(name)
+                .map_err(|e| format!("[{name}] after-apply hook {} failed: {e}", h.name()))?;
+        }
+        Ok(())
+    }
+
+    /// Write the summary and the journal, then call the on-summary hooks.
+    fn finish(self, summary: RunSummary) -> RunSummary {
+        let json = serde_json::to_string_pretty(&summary).unwrap_or_else(|_| "{}".into());
+        if let Err(e) = self.system.write_atomic(
+            &self.gen_dir.join("run-summary.json"),
+            format!("{json}\n").as_bytes(),
+            false,
+        ) {
+            (self.log)(Level::Error, format!("Could not write run summary: {e}"));
+        }
+        let entry = json!({
+            "run": summary.run_id,
+            "requested": summary.requested,
+            "dry_run": summary.dry_run,
+            "ok": summary.ok,
+            "apply": summary.apply,
+            "error": summary.error,
+        });
+        if let Err(e) = meta_state::record_run(self.system, &self.ws.root, entry) {
+            (self.log)(Level::Error, format!("Could not write run summary: {e}"));
+        }
+        for h in self.ws.db.registry().run_hooks() {
+            if let Err(e) = h.on_summary(&json) {
+                (self.log)(
+                    Level::Warn,
+                    format!("on-summary hook {} failed: {e}", h.name()),
+                );
+            }
+        }
+        summary
+    }
 }
 
 /// Every builder, constructed, in hook order (for the finalize hooks).
@@ -417,141 +565,6 @@ fn builders_in_hook_order(ws: &Workspace) -> Vec<Box<dyn Builder>> {
         }
     }
     out
-}
-
-#[allow(clippy::too_many_arguments)]
-fn apply(
-    ws: &Workspace,
-    system: &dyn System,
-    req: &RunRequest,
-    lifecycles: &[LifecycleSpec],
-    requested: &[LifecycleSpec],
-    emissions: &BTreeMap<String, Emission>,
-    gen_dir: &Path,
-    summary: &mut RunSummary,
-    log: &mut dyn FnMut(Level, String),
-) {
-    let b = builders(&ws.db, ws.tree);
-    let builder_objs = builders_in_hook_order(ws);
-    let hooks = ws.db.registry().run_hooks();
-    let mut failed = false;
-    for spec in lifecycles {
-        let name = spec.name;
-        let script_path = gen_dir.join(name).join(script::runner_script_name(name));
-        let Some(em) = emissions.get(name) else {
-            if requested.iter().all(|r| r.name != name)
-                && system.read_bytes(&script_path).ok().flatten().is_some()
-            {
-                log(
-                    Level::Warn,
-                    format!(
-                        "[{name}] stale-script-skipped: run-{name}.sh is from an earlier run of a lifecycle not requested now"
-                    ),
-                );
-                summary
-                    .apply
-                    .insert(name.into(), "stale-script-skipped".into());
-            }
-            continue;
-        };
-        if failed
-            || summary
-                .lifecycles
-                .get(name)
-                .is_some_and(|o| o.status != "generated")
-        {
-            summary.apply.insert(name.into(), "not-attempted".into());
-            continue;
-        }
-        if em.deferred.is_empty() {
-            summary.apply.insert(name.into(), "no-script".into());
-            continue;
-        }
-        let dir = gen_dir.join(name);
-        if req.options.dry_run {
-            for d in &em.deferred {
-                let line = script::command_line(&d.command, &b.executables).unwrap_or_default();
-                log(
-                    Level::Info,
-                    format!(
-                        "[DRY RUN] {name}/{}: would execute {line}",
-                        d.phase.as_str()
-                    ),
-                );
-            }
-            summary.apply.insert(name.into(), "dry-run".into());
-            continue;
-        }
-        let result = execute_lifecycle(ws, system, req, name, em, &dir, &builder_objs, hooks, log);
-        match result {
-            Ok(()) => {
-                summary.apply.insert(name.into(), "executed".into());
-            }
-            Err(e) => {
-                log(Level::Error, e.clone());
-                log(Level::Error, format!("Apply failed for lifecycle {name}"));
-                summary.apply.insert(name.into(), "failed".into());
-                summary.ok = false;
-                summary.error.get_or_insert(e);
-                failed = true;
-            }
-        }
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn execute_lifecycle(
-    ws: &Workspace,
-    system: &dyn System,
-    req: &RunRequest,
-    name: &str,
-    em: &Emission,
-    dir: &Path,
-    builder_objs: &[Box<dyn Builder>],
-    hooks: &[&'static dyn csis_plugin_api::RunHooks],
-    log: &mut dyn FnMut(Level, String),
-) -> Result<(), String> {
-    let b = builders(&ws.db, ws.tree);
-    let run_id = run_id(ws.tree.start_unix(&ws.db));
-    for h in hooks {
-        h.before_apply(name)
-            .map_err(|e| format!("[{name}] before-apply hook {} failed: {e}", h.name()))?;
-    }
-    for (phase, cmds) in by_phase(&em.deferred) {
-        finalize_hooks(builder_objs, phase, true)
-            .map_err(|e| format!("[{name}/{}] {e}", phase.as_str()))?;
-        for cmd in cmds {
-            let line = script::command_line(cmd, &b.executables)?;
-            log(
-                Level::Info,
-                format!("[{name}/{}] executing {line}", phase.as_str()),
-            );
-            let p = process_for(ws, req, cmd, dir, &run_id, name)?;
-            let out = system
-                .run(&p)
-                .map_err(|e| format!("[{name}/{}] command failed: {e}", phase.as_str()))?;
-            for l in out.stdout.lines() {
-                log(Level::Info, format!("[{name}/{}] {l}", phase.as_str()));
-            }
-            if out.code != Some(0) {
-                for l in out.stderr.lines() {
-                    log(Level::Warn, format!("[{name}/{}] {l}", phase.as_str()));
-                }
-                return Err(format!(
-                    "[{name}/{}] command returned {}: {line}",
-                    phase.as_str(),
-                    out.code.map_or("a signal".into(), |c| c.to_string())
-                ));
-            }
-        }
-        finalize_hooks(builder_objs, phase, false)
-            .map_err(|e| format!("[{name}/{}] {e}", phase.as_str()))?;
-    }
-    for h in hooks {
-        h.after_apply(name)
-            .map_err(|e| format!("[{name}] after-apply hook {} failed: {e}", h.name()))?;
-    }
-    Ok(())
 }
 
 fn finalize_hooks(
@@ -575,42 +588,4 @@ fn finalize_hooks(
         }
     }
     Ok(())
-}
-
-/// Write the summary and the journal, then call the on-summary hooks.
-fn finish(
-    ws: &Workspace,
-    system: &dyn System,
-    summary: RunSummary,
-    gen_dir: &Path,
-    log: &mut dyn FnMut(Level, String),
-) -> RunSummary {
-    let json = serde_json::to_string_pretty(&summary).unwrap_or_else(|_| "{}".into());
-    if let Err(e) = system.write_atomic(
-        &gen_dir.join("run-summary.json"),
-        format!("{json}\n").as_bytes(),
-        false,
-    ) {
-        log(Level::Error, format!("Could not write run summary: {e}"));
-    }
-    let entry = json!({
-        "run": summary.run_id,
-        "requested": summary.requested,
-        "dry_run": summary.dry_run,
-        "ok": summary.ok,
-        "apply": summary.apply,
-        "error": summary.error,
-    });
-    if let Err(e) = meta_state::record_run(system, &ws.root, entry) {
-        log(Level::Error, format!("Could not write run summary: {e}"));
-    }
-    for h in ws.db.registry().run_hooks() {
-        if let Err(e) = h.on_summary(&json) {
-            log(
-                Level::Warn,
-                format!("on-summary hook {} failed: {e}", h.name()),
-            );
-        }
-    }
-    summary
 }

@@ -172,7 +172,7 @@ struct Outcome {
 }
 
 fn run_tree(fixture: &str, lifecycles: &[&str]) -> Outcome {
-    let mut ws = common::workspace_with(
+    let ws = common::workspace_with(
         fixture,
         &[&csis_plugin_local::LocalPlugin, &ProbePlugin],
         &[],
@@ -192,7 +192,7 @@ fn run_tree(fixture: &str, lifecycles: &[&str]) -> Outcome {
         csis: PathBuf::from("csis"),
     };
     let mut log = Vec::new();
-    let summary = run(&mut ws, &sys, &req, &mut |level, line| {
+    let summary = run(&ws, &sys, &req, &mut |level, line| {
         let prefix = match level {
             Level::Info => "",
             Level::Warn => "warning: ",
@@ -373,7 +373,7 @@ fn a_failing_run_now_command_fails_generation_with_its_return_code() {
         csis_engine::registry::Registry::build(&[&csis_plugin_local::LocalPlugin, &ProbePlugin])
             .unwrap();
     let sys = csis_engine::system::OsSystem;
-    let mut ws = csis_engine::workspace::Workspace::load(
+    let ws = csis_engine::workspace::Workspace::load(
         &sys,
         std::sync::Arc::new(registry),
         dir.path(),
@@ -390,7 +390,7 @@ fn a_failing_run_now_command_fails_generation_with_its_return_code() {
         csis: PathBuf::from("csis"),
     };
     let mut log = Vec::new();
-    let summary = run(&mut ws, &sys, &req, &mut |_, l| log.push(l));
+    let summary = run(&ws, &sys, &req, &mut |_, l| log.push(l));
     assert!(!summary.ok);
     assert_eq!(
         summary.lifecycles["identity"].error.as_deref(),
