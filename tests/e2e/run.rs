@@ -387,3 +387,19 @@ fn a_base_image_without_a_vendor_tree_fails_resolution() {
         "{err}"
     );
 }
+
+#[test]
+fn no_apply_generates_only() {
+    let t = tree("local-run");
+    let out = csis(t.path(), &["run", "storage", "--no-apply"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("[DRY RUN]"), "{err}");
+    assert!(t.path().join("generated/storage/run-storage.sh").is_file());
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(t.path().join("generated/run-summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(summary["apply"], serde_json::json!({}));
+    assert_eq!(summary["lifecycles"]["storage"]["status"], "generated");
+}
