@@ -138,8 +138,12 @@ fn main() -> ExitCode {
     let options = LoadOptions {
         overlays: cli.overlays.clone(),
         undeclare: cli.undeclare.clone(),
+        display_root: Some(cli.root_dir.to_string_lossy().to_string()),
     };
-    let ws = match Workspace::load(&OsSystem, registry, &cli.root_dir, &options) {
+    // Deferred steps run from generated/<lifecycle>/ with CSIS_ROOT set:
+    // an absolute root keeps them pointing at the tree.
+    let root = std::path::absolute(&cli.root_dir).unwrap_or_else(|_| cli.root_dir.clone());
+    let ws = match Workspace::load(&OsSystem, registry, &root, &options) {
         Ok(ws) => ws,
         Err(e) => {
             eprintln!("error: reading {}: {e}", cli.root_dir.display());

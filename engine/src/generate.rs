@@ -167,8 +167,16 @@ fn part(assets: HookResult<Vec<Asset>>, commands: HookResult<CfExecutables>) -> 
         }
         Err(e) => errors.extend(e),
     }
-    if !errors.is_empty() {
-        p.error = Some(errors);
+    // A builder computing assets and commands from one source reports a
+    // refusal through both hooks: say it once.
+    let mut unique: Vec<Diagnostic> = Vec::new();
+    for e in errors {
+        if !unique.contains(&e) {
+            unique.push(e);
+        }
+    }
+    if !unique.is_empty() {
+        p.error = Some(unique);
     }
     p
 }
@@ -290,10 +298,6 @@ pub fn lifecycle_emission<'db>(
         return em;
     };
     let keys = builders_in_hook_order(db, tree);
-    let outputs: Vec<(BuilderKey<'db>, &BuilderOutput)> = keys
-        .iter()
-        .map(|k| (*k, builder_output(db, tree, run, lc, *k)))
-        .collect();
     let b = builders(db, tree);
     for k in &keys {
         let runtime =
@@ -309,6 +313,19 @@ pub fn lifecycle_emission<'db>(
             em.builder_runtimes.insert(k.name(db).clone(), rt);
         }
     }
+    // Under a runtime scope, builders bound to other runtimes generate
+    // nothing: their directories stay as they were and their commands are
+    // not this run's.
+    let scope = run.options(db).only_runtime.clone();
+    let outputs: Vec<(BuilderKey<'db>, &BuilderOutput)> = keys
+        .iter()
+        .filter(|k| {
+            scope
+                .as_ref()
+                .is_none_or(|s| em.builder_runtimes.get(k.name(db)).is_none_or(|rt| rt == s))
+        })
+        .map(|k| (*k, builder_output(db, tree, run, lc, *k)))
+        .collect();
     let mut deferred: Vec<Deferred> = Vec::new();
     let mut owner: BTreeMap<String, String> = BTreeMap::new();
     for (i, (phase, _)) in spec.phases.iter().enumerate() {
@@ -378,6 +395,14 @@ pub fn lifecycle_emission<'db>(
                         ));
                         return em;
                     }
+                    if let Some(first) = owner.insert(a.path.clone(), hooks.name().to_string()) {
+                        em.error = Some(format!(
+                            "[{name}] asset {} is written by both {first} and {}",
+                            a.path,
+                            hooks.name()
+                        ));
+                        return em;
+                    }
                     em.files.insert(a.path, Arc::from(a.content.as_slice()));
                 }
                 deferred.extend(c.deferred);
@@ -435,10 +460,13 @@ pub fn lifecycle_emission<'db>(
 
 /// A hook's asset path must stay inside the lifecycle directory.
 fn check_asset_path(path: &str) -> Result<(), String> {
+    // The directory's own files: its .gitignore and runner script.
+    let reserved = path == ".gitignore"
+        || (path.starts_with("run-") && path.ends_with(".sh") && !path.contains('/'));
     if path.is_empty()
         || path.starts_with('/')
         || path.split('/').any(|s| s == ".." || s.is_empty())
-        || path == ".gitignore"
+        || reserved
     {
         return Err(format!(
             "asset path '{path}' must be a relative path inside the lifecycle directory"

@@ -186,26 +186,20 @@ pub fn bake_plan(db: &dyn Db, tree: Tree, run: RunInput) -> BakePlan {
                 continue;
             }
             seen.push(rt.clone());
-            let decision = if opts.force_bake.contains(&name) {
-                BakeDecision {
-                    bake: true,
-                    reason: "bake: forced (--force-bake)".into(),
-                }
-            } else if !opts.selects(&name, &rt) {
-                BakeDecision {
-                    bake: false,
-                    reason: "skip: not selected".into(),
-                }
+            // Selection and scope come first: --force-bake forces a bake
+            // of what the run covers, never one outside it.
+            let (bake, reason) = if !opts.selects(&name, &rt) {
+                (false, "skip: not selected")
             } else if !opts.in_runtime_scope(&rt) {
-                BakeDecision {
-                    bake: false,
-                    reason: "skip: outside the apply scope".into(),
-                }
+                (false, "skip: outside the apply scope")
+            } else if opts.force_bake.contains(&name) {
+                (true, "bake: forced (--force-bake)")
             } else {
-                BakeDecision {
-                    bake: true,
-                    reason: "bake: no build yet".into(),
-                }
+                (true, "bake: no build yet")
+            };
+            let decision = BakeDecision {
+                bake,
+                reason: reason.into(),
             };
             plan.decisions.push((name.clone(), rt, decision));
         }

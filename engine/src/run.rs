@@ -185,32 +185,34 @@ impl Runner<'_> {
             .config
             .as_ref()
             .map_or(0, |c| c.sleep_before_finalization);
-        if !self.req.options.dry_run && sleep != 0 {
-            self.info(format!(
-                "sleep_before_finalization={sleep} is ignored: finalization never waits on a terminal (DESIGN §3G)"
-            ));
-        }
         if !self.req.no_apply {
+            if !self.req.options.dry_run && sleep != 0 {
+                self.info(format!(
+                    "sleep_before_finalization={sleep} is ignored: finalization never waits on a terminal (DESIGN §3G)"
+                ));
+            }
             self.apply(&lifecycles, &requested, &emissions, summary);
         }
         Ok(())
     }
 
-    /// `--only` names images (or `<image>@<runtime>`) or base-image series.
+    /// `--only` and `--force-bake` name images (`--only` also
+    /// `<image>@<runtime>`) or base-image series (OS builders).
     fn check_only(&self) -> Result<(), String> {
-        let Some(only) = &self.req.options.only else {
-            return Ok(());
-        };
         let index = item_index(&self.ws.db, self.ws.tree);
         let b = builders(&self.ws.db, self.ws.tree);
-        let unknown: Vec<&str> = only
+        let known_image = |i: &str| {
+            index.contains(ItemKind::IMAGES, i)
+                || b.resolve(csis_model::Vct::OsBuilderModel, i).is_some()
+        };
+        let opts = &self.req.options;
+        let named = opts
+            .only
             .iter()
+            .flatten()
             .map(|s| s.split_once('@').map_or(s.as_str(), |(i, _)| i))
-            .filter(|i| {
-                !index.contains(ItemKind::IMAGES, i)
-                    && b.resolve(csis_model::Vct::OsBuilderModel, i).is_none()
-            })
-            .collect();
+            .chain(opts.force_bake.iter().map(String::as_str));
+        let unknown: Vec<&str> = named.filter(|i| !known_image(i)).collect();
         if unknown.is_empty() {
             return Ok(());
         }
@@ -226,8 +228,12 @@ impl Runner<'_> {
     /// the run may go on.
     fn validate(&mut self, summary: &mut RunSummary) -> bool {
         let ws = self.ws;
-        let mut errors: Vec<String> = ws
-            .load_diagnostics()
+        let diags = ws.load_diagnostics();
+        for d in diags.iter().filter(|d| !d.is_error()) {
+            let line = ws.describe(d).replacen("warning: ", "", 1);
+            (self.log)(Level::Warn, line);
+        }
+        let mut errors: Vec<String> = diags
             .iter()
             .filter(|d| d.is_error())
             .map(|d| ws.describe(d))
@@ -435,12 +441,14 @@ impl Runner<'_> {
                 }
                 continue;
             };
-            let status = if failed
-                || summary
-                    .lifecycles
-                    .get(name)
-                    .is_some_and(|o| o.status != "generated")
-            {
+            let generated = summary
+                .lifecycles
+                .get(name)
+                .is_some_and(|o| o.status == "generated");
+            let status = if failed || !generated {
+                // A lifecycle that failed to generate stops the run's
+                // applies as a failed apply does.
+                failed = true;
                 "not-attempted"
             } else if em.deferred.is_empty() {
                 "no-script"

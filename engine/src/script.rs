@@ -117,7 +117,9 @@ pub fn runner_script(
          : \"${{CSIS:=csis}}\"\n\
          : \"${{CSIS_RUN_ID:?set CSIS_RUN_ID to the run id}}\"\n\
          export CSIS_ROOT CSIS CSIS_RUN_ID\n\
+         export CSIS_LIFECYCLE={}\n\
          cd \"$CSIS_ROOT\"/{}\n",
+        shell_word(lifecycle),
         shell_word(&format!("{generation_dir}/{lifecycle}"))
     );
     for (phase, cmds) in by_phase(deferred) {

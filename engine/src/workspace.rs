@@ -21,6 +21,9 @@ use crate::yaml::Span;
 pub struct LoadOptions {
     pub overlays: Vec<PathBuf>,
     pub undeclare: Vec<String>,
+    /// How messages name the root, when not as the path given to `load`
+    /// (the cli loads an absolute root but names it as the user wrote it).
+    pub display_root: Option<String>,
 }
 
 /// A loaded tree: the database, its inputs, and the files by path.
@@ -106,7 +109,13 @@ impl Workspace {
             }
         }
         let tree = Tree::builder(
-            Arc::from(root.to_string_lossy().as_ref()),
+            Arc::from(
+                options
+                    .display_root
+                    .clone()
+                    .unwrap_or_else(|| root.to_string_lossy().to_string())
+                    .as_str(),
+            ),
             cfg_files,
             item_files,
             overlays,

@@ -66,8 +66,8 @@ networks:
 
 fn load(undeclare: &[&str]) -> Workspace {
     let options = LoadOptions {
-        overlays: Vec::new(),
         undeclare: undeclare.iter().map(|s| s.to_string()).collect(),
+        ..LoadOptions::default()
     };
     common::workspace_with(
         TREE,

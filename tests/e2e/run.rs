@@ -367,6 +367,14 @@ fn a_runtime_scope_keeps_other_runtimes_directories_as_they_were() {
     );
     assert_eq!(std::fs::read_to_string(&dummy).unwrap(), "as committed\n");
     assert!(!stray.exists(), "a stale file in scope is removed");
+    // Builders of other runtimes contribute no command to the scoped run.
+    let script = std::fs::read_to_string(
+        t.path()
+            .join("generated/instance-image/run-instance-image.sh"),
+    )
+    .unwrap();
+    assert!(!script.contains("dummy-images"), "{script}");
+    assert!(script.contains("local bake"), "{script}");
 }
 
 #[test]
@@ -385,6 +393,34 @@ fn a_base_image_without_a_vendor_tree_fails_resolution() {
     assert!(
         err.contains("run 2026_12_02T15_53_24: failed: Generation failed for lifecycle base-image"),
         "{err}"
+    );
+    // A lifecycle that failed to generate stops the applies after it.
+    let out = csis(t.path(), &["run", "base-image", "instance-image"]);
+    assert_eq!(out.status.code(), Some(1));
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(t.path().join("generated/run-summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(summary["apply"]["base-image"], "not-attempted");
+    assert_eq!(summary["apply"]["instance-image"], "not-attempted");
+}
+
+#[test]
+fn a_real_run_from_the_root_with_the_default_root_dir() {
+    let t = tree("local-run");
+    let out = Command::new(env!("CARGO_BIN_EXE_csis"))
+        .current_dir(t.path())
+        .args(["run", "all", "--no-dry-run"])
+        .env("CSIS_NOW", NOW)
+        .env_remove("CSIS_ROOT_DIR")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(t.path().join("store/heads/top@here").is_file());
+    assert!(
+        t.path()
+            .join("store/instances/box/mounts/srv/data")
+            .exists()
     );
 }
 

@@ -310,6 +310,12 @@ fn launch(env: &Env, spec: &J) -> Result<String, String> {
         &store.join("images").join(&build).join("root"),
         &dir.join("image"),
     )?;
+    // The mounts are exactly the declared ones: links left by an earlier
+    // launch are removed first (never the storages they point at).
+    let mounts = dir.join("mounts");
+    if mounts.exists() {
+        fs::remove_dir_all(&mounts).map_err(io_err(&mounts))?;
+    }
     for s in spec
         .get("storages")
         .and_then(J::as_array)
