@@ -62,6 +62,14 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// The bake plan alone: one decision per <series>@<runtime> with its
+    /// reason, computed without generating anything (what CI runs).
+    Plan {
+        #[command(flatten)]
+        selection: Selection,
+        #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
+        format: PlanFormat,
+    },
     /// Show the configuration as csis sees it.
     Config {
         #[command(subcommand)]
@@ -81,17 +89,39 @@ struct RunArgs {
     /// Generate only: skip the apply step.
     #[arg(long)]
     no_apply: bool,
+    #[command(flatten)]
+    selection: Selection,
+}
+
+/// Which bakes a run or a plan covers.
+#[derive(clap::Args)]
+struct Selection {
     /// Bake only these images (`image` or `image@runtime`; `none` for an
     /// empty bake surface). Repeatable.
     #[arg(long, value_name = "IMAGE")]
     only: Vec<String>,
-    /// Scope the run to one runtime: other runtimes' builder directories are
-    /// kept as they are.
+    /// Scope to one runtime: other runtimes' builder directories are kept
+    /// as they are.
     #[arg(long, value_name = "RUNTIME")]
     only_runtime: Option<String>,
     /// Bake these images whatever the plan says. Repeatable.
     #[arg(long, value_name = "IMAGE")]
     force_bake: Vec<String>,
+}
+
+impl Selection {
+    fn options(&self, dry_run: bool) -> RunOptions {
+        RunOptions {
+            dry_run,
+            only: match self.only.as_slice() {
+                [] => None,
+                [one] if one == "none" => Some(Vec::new()),
+                list => Some(list.to_vec()),
+            },
+            only_runtime: self.only_runtime.clone(),
+            force_bake: self.force_bake.clone(),
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -105,6 +135,12 @@ enum ConfigCommand {
         #[arg(long, value_enum, default_value_t = Format::Yaml)]
         format: Format,
     },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum PlanFormat {
+    Text,
+    Json,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -152,6 +188,7 @@ fn main() -> ExitCode {
     };
     match &cli.command {
         Command::Run(args) => run(ws, args),
+        Command::Plan { selection, format } => plan(&ws, selection, *format),
         Command::Validate => {
             let errors = print_load_diagnostics(&ws, cli.brief);
             if errors > 0 {
@@ -206,19 +243,9 @@ fn render(ws: &Workspace, brief: bool, raw: bool, format: Format) -> ExitCode {
 }
 
 fn run(ws: Workspace, args: &RunArgs) -> ExitCode {
-    let only = match args.only.as_slice() {
-        [] => None,
-        [one] if one == "none" => Some(Vec::new()),
-        list => Some(list.to_vec()),
-    };
     let req = RunRequest {
         lifecycles: args.lifecycles.clone(),
-        options: RunOptions {
-            dry_run: !args.no_dry_run,
-            only,
-            only_runtime: args.only_runtime.clone(),
-            force_bake: args.force_bake.clone(),
-        },
+        options: args.selection.options(!args.no_dry_run),
         no_apply: args.no_apply,
         csis: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("csis")),
     };
@@ -236,6 +263,29 @@ fn run(ws: Workspace, args: &RunArgs) -> ExitCode {
             summary.run_id,
             summary.error.as_deref().unwrap_or("see the log above")
         );
+        ExitCode::from(1)
+    }
+}
+
+fn plan(ws: &Workspace, selection: &Selection, format: PlanFormat) -> ExitCode {
+    let report = csis_engine::plan::plan_report(ws, selection.options(true));
+    match format {
+        PlanFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        ),
+        PlanFormat::Text => {
+            for e in &report.validation_errors {
+                eprintln!("error: validation: {e}");
+            }
+            for p in &report.plan {
+                println!("{}@{}: {}", p.series, p.runtime, p.reason);
+            }
+        }
+    }
+    if report.ok {
+        ExitCode::SUCCESS
+    } else {
         ExitCode::from(1)
     }
 }

@@ -52,6 +52,13 @@ pub struct Tree {
     /// The run's start, seconds since the epoch, UTC (execution.*).
     #[returns(copy)]
     pub start_unix: i64,
+    /// meta-state/*.yaml: the records runs leave (lineage, pins, ...).
+    #[returns(ref)]
+    pub meta_files: Vec<SourceFile>,
+    /// Files the configuration refers to by path (modification scripts),
+    /// read so their content enters fingerprints; a missing one is absent.
+    #[returns(ref)]
+    pub aux_files: Vec<SourceFile>,
 }
 
 #[salsa::db]

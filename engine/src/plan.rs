@@ -14,8 +14,10 @@ use petgraph::graph::DiGraph;
 
 use crate::builders::builders;
 use crate::db::{Db, Tree};
+use crate::fingerprint::{SeriesKey, input_fingerprint};
 use crate::items::{ItemId, item_index};
 use crate::items_model::structured_item;
+use crate::lineage::{Lineage, Pins, lineage, pins, run_time};
 
 /// What a run was asked for, besides the lifecycles.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -151,7 +153,8 @@ pub fn bake_plan(db: &dyn Db, tree: Tree, run: RunInput) -> BakePlan {
         b.resolve(Vct::ImageBuilderModel, image_builder)
             .and_then(|d| d.base.runtime().map(str::to_string))
     };
-    let mut series: Vec<(String, Vec<String>)> = Vec::new();
+    // (series, runtimes, parent image and its policy when an image)
+    let mut series: Vec<(String, Vec<String>, Option<(String, String)>)> = Vec::new();
     for decl in b
         .by_class
         .get(&Vct::OsBuilderModel)
@@ -164,7 +167,7 @@ pub fn bake_plan(db: &dyn Db, tree: Tree, run: RunInput) -> BakePlan {
                 .iter()
                 .filter_map(|e| runtime_of(&e.image_builder))
                 .collect();
-            series.push((decl.name().to_string(), rts));
+            series.push((decl.name().to_string(), rts, None));
         }
     }
     for name in &image_graph(db, tree).order {
@@ -175,34 +178,174 @@ pub fn bake_plan(db: &dyn Db, tree: Tree, run: RunInput) -> BakePlan {
                 .iter()
                 .filter_map(|e| runtime_of(&e.image_builder))
                 .collect();
-            series.push((name.clone(), rts));
+            let parent = img
+                .source_image
+                .as_deref()
+                .map(|p| (csis_model::naming::safe_name(p), img.parent_policy.clone()));
+            series.push((name.clone(), rts, parent));
         }
     }
+    let lineage = &lineage(db, tree).value;
+    let pins = &pins(db, tree).value;
+    let now = tree.start_unix(db);
     let mut plan = BakePlan::default();
-    for (name, runtimes) in series {
+    for (name, runtimes, parent) in series {
         let mut seen = Vec::new();
         for rt in runtimes {
             if seen.contains(&rt) {
                 continue;
             }
             seen.push(rt.clone());
-            // Selection and scope come first: --force-bake forces a bake
-            // of what the run covers, never one outside it.
-            let (bake, reason) = if !opts.selects(&name, &rt) {
-                (false, "skip: not selected")
-            } else if !opts.in_runtime_scope(&rt) {
-                (false, "skip: outside the apply scope")
-            } else if opts.force_bake.contains(&name) {
-                (true, "bake: forced (--force-bake)")
-            } else {
-                (true, "bake: no build yet")
-            };
+            let reason = decide(
+                db,
+                tree,
+                opts,
+                lineage,
+                pins,
+                &plan,
+                now,
+                &name,
+                &rt,
+                parent.as_ref(),
+            );
             let decision = BakeDecision {
-                bake,
-                reason: reason.into(),
+                bake: reason.starts_with("bake:"),
+                reason,
             };
             plan.decisions.push((name.clone(), rt, decision));
         }
     }
     plan
+}
+
+/// Why `<series>@<runtime>` bakes in this run, or why not, in the order the
+/// reasons are checked. Selection and scope come first: --force-bake forces
+/// a bake of what the run covers, never one outside it.
+#[allow(clippy::too_many_arguments)]
+fn decide(
+    db: &dyn Db,
+    tree: Tree,
+    opts: &RunOptions,
+    lineage: &Lineage,
+    pins: &Pins,
+    plan: &BakePlan,
+    now: i64,
+    series: &str,
+    runtime: &str,
+    parent: Option<&(String, String)>,
+) -> String {
+    if !opts.selects(series, runtime) {
+        return "skip: not selected".into();
+    }
+    if !opts.in_runtime_scope(runtime) {
+        return "skip: outside the apply scope".into();
+    }
+    if opts.force_bake.iter().any(|f| f == series) {
+        return "bake: forced (--force-bake)".into();
+    }
+    let Some(head) = lineage.head(series, runtime) else {
+        return "bake: no build yet".into();
+    };
+    if let Some((parent, policy)) = parent
+        && policy == "follow"
+    {
+        if plan.decision(parent, runtime).is_some_and(|d| d.bake) {
+            return format!("bake: parent {parent} re-bakes this run (parent_policy: follow)");
+        }
+        let pinned = pins.images.get(&format!("{series}@{runtime}"));
+        if let (Some(pinned), Some(parent_head)) = (pinned, lineage.head(parent, runtime))
+            && *pinned != parent_head.build_id
+        {
+            return format!(
+                "bake: parent moved to {} (parent_policy: follow)",
+                parent_head.build_id
+            );
+        }
+    }
+    let key = SeriesKey::new(db, series.to_string(), runtime.to_string());
+    if let Some(fp) = input_fingerprint(db, tree, key)
+        && fp.hex != head.input_fingerprint
+    {
+        let short = |s: &str| s.chars().take(16).collect::<String>();
+        return format!(
+            "bake: inputs changed (fingerprint {} -> {})",
+            short(&head.input_fingerprint),
+            short(&fp.hex)
+        );
+    }
+    if let Some(days) = refresh_days(db, tree, series)
+        && let Some(built) = run_time(&head.run)
+        && now - built >= days * 86_400
+    {
+        return format!(
+            "bake: refresh due (update.refresh_days: {days}; {} is {} days old)",
+            head.build_id,
+            (now - built) / 86_400
+        );
+    }
+    "skip: current".into()
+}
+
+/// update.refresh_days of a base image's OS builder.
+fn refresh_days(db: &dyn Db, tree: Tree, series: &str) -> Option<i64> {
+    match &builders(db, tree)
+        .resolve(Vct::OsBuilderModel, series)?
+        .base
+    {
+        BaseBuilder::Os(os) => os.effective_update().refresh_days,
+        _ => None,
+    }
+}
+
+/// `csis plan`: the bake plan alone, computed without generating anything.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PlanReport {
+    pub ok: bool,
+    pub validation_errors: Vec<String>,
+    pub plan: Vec<PlanEntry>,
+}
+
+/// One `<series>@<runtime>` of the plan.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PlanEntry {
+    pub series: String,
+    pub runtime: String,
+    /// `bake` or `skip`.
+    pub decision: String,
+    pub reason: String,
+    /// The input fingerprint the bake would be recorded with.
+    pub fingerprint: Option<String>,
+}
+
+pub fn plan_report(ws: &crate::workspace::Workspace, options: RunOptions) -> PlanReport {
+    let run = RunInput::new(&ws.db, options);
+    let (_, errors) = crate::run::validation(ws, run);
+    if !errors.is_empty() {
+        return PlanReport {
+            ok: false,
+            validation_errors: errors,
+            plan: Vec::new(),
+        };
+    }
+    let plan = bake_plan(&ws.db, ws.tree, run)
+        .decisions
+        .iter()
+        .map(|(series, runtime, d)| {
+            let key = SeriesKey::new(&ws.db, series.clone(), runtime.clone());
+            PlanEntry {
+                series: series.clone(),
+                runtime: runtime.clone(),
+                decision: if d.bake { "bake" } else { "skip" }.into(),
+                reason: d.reason.clone(),
+                fingerprint: input_fingerprint(&ws.db, ws.tree, key)
+                    .as_ref()
+                    .map(|f| f.hex.clone()),
+            }
+        })
+        .collect();
+    PlanReport {
+        ok: true,
+        validation_errors: Vec::new(),
+        plan,
+    }
 }

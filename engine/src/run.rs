@@ -227,31 +227,9 @@ impl Runner<'_> {
     /// What the load refuses, image cycles, run-hook validators. Whether
     /// the run may go on.
     fn validate(&mut self, summary: &mut RunSummary) -> bool {
-        let ws = self.ws;
-        let diags = ws.load_diagnostics();
-        for d in diags.iter().filter(|d| !d.is_error()) {
-            let line = ws.describe(d).replacen("warning: ", "", 1);
-            (self.log)(Level::Warn, line);
-        }
-        let mut errors: Vec<String> = diags
-            .iter()
-            .filter(|d| d.is_error())
-            .map(|d| ws.describe(d))
-            .collect();
-        errors.extend(
-            image_graph(&ws.db, ws.tree)
-                .diags
-                .iter()
-                .map(|d| d.message.clone()),
-        );
-        let ctx = EngineContext {
-            db: &ws.db,
-            tree: ws.tree,
-            run: self.run_input,
-            lifecycle: String::new(),
-        };
-        for hooks in ws.db.registry().run_hooks() {
-            errors.extend(hooks.validators(&ctx));
+        let (warnings, errors) = validation(self.ws, self.run_input);
+        for w in warnings {
+            (self.log)(Level::Warn, w);
         }
         if errors.is_empty() {
             return true;
@@ -553,6 +531,39 @@ impl Runner<'_> {
         }
         summary
     }
+}
+
+/// The validation at the head of every run: (warnings, errors), each a
+/// `file:line:col: message` line where it has a place. What the load
+/// refuses, image chain cycles, and every run hook's validators.
+pub fn validation(ws: &Workspace, run: RunInput) -> (Vec<String>, Vec<String>) {
+    let diags = ws.load_diagnostics();
+    let warnings = diags
+        .iter()
+        .filter(|d| !d.is_error())
+        .map(|d| ws.describe(d).replacen("warning: ", "", 1))
+        .collect();
+    let mut errors: Vec<String> = diags
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| ws.describe(d))
+        .collect();
+    errors.extend(
+        image_graph(&ws.db, ws.tree)
+            .diags
+            .iter()
+            .map(|d| d.message.clone()),
+    );
+    let ctx = EngineContext {
+        db: &ws.db,
+        tree: ws.tree,
+        run,
+        lifecycle: String::new(),
+    };
+    for hooks in ws.db.registry().run_hooks() {
+        errors.extend(hooks.validators(&ctx));
+    }
+    (warnings, errors)
 }
 
 /// Every builder, constructed, in hook order (for the finalize hooks).

@@ -98,6 +98,16 @@ impl Workspace {
                 }
             }
         }
+        let mut meta_files = Vec::new();
+        let meta_dir = root.join(crate::meta_state::DIR);
+        for p in system.list_files(&meta_dir)? {
+            if p.parent() == Some(meta_dir.as_path())
+                && is_yaml(&p)
+                && let Some(text) = system.read_to_string(&p)?
+            {
+                meta_files.push(make(rel(root, &p), text, &mut files));
+            }
+        }
         let mut overlays = Vec::new();
         for p in &options.overlays {
             let shown = p.to_string_lossy().to_string();
@@ -122,10 +132,26 @@ impl Workspace {
             options.undeclare.clone(),
             Arc::new(system.env()),
             system.now_unix(),
+            meta_files,
+            Vec::new(),
         )
         .cfg_files_durability(Durability::HIGH)
         .item_files_durability(Durability::MEDIUM)
         .new(&db);
+        // The files the configuration names (modification scripts) are
+        // known only once it is read: read them now, absent ones stay out.
+        let mut db = db;
+        let mut aux = Vec::new();
+        for path in crate::fingerprint::referenced_files(&db, tree).clone() {
+            if let Some(text) = system.read_to_string(&root.join(&path))? {
+                let f = SourceFile::builder(Arc::from(path.as_str()), Arc::from(text))
+                    .durability(Durability::LOW)
+                    .new(&db);
+                files.insert(path, f);
+                aux.push(f);
+            }
+        }
+        tree.set_aux_files(&mut db).to(aux);
         Ok(Workspace {
             db,
             tree,
