@@ -128,6 +128,9 @@ pub fn image_graph(db: &dyn Db, tree: Tree) -> ImageGraph {
     }
 }
 
+/// An image's parent series and its parent_policy.
+type Parent = (String, String);
+
 /// One bake decision per `<series>@<runtime>`, in bake order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BakePlan {
@@ -153,8 +156,7 @@ pub fn bake_plan(db: &dyn Db, tree: Tree, run: RunInput) -> BakePlan {
         b.resolve(Vct::ImageBuilderModel, image_builder)
             .and_then(|d| d.base.runtime().map(str::to_string))
     };
-    // (series, runtimes, parent image and its policy when an image)
-    let mut series: Vec<(String, Vec<String>, Option<(String, String)>)> = Vec::new();
+    let mut series: Vec<(String, Vec<String>, Option<Parent>)> = Vec::new();
     for decl in b
         .by_class
         .get(&Vct::OsBuilderModel)
@@ -232,7 +234,7 @@ fn decide(
     now: i64,
     series: &str,
     runtime: &str,
-    parent: Option<&(String, String)>,
+    parent: Option<&Parent>,
 ) -> String {
     if !opts.selects(series, runtime) {
         return "skip: not selected".into();
