@@ -70,6 +70,11 @@ enum Command {
         #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
         format: PlanFormat,
     },
+    /// Lineage: the recorded builds.
+    Lineage {
+        #[command(subcommand)]
+        command: LineageCommand,
+    },
     /// Show the configuration as csis sees it.
     Config {
         #[command(subcommand)]
@@ -137,6 +142,18 @@ enum ConfigCommand {
     },
 }
 
+#[derive(Subcommand)]
+enum LineageCommand {
+    /// Every recorded build as a tree of parent links, per runtime.
+    Show,
+    /// Record a baked build from its manifest (runner scripts call this
+    /// after each bake) and bind its image's pin.
+    Record {
+        #[arg(long, value_name = "FILE")]
+        manifest: PathBuf,
+    },
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum PlanFormat {
     Text,
@@ -189,6 +206,7 @@ fn main() -> ExitCode {
     match &cli.command {
         Command::Run(args) => run(ws, args),
         Command::Plan { selection, format } => plan(&ws, selection, *format),
+        Command::Lineage { command } => lineage(&ws, command),
         Command::Validate => {
             let errors = print_load_diagnostics(&ws, cli.brief);
             if errors > 0 {
@@ -287,5 +305,34 @@ fn plan(ws: &Workspace, selection: &Selection, format: PlanFormat) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    }
+}
+
+fn lineage(ws: &Workspace, command: &LineageCommand) -> ExitCode {
+    match command {
+        LineageCommand::Show => {
+            let record = csis_engine::lineage::lineage(&ws.db, ws.tree);
+            for d in &record.diags {
+                eprintln!("error: {}", ws.describe(d));
+            }
+            print!("{}", csis_engine::lineage::show(&record.value));
+            if record.diags.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        LineageCommand::Record { manifest } => {
+            match csis_engine::lineage::record_build(ws, &OsSystem, manifest) {
+                Ok(done) => {
+                    println!("{done}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(1)
+                }
+            }
+        }
     }
 }

@@ -19,8 +19,10 @@ use csis_plugin_api::{
 
 use crate::builders::builders;
 use crate::db::{Db, Tree};
+use crate::fingerprint::{SeriesKey, chain_root, input_fingerprint};
 use crate::items::{ItemId, item_index};
 use crate::items_model::structured_item;
+use crate::lineage::pins;
 use crate::plan::{RunInput, bake_plan, image_graph};
 use crate::script;
 
@@ -138,6 +140,41 @@ impl HookContext for EngineContext<'_> {
                 bake: false,
                 reason: "skip: not in the plan".into(),
             })
+    }
+
+    fn fingerprint(&self, series: &str, runtime: &str) -> Option<String> {
+        let key = SeriesKey::new(self.db, series.to_string(), runtime.to_string());
+        input_fingerprint(self.db, self.tree, key)
+            .as_ref()
+            .map(|f| f.hex.clone())
+    }
+
+    fn pinned_parent(&self, image: &str, runtime: &str) -> Option<String> {
+        let id = ItemId::new(self.db, ItemKind::IMAGES, image.to_string());
+        match structured_item(self.db, self.tree, id).item.as_deref() {
+            Some(csis_model::models::Item::Image(img)) if img.parent_policy != "follow" => {
+                pins(self.db, self.tree)
+                    .value
+                    .images
+                    .get(&format!("{image}@{runtime}"))
+                    .cloned()
+            }
+            _ => None,
+        }
+    }
+
+    fn capabilities(&self, series: &str) -> (Vec<String>, Vec<String>) {
+        let b = builders(self.db, self.tree);
+        let root = chain_root(self.db, self.tree, series).map(|(r, _)| r);
+        match root
+            .and_then(|r| b.resolve(Vct::OsBuilderModel, &r))
+            .map(|d| &d.base)
+        {
+            Some(csis_model::models::BaseBuilder::Os(os)) => {
+                (os.identity_types.clone(), os.storage_types.clone())
+            }
+            _ => (Vec::new(), Vec::new()),
+        }
     }
 
     fn executable(&self, name: &str) -> Option<ExecutableModel> {

@@ -343,6 +343,8 @@ impl Runner<'_> {
         let b = builders(&self.ws.db, self.ws.tree);
         let line = script::command_line(cmd, &b.executables)?;
         let (binary, args) = script::argv(cmd, &b.executables)?;
+        let env = self.command_env(lifecycle);
+        let args = args.iter().map(|a| script::expand(a, &env)).collect();
         let dir = self.gen_dir.join(lifecycle);
         let process = Process {
             program: binary
@@ -353,7 +355,7 @@ impl Runner<'_> {
                 Some(d) => dir.join(d),
                 None => dir,
             },
-            env: self.command_env(lifecycle),
+            env,
         };
         let out = self
             .system

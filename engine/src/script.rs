@@ -49,8 +49,37 @@ pub fn gitignore(entries: &[String], extra: &[&str]) -> String {
     out
 }
 
-/// Quote a word for POSIX sh when it needs it.
+/// The run values a command argument may refer to as `${NAME}`: the shell
+/// expands them in a runner script, the apply step in process.
+pub const RUN_VARIABLES: [&str; 3] = ["CSIS_ROOT", "CSIS_RUN_ID", "CSIS_LIFECYCLE"];
+
+/// Replace `${NAME}` of the run variables with their values.
+pub fn expand(word: &str, env: &[(String, String)]) -> String {
+    let mut out = word.to_string();
+    for (k, v) in env {
+        if RUN_VARIABLES.contains(&k.as_str()) {
+            out = out.replace(&format!("${{{k}}}"), v);
+        }
+    }
+    out
+}
+
+/// Quote a word for POSIX sh when it needs it. A word that refers to a run
+/// variable is double-quoted so the shell expands exactly that.
 pub fn shell_word(w: &str) -> String {
+    if RUN_VARIABLES
+        .iter()
+        .any(|v| w.contains(&format!("${{{v}}}")))
+    {
+        let escaped: String = w
+            .chars()
+            .flat_map(|c| match c {
+                '"' | '\\' | '`' => vec!['\\', c],
+                _ => vec![c],
+            })
+            .collect();
+        return format!("\"{escaped}\"");
+    }
     let plain = !w.is_empty()
         && w.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c));
@@ -174,5 +203,24 @@ mod tests {
         assert_eq!(shell_word("local-images/x.json"), "local-images/x.json");
         assert_eq!(shell_word("it's here"), "'it'\\''s here'");
         assert_eq!(shell_word(""), "''");
+    }
+
+    #[test]
+    fn run_variables_expand_in_the_shell_and_in_process() {
+        let w = "${CSIS_ROOT}/store/images/web-${CSIS_RUN_ID}/manifest \"x\".json";
+        assert_eq!(
+            shell_word(w),
+            r#""${CSIS_ROOT}/store/images/web-${CSIS_RUN_ID}/manifest \"x\".json""#
+        );
+        let env = vec![
+            ("CSIS_ROOT".to_string(), "/r".to_string()),
+            ("CSIS_RUN_ID".to_string(), "R1".to_string()),
+            ("HOME".to_string(), "/h".to_string()),
+        ];
+        assert_eq!(
+            expand(w, &env),
+            "/r/store/images/web-R1/manifest \"x\".json"
+        );
+        assert_eq!(expand("${HOME}", &env), "${HOME}");
     }
 }

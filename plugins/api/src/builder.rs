@@ -138,6 +138,16 @@ pub trait HookContext {
     fn images_in_bake_order(&self) -> Vec<String>;
     /// The bake decision for `<image>@<runtime>`.
     fn bake_decision(&self, image: &str, runtime: &str) -> BakeDecision;
+    /// The input fingerprint a bake of `<series>@<runtime>` is recorded
+    /// with.
+    fn fingerprint(&self, series: &str, runtime: &str) -> Option<String>;
+    /// The parent build an image bakes from when it is pinned (parent_policy
+    /// pinned and a pin recorded); `None` means the parent series' newest
+    /// build at execution.
+    fn pinned_parent(&self, image: &str, runtime: &str) -> Option<String>;
+    /// The capability stamp (identity and storage types) of a series'
+    /// chain root.
+    fn capabilities(&self, series: &str) -> (Vec<String>, Vec<String>);
     fn executable(&self, name: &str) -> Option<ExecutableModel>;
 }
 

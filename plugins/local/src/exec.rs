@@ -131,7 +131,7 @@ fn bake(env: &Env, spec: &J) -> Result<String, String> {
     let store = store(env, spec)?;
     let series = field(spec, "series")?;
     let runtime = field(spec, "runtime")?;
-    let build_id = format!("{series}-{runtime}-{}", env.run_id);
+    let build_id = crate::build_id(series, runtime, &env.run_id);
     let (parent_root, parent_id) = match field(spec, "kind")? {
         "base" => {
             let vendor = env.root.join(field(spec, "vendor")?);
@@ -145,12 +145,22 @@ fn bake(env: &Env, spec: &J) -> Result<String, String> {
         }
         _ => {
             let parent = field(spec, "parent")?;
-            let head = head_path(&store, parent, runtime);
-            let id = fs::read_to_string(&head)
-                .map_err(|_| format!("no build of '{parent}' on runtime '{runtime}' in the store; bake the parent first"))?
-                .trim()
-                .to_string();
-            (store.join("images").join(&id).join("root"), id)
+            // Pinned: exactly the recorded build. Otherwise the parent
+            // series' newest build, which may be this run's.
+            let id = match spec.get("parent_build").and_then(J::as_str) {
+                Some(pinned) => pinned.to_string(),
+                None => fs::read_to_string(head_path(&store, parent, runtime))
+                    .map_err(|_| format!("no build of '{parent}' on runtime '{runtime}' in the store; bake the parent first"))?
+                    .trim()
+                    .to_string(),
+            };
+            let root = store.join("images").join(&id).join("root");
+            if !root.is_dir() {
+                return Err(format!(
+                    "parent build {id} of '{series}' is not in the store"
+                ));
+            }
+            (root, id)
         }
     };
     let images = store.join("images");
@@ -169,11 +179,18 @@ fn bake(env: &Env, spec: &J) -> Result<String, String> {
             applied.push(apply_mod(env, series, &root, m)?);
         }
         let fingerprint = field(spec, "fingerprint").unwrap_or_default();
+        let types = |k: &str| -> String {
+            spec.get(k)
+                .and_then(J::as_array)
+                .map(|a| a.iter().filter_map(J::as_str).collect::<Vec<_>>().join(","))
+                .unwrap_or_default()
+        };
         let manifest = json!({
             "build_id": build_id,
             "series": series,
             "runtime": runtime,
             "parent": parent_id,
+            "input_fingerprint": fingerprint,
             "run": env.run_id,
             "modifications": applied,
             "tags": {
@@ -181,6 +198,8 @@ fn bake(env: &Env, spec: &J) -> Result<String, String> {
                 "csis_parent": parent_id,
                 "csis_run": env.run_id,
                 "csis_fingerprint": fingerprint.chars().take(16).collect::<String>(),
+                "csis_identity_types": types("identity_types"),
+                "csis_storage_types": types("storage_types"),
             },
         });
         let text = serde_json::to_string_pretty(&manifest).map_err(|e| e.to_string())?;

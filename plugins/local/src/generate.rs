@@ -13,11 +13,11 @@ use serde_json::{Value as J, json};
 
 use crate::DEFAULT_STORE;
 
-/// A spec file and the step that executes it.
+/// A spec file and the steps that execute it.
 pub struct Step {
     pub asset: Asset,
     pub extra_assets: Vec<Asset>,
-    pub command: Command,
+    pub commands: Vec<Command>,
 }
 
 fn refuse<T>(msg: String) -> HookResult<T> {
@@ -37,27 +37,33 @@ fn pretty(v: &J) -> String {
     format!("{}\n", serde_json::to_string_pretty(v).unwrap_or_default())
 }
 
-/// The input fingerprint of a bake spec: blake3 over its canonical JSON.
-/// (Lineage replaces it with the full input fingerprint.)
-fn fingerprint(spec: &J) -> String {
-    blake3::hash(spec.to_string().as_bytes())
-        .to_hex()
-        .to_string()
-}
-
-fn step(builder: &str, phase: P, name: &str, mut spec: J, verb: &str) -> Step {
-    if verb == "bake"
-        && let J::Object(m) = &mut spec
-    {
-        let fp = fingerprint(&J::Object(m.clone()));
-        m.insert("fingerprint".into(), J::String(fp));
-    }
+fn step(builder: &str, phase: P, name: &str, spec: J, verb: &str) -> Step {
     let path = path_for_phase(builder, phase, Some(name), ".json");
     Step {
         asset: Asset::text(path.clone(), pretty(&spec)),
         extra_assets: Vec::new(),
-        command: Command::csis(["local", verb, "--spec", path.as_str()]),
+        commands: vec![Command::csis(["local", verb, "--spec", path.as_str()])],
     }
+}
+
+/// A bake, then its record in lineage: the build id is only known when the
+/// step runs, so the record step names the manifest through the run's own
+/// variables.
+fn bake_step(builder: &str, phase: P, series: &str, runtime: &str, store: &str, spec: J) -> Step {
+    let mut s = step(builder, phase, series, spec, "bake");
+    let manifest = format!(
+        "${{CSIS_ROOT}}/{store}/images/{}/manifest.json",
+        crate::build_id(series, runtime, "${CSIS_RUN_ID}")
+    );
+    s.commands.push(Command::csis([
+        "--root-dir",
+        "${CSIS_ROOT}",
+        "lineage",
+        "record",
+        "--manifest",
+        manifest.as_str(),
+    ]));
+    s
 }
 
 /// The files of steps.
@@ -76,9 +82,10 @@ pub fn commands(steps: Vec<Step>) -> CfExecutables {
         build_executables: Vec::new(),
         finalize_executables: steps
             .into_iter()
-            .map(|s| Deferred {
+            .flat_map(|s| s.commands)
+            .map(|command| Deferred {
                 phase: P::Execution,
-                command: s.command,
+                command,
             })
             .collect(),
     }
@@ -124,6 +131,9 @@ pub fn base_bakes(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Ste
                 "series": series,
                 "runtime": runtime,
                 "store": store,
+                "fingerprint": ctx.fingerprint(series, &runtime),
+                "identity_types": os.identity_types,
+                "storage_types": os.storage_types,
                 "vendor": vendor,
                 "family": os.family,
                 "family_version": os.family_version,
@@ -132,7 +142,14 @@ pub fn base_bakes(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Ste
                 "update": update_of(os),
                 "tags": os.builder.tags,
             });
-            steps.push(step(me.name(), P::ImageGeneration, series, spec, "bake"));
+            steps.push(bake_step(
+                me.name(),
+                P::ImageGeneration,
+                series,
+                &runtime,
+                &store,
+                spec,
+            ));
         }
     }
     Ok(steps)
@@ -176,17 +193,29 @@ pub fn image_bakes(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<St
             continue;
         }
         let mods = mod_specs(ctx, &name, &view)?;
+        let (identity_types, storage_types) = ctx.capabilities(&name);
         let spec = json!({
             "kind": "image",
             "series": name,
             "runtime": runtime,
             "store": store,
+            "fingerprint": ctx.fingerprint(&name, &runtime),
+            "identity_types": identity_types,
+            "storage_types": storage_types,
             "parent": img.source_image.as_deref().map(csis_model::naming::safe_name),
+            "parent_build": ctx.pinned_parent(&name, &runtime),
             "group": img.group,
             "modifications": mods,
             "tags": img.root.tags,
         });
-        steps.push(step(me.name(), P::ImageGeneration, &name, spec, "bake"));
+        steps.push(bake_step(
+            me.name(),
+            P::ImageGeneration,
+            &name,
+            &runtime,
+            &store,
+            spec,
+        ));
     }
     Ok(steps)
 }

@@ -20,6 +20,11 @@ pub struct LocalPlugin;
 /// The store directory when a local runtime declares none.
 pub const DEFAULT_STORE: &str = ".csis-local";
 
+/// A build's id: its series, runtime and the run that baked it.
+pub fn build_id(series: &str, runtime: &str, run: &str) -> String {
+    format!("{series}-{runtime}-{run}")
+}
+
 struct LocalBuilder {
     classification: Vct,
     decl: BuilderDecl,
