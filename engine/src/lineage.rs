@@ -171,7 +171,6 @@ pub fn run_time(run_id: &str) -> Option<i64> {
     Some(crate::clock::days_from_civil(*y, *mo as u32, *d as u32) * 86_400 + h * 3600 + mi * 60 + s)
 }
 
-
 /// `csis lineage record --manifest FILE`: after a bake, append the build to
 /// meta-state/lineage.yaml and bind (or, under follow, move) the image's pin
 /// to the parent build it was baked from. Recording a build twice changes
