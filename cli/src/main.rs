@@ -112,19 +112,35 @@ struct Selection {
     /// Bake these images whatever the plan says. Repeatable.
     #[arg(long, value_name = "IMAGE")]
     force_bake: Vec<String>,
+    /// Apply storage and instance roots on this runtime only; implies
+    /// --only-runtime unless --only selects images.
+    #[arg(long, value_name = "RUNTIME")]
+    apply_runtime: Option<String>,
+    /// Let a real run bake outside its apply scope.
+    #[arg(long)]
+    allow_unscoped_bakes: bool,
 }
 
 impl Selection {
     fn options(&self, dry_run: bool) -> RunOptions {
+        let only = match self.only.as_slice() {
+            [] => None,
+            [one] if one == "none" => Some(Vec::new()),
+            list => Some(list.to_vec()),
+        };
+        // --apply-runtime implies --only-runtime unless images were
+        // selected explicitly.
+        let only_runtime = self
+            .only_runtime
+            .clone()
+            .or_else(|| self.apply_runtime.clone().filter(|_| only.is_none()));
         RunOptions {
             dry_run,
-            only: match self.only.as_slice() {
-                [] => None,
-                [one] if one == "none" => Some(Vec::new()),
-                list => Some(list.to_vec()),
-            },
-            only_runtime: self.only_runtime.clone(),
+            only,
+            only_runtime,
             force_bake: self.force_bake.clone(),
+            apply_runtime: self.apply_runtime.clone(),
+            allow_unscoped_bakes: self.allow_unscoped_bakes,
         }
     }
 }
@@ -295,6 +311,9 @@ fn plan(ws: &Workspace, selection: &Selection, format: PlanFormat) -> ExitCode {
         PlanFormat::Text => {
             for e in &report.validation_errors {
                 eprintln!("error: validation: {e}");
+            }
+            if let Some(e) = &report.error {
+                eprintln!("error: {e}");
             }
             for p in &report.plan {
                 println!("{}@{}: {}", p.series, p.runtime, p.reason);

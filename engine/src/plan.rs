@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use csis_model::models::{BaseBuilder, Item};
-use csis_model::{Diagnostic, ItemKind, Vct};
+use csis_model::{Diagnostic, ItemKind, Value, Vct};
 use csis_plugin_api::BakeDecision;
 use petgraph::algo::toposort;
 use petgraph::graph::DiGraph;
@@ -30,6 +30,11 @@ pub struct RunOptions {
     pub only_runtime: Option<String>,
     /// `--force-bake`: images baked whatever the plan says.
     pub force_bake: Vec<String>,
+    /// `--apply-runtime`: apply storage and instance roots on this runtime
+    /// only (the run's apply scope).
+    pub apply_runtime: Option<String>,
+    /// `--allow-unscoped-bakes`: a real run may bake outside its apply scope.
+    pub allow_unscoped_bakes: bool,
 }
 
 impl RunOptions {
@@ -299,10 +304,37 @@ fn refresh_days(db: &dyn Db, tree: Tree, series: &str) -> Option<i64> {
     }
 }
 
+/// `--only` and `--force-bake` name images (`--only` also
+/// `<image>@<runtime>`) or base-image series (OS builders).
+pub fn check_selection(db: &dyn Db, tree: Tree, opts: &RunOptions) -> Result<(), String> {
+    let index = item_index(db, tree);
+    let b = builders(db, tree);
+    let known_image = |i: &str| {
+        index.contains(ItemKind::IMAGES, i) || b.resolve(Vct::OsBuilderModel, i).is_some()
+    };
+    let named = opts
+        .only
+        .iter()
+        .flatten()
+        .map(|s| s.split_once('@').map_or(s.as_str(), |(i, _)| i))
+        .chain(opts.force_bake.iter().map(String::as_str));
+    let unknown: Vec<&str> = named.filter(|i| !known_image(i)).collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let known: Vec<&str> = index.names(ItemKind::IMAGES).map(String::as_str).collect();
+    Err(format!(
+        "--only names unknown image(s): {}; known: {}",
+        unknown.join(", "),
+        known.join(", ")
+    ))
+}
+
 /// `csis plan`: the bake plan alone, computed without generating anything.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct PlanReport {
     pub ok: bool,
+    pub error: Option<String>,
     pub validation_errors: Vec<String>,
     pub plan: Vec<PlanEntry>,
 }
@@ -320,14 +352,22 @@ pub struct PlanEntry {
 }
 
 pub fn plan_report(ws: &crate::workspace::Workspace, options: RunOptions) -> PlanReport {
+    let refused = |error: Option<String>, validation_errors: Vec<String>| PlanReport {
+        ok: false,
+        error,
+        validation_errors,
+        plan: Vec::new(),
+    };
+    if let Err(e) = check_selection(&ws.db, ws.tree, &options) {
+        return refused(Some(e), Vec::new());
+    }
     let run = RunInput::new(&ws.db, options);
     let (_, errors) = crate::run::validation(ws, run);
     if !errors.is_empty() {
-        return PlanReport {
-            ok: false,
-            validation_errors: errors,
-            plan: Vec::new(),
-        };
+        return refused(
+            Some(format!("validation failed with {} error(s)", errors.len())),
+            errors,
+        );
     }
     let plan = bake_plan(&ws.db, ws.tree, run)
         .decisions
@@ -347,7 +387,83 @@ pub fn plan_report(ws: &crate::workspace::Workspace, options: RunOptions) -> Pla
         .collect();
     PlanReport {
         ok: true,
+        error: None,
         validation_errors: Vec::new(),
         plan,
     }
+}
+
+/// The runtimes a run applies to, when that is a proper subset of the
+/// declared ones: `--apply-runtime`, or the runtimes (named directly or
+/// through a root's builder) in `config.apply_storage` / `apply_instances`
+/// lists. `true` anywhere, or nothing named, means no scope.
+pub fn apply_scope(db: &dyn Db, tree: Tree, opts: &RunOptions) -> Option<Vec<String>> {
+    let b = builders(db, tree);
+    let all = b.names(Vct::RuntimeBuilderModel);
+    let mut scope: Vec<String> = Vec::new();
+    if let Some(rt) = &opts.apply_runtime {
+        scope.push(rt.clone());
+    } else {
+        let config = b.config_map();
+        for key in ["apply_storage", "apply_instances"] {
+            let names: Vec<String> = match config.get(key) {
+                Some(v @ Value::Scalar { .. }) => {
+                    match v.as_str().and_then(csis_model::fields::parse_bool) {
+                        Some(true) => return None,
+                        Some(false) => Vec::new(),
+                        None => v
+                            .as_str()
+                            .map(|s| vec![s.trim().to_string()])
+                            .unwrap_or_default(),
+                    }
+                }
+                Some(Value::Seq(items)) => items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(|s| s.trim().to_string())
+                    .collect(),
+                _ => Vec::new(),
+            };
+            for n in names {
+                let rt = if all.contains(&n.as_str()) {
+                    Some(n)
+                } else {
+                    [Vct::StorageBuilderModel, Vct::InstanceBuilderModel]
+                        .iter()
+                        .find_map(|v| {
+                            b.resolve(*v, &n)
+                                .and_then(|d| d.base.runtime().map(str::to_string))
+                        })
+                };
+                scope.extend(rt);
+            }
+        }
+    }
+    scope.sort();
+    scope.dedup();
+    (!scope.is_empty() && scope.len() < all.len()).then_some(scope)
+}
+
+/// The scope check: the bakes a plan would make outside the run's apply
+/// scope, as the refusal (or, in a dry run, the warning) says them.
+pub fn unscoped_bakes(db: &dyn Db, tree: Tree, run: RunInput) -> Option<String> {
+    let opts = run.options(db);
+    let explicit = opts.only.is_some() || opts.only_runtime.is_some();
+    if explicit || opts.allow_unscoped_bakes {
+        return None;
+    }
+    let scope = apply_scope(db, tree, opts)?;
+    let outside: Vec<String> = bake_plan(db, tree, run)
+        .decisions
+        .iter()
+        .filter(|(_, rt, d)| d.bake && !scope.contains(rt))
+        .map(|(s, rt, _)| format!("{s}@{rt}"))
+        .collect();
+    (!outside.is_empty()).then(|| {
+        format!(
+            "run scope: bake(s) outside the apply scope [{}]: {} -- pass --allow-unscoped-bakes, or select images with --only / --only-runtime",
+            scope.join(", "),
+            outside.join(", ")
+        )
+    })
 }

@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use csis_model::ItemKind;
 use csis_plugin_api::{Builder, ExecutionLifecyclePhase, LifecycleSpec};
 use indexmap::IndexMap;
 use serde::Serialize;
@@ -154,7 +153,7 @@ impl Runner<'_> {
             .cloned()
             .collect();
         summary.requested = requested.iter().map(|l| l.name.to_string()).collect();
-        self.check_only()?;
+        crate::plan::check_selection(&self.ws.db, self.ws.tree, &self.req.options)?;
         let root_ignore = script::gitignore(&gitignore_entries(db, tree), &RUN_LOCAL_FILES);
         write_if_changed(
             self.system,
@@ -171,6 +170,12 @@ impl Runner<'_> {
             .any(|l| l.name == "base-image" || l.name == "instance-image")
         {
             self.plan(summary);
+            if let Some(refusal) = crate::plan::unscoped_bakes(db, tree, self.run_input) {
+                if !self.req.options.dry_run {
+                    return Err(refusal);
+                }
+                (self.log)(Level::Warn, refusal);
+            }
         }
         let emissions = self.generate(&requested, summary);
         let names: Vec<&str> = lifecycles.iter().map(|l| l.name).collect();
@@ -194,34 +199,6 @@ impl Runner<'_> {
             self.apply(&lifecycles, &requested, &emissions, summary);
         }
         Ok(())
-    }
-
-    /// `--only` and `--force-bake` name images (`--only` also
-    /// `<image>@<runtime>`) or base-image series (OS builders).
-    fn check_only(&self) -> Result<(), String> {
-        let index = item_index(&self.ws.db, self.ws.tree);
-        let b = builders(&self.ws.db, self.ws.tree);
-        let known_image = |i: &str| {
-            index.contains(ItemKind::IMAGES, i)
-                || b.resolve(csis_model::Vct::OsBuilderModel, i).is_some()
-        };
-        let opts = &self.req.options;
-        let named = opts
-            .only
-            .iter()
-            .flatten()
-            .map(|s| s.split_once('@').map_or(s.as_str(), |(i, _)| i))
-            .chain(opts.force_bake.iter().map(String::as_str));
-        let unknown: Vec<&str> = named.filter(|i| !known_image(i)).collect();
-        if unknown.is_empty() {
-            return Ok(());
-        }
-        let known: Vec<&str> = index.names(ItemKind::IMAGES).map(String::as_str).collect();
-        Err(format!(
-            "--only names unknown image(s): {}; known: {}",
-            unknown.join(", "),
-            known.join(", ")
-        ))
     }
 
     /// What the load refuses, image cycles, run-hook validators. Whether

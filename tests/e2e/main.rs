@@ -4,4 +4,5 @@
 mod cases;
 mod example;
 mod layering;
+mod lineage;
 mod run;

@@ -1,0 +1,237 @@
+//! The minimal bake plan over real runs on the local runtime: what bakes,
+//! what is current, what pins stay, and the scope refusal.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const DAY: i64 = 86_400;
+const T0: i64 = 1_796_226_804;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures")
+        .join(name)
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), dest).unwrap();
+        }
+    }
+}
+
+fn tree() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&fixture("local-run"), dir.path());
+    dir
+}
+
+fn csis_at(root: &Path, now: i64, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_csis"))
+        .current_dir(root)
+        .arg("--root-dir")
+        .arg(root)
+        .args(args)
+        .env("CSIS_NOW", now.to_string())
+        .output()
+        .unwrap()
+}
+
+fn ok(o: Output) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    format!("{}{err}", String::from_utf8_lossy(&o.stdout))
+}
+
+/// `csis plan` as `<series>@<runtime>: <reason>` lines.
+fn plan(root: &Path, now: i64, extra: &[&str]) -> Vec<String> {
+    let mut args = vec!["plan"];
+    args.extend(extra);
+    let out = csis_at(root, now, &args);
+    ok(out).lines().map(str::to_string).collect()
+}
+
+fn edit(root: &Path, file: &str, from: &str, to: &str) {
+    let p = root.join(file);
+    let text = std::fs::read_to_string(&p).unwrap();
+    assert!(text.contains(from), "{file} has no {from:?}");
+    std::fs::write(&p, text.replacen(from, to, 1)).unwrap();
+}
+
+fn pins(root: &Path) -> String {
+    std::fs::read_to_string(root.join("meta-state/pins.yaml")).unwrap()
+}
+
+#[test]
+fn the_first_run_bakes_everything_and_the_second_nothing() {
+    let t = tree();
+    assert_eq!(
+        plan(t.path(), T0, &[]),
+        [
+            "tiny@here: bake: no build yet",
+            "base@here: bake: no build yet",
+            "mid@here: bake: no build yet",
+            "top@here: bake: no build yet",
+        ]
+    );
+    ok(csis_at(t.path(), T0, &["run", "all", "--no-dry-run"]));
+    assert_eq!(
+        plan(t.path(), T0 + 60, &[]),
+        [
+            "tiny@here: skip: current",
+            "base@here: skip: current",
+            "mid@here: skip: current",
+            "top@here: skip: current",
+        ]
+    );
+    let log = ok(csis_at(t.path(), T0 + 60, &["run", "all", "--no-dry-run"]));
+    assert!(!log.contains("local bake"), "{log}");
+    let lineage = ok(csis_at(t.path(), T0 + 60, &["lineage", "show"]));
+    assert_eq!(lineage.matches("-here-").count(), 4, "{lineage}");
+}
+
+#[test]
+fn a_changed_modification_rebakes_that_image_and_pinned_children_stay() {
+    let t = tree();
+    ok(csis_at(t.path(), T0, &["run", "all", "--no-dry-run"]));
+    let before = pins(t.path());
+    edit(t.path(), "images/chain.yml", "echo mid >", "echo middle >");
+    let p = plan(t.path(), T0 + 60, &[]);
+    assert_eq!(p[0], "tiny@here: skip: current");
+    assert_eq!(p[1], "base@here: skip: current");
+    assert!(
+        p[2].starts_with("mid@here: bake: inputs changed (fingerprint "),
+        "{p:?}"
+    );
+    assert_eq!(
+        p[3], "top@here: skip: current",
+        "top is pinned to the old mid"
+    );
+    ok(csis_at(t.path(), T0 + 60, &["run", "all", "--no-dry-run"]));
+    let after = pins(t.path());
+    assert!(
+        after.contains("\"top@here\": mid-here-2026_12_02T15_53_24"),
+        "{after}"
+    );
+    assert_eq!(
+        before
+            .lines()
+            .filter(|l| l.contains("@here\":"))
+            .collect::<Vec<_>>(),
+        after
+            .lines()
+            .filter(|l| l.contains("@here\":"))
+            .collect::<Vec<_>>(),
+        "pinned consumers stay pinned"
+    );
+}
+
+#[test]
+fn under_follow_a_parent_rebake_rebakes_its_children_and_moves_the_pin() {
+    let t = tree();
+    edit(
+        t.path(),
+        "images/chain.yml",
+        "  - name: top\n    source_image: mid\n",
+        "  - name: top\n    source_image: mid\n    parent_policy: follow\n",
+    );
+    ok(csis_at(t.path(), T0, &["run", "all", "--no-dry-run"]));
+    edit(t.path(), "images/chain.yml", "echo mid >", "echo middle >");
+    let p = plan(t.path(), T0 + 60, &[]);
+    assert_eq!(
+        p[3],
+        "top@here: bake: parent mid re-bakes this run (parent_policy: follow)"
+    );
+    let log = ok(csis_at(t.path(), T0 + 60, &["run", "all", "--no-dry-run"]));
+    assert!(
+        log.contains("pins: top@here -> mid-here-2026_12_02T15_54_24 (follow)"),
+        "{log}"
+    );
+    let top = t
+        .path()
+        .join("store/images/top-here-2026_12_02T15_54_24/root/etc/layer-mid");
+    assert_eq!(std::fs::read_to_string(top).unwrap(), "middle\n");
+}
+
+#[test]
+fn refresh_days_due_rebakes_the_base() {
+    let t = tree();
+    edit(
+        t.path(),
+        "cfg/builders.yml",
+        "    storage_types: [local]\n",
+        "    storage_types: [local]\n    update: {policy: security, refresh_days: 2}\n",
+    );
+    ok(csis_at(t.path(), T0, &["run", "all", "--no-dry-run"]));
+    assert_eq!(plan(t.path(), T0 + DAY, &[])[0], "tiny@here: skip: current");
+    assert_eq!(
+        plan(t.path(), T0 + 3 * DAY, &[])[0],
+        "tiny@here: bake: refresh due (update.refresh_days: 2; tiny-here-2026_12_02T15_53_24 is 3 days old)"
+    );
+}
+
+#[test]
+fn force_bake_and_only_image_at_runtime() {
+    let t = tree();
+    ok(csis_at(t.path(), T0, &["run", "all", "--no-dry-run"]));
+    assert_eq!(
+        plan(
+            t.path(),
+            T0 + 60,
+            &["--only", "mid@here", "--force-bake", "mid"]
+        ),
+        [
+            "tiny@here: skip: not selected",
+            "base@here: skip: not selected",
+            "mid@here: bake: forced (--force-bake)",
+            "top@here: skip: not selected",
+        ]
+    );
+    let out = csis_at(t.path(), T0 + 60, &["plan", "--force-bake", "nope"]);
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn a_real_run_baking_outside_its_apply_scope_is_refused() {
+    let t = tree();
+    edit(
+        t.path(),
+        "cfg/builders.yml",
+        "  - {name: here, type: local, is_default: true, default_machine_type: small, store: store}\n",
+        "  - {name: here, type: local, is_default: true, default_machine_type: small, store: store}\n  - {name: there, type: local, default_machine_type: small, store: store2}\n",
+    );
+    edit(
+        t.path(),
+        "cfg/_config.yml",
+        "config:\n",
+        "config:\n  apply_instances: [there]\n",
+    );
+    let out = csis_at(t.path(), T0, &["run", "all", "--no-dry-run"]);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("error: run scope: bake(s) outside the apply scope [there]: tiny@here, base@here, mid@here, top@here -- pass --allow-unscoped-bakes, or select images with --only / --only-runtime"),
+        "{err}"
+    );
+    assert!(!t.path().join("store").exists(), "nothing was baked");
+    // A dry run warns; an explicit selection or the flag allows it.
+    let dry = csis_at(t.path(), T0, &["run", "all"]);
+    assert!(String::from_utf8_lossy(&dry.stderr).contains("warning: run scope:"));
+    ok(csis_at(
+        t.path(),
+        T0,
+        &["run", "all", "--no-dry-run", "--allow-unscoped-bakes"],
+    ));
+    let out = csis_at(
+        t.path(),
+        T0 + 60,
+        &["run", "storage", "--apply-runtime", "there"],
+    );
+    ok(out);
+}
