@@ -265,16 +265,20 @@ pub fn record_build(
             .unwrap_or_default(),
     };
     let root = &ws.root;
+    // Each file is written whole; recording twice is harmless, so a run
+    // killed between the two writes is completed by recording again.
     let mut lineage: Lineage = read_json(system, root, "lineage.yaml")?;
+    let mut done = Vec::new();
     if lineage.build(&build_id).is_some() {
-        return Ok(format!("lineage: {build_id} is already recorded"));
+        done.push(format!("lineage: {build_id} is already recorded"));
+    } else {
+        lineage.builds.push(record);
+        write_json(system, root, "lineage.yaml", &lineage)?;
+        done.push(format!(
+            "lineage: recorded {build_id} ({series}@{runtime}, fingerprint {})",
+            s("input_fingerprint").chars().take(16).collect::<String>()
+        ));
     }
-    lineage.builds.push(record);
-    let mut done = vec![format!(
-        "lineage: recorded {build_id} ({series}@{runtime}, fingerprint {})",
-        s("input_fingerprint").chars().take(16).collect::<String>()
-    )];
-    write_json(system, root, "lineage.yaml", &lineage)?;
     if parent != "vendor" && !parent.is_empty() {
         let mut pins: Pins = read_json(system, root, "pins.yaml")?;
         let pin_key = format!("{series}@{runtime}");

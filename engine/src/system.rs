@@ -316,3 +316,52 @@ impl System for MemorySystem {
         )))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_rename_leaves_the_target_as_it_was_and_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        // The target is a non-empty directory: the rename must fail.
+        let target = dir.path().join("lineage.yaml");
+        std::fs::create_dir_all(target.join("keep")).unwrap();
+        let err = OsSystem
+            .write_atomic(&target, b"builds: []\n", false)
+            .unwrap_err();
+        assert!(err.to_string().contains("lineage.yaml"), "{err}");
+        assert!(target.join("keep").is_dir());
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .collect();
+        assert_eq!(leftovers, ["lineage.yaml"]);
+    }
+
+    #[test]
+    fn a_writer_killed_before_its_rename_leaves_the_old_file_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("pins.yaml");
+        OsSystem
+            .write_atomic(&target, b"images: {}\n", false)
+            .unwrap();
+        // What a writer killed between write and rename leaves behind.
+        std::fs::write(
+            dir.path().join(".pins.yaml.csis-tmp-99999"),
+            b"images: {a: half",
+        )
+        .unwrap();
+        assert_eq!(
+            OsSystem.read_to_string(&target).unwrap().unwrap(),
+            "images: {}\n"
+        );
+        OsSystem
+            .write_atomic(&target, b"images: {a: b}\n", false)
+            .unwrap();
+        assert_eq!(
+            OsSystem.read_to_string(&target).unwrap().unwrap(),
+            "images: {a: b}\n"
+        );
+    }
+}

@@ -235,3 +235,48 @@ fn a_real_run_baking_outside_its_apply_scope_is_refused() {
     );
     ok(out);
 }
+
+#[test]
+fn plan_as_json_on_the_example() {
+    let root = fixture("config");
+    let out = csis_at(&root, T0, &["plan", "--format", "json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(plan["ok"], true);
+    assert_eq!(plan["error"], serde_json::Value::Null);
+    let entries = plan["plan"].as_array().unwrap();
+    let keys: Vec<String> = entries
+        .iter()
+        .map(|e| {
+            format!(
+                "{}@{}",
+                e["series"].as_str().unwrap(),
+                e["runtime"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "alma10@local",
+            "alma10@dummy-cloud",
+            "debian12@local",
+            "alma-base@local",
+            "alma-base@dummy-cloud",
+            "debian-batch@local",
+            "alma-tools@local",
+            "research-workstation@local",
+        ]
+    );
+    for e in entries {
+        assert_eq!(e["decision"], "bake");
+        assert_eq!(e["reason"], "bake: no build yet");
+        assert_eq!(e["fingerprint"].as_str().unwrap().len(), 64);
+    }
+    assert!(!root.join("generated").exists(), "plan generates nothing");
+}
