@@ -318,6 +318,7 @@ impl System for MemorySystem {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // the tests set the disk up by hand
 mod tests {
     use super::*;
 
