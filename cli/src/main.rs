@@ -70,6 +70,50 @@ enum Command {
         #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
         format: PlanFormat,
     },
+    /// Move a pin: an image to its parent's newest build, an instance to
+    /// its image's (or to --to BUILD).
+    Upgrade {
+        #[arg(value_parser = ["image", "instance"])]
+        kind: String,
+        name: String,
+        #[arg(long, value_name = "RUNTIME")]
+        runtime: Option<String>,
+        #[arg(long, value_name = "BUILD")]
+        to: Option<String>,
+    },
+    /// Drop the record of an instance that is no longer declared.
+    Forget {
+        #[arg(value_parser = ["instance"])]
+        kind: String,
+        name: String,
+    },
+    /// Release a build for a model (or, with --declared, every image's
+    /// head for the model its `release:` names).
+    Release {
+        #[arg(required_unless_present = "declared")]
+        image: Option<String>,
+        #[arg(long, value_name = "BUILD", required_unless_present = "declared")]
+        build: Option<String>,
+        #[arg(long, default_value = "default")]
+        model: String,
+        #[arg(long)]
+        note: Option<String>,
+        #[arg(long)]
+        declared: bool,
+    },
+    /// Dispose of recorded builds: named ones, all on a runtime, or those
+    /// the declared retention no longer keeps.
+    Dispose {
+        #[arg(value_parser = ["image"])]
+        kind: String,
+        builds: Vec<String>,
+        #[arg(long)]
+        all: bool,
+        #[arg(long, value_name = "RUNTIME")]
+        runtime: Option<String>,
+        #[arg(long)]
+        retention: bool,
+    },
     /// Lineage: the recorded builds.
     Lineage {
         #[command(subcommand)]
@@ -168,6 +212,14 @@ enum LineageCommand {
         #[arg(long, value_name = "FILE")]
         manifest: PathBuf,
     },
+    /// Bind a launched instance to the build it runs (runner scripts call
+    /// this after each launch).
+    BindInstance {
+        #[arg(long)]
+        instance: String,
+        #[arg(long, value_name = "FILE")]
+        launched: PathBuf,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -223,6 +275,36 @@ fn main() -> ExitCode {
         Command::Run(args) => run(ws, args),
         Command::Plan { selection, format } => plan(&ws, selection, *format),
         Command::Lineage { command } => lineage(&ws, command),
+        Command::Upgrade {
+            kind,
+            name,
+            runtime,
+            to,
+        } => outcome(ops(&ws).upgrade(kind, name, runtime.as_deref(), to.as_deref())),
+        Command::Forget { name, .. } => outcome(ops(&ws).forget_instance(name)),
+        Command::Release {
+            image,
+            build,
+            model,
+            note,
+            declared,
+        } => outcome(if *declared {
+            ops(&ws).release_declared()
+        } else {
+            ops(&ws).release(
+                image.as_deref().unwrap_or_default(),
+                build.as_deref().unwrap_or_default(),
+                model,
+                note.as_deref(),
+            )
+        }),
+        Command::Dispose {
+            builds,
+            all,
+            runtime,
+            retention,
+            ..
+        } => outcome(ops(&ws).dispose(builds, *all, runtime.as_deref(), *retention)),
         Command::Validate => {
             let errors = print_load_diagnostics(&ws, cli.brief);
             if errors > 0 {
@@ -342,16 +424,47 @@ fn lineage(ws: &Workspace, command: &LineageCommand) -> ExitCode {
             }
         }
         LineageCommand::Record { manifest } => {
-            match csis_engine::lineage::record_build(ws, &OsSystem, manifest) {
-                Ok(done) => {
-                    println!("{done}");
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::from(1)
+            outcome(csis_engine::lineage::record_build(ws, &OsSystem, manifest))
+        }
+        LineageCommand::BindInstance { instance, launched } => {
+            outcome(ops(ws).bind_instance(instance, launched))
+        }
+    }
+}
+
+/// An operation on meta-state, for the run named by `CSIS_RUN_ID` (set
+/// when a runner script calls it) or a run of its own.
+fn ops(ws: &Workspace) -> csis_engine::operations::Ops<'_> {
+    let run = ws
+        .tree
+        .env(&ws.db)
+        .get("CSIS_RUN_ID")
+        .cloned()
+        .unwrap_or_else(|| csis_engine::run::run_id(ws.tree.start_unix(&ws.db)));
+    csis_engine::operations::Ops {
+        ws,
+        system: &OsSystem,
+        run,
+    }
+}
+
+/// Print an operation's lines (warnings among them to stderr), or its
+/// refusal; exit 0 or 1.
+fn outcome(result: Result<String, String>) -> ExitCode {
+    match result {
+        Ok(done) => {
+            for line in done.lines() {
+                if line.starts_with("warning: ") {
+                    eprintln!("{line}");
+                } else {
+                    println!("{line}");
                 }
             }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
         }
     }
 }

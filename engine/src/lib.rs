@@ -27,6 +27,7 @@ pub mod lifecycles;
 pub mod lineage;
 pub mod load;
 pub mod meta_state;
+pub mod operations;
 pub mod overlay;
 pub mod plan;
 pub mod registry;

@@ -158,6 +158,11 @@ pub fn pins(db: &dyn Db, tree: Tree) -> Record<Pins> {
     read_record(db, tree, "pins.yaml")
 }
 
+#[salsa::tracked(returns(ref))]
+pub fn releases(db: &dyn Db, tree: Tree) -> Record<crate::operations::Releases> {
+    read_record(db, tree, "releases.yaml")
+}
+
 /// The unix time a run id names (`2026_12_02T15_53_24`).
 pub fn run_time(run_id: &str) -> Option<i64> {
     let digits: Vec<i64> = run_id
@@ -315,7 +320,7 @@ pub fn record_build(
     Ok(done.join("\n"))
 }
 
-fn read_json<T: Default + for<'de> Deserialize<'de>>(
+pub fn read_json<T: Default + for<'de> Deserialize<'de>>(
     system: &dyn crate::system::System,
     root: &std::path::Path,
     file: &str,
@@ -324,7 +329,7 @@ fn read_json<T: Default + for<'de> Deserialize<'de>>(
     serde_json::from_value(J::Object(doc)).map_err(|e| format!("meta-state/{file}: {e}"))
 }
 
-fn write_json<T: Serialize>(
+pub fn write_json<T: Serialize>(
     system: &dyn crate::system::System,
     root: &std::path::Path,
     file: &str,

@@ -5,4 +5,5 @@ mod cases;
 mod example;
 mod layering;
 mod lineage;
+mod operations;
 mod run;

@@ -145,6 +145,8 @@ pub trait HookContext {
     /// pinned and a pin recorded); `None` means the parent series' newest
     /// build at execution.
     fn pinned_parent(&self, image: &str, runtime: &str) -> Option<String>;
+    /// The build an instance is pinned to, once bound.
+    fn instance_pin(&self, instance: &str) -> Option<String>;
     /// The capability stamp (identity and storage types) of a series'
     /// chain root.
     fn capabilities(&self, series: &str) -> (Vec<String>, Vec<String>);
@@ -244,5 +246,13 @@ pub trait Builder: Send + Sync {
     /// Runtime builders: the session mechanism, when there is one.
     fn session_mechanism(&self) -> Option<&str> {
         None
+    }
+    /// Runtime builders: remove a recorded build's artifact (an execution
+    /// step of `dispose image`, never a generation hook). `root` is the
+    /// configuration root.
+    fn dispose_image(&self, _root: &std::path::Path, build_id: &str) -> Result<(), String> {
+        Err(format!(
+            "this runtime cannot dispose images (build {build_id})"
+        ))
     }
 }

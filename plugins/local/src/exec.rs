@@ -308,14 +308,23 @@ fn launch(env: &Env, spec: &J) -> Result<String, String> {
     let name = field(spec, "name")?;
     let image = field(spec, "image")?;
     let runtime = field(spec, "runtime")?;
-    let build = fs::read_to_string(head_path(&store, image, runtime))
-        .map_err(|_| {
-            format!(
-                "instance '{name}': no build of image '{image}' on runtime '{runtime}' in the store"
-            )
-        })?
-        .trim()
-        .to_string();
+    // A bound instance runs its pinned build; a new one its image's head.
+    let build = match spec.get("build").and_then(J::as_str) {
+        Some(pinned) => pinned.to_string(),
+        None => fs::read_to_string(head_path(&store, image, runtime))
+            .map_err(|_| {
+                format!(
+                    "instance '{name}': no build of image '{image}' on runtime '{runtime}' in the store"
+                )
+            })?
+            .trim()
+            .to_string(),
+    };
+    if !store.join("images").join(&build).is_dir() {
+        return Err(format!(
+            "instance '{name}': build {build} is not in the store"
+        ));
+    }
     let dir = store.join("instances").join(name);
     fs::create_dir_all(&dir).map_err(io_err(&dir))?;
     let link = |target: &Path, at: &Path| -> Result<(), String> {
@@ -389,4 +398,42 @@ fn identity(env: &Env, spec: &J) -> Result<String, String> {
         format!("{text}\n").as_bytes(),
     )?;
     Ok(format!("identity: {kind} recorded"))
+}
+
+/// Remove a build from the store. A series head that named it falls back to
+/// the newest build of the series still in the store, or goes.
+pub fn dispose(store: &Path, build_id: &str) -> Result<(), String> {
+    let dir = store.join("images").join(build_id);
+    let manifest: J = fs::read_to_string(dir.join("manifest.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(J::Null);
+    if dir.exists() {
+        fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
+    }
+    let (Some(series), Some(runtime)) = (
+        manifest.get("series").and_then(J::as_str),
+        manifest.get("runtime").and_then(J::as_str),
+    ) else {
+        return Ok(());
+    };
+    let head = head_path(store, series, runtime);
+    if fs::read_to_string(&head)
+        .map(|h| h.trim() == build_id)
+        .unwrap_or(false)
+    {
+        let prefix = format!("{series}-{runtime}-");
+        let mut remaining: Vec<String> = fs::read_dir(store.join("images"))
+            .map_err(io_err(&store.join("images")))?
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .filter(|n| n.starts_with(&prefix))
+            .collect();
+        remaining.sort();
+        match remaining.last() {
+            Some(newest) => write_atomic(&head, format!("{newest}\n").as_bytes())?,
+            None => fs::remove_file(&head).map_err(io_err(&head))?,
+        }
+    }
+    Ok(())
 }

@@ -332,6 +332,7 @@ pub fn launches(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Step>
             "runtime": runtime,
             "store": store,
             "image": image,
+            "build": ctx.instance_pin(name),
             "group": group,
             "hostname": hostname,
             "storages": view.storages.iter().map(|s| json!({"name": s.name, "mount_point": s.mount_point})).collect::<Vec<_>>(),
@@ -339,6 +340,17 @@ pub fn launches(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Step>
         });
         let mut st = step(me.name(), P::InstanceGeneration, name, spec, "launch");
         st.extra_assets.push(Asset::text(ud_path, user_data));
+        let launched = format!("${{CSIS_ROOT}}/{store}/instances/{name}/instance.json");
+        st.commands.push(Command::csis([
+            "--root-dir",
+            "${CSIS_ROOT}",
+            "lineage",
+            "bind-instance",
+            "--instance",
+            name,
+            "--launched",
+            launched.as_str(),
+        ]));
         steps.push(st);
     }
     Ok(steps)

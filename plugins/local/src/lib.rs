@@ -82,6 +82,11 @@ impl Builder for LocalBuilder {
     fn session_mechanism(&self) -> Option<&str> {
         (self.classification == Vct::RuntimeBuilderModel).then_some("local-shell")
     }
+
+    fn dispose_image(&self, root: &std::path::Path, build_id: &str) -> Result<(), String> {
+        let store = root.join(generate::store_of(Some(&self.decl)));
+        exec::dispose(&store, build_id)
+    }
 }
 
 fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {

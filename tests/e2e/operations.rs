@@ -1,0 +1,260 @@
+//! upgrade, forget, release and dispose over real runs on the local
+//! runtime, with the spec's refusals.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const T0: i64 = 1_796_226_804; // run 2026_12_02T15_53_24
+const T1: i64 = T0 + 60; // run 2026_12_02T15_54_24
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), dest).unwrap();
+        }
+    }
+}
+
+fn csis_at(root: &Path, now: i64, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_csis"))
+        .current_dir(root)
+        .arg("--root-dir")
+        .arg(root)
+        .args(args)
+        .env("CSIS_NOW", now.to_string())
+        .env_remove("CSIS_RUN_ID")
+        .output()
+        .unwrap()
+}
+
+fn ok(o: Output) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    format!("{}{err}", String::from_utf8_lossy(&o.stdout))
+}
+
+fn refused(o: Output) -> String {
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    String::from_utf8_lossy(&o.stderr).trim_end().to_string()
+}
+
+fn edit(root: &Path, file: &str, from: &str, to: &str) {
+    let p = root.join(file);
+    let text = std::fs::read_to_string(&p).unwrap();
+    assert!(text.contains(from), "{file} has no {from:?}");
+    std::fs::write(&p, text.replacen(from, to, 1)).unwrap();
+}
+
+/// Two real runs: `mid` re-baked in the second, `top` still pinned to the
+/// first `mid`.
+fn two_runs() -> tempfile::TempDir {
+    let t = tempfile::tempdir().unwrap();
+    copy_tree(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/local-run"),
+        t.path(),
+    );
+    ok(csis_at(t.path(), T0, &["run", "all", "--no-dry-run"]));
+    edit(t.path(), "images/chain.yml", "echo mid >", "echo middle >");
+    ok(csis_at(t.path(), T1, &["run", "all", "--no-dry-run"]));
+    t
+}
+
+const MID0: &str = "mid-here-2026_12_02T15_53_24";
+const MID1: &str = "mid-here-2026_12_02T15_54_24";
+const TOP0: &str = "top-here-2026_12_02T15_53_24";
+
+#[test]
+fn upgrade_moves_one_pin_and_refuses_what_it_cannot() {
+    let t = two_runs();
+    let r = t.path();
+    assert_eq!(
+        ok(csis_at(r, T1, &["upgrade", "image", "top"])).trim(),
+        format!("upgrade: image top@here: {MID0} -> {MID1}")
+    );
+    let pins = std::fs::read_to_string(r.join("meta-state/pins.yaml")).unwrap();
+    assert!(pins.contains(&format!("\"top@here\": {MID1}")), "{pins}");
+    assert!(pins.contains("op: upgrade"), "{pins}");
+    assert_eq!(
+        refused(csis_at(r, T1, &["upgrade", "image", "top"])),
+        format!("error: upgrade: image 'top@here' is already pinned to {MID1}")
+    );
+    assert_eq!(
+        refused(csis_at(r, T1, &["upgrade", "image", "ghost"])),
+        "error: upgrade: image 'ghost' is not defined in the configuration"
+    );
+    assert_eq!(
+        refused(csis_at(r, T1, &["upgrade", "image", "top", "--to", "nope"])),
+        "error: upgrade: build 'nope' is not recorded in lineage"
+    );
+    assert_eq!(
+        refused(csis_at(r, T1, &["upgrade", "image", "top", "--to", TOP0])),
+        format!("error: upgrade: build '{TOP0}' belongs to series 'top', not 'mid'")
+    );
+    assert_eq!(
+        refused(csis_at(r, T1, &["upgrade", "instance", "nobody"])),
+        "error: upgrade: instance 'nobody' is not defined in the configuration"
+    );
+    assert_eq!(
+        refused(csis_at(r, T1, &["upgrade", "instance", "box"])),
+        format!("error: upgrade: instance 'box' is already pinned to {TOP0}")
+    );
+}
+
+#[test]
+fn forget_refuses_a_declared_instance_and_drops_a_stale_record() {
+    let t = two_runs();
+    let r = t.path();
+    assert_eq!(
+        refused(csis_at(r, T1, &["forget", "instance", "box"])),
+        "error: forget: instance 'box' is declared; remove its declaration (decommission it) before forgetting its record"
+    );
+    std::fs::remove_file(r.join("instances/box.yml")).unwrap();
+    assert_eq!(
+        ok(csis_at(r, T1, &["forget", "instance", "box"])).trim(),
+        format!("forget: instance box (was on {TOP0})")
+    );
+    assert_eq!(
+        refused(csis_at(r, T1, &["forget", "instance", "box"])),
+        "error: forget: instance 'box' has no record in pins.yaml"
+    );
+}
+
+#[test]
+fn release_records_and_refuses() {
+    let t = two_runs();
+    let r = t.path();
+    assert_eq!(
+        ok(csis_at(
+            r,
+            T1,
+            &["release", "top", "--build", TOP0, "--model", "prod"]
+        ))
+        .trim(),
+        format!("release: {TOP0} of top released for model prod")
+    );
+    let releases = std::fs::read_to_string(r.join("meta-state/releases.yaml")).unwrap();
+    assert!(releases.contains(&format!("top: {TOP0}")), "{releases}");
+    assert_eq!(
+        refused(csis_at(r, T1, &["release", "top", "--build", "nope"])),
+        "error: release refused: build 'nope' is not recorded in lineage; only baked builds can be released"
+    );
+    assert_eq!(
+        refused(csis_at(r, T1, &["release", "mid", "--build", TOP0])),
+        format!("error: release refused: build '{TOP0}' belongs to series 'top', not 'mid'")
+    );
+    edit(
+        r,
+        "images/chain.yml",
+        "  - name: mid\n",
+        "  - name: mid\n    tests: {post_bake: {files: [/etc/layer-mid]}}\n",
+    );
+    assert_eq!(
+        refused(csis_at(r, T1, &["release", "mid", "--build", MID1])),
+        format!(
+            "error: release refused: build '{MID1}' has no post-bake test record while 'mid' declares tests.post_bake -- launch it (ephemeral) and verify first"
+        )
+    );
+    edit(
+        r,
+        "cfg/_config.yml",
+        "config:\n",
+        "config:\n  require_mod_tests: true\n",
+    );
+    assert_eq!(
+        refused(csis_at(r, T1, &["release", "top", "--build", TOP0])),
+        format!(
+            "error: release refused: modification 'marker' of build '{TOP0}' has no local mod-test result (config.require_mod_tests)"
+        )
+    );
+}
+
+#[test]
+fn release_declared_releases_each_head() {
+    let t = two_runs();
+    let r = t.path();
+    edit(
+        r,
+        "images/chain.yml",
+        "  - name: base\n",
+        "  - name: base\n    release: {model: golden}\n",
+    );
+    let out = ok(csis_at(r, T1, &["release", "--declared"]));
+    assert!(
+        out.contains("release: base-here-2026_12_02T15_53_24 of base released for model golden"),
+        "{out}"
+    );
+    let again = ok(csis_at(r, T1, &["release", "--declared"]));
+    assert!(
+        again.contains(
+            "release --declared: base@here: base-here-2026_12_02T15_53_24 is already released"
+        ),
+        "{again}"
+    );
+}
+
+#[test]
+fn dispose_refuses_blind_and_held_builds_and_retention_keeps_what_is_held() {
+    let t = two_runs();
+    let r = t.path();
+    assert_eq!(
+        refused(csis_at(r, T1, &["dispose", "image", "nope"])),
+        "error: dispose: build 'nope' is not recorded in lineage; an unrecorded image is adopted with 'state import' or left to the orphan sweep, never deleted blind"
+    );
+    assert_eq!(
+        refused(csis_at(r, T1, &["dispose", "image", TOP0])),
+        format!(
+            "error: dispose: instance(s) [box] are pinned to / launched from the build(s) [{TOP0}]; decommission them first"
+        )
+    );
+    assert_eq!(
+        refused(csis_at(r, T1, &["dispose", "image", "--all"])),
+        "error: dispose: --all needs --runtime <name>"
+    );
+    assert_eq!(
+        refused(csis_at(
+            r,
+            T1,
+            &["dispose", "image", "--all", "--runtime", "nowhere"]
+        )),
+        "error: dispose: unknown runtime 'nowhere'"
+    );
+    // mid keeps one build; the older one is held by top's pin until top
+    // moves on.
+    edit(
+        r,
+        "images/chain.yml",
+        "  - name: mid\n",
+        "  - name: mid\n    retention: {keep: 1}\n",
+    );
+    let out = ok(csis_at(r, T1, &["dispose", "image", "--retention"]));
+    assert!(
+        out.contains(&format!("warning: retention debt: {MID0} (mid@here) would be disposed but an image is pinned to it (a child bakes from it)")),
+        "{out}"
+    );
+    assert!(r.join(format!("store/images/{MID0}")).is_dir());
+    ok(csis_at(r, T1, &["upgrade", "image", "top"]));
+    let out = ok(csis_at(r, T1, &["dispose", "image", "--retention"]));
+    assert!(
+        out.contains(&format!("dispose: {MID0} (mid@here) disposed")),
+        "{out}"
+    );
+    assert!(!r.join(format!("store/images/{MID0}")).exists());
+    let lineage = std::fs::read_to_string(r.join("meta-state/lineage.yaml")).unwrap();
+    assert!(!lineage.contains(&format!("build_id: {MID0}")), "{lineage}");
+    assert_eq!(
+        std::fs::read_to_string(r.join("store/heads/mid@here"))
+            .unwrap()
+            .trim(),
+        MID1
+    );
+}
