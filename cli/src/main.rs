@@ -212,6 +212,15 @@ enum LineageCommand {
         #[arg(long, value_name = "FILE")]
         manifest: PathBuf,
     },
+    /// Set each head's recorded fingerprint on a runtime to the one
+    /// computed now (after the fingerprint's definition moved).
+    Restamp {
+        #[arg(long, value_name = "RUNTIME")]
+        runtime: String,
+        /// Write the change (without it, only say what would change).
+        #[arg(long)]
+        commit: bool,
+    },
     /// Bind a launched instance to the build it runs (runner scripts call
     /// this after each launch).
     BindInstance {
@@ -426,6 +435,7 @@ fn lineage(ws: &Workspace, command: &LineageCommand) -> ExitCode {
         LineageCommand::Record { manifest } => {
             outcome(csis_engine::lineage::record_build(ws, &OsSystem, manifest))
         }
+        LineageCommand::Restamp { runtime, commit } => outcome(ops(ws).restamp(runtime, *commit)),
         LineageCommand::BindInstance { instance, launched } => {
             outcome(ops(ws).bind_instance(instance, launched))
         }

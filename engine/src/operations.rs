@@ -606,3 +606,62 @@ impl Ops<'_> {
         Ok(out)
     }
 }
+
+impl Ops<'_> {
+    /// `lineage restamp --runtime RT [--commit]`: set each series head's
+    /// recorded fingerprint on RT to the one computed now, for when the
+    /// fingerprint's definition moved and nothing about the builds did.
+    /// Without `--commit` it only says what would change.
+    pub fn restamp(&self, runtime: &str, commit: bool) -> Result<String, String> {
+        let b = builders(&self.ws.db, self.ws.tree);
+        if b.resolve(Vct::RuntimeBuilderModel, runtime).is_none() {
+            return Err(format!("lineage restamp: unknown runtime '{runtime}'"));
+        }
+        let mut lineage = self.lineage()?;
+        let mut heads: Vec<String> = lineage
+            .builds
+            .iter()
+            .filter(|r| r.runtime == runtime)
+            .filter_map(|r| lineage.head(&r.series, runtime).map(|h| h.build_id.clone()))
+            .collect();
+        heads.sort();
+        heads.dedup();
+        let mut out = Vec::new();
+        for id in heads {
+            let Some(rec) = lineage.builds.iter_mut().find(|r| r.build_id == id) else {
+                continue;
+            };
+            let key = crate::fingerprint::SeriesKey::new(
+                &self.ws.db,
+                rec.series.clone(),
+                runtime.to_string(),
+            );
+            let Some(now) = crate::fingerprint::input_fingerprint(&self.ws.db, self.ws.tree, key)
+                .as_ref()
+                .map(|f| f.hex.clone())
+            else {
+                continue;
+            };
+            if now != rec.input_fingerprint {
+                out.push(format!(
+                    "lineage restamp: {id} ({}@{runtime}): {} -> {}",
+                    rec.series,
+                    rec.input_fingerprint.chars().take(16).collect::<String>(),
+                    now.chars().take(16).collect::<String>()
+                ));
+                rec.input_fingerprint = now;
+            }
+        }
+        if out.is_empty() {
+            return Ok(format!(
+                "lineage restamp: every head on {runtime} is current"
+            ));
+        }
+        if commit {
+            write_json(self.system, &self.ws.root, "lineage.yaml", &lineage)?;
+        } else {
+            out.push("lineage restamp: nothing written; pass --commit to record these".into());
+        }
+        Ok(out.join("\n"))
+    }
+}

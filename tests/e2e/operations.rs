@@ -258,3 +258,83 @@ fn dispose_refuses_blind_and_held_builds_and_retention_keeps_what_is_held() {
         MID1
     );
 }
+
+#[test]
+fn restamp_records_the_fingerprints_computed_now() {
+    let t = two_runs();
+    let r = t.path();
+    let path = r.join("meta-state/lineage.yaml");
+    let lineage = std::fs::read_to_string(&path).unwrap();
+    // As if the fingerprint's definition had moved: top's head reads DUE.
+    let top_fp = lineage
+        .split("build_id: top-here-2026_12_02T15_53_24")
+        .nth(1)
+        .and_then(|rest| rest.split("input_fingerprint: ").nth(1))
+        .map(|s| s.trim_start_matches('"')[..64].to_string())
+        .unwrap();
+    std::fs::write(&path, lineage.replace(&top_fp, &"0".repeat(64))).unwrap();
+    let plan = ok(csis_at(r, T1, &["plan"]));
+    assert!(
+        plan.contains("top@here: bake: inputs changed (fingerprint 0000000000000000 -> "),
+        "{plan}"
+    );
+    let dry = ok(csis_at(r, T1, &["lineage", "restamp", "--runtime", "here"]));
+    assert!(
+        dry.contains(&format!(
+            "lineage restamp: {TOP0} (top@here): 0000000000000000 -> {}",
+            &top_fp[..16]
+        )),
+        "{dry}"
+    );
+    assert!(dry.contains("nothing written; pass --commit"), "{dry}");
+    ok(csis_at(
+        r,
+        T1,
+        &["lineage", "restamp", "--runtime", "here", "--commit"],
+    ));
+    assert!(ok(csis_at(r, T1, &["plan"])).contains("top@here: skip: current"));
+    assert_eq!(
+        refused(csis_at(
+            r,
+            T1,
+            &["lineage", "restamp", "--runtime", "nowhere"]
+        )),
+        "error: lineage restamp: unknown runtime 'nowhere'"
+    );
+}
+
+#[test]
+fn require_released_builds_refuses_unreleased_pins_outside_the_grace() {
+    let t = two_runs();
+    let r = t.path();
+    edit(
+        r,
+        "cfg/_config.yml",
+        "config:\n",
+        "config:\n  require_released_builds: true\n",
+    );
+    // box stands on the head of top: the grace, with a warning.
+    let out = ok(csis_at(r, T1, &["--brief", "validate"]));
+    assert!(out.contains(&format!("warning: instance 'box' stands on unreleased build {TOP0} of 'top' under the release grace")), "{out}");
+    // A newer top makes box's pin no longer the head: refused.
+    edit(
+        r,
+        "images/chain.yml",
+        "echo \"{{ image.name }}\"",
+        "echo \"{{ image.name }}!\"",
+    );
+    ok(csis_at(
+        r,
+        T1 + 60,
+        &["run", "instance-image", "--no-dry-run", "--only", "top"],
+    ));
+    let out = csis_at(r, T1 + 60, &["--brief", "validate"]);
+    assert_eq!(
+        refused(out),
+        format!(
+            "instance 'box' is pinned to build {TOP0} of 'top', which is not a released build (config.require_released_builds; no grace: it is not the head of its series) -- release it, upgrade instance back, or forget instance for a record that outlived its instance\nvalidate: 1 error(s)"
+        )
+    );
+    ok(csis_at(r, T1 + 60, &["release", "top", "--build", TOP0]));
+    ok(csis_at(r, T1 + 60, &["validate"]));
+}
