@@ -586,17 +586,17 @@ impl Ops<'_> {
             let beyond = builds.len().saturating_sub(keep);
             for rec in builds.into_iter().take(beyond) {
                 let id = &rec.build_id;
-                if instance_held.contains_key(id) {
+                if released.contains(&id) {
+                    log.push(format!(
+                        "warning: retention debt: {id} ({s}@{rt}) would be disposed but it is a RELEASED build (kept by decision; dispose it explicitly)"
+                    ));
+                } else if instance_held.contains_key(id) {
                     log.push(format!(
                         "warning: retention debt: {id} ({s}@{rt}) would be disposed but an instance is pinned to it or was launched from it"
                     ));
                 } else if image_held.contains(&id) {
                     log.push(format!(
                         "warning: retention debt: {id} ({s}@{rt}) would be disposed but an image is pinned to it (a child bakes from it)"
-                    ));
-                } else if released.contains(&id) {
-                    log.push(format!(
-                        "warning: retention debt: {id} ({s}@{rt}) would be disposed but it is a RELEASED build (kept by decision; dispose it explicitly)"
                     ));
                 } else {
                     out.push(id.clone());

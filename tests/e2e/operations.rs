@@ -338,3 +338,107 @@ fn require_released_builds_refuses_unreleased_pins_outside_the_grace() {
     ok(csis_at(r, T1 + 60, &["release", "top", "--build", TOP0]));
     ok(csis_at(r, T1 + 60, &["validate"]));
 }
+
+#[test]
+fn upgrade_with_nothing_recorded_says_to_build_first() {
+    let t = tempfile::tempdir().unwrap();
+    copy_tree(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/local-run"),
+        t.path(),
+    );
+    assert_eq!(
+        refused(csis_at(t.path(), T0, &["upgrade", "image", "base"])),
+        "error: upgrade: no build of series 'tiny' is recorded in lineage; build it first or pass --to <build id>"
+    );
+}
+
+#[test]
+fn release_refuses_failed_tests_and_unverified_builds() {
+    let t = two_runs();
+    let r = t.path();
+    let lineage = std::fs::read_to_string(r.join("meta-state/lineage.yaml")).unwrap();
+    let hash = lineage
+        .split("build_id: top-here-2026_12_02T15_53_24")
+        .nth(1)
+        .and_then(|rest| rest.split("content_hash: ").nth(1))
+        .map(|s| s.trim_start_matches('"')[..64].to_string())
+        .unwrap();
+    std::fs::write(
+        r.join("meta-state/mod-tests.yaml"),
+        format!("\"{hash}\": {{status: failed, idempotent: false}}\n"),
+    )
+    .unwrap();
+    assert_eq!(
+        refused(csis_at(r, T1, &["release", "top", "--build", TOP0])),
+        format!(
+            "error: release refused: modification 'marker' of build '{TOP0}' failed its local mod test (status=failed, idempotent=false)"
+        )
+    );
+    std::fs::remove_file(r.join("meta-state/mod-tests.yaml")).unwrap();
+    edit(
+        r,
+        "images/chain.yml",
+        "  - name: top\n",
+        "  - name: top\n    tests: {post_bake: {files: [/etc/layer-top]}}\n",
+    );
+    std::fs::write(
+        r.join("meta-state/image-tests.yaml"),
+        format!("{TOP0}: {{ok: false, run: r9, checks: [file /etc/layer-top missing]}}\n"),
+    )
+    .unwrap();
+    assert_eq!(
+        refused(csis_at(r, T1, &["release", "top", "--build", TOP0])),
+        format!(
+            "error: release refused: build '{TOP0}' failed its post-bake tests in run r9: [\"file /etc/layer-top missing\"]"
+        )
+    );
+    let unverified = lineage.replacen("in_bake: true", "in_bake: false", 1);
+    std::fs::write(r.join("meta-state/lineage.yaml"), unverified).unwrap();
+    assert_eq!(
+        refused(csis_at(
+            r,
+            T1,
+            &[
+                "release",
+                "tiny",
+                "--build",
+                "tiny-here-2026_12_02T15_53_24"
+            ]
+        )),
+        "error: release refused: build 'tiny-here-2026_12_02T15_53_24' carries no in-bake verification record; rebuild it with the verify provisioner"
+    );
+}
+
+#[test]
+fn retention_keeps_released_and_instance_held_builds_as_debt() {
+    let t = two_runs();
+    let r = t.path();
+    // top: one build held by box; keep 0 would dispose it.
+    edit(
+        r,
+        "images/chain.yml",
+        "  - name: top\n",
+        "  - name: top\n    retention: {keep: 0}\n",
+    );
+    let out = ok(csis_at(r, T1, &["dispose", "image", "--retention"]));
+    assert!(out.contains(&format!("warning: retention debt: {TOP0} (top@here) would be disposed but an instance is pinned to it or was launched from it")), "{out}");
+    // tiny: released, keep 0.
+    ok(csis_at(
+        r,
+        T1,
+        &[
+            "release",
+            "tiny",
+            "--build",
+            "tiny-here-2026_12_02T15_53_24",
+        ],
+    ));
+    edit(
+        r,
+        "cfg/builders.yml",
+        "store: store}",
+        "store: store, retention_keep: 0}",
+    );
+    let out = ok(csis_at(r, T1, &["dispose", "image", "--retention"]));
+    assert!(out.contains("warning: retention debt: tiny-here-2026_12_02T15_53_24 (tiny@here) would be disposed but it is a RELEASED build (kept by decision; dispose it explicitly)"), "{out}");
+}
