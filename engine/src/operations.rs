@@ -521,6 +521,25 @@ impl Ops<'_> {
                 "dispose: {id} ({}@{}) disposed",
                 rec.series, rec.runtime
             ));
+            // Images pinned to it lose the pin: they bake from their
+            // parent's head next (unpin_images_at).
+            let mut pins = self.pins()?;
+            let held: Vec<String> = pins
+                .images
+                .iter()
+                .filter(|(_, b)| *b == id)
+                .map(|(k, _)| k.clone())
+                .collect();
+            for key in &held {
+                pins.images.remove(key);
+                self.journal(&mut pins, "image", key, Some(id.clone()), None, "dispose");
+                log.push(format!(
+                    "pins: {key} unpinned (its parent build {id} was disposed)"
+                ));
+            }
+            if !held.is_empty() {
+                write_json(self.system, &self.ws.root, "pins.yaml", &pins)?;
+            }
         }
         if targets.is_empty() {
             log.push("dispose: nothing to dispose".into());

@@ -442,3 +442,22 @@ fn retention_keeps_released_and_instance_held_builds_as_debt() {
     let out = ok(csis_at(r, T1, &["dispose", "image", "--retention"]));
     assert!(out.contains("warning: retention debt: tiny-here-2026_12_02T15_53_24 (tiny@here) would be disposed but it is a RELEASED build (kept by decision; dispose it explicitly)"), "{out}");
 }
+
+#[test]
+fn disposing_a_parent_build_unpins_the_images_on_it() {
+    let t = two_runs();
+    let r = t.path();
+    let out = ok(csis_at(r, T1, &["dispose", "image", MID0]));
+    assert!(
+        out.contains(&format!(
+            "pins: top@here unpinned (its parent build {MID0} was disposed)"
+        )),
+        "{out}"
+    );
+    let pins = std::fs::read_to_string(r.join("meta-state/pins.yaml")).unwrap();
+    assert!(!pins.contains("\"top@here\":"), "{pins}");
+    assert!(pins.contains("op: dispose"), "{pins}");
+    // top now bakes from its parent's head: its parent input moved.
+    let plan = ok(csis_at(r, T1, &["plan"]));
+    assert!(plan.contains("top@here: bake: inputs changed"), "{plan}");
+}
