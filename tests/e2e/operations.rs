@@ -461,3 +461,39 @@ fn disposing_a_parent_build_unpins_the_images_on_it() {
     let plan = ok(csis_at(r, T1, &["plan"]));
     assert!(plan.contains("top@here: bake: inputs changed"), "{plan}");
 }
+
+#[test]
+fn upgrade_on_an_image_of_two_runtimes() {
+    let t = tempfile::tempdir().unwrap();
+    copy_tree(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/config"),
+        t.path(),
+    );
+    let r = t.path();
+    assert_eq!(
+        refused(csis_at(r, T0, &["upgrade", "image", "alma-base"])),
+        "error: upgrade: image 'alma-base' is baked on runtimes [local, dummy-cloud]; pass --runtime"
+    );
+    std::fs::create_dir_all(r.join("meta-state")).unwrap();
+    std::fs::write(
+        r.join("meta-state/lineage.yaml"),
+        "builds:\n  - {build_id: alma10-dummy-cloud-r1, series: alma10, runtime: dummy-cloud}\n",
+    )
+    .unwrap();
+    assert_eq!(
+        refused(csis_at(
+            r,
+            T0,
+            &[
+                "upgrade",
+                "image",
+                "alma-base",
+                "--runtime",
+                "local",
+                "--to",
+                "alma10-dummy-cloud-r1"
+            ]
+        )),
+        "error: upgrade: build 'alma10-dummy-cloud-r1' was baked on runtime 'dummy-cloud', not 'local'"
+    );
+}
