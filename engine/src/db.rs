@@ -59,6 +59,9 @@ pub struct Tree {
     /// read so their content enters fingerprints; a missing one is absent.
     #[returns(ref)]
     pub aux_files: Vec<SourceFile>,
+    /// The identities CSIS_CONFIG_IDENTITY names.
+    #[returns(ref)]
+    pub identities: crate::secrets::IdentitySource,
 }
 
 #[salsa::db]

@@ -20,6 +20,8 @@ use crate::reserved::refuse_reserved_names;
 #[derive(Debug, PartialEq, Eq, Clone)]
 pub struct RawItem {
     pub kind: ItemKind,
+    /// The decrypted values of its encrypted fields.
+    pub secrets: Vec<csis_model::models::Secret>,
     /// The normalized name (safe_name).
     pub name: String,
     pub value: Arc<Value>,
@@ -46,7 +48,7 @@ fn kinds_for(db: &dyn Db, path: &str) -> (String, Vec<ItemKind>) {
 
 /// The entries of one item file.
 #[salsa::tracked(returns(ref))]
-pub fn item_file_entries(db: &dyn Db, file: SourceFile) -> ItemFileEntries {
+pub fn item_file_entries(db: &dyn Db, tree: Tree, file: SourceFile) -> ItemFileEntries {
     let mut out = ItemFileEntries::default();
     let path = file.path(db).clone();
     let fd = file_document(db, file);
@@ -57,6 +59,11 @@ pub fn item_file_entries(db: &dyn Db, file: SourceFile) -> ItemFileEntries {
     let (dir, kinds) = kinds_for(db, &path);
     out.diags
         .extend(refuse_reserved_names(&path, doc, &DocPath::root()));
+    out.diags.extend(
+        crate::secrets::refuse_markers_at(&path, doc, false)
+            .into_iter()
+            .filter(|d| !is_user_name(d)),
+    );
     let Some(map) = doc.as_map() else { return out };
     let root = Origin::new(path.clone(), DocPath::root());
     for (key, v) in map {
@@ -108,15 +115,91 @@ pub fn item_file_entries(db: &dyn Db, file: SourceFile) -> ItemFileEntries {
                 }
                 continue;
             };
+            let mut value = item.clone();
+            let mut secrets = Vec::new();
+            decrypt_fields(
+                db,
+                tree,
+                kind,
+                &mut value,
+                &origin,
+                &mut secrets,
+                &mut out.diags,
+            );
+            let name = value.get("name").and_then(Value::as_str).unwrap_or(name);
             out.items.push(RawItem {
                 kind,
+                secrets,
                 name: safe_name(name),
-                value: Arc::new(item.clone()),
+                value: Arc::new(value),
                 origin,
             });
         }
     }
     out
+}
+
+/// A user's own name is an encrypted field, unlike any other declaration's.
+fn is_user_name(d: &Diagnostic) -> bool {
+    d.origin.as_ref().is_some_and(|o| {
+        matches!(o.path.0.as_slice(), [csis_model::Seg::Key(k), csis_model::Seg::Index(_), csis_model::Seg::Key(n)] if k == "users" && n == "name")
+    })
+}
+
+/// The fields declared encrypted, per kind: scalars, and lists decrypted
+/// element by element.
+fn encrypted_fields(kind: ItemKind) -> (&'static [&'static str], &'static [&'static str]) {
+    match kind {
+        ItemKind::USERS => (&["name", "first_name", "last_name", "email"], &[]),
+        ItemKind::GROUPS => (&[], &["members", "admins"]),
+        _ => (&[], &[]),
+    }
+}
+
+/// Decrypt every marker in an item's encrypted fields, remembering each
+/// plaintext with its marker.
+fn decrypt_fields(
+    db: &dyn Db,
+    tree: Tree,
+    kind: ItemKind,
+    value: &mut Value,
+    origin: &Origin,
+    secrets: &mut Vec<csis_model::models::Secret>,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let (scalars, lists) = encrypted_fields(kind);
+    let Value::Map(m) = value else { return };
+    let mut open = |text: &mut String, at: Origin| {
+        if !crate::secrets::is_marker(text) {
+            return;
+        }
+        match crate::secrets::decrypt(text, tree.identities(db)) {
+            Ok(plain) => {
+                secrets.push(csis_model::models::Secret {
+                    plaintext: plain.clone(),
+                    marker: text.clone(),
+                });
+                *text = plain;
+            }
+            Err(e) => {
+                diags.push(Diagnostic::error(format!("{}: {}: {e}", at.file, at.path)).at(at))
+            }
+        }
+    };
+    for key in scalars {
+        if let Some(Value::Scalar { text, .. }) = m.get_mut(*key) {
+            open(text, origin.key(key));
+        }
+    }
+    for key in lists {
+        if let Some(Value::Seq(items)) = m.get_mut(*key) {
+            for (i, item) in items.iter_mut().enumerate() {
+                if let Value::Scalar { text, .. } = item {
+                    open(text, origin.key(key).index(i));
+                }
+            }
+        }
+    }
 }
 
 /// Where an item's declaration lives.
@@ -161,7 +244,7 @@ pub fn item_index(db: &dyn Db, tree: Tree) -> ItemIndex {
     let mut first: IndexMap<(ItemKind, String), Origin> = IndexMap::new();
     for kind in kinds.iter().copied() {
         for item_file in tree.item_files(db) {
-            let entries = item_file_entries(db, item_file.file);
+            let entries = item_file_entries(db, tree, item_file.file);
             for (n, item) in entries.items.iter().enumerate() {
                 if item.kind != kind {
                     continue;
@@ -267,17 +350,21 @@ pub fn raw_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<Raw
     let name = id.name(db);
     let source = *item_index(db, tree).items.get(&kind)?.get(name)?;
     let mut item = match source {
-        ItemSource::Tree { file, index } => item_file_entries(db, file).items.get(index)?.clone(),
+        ItemSource::Tree { file, index } => {
+            item_file_entries(db, tree, file).items.get(index)?.clone()
+        }
         ItemSource::Overlay { file, index } => {
             let e = overlay_document(db, file).entries.get(index)?;
             RawItem {
                 kind,
+                secrets: Vec::new(),
                 name: e.name.clone(),
                 value: e.value.clone(),
                 origin: e.origin.clone(),
             }
         }
     };
+    let mut overlaid = matches!(source, ItemSource::Overlay { .. });
     if let ItemSource::Tree { .. } = source {
         for file in tree.overlays(db) {
             for e in &overlay_document(db, *file).entries {
@@ -285,9 +372,26 @@ pub fn raw_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<Raw
                     let mut v = (*item.value).clone();
                     v.merge_over(&e.value);
                     item.value = Arc::new(v);
+                    overlaid = true;
                 }
             }
         }
+    }
+    if overlaid {
+        // Overlay values decrypt like the tree's; a refusal here is the
+        // overlay's own (its diagnostics are reported with the item).
+        let mut v = (*item.value).clone();
+        let mut ignored = Vec::new();
+        decrypt_fields(
+            db,
+            tree,
+            kind,
+            &mut v,
+            &item.origin,
+            &mut item.secrets,
+            &mut ignored,
+        );
+        item.value = Arc::new(v);
     }
     Some(item)
 }

@@ -22,6 +22,8 @@ pub struct StructuredItem {
     pub resolved: Option<Arc<Value>>,
     pub mods: Vec<ModItem>,
     pub storages: Vec<StorageMapping>,
+    /// Decrypted values with their markers (for emission).
+    pub secrets: Vec<csis_model::models::Secret>,
     pub origin: Option<Origin>,
     pub diags: Vec<Diagnostic>,
 }
@@ -34,6 +36,7 @@ impl StructuredItem {
             item: self.item.clone()?,
             mods: self.mods.clone(),
             storages: self.storages.clone(),
+            secrets: self.secrets.clone(),
         })
     }
 }
@@ -100,6 +103,7 @@ pub fn structured_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Str
     }
     out.item = Some(Arc::new(item));
     out.resolved = Some(Arc::new(value));
+    out.secrets = raw.secrets.clone();
     out.origin = Some(raw.origin.clone());
     out
 }

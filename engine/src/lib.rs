@@ -36,6 +36,7 @@ pub mod reserved;
 pub mod resolve;
 pub mod run;
 pub mod script;
+pub mod secrets;
 pub mod strings;
 pub mod system;
 pub mod workspace;

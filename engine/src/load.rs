@@ -28,7 +28,7 @@ pub fn load_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     }
     out.extend(builders(db, tree).diags.iter().cloned());
     for f in tree.item_files(db) {
-        out.extend(item_file_entries(db, f.file).diags.iter().cloned());
+        out.extend(item_file_entries(db, tree, f.file).diags.iter().cloned());
     }
     let index = item_index(db, tree);
     out.extend(index.diags.iter().cloned());

@@ -54,6 +54,8 @@ pub fn overlay_document(db: &dyn Db, file: SourceFile) -> OverlayDocument {
     out.diags
         .extend(refuse_reserved_names(&path, &doc, &DocPath::root()));
     out.diags.extend(refuse_invalid_config_keys(&path, &doc));
+    out.diags
+        .extend(crate::secrets::refuse_markers_at(&path, &doc, true));
     let kinds = db.registry().item_kinds();
     let allowed = allowed_keys(&kinds);
     let unknown: Vec<&str> = map

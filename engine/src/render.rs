@@ -70,6 +70,8 @@ pub fn resolved_tree(db: &dyn Db, tree: Tree) -> J {
             .filter_map(|id| {
                 let si = structured_item(db, tree, id);
                 let mut j = serde_json::to_value(si.item.as_deref()?).ok()?;
+                // Decrypted values print as their markers.
+                redact(&mut j, &si.secrets);
                 if let J::Object(m) = &mut j {
                     if !si.mods.is_empty() {
                         m.insert("modifications".into(), serde_json::to_value(&si.mods).ok()?);
@@ -116,4 +118,18 @@ pub fn unresolved_tags(v: &J) -> Vec<String> {
     }
     walk(v, "", &mut out);
     out
+}
+
+/// Every string holding a decrypted value, with the plaintext replaced by
+/// its marker.
+fn redact(v: &mut J, secrets: &[csis_model::models::Secret]) {
+    if secrets.is_empty() {
+        return;
+    }
+    match v {
+        J::String(s) => *s = csis_model::models::emit_with(secrets, s),
+        J::Array(a) => a.iter_mut().for_each(|x| redact(x, secrets)),
+        J::Object(m) => m.values_mut().for_each(|x| redact(x, secrets)),
+        _ => {}
+    }
 }

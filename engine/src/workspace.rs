@@ -36,6 +36,41 @@ pub struct Workspace {
     pub read_diags: Vec<Diagnostic>,
 }
 
+/// The identities CSIS_CONFIG_IDENTITY names: an AGE-SECRET-KEY-1 string,
+/// an identity file, or a directory of *.age-identity files.
+fn identities(system: &dyn System) -> std::io::Result<crate::secrets::IdentitySource> {
+    use crate::secrets::{IdentitySource, keys_in};
+    let Some(v) = system.env().get("CSIS_CONFIG_IDENTITY").cloned() else {
+        return Ok(IdentitySource::Unset);
+    };
+    let v = v.trim().to_string();
+    if v.starts_with("AGE-SECRET-KEY-1") {
+        return Ok(IdentitySource::Keys(keys_in(&v)));
+    }
+    let path = Path::new(&v);
+    if system.is_dir(path) {
+        let mut keys = Vec::new();
+        for p in system.list_files(path)? {
+            if p.parent() == Some(path) && p.extension().is_some_and(|e| e == "age-identity") {
+                keys.extend(keys_in(&system.read_to_string(&p)?.unwrap_or_default()));
+            }
+        }
+        return Ok(if keys.is_empty() {
+            IdentitySource::Invalid(format!(
+                "CSIS_CONFIG_IDENTITY={v}: no *.age-identity files in that directory"
+            ))
+        } else {
+            IdentitySource::Keys(keys)
+        });
+    }
+    Ok(match system.read_to_string(path)? {
+        Some(text) if !keys_in(&text).is_empty() => IdentitySource::Keys(keys_in(&text)),
+        _ => IdentitySource::Invalid(format!(
+            "CSIS_CONFIG_IDENTITY={v}: not an AGE-SECRET-KEY-1 string, an identity file or a directory"
+        )),
+    })
+}
+
 /// A diagnostic located in its file.
 pub struct Located {
     pub file: String,
@@ -134,6 +169,7 @@ impl Workspace {
             system.now_unix(),
             meta_files,
             Vec::new(),
+            identities(system)?,
         )
         .cfg_files_durability(Durability::HIGH)
         .item_files_durability(Durability::MEDIUM)

@@ -7,3 +7,4 @@ mod layering;
 mod lineage;
 mod operations;
 mod run;
+mod secrets;

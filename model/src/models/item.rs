@@ -76,4 +76,44 @@ pub struct ItemView {
     pub item: std::sync::Arc<Item>,
     pub mods: Vec<ModItem>,
     pub storages: Vec<StorageMapping>,
+    /// The decrypted values of the item's encrypted fields, each with the
+    /// marker it came from.
+    #[serde(skip)]
+    pub secrets: Vec<Secret>,
+}
+
+impl ItemView {
+    /// A value as it may be emitted: a decrypted value (or a value built
+    /// from one) with the plaintext replaced by its marker.
+    pub fn emit(&self, value: &str) -> String {
+        emit_with(&self.secrets, value)
+    }
+}
+
+/// A decrypted value and the `ENC[age:...]` marker it came from. Debug and
+/// logs never show the plaintext.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Secret {
+    pub plaintext: String,
+    pub marker: String,
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Decrypted('***')")
+    }
+}
+
+/// `value` with every secret's plaintext replaced by its marker, longest
+/// plaintext first (a derived value inherits the ciphertext of its pieces).
+pub fn emit_with(secrets: &[Secret], value: &str) -> String {
+    let mut sorted: Vec<&Secret> = secrets.iter().filter(|s| !s.plaintext.is_empty()).collect();
+    sorted.sort_by_key(|s| std::cmp::Reverse(s.plaintext.len()));
+    let mut out = value.to_string();
+    for s in sorted {
+        if out.contains(&s.plaintext) {
+            out = out.replace(&s.plaintext, &s.marker);
+        }
+    }
+    out
 }

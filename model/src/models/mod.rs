@@ -31,7 +31,7 @@ pub use builders::{
 pub use common::{BuilderModel, NameTyped, RootItem};
 pub use config::{EncryptionConfig, IAConfig, PublicSafeConfig};
 pub use executable::ExecutableModel;
-pub use item::{Item, ItemView, ModItem, PluginItem};
+pub use item::{Item, ItemView, ModItem, PluginItem, Secret, emit_with};
 pub use items::{
     BaseImage, BaseImageImageBuilderSubconfig, Group, Image, ImageImageBuilderSubconfig, Instance,
     ModItemModel, Storage, StorageMapping, User,

@@ -62,7 +62,7 @@ impl DummyBuilder {
                     other => mine(other.type_name()),
                 };
                 if owned {
-                    out.push(view.item.name().to_string());
+                    out.push(view.emit(view.item.name()));
                 }
             }
         }

@@ -370,9 +370,12 @@ pub fn identity(
         if !names_builder(ctx, vct, view.item.type_name(), me.name()) {
             continue;
         }
+        // Encrypted values are emitted as their ciphertext.
+        let e = |s: &str| view.emit(s);
+        let all = |v: &[String]| v.iter().map(|s| e(s)).collect::<Vec<_>>();
         entries.push(match view.item.as_ref() {
-            Item::User(u) => json!({"name": u.root.name(), "first_name": u.first_name, "last_name": u.last_name, "email": u.email, "enabled": u.is_enabled}),
-            Item::Group(g) => json!({"name": g.root.name(), "is_root": g.is_root, "members": g.members, "admins": g.admins, "gid": g.gid}),
+            Item::User(u) => json!({"name": e(u.root.name()), "first_name": e(&u.first_name), "last_name": e(&u.last_name), "email": u.email.as_deref().map(e), "enabled": u.is_enabled}),
+            Item::Group(g) => json!({"name": g.root.name(), "is_root": g.is_root, "members": all(&g.members), "admins": all(&g.admins), "gid": g.gid}),
             _ => continue,
         });
     }

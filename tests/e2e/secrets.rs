@@ -1,0 +1,202 @@
+//! Encrypted values end to end, with real age keys made in the test.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use age::secrecy::ExposeSecret;
+
+fn keypair() -> (String, String) {
+    let id = age::x25519::Identity::generate();
+    (
+        id.to_string().expose_secret().to_string(),
+        id.to_public().to_string(),
+    )
+}
+
+fn encrypt(plain: &str, recipient: &str) -> String {
+    use base64::Engine as _;
+    use std::io::Write;
+    let r: age::x25519::Recipient = recipient.parse().unwrap();
+    let enc = age::Encryptor::with_recipients(std::iter::once(&r as &dyn age::Recipient)).unwrap();
+    let mut out = Vec::new();
+    let mut w = enc.wrap_output(&mut out).unwrap();
+    w.write_all(plain.as_bytes()).unwrap();
+    w.finish().unwrap();
+    format!(
+        "ENC[age:{}]",
+        base64::engine::general_purpose::STANDARD.encode(out)
+    )
+}
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+/// A tree whose users and group rosters are encrypted to `recipient`.
+fn tree(recipient: &str) -> tempfile::TempDir {
+    let t = tempfile::tempdir().unwrap();
+    let r = t.path();
+    write(
+        r,
+        "cfg/_config.yml",
+        &format!("id: secret\nencryption:\n  recipients: [{recipient}]\n"),
+    );
+    write(
+        r,
+        "cfg/builders.yml",
+        "runtime_builders:\n  - {name: here, type: local, is_default: true, default_machine_type: small}\ngroup_builders:\n  - {name: unix, type: basic, is_default: true}\nuser_builders:\n  - {name: people, type: basic, is_default: true, email_as_username: false, email_domain: example.com, default_user_email_template: \"{{ user.name }}@{{ builder.email_domain }}\"}\n",
+    );
+    write(
+        r,
+        "groups/people.yml",
+        &format!(
+            "users:\n  - name: \"{}\"\n    first_name: \"{}\"\n    last_name: Quietly\n  - name: blake.bravo\n    first_name: Blake\n    last_name: Bravo\ngroups:\n  - name: ops\n    is_root: true\n    members: [\"{}\", blake.bravo]\n",
+            encrypt("sable.secret", recipient),
+            encrypt("Sable", recipient),
+            encrypt("sable.secret", recipient),
+        ),
+    );
+    t
+}
+
+fn csis(root: &Path, identity: Option<&str>, args: &[&str]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_csis"));
+    c.current_dir(root)
+        .arg("--root-dir")
+        .arg(root)
+        .args(args)
+        .env("CSIS_NOW", "1796226804");
+    match identity {
+        Some(i) => c.env("CSIS_CONFIG_IDENTITY", i),
+        None => c.env_remove("CSIS_CONFIG_IDENTITY"),
+    };
+    c.output().unwrap()
+}
+
+fn all_text(dir: &Path) -> String {
+    let mut out = String::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push_str(&String::from_utf8_lossy(&std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn encrypted_values_load_and_never_reach_the_generated_tree() {
+    let (key, recipient) = keypair();
+    let t = tree(&recipient);
+    let r = t.path();
+    let out = csis(r, Some(&key), &["--brief", "validate"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // render shows markers, never the plaintext
+    let render = csis(r, Some(&key), &["config", "render", "--format", "json"]);
+    let text = String::from_utf8_lossy(&render.stdout).to_string();
+    assert!(
+        !text.contains("sable.secret") && !text.contains("Sable"),
+        "{text}"
+    );
+    assert!(text.contains("ENC[age:"), "{text}");
+    // a run emits ciphertext; no plaintext under generated/ or meta-state/
+    let run = csis(r, Some(&key), &["run", "all"]);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let emitted = all_text(&r.join("generated")) + &all_text(&r.join("meta-state"));
+    for plain in ["sable.secret", "Sable"] {
+        assert!(
+            !emitted.contains(plain),
+            "{plain} reached the generated tree"
+        );
+    }
+    assert!(emitted.contains("ENC[age:"));
+    assert!(
+        emitted.contains("blake.bravo"),
+        "clear values are emitted as written"
+    );
+}
+
+#[test]
+fn identities_in_three_forms_and_the_refusals() {
+    let (key, recipient) = keypair();
+    let (other, _) = keypair();
+    let t = tree(&recipient);
+    let r = t.path();
+    let brief = |identity: Option<&str>| {
+        let o = csis(r, identity, &["--brief", "validate"]);
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).to_string(),
+        )
+    };
+    // no identity: refused, naming the value's path
+    let (code, err) = brief(None);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("groups/people.yml:2:11: groups/people.yml: users[0].name: an encrypted value is present but CSIS_CONFIG_IDENTITY is not set"), "{err}");
+    // an identity that opens nothing
+    let (code, err) = brief(Some(&other));
+    assert_eq!(code, Some(1));
+    assert!(err.contains("users[0].first_name: no identity in CSIS_CONFIG_IDENTITY can decrypt this value (1 tried; it was encrypted to other recipients)"), "{err}");
+    // an identity file (age-keygen layout) and a directory of *.age-identity
+    let keys = tempfile::tempdir().unwrap();
+    let file = keys.path().join("me.txt");
+    std::fs::write(
+        &file,
+        format!("# created: now\n# public key: {recipient}\n{key}\n"),
+    )
+    .unwrap();
+    assert_eq!(brief(Some(file.to_str().unwrap())).0, Some(0));
+    std::fs::write(keys.path().join("a.age-identity"), format!("{other}\n")).unwrap();
+    std::fs::write(keys.path().join("b.age-identity"), format!("{key}\n")).unwrap();
+    assert_eq!(brief(Some(keys.path().to_str().unwrap())).0, Some(0));
+    let empty = tempfile::tempdir().unwrap();
+    let (_, err) = brief(Some(empty.path().to_str().unwrap()));
+    assert!(
+        err.contains("no *.age-identity files in that directory"),
+        "{err}"
+    );
+    let (_, err) = brief(Some("/nowhere/at/all"));
+    assert!(err.contains("CSIS_CONFIG_IDENTITY=/nowhere/at/all: not an AGE-SECRET-KEY-1 string, an identity file or a directory"), "{err}");
+}
+
+#[test]
+fn markers_where_none_may_stand_are_refused_without_an_identity() {
+    let (_, recipient) = keypair();
+    let t = tree(&recipient);
+    let r = t.path();
+    let m = encrypt("x", &recipient);
+    write(
+        r,
+        "storages/s.yml",
+        &format!("storages:\n  - name: \"{m}\"\n    description: \"see {m}\"\n"),
+    );
+    let o = csis(r, None, &["--brief", "validate"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(
+            "storages/s.yml: storages[0].name: a declaration's 'name' may not be encrypted"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("storages/s.yml: storages[0].description: an encrypted value is embedded in a longer string; make the marker the ENTIRE value"), "{err}");
+}
