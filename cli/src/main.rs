@@ -114,6 +114,22 @@ enum Command {
         #[arg(long)]
         retention: bool,
     },
+    /// Encrypt, in place, every value under the named keys of each file to
+    /// encryption.recipients (byte-preserving; markers, templates, empty
+    /// values and nested blocks are left alone).
+    Encrypt {
+        /// Comma-separated keys, e.g. name,first_name,last_name,email.
+        #[arg(long, value_delimiter = ',', required = true)]
+        fields: Vec<String>,
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Re-encrypt every marker in the tree to the current recipients; the
+    /// first marker no identity opens stops it, changing nothing.
+    Reencrypt,
+    /// List every marker in the tree and whether CSIS_CONFIG_IDENTITY
+    /// opens it; exit 1 when one does not open.
+    DecryptCheck,
     /// Lineage: the recorded builds.
     Lineage {
         #[command(subcommand)]
@@ -284,6 +300,9 @@ fn main() -> ExitCode {
         Command::Run(args) => run(ws, args),
         Command::Plan { selection, format } => plan(&ws, selection, *format),
         Command::Lineage { command } => lineage(&ws, command),
+        Command::Encrypt { fields, files } => outcome(encrypt(&ws, fields, files)),
+        Command::Reencrypt => outcome(reencrypt(&ws)),
+        Command::DecryptCheck => outcome(decrypt_check(&ws)),
         Command::Upgrade {
             kind,
             name,
@@ -477,4 +496,92 @@ fn outcome(result: Result<String, String>) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+fn recipients(ws: &Workspace) -> Result<Vec<String>, String> {
+    let path = ws.root.join("cfg/_config.yml");
+    let text = csis_engine::system::System::read_to_string(&OsSystem, &path)
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .ok_or_else(|| format!("{} does not exist", path.display()))?;
+    csis_engine::secrets::recipients_from_config(&text)
+}
+
+fn encrypt(ws: &Workspace, fields: &[String], files: &[PathBuf]) -> Result<String, String> {
+    use csis_engine::system::System;
+    let recipients = recipients(ws)?;
+    let mut out = Vec::new();
+    for file in files {
+        let text = OsSystem
+            .read_to_string(file)
+            .map_err(|e| format!("{}: {e}", file.display()))?
+            .ok_or_else(|| format!("{} does not exist", file.display()))?;
+        let (new, n) = csis_engine::secrets::encrypt_fields_in_text(&text, fields, &mut |p| {
+            csis_engine::secrets::encrypt(p, &recipients)
+        })?;
+        if n > 0 {
+            OsSystem
+                .write_atomic(file, new.as_bytes(), false)
+                .map_err(|e| e.to_string())?;
+        }
+        out.push(format!(
+            "encrypt: {}: {n} value(s) encrypted",
+            file.display()
+        ));
+    }
+    Ok(out.join("\n"))
+}
+
+fn reencrypt(ws: &Workspace) -> Result<String, String> {
+    use csis_engine::system::System;
+    let recipients = recipients(ws)?;
+    let identities = ws.tree.identities(&ws.db);
+    // Every file first; nothing is written unless every marker opened.
+    let mut changed = Vec::new();
+    let mut total = 0;
+    for (path, text) in ws.config_files() {
+        let (new, n) = csis_engine::secrets::rotate_text(&text, identities, &recipients)
+            .map_err(|e| format!("reencrypt: {path}: {e}; nothing was changed"))?;
+        if n > 0 {
+            total += n;
+            changed.push((path, new));
+        }
+    }
+    for (path, new) in &changed {
+        OsSystem
+            .write_atomic(&ws.root.join(path), new.as_bytes(), false)
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(format!(
+        "reencrypt: {total} marker(s) in {} file(s) now encrypted to {} recipient(s)",
+        changed.len(),
+        recipients.len()
+    ))
+}
+
+fn decrypt_check(ws: &Workspace) -> Result<String, String> {
+    let identities = ws.tree.identities(&ws.db);
+    let mut lines = Vec::new();
+    let mut closed = 0;
+    for (path, text) in ws.config_files() {
+        for (line, marker) in csis_engine::secrets::markers_in(&text) {
+            match csis_engine::secrets::decrypt(&marker, identities) {
+                Ok(_) => lines.push(format!("{path}:{line}: opens")),
+                Err(e) => {
+                    closed += 1;
+                    lines.push(format!("{path}:{line}: cannot open: {e}"));
+                }
+            }
+        }
+    }
+    if closed > 0 {
+        return Err(format!(
+            "{}\ndecrypt-check: {closed} marker(s) do not open",
+            lines.join("\n")
+        ));
+    }
+    lines.push(format!(
+        "decrypt-check: every marker opens ({})",
+        lines.len()
+    ));
+    Ok(lines.join("\n"))
 }

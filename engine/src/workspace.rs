@@ -219,6 +219,20 @@ impl Workspace {
         true
     }
 
+    /// The configuration's own YAML files (cfg/ and the item
+    /// directories), by path relative to the root, with their text.
+    pub fn config_files(&self) -> Vec<(String, Arc<str>)> {
+        let tree = self.tree;
+        let mut out: Vec<(String, Arc<str>)> = tree
+            .cfg_files(&self.db)
+            .iter()
+            .chain(tree.item_files(&self.db).iter().map(|f| &f.file))
+            .map(|f| (f.path(&self.db).to_string(), f.text(&self.db).clone()))
+            .collect();
+        out.sort();
+        out
+    }
+
     pub fn file(&self, path: &str) -> Option<SourceFile> {
         self.files.get(path).copied()
     }

@@ -200,3 +200,183 @@ fn markers_where_none_may_stand_are_refused_without_an_identity() {
     );
     assert!(err.contains("storages/s.yml: storages[0].description: an encrypted value is embedded in a longer string; make the marker the ENTIRE value"), "{err}");
 }
+
+#[test]
+fn encrypt_then_reencrypt_to_a_new_recipient() {
+    let (key, recipient) = keypair();
+    let t = tempfile::tempdir().unwrap();
+    let r = t.path();
+    write(
+        r,
+        "cfg/_config.yml",
+        &format!(
+            "id: s\nencryption:\n  recipients: [{recipient}]\nruntime_builders:\n  - {{name: here, type: local, is_default: true, default_machine_type: s}}\nuser_builders:\n  - {{name: people, type: basic, is_default: true, email_as_username: false}}\n"
+        ),
+    );
+    let roster = "users:\n  - name: quinn.q  # the login\n    first_name: Quinn\n    last_name: 'Q'\n    email: quinn@example.com\n";
+    write(r, "groups/people.yml", roster);
+    let out = csis(
+        r,
+        None,
+        &[
+            "encrypt",
+            "--fields",
+            "first_name,last_name,email",
+            "groups/people.yml",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("groups/people.yml: 3 value(s) encrypted")
+    );
+    let text = std::fs::read_to_string(r.join("groups/people.yml")).unwrap();
+    assert!(
+        text.starts_with("users:\n  - name: quinn.q  # the login\n    first_name: \"ENC[age:"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("Quinn") && !text.contains("quinn@example.com"),
+        "{text}"
+    );
+    assert_eq!(csis(r, Some(&key), &["validate"]).status.code(), Some(0));
+
+    // Rotate to a new recipient: the old key no longer opens anything.
+    let (new_key, new_recipient) = keypair();
+    write(
+        r,
+        "cfg/_config.yml",
+        &std::fs::read_to_string(r.join("cfg/_config.yml"))
+            .unwrap()
+            .replace(&recipient, &new_recipient),
+    );
+    let out = csis(r, Some(&new_key), &["reencrypt"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the new key cannot open the old markers"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing was changed"));
+    assert_eq!(
+        std::fs::read_to_string(r.join("groups/people.yml")).unwrap(),
+        text
+    );
+    let out = csis(r, Some(&key), &["reencrypt"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("reencrypt: 3 marker(s) in 1 file(s) now encrypted to 1 recipient(s)")
+    );
+    let check = csis(r, Some(&new_key), &["decrypt-check"]);
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&check.stdout).contains("decrypt-check: every marker opens (3)")
+    );
+    let old = csis(r, Some(&key), &["decrypt-check"]);
+    assert_eq!(old.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&old.stderr).contains("groups/people.yml:3: cannot open: no identity in CSIS_CONFIG_IDENTITY can decrypt this value"));
+}
+
+/// Interoperability with the age reference tool, both ways.
+#[test]
+fn markers_interoperate_with_the_age_command() {
+    use std::io::Write;
+    let t = tempfile::tempdir().unwrap();
+    let keyfile = t.path().join("key.txt");
+    let keygen = Command::new("age-keygen")
+        .arg("-o")
+        .arg(&keyfile)
+        .output()
+        .expect("age-keygen (Debian package age) must be installed");
+    assert!(
+        keygen.status.success(),
+        "{}",
+        String::from_utf8_lossy(&keygen.stderr)
+    );
+    let keytext = std::fs::read_to_string(&keyfile).unwrap();
+    let recipient = keytext
+        .lines()
+        .find_map(|l| l.strip_prefix("# public key: "))
+        .unwrap()
+        .to_string();
+    // age -r ... | base64: opens in csis
+    let mut child = Command::new("age")
+        .args(["-r", &recipient])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"Morgan").unwrap();
+    let cipher = child.wait_with_output().unwrap().stdout;
+    use base64::Engine as _;
+    let marker = format!(
+        "ENC[age:{}]",
+        base64::engine::general_purpose::STANDARD.encode(&cipher)
+    );
+    let r = tree(&recipient);
+    let people = r.path().join("groups/people.yml");
+    let text = std::fs::read_to_string(&people).unwrap();
+    std::fs::write(
+        &people,
+        text.replace("first_name: Blake", &format!("first_name: \"{marker}\"")),
+    )
+    .unwrap();
+    let out = csis(
+        r.path(),
+        Some(keyfile.to_str().unwrap()),
+        &["--brief", "validate"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // csis's markers: base64 -d | age -d
+    let ours = std::fs::read_to_string(&people).unwrap();
+    let csis_marker = ours
+        .split("first_name: \"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .to_string();
+    let payload = csis_marker
+        .strip_prefix("ENC[age:")
+        .unwrap()
+        .strip_suffix(']')
+        .unwrap();
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(payload)
+        .unwrap();
+    let mut child = Command::new("age")
+        .args(["-d", "-i", keyfile.to_str().unwrap()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&bytes).unwrap();
+    let plain = child.wait_with_output().unwrap();
+    assert!(
+        plain.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&plain.stdout), "Sable");
+}
