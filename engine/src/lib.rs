@@ -30,6 +30,7 @@ pub mod meta_state;
 pub mod operations;
 pub mod overlay;
 pub mod plan;
+pub mod public_safe;
 pub mod registry;
 pub mod render;
 pub mod reserved;

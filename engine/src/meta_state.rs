@@ -57,6 +57,19 @@ pub fn write(
         "# csis meta-state: {file}. Written by csis; change it through csis commands.\n{}",
         to_yaml(&J::Object(value.clone()))
     );
+    // Refused when a hard public-safe rule matches what would be written:
+    // nothing is written then.
+    let config = system
+        .read_to_string(&root.join("cfg/_config.yml"))
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let allow = crate::public_safe::Allow::from_config_text(&config);
+    let rel = format!("{DIR}/{file}");
+    let findings = crate::public_safe::scan_text(&rel, &text, &allow, true);
+    if !findings.is_empty() {
+        return Err(crate::public_safe::refusal(&rel, &findings));
+    }
     system
         .write_atomic(&p, text.as_bytes(), false)
         .map_err(|e| format!("{}: {e}", p.display()))
@@ -100,6 +113,35 @@ mod tests {
         assert_eq!(runs.len(), 200);
         assert_eq!(runs[0]["run"], "r5");
         assert_eq!(runs[199]["run"], "r204");
+    }
+
+    #[test]
+    fn a_write_a_hard_rule_matches_is_refused_and_writes_nothing() {
+        let sys = MemorySystem::new();
+        let root = Path::new("/r");
+        record_run(&sys, root, serde_json::json!({"run": "r1", "ok": true})).unwrap();
+        let before = sys.read(&path(root, "runs.yaml"));
+        let err = record_run(
+            &sys,
+            root,
+            serde_json::json!({"run": "r2", "error": "AKIAIOSFODNN7EXAMPLE leaked"}),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            "Refusing meta-state/runs.yaml: material that must not be public -- meta-state/runs.yaml: aws-access-key: AKIAIO (public-safe by construction; allow a value by decision in cfg/_config.yml public_safe.allow)"
+        );
+        assert_eq!(sys.read(&path(root, "runs.yaml")), before);
+        sys.write(
+            &root.join("cfg/_config.yml"),
+            "id: x\npublic_safe:\n  allow: [AKIAIOSFODNN7EXAMPLE]\n",
+        );
+        record_run(
+            &sys,
+            root,
+            serde_json::json!({"run": "r2", "error": "AKIAIOSFODNN7EXAMPLE leaked"}),
+        )
+        .unwrap();
     }
 
     #[test]
