@@ -130,6 +130,16 @@ enum Command {
     /// List every marker in the tree and whether CSIS_CONFIG_IDENTITY
     /// opens it; exit 1 when one does not open.
     DecryptCheck,
+    /// Scan the tree (or PATH, or git's index with --staged) for material
+    /// that must not be public; exit 3 on a finding.
+    PublicSafe {
+        path: Option<PathBuf>,
+        #[arg(long)]
+        staged: bool,
+        /// Install a git pre-commit hook that runs `public-safe --staged`.
+        #[arg(long)]
+        install_hook: bool,
+    },
     /// Lineage: the recorded builds.
     Lineage {
         #[command(subcommand)]
@@ -154,6 +164,10 @@ struct RunArgs {
     /// Generate only: skip the apply step.
     #[arg(long)]
     no_apply: bool,
+    /// After a successful run, commit meta-state/ and the generated tree
+    /// (in a git repository, after the public-safe gate).
+    #[arg(long)]
+    commit: bool,
     #[command(flatten)]
     selection: Selection,
 }
@@ -302,6 +316,11 @@ fn main() -> ExitCode {
         Command::Lineage { command } => lineage(&ws, command),
         Command::Encrypt { fields, files } => outcome(encrypt(&ws, fields, files)),
         Command::Reencrypt => outcome(reencrypt(&ws)),
+        Command::PublicSafe {
+            path,
+            staged,
+            install_hook,
+        } => public_safe(&ws, path.as_deref(), *staged, *install_hook),
         Command::DecryptCheck => outcome(decrypt_check(&ws)),
         Command::Upgrade {
             kind,
@@ -392,6 +411,7 @@ fn run(ws: Workspace, args: &RunArgs) -> ExitCode {
         options: args.selection.options(!args.no_dry_run),
         no_apply: args.no_apply,
         csis: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("csis")),
+        commit: args.commit,
     };
     let summary = csis_engine::run::run(&ws, &OsSystem, &req, &mut |level, line| match level {
         Level::Info => eprintln!("{line}"),
@@ -584,4 +604,47 @@ fn decrypt_check(ws: &Workspace) -> Result<String, String> {
         lines.len()
     ));
     Ok(lines.join("\n"))
+}
+
+fn public_safe(
+    ws: &Workspace,
+    path: Option<&std::path::Path>,
+    staged: bool,
+    install: bool,
+) -> ExitCode {
+    use csis_engine::commit;
+    if install {
+        return outcome(commit::install_hook(&OsSystem, &ws.root));
+    }
+    let scanned = if staged {
+        commit::scan_staged(&OsSystem, &ws.root)
+    } else {
+        let under = path.map_or_else(|| ws.root.clone(), |p| ws.root.join(p));
+        commit::scan_tree(&OsSystem, &ws.root, &under)
+    };
+    match scanned {
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+        Ok((n, findings)) if findings.is_empty() => {
+            println!("public-safe: {n} file(s) scanned, no findings");
+            ExitCode::SUCCESS
+        }
+        Ok((_, findings)) => {
+            for f in &findings {
+                eprintln!("{f}");
+            }
+            let what = if staged {
+                "the staged files"
+            } else {
+                "the tree"
+            };
+            eprintln!(
+                "error: {}",
+                csis_engine::public_safe::refusal(what, &findings)
+            );
+            ExitCode::from(3)
+        }
+    }
 }

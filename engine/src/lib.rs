@@ -16,6 +16,7 @@
 pub mod builders;
 pub mod cfg;
 pub mod clock;
+pub mod commit;
 pub mod db;
 pub mod emit;
 pub mod files;

@@ -30,6 +30,8 @@ pub struct RunRequest {
     pub no_apply: bool,
     /// The binary deferred `"$CSIS"` steps run (this executable).
     pub csis: PathBuf,
+    /// `--commit`: commit meta-state/ and the generated tree after the run.
+    pub commit: bool,
 }
 
 /// One lifecycle's generation outcome.
@@ -479,16 +481,9 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// Write the summary and the journal, then call the on-summary hooks.
-    fn finish(self, summary: RunSummary) -> RunSummary {
-        let json = serde_json::to_string_pretty(&summary).unwrap_or_else(|_| "{}".into());
-        if let Err(e) = self.system.write_atomic(
-            &self.gen_dir.join("run-summary.json"),
-            format!("{json}\n").as_bytes(),
-            false,
-        ) {
-            (self.log)(Level::Error, format!("Could not write run summary: {e}"));
-        }
+    /// Record the run in the journal, commit when asked, write the summary,
+    /// then call the on-summary hooks.
+    fn finish(mut self, summary: RunSummary) -> RunSummary {
         let entry = json!({
             "run": summary.run_id,
             "requested": summary.requested,
@@ -498,6 +493,18 @@ impl Runner<'_> {
             "error": summary.error,
         });
         if let Err(e) = meta_state::record_run(self.system, &self.ws.root, entry) {
+            (self.log)(Level::Error, format!("Could not write run summary: {e}"));
+        }
+        let mut summary = summary;
+        if self.req.commit && summary.ok {
+            self.commit(&mut summary);
+        }
+        let json = serde_json::to_string_pretty(&summary).unwrap_or_else(|_| "{}".into());
+        if let Err(e) = self.system.write_atomic(
+            &self.gen_dir.join("run-summary.json"),
+            format!("{json}\n").as_bytes(),
+            false,
+        ) {
             (self.log)(Level::Error, format!("Could not write run summary: {e}"));
         }
         for h in self.ws.db.registry().run_hooks() {
@@ -543,6 +550,58 @@ pub fn validation(ws: &Workspace, run: RunInput) -> (Vec<String>, Vec<String>) {
         errors.extend(hooks.validators(&ctx));
     }
     (warnings, errors)
+}
+
+impl Runner<'_> {
+    /// `--commit`: meta-state/ and the generated tree, after the gate.
+    fn commit(&mut self, summary: &mut RunSummary) {
+        let message = format!(
+            "csis run {}: {}",
+            summary.run_id,
+            summary.requested.join(", ")
+        );
+        let plaintexts = decrypted_plaintexts(self.ws);
+        let log = &mut self.log;
+        let outcome = crate::commit::commit_meta_state(
+            self.system,
+            &self.ws.root,
+            &self.gen_dir_name,
+            &message,
+            &plaintexts,
+            &mut |w| log(Level::Warn, w),
+        );
+        match outcome {
+            Ok(crate::commit::CommitOutcome::Committed(sha)) => {
+                (self.log)(Level::Info, format!("meta-state commit: {sha}"));
+                summary.meta_state_commit = Some(sha);
+            }
+            Ok(crate::commit::CommitOutcome::NothingChanged) => {
+                (self.log)(Level::Info, "meta-state commit: nothing changed".into());
+            }
+            Ok(crate::commit::CommitOutcome::Skipped(why)) => (self.log)(Level::Warn, why),
+            Err(e) => {
+                (self.log)(Level::Error, e.clone());
+                summary.ok = false;
+                summary.error = Some(e);
+            }
+        }
+    }
+}
+
+/// Every plaintext the load decrypted, for the commit's search.
+fn decrypted_plaintexts(ws: &Workspace) -> Vec<String> {
+    let db = &ws.db;
+    let mut out = Vec::new();
+    for kind in db.registry().item_kinds() {
+        for name in crate::items::item_index(db, ws.tree).names(kind) {
+            let id = crate::items::ItemId::new(db, kind, name.clone());
+            let si = crate::items_model::structured_item(db, ws.tree, id);
+            out.extend(si.secrets.iter().map(|s| s.plaintext.clone()));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// Every builder, constructed, in hook order (for the finalize hooks).

@@ -2,6 +2,7 @@
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
 mod cases;
+mod commit;
 mod example;
 mod layering;
 mod lineage;
