@@ -65,6 +65,17 @@ pub fn structured_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Str
     fill_defaults(kind, &mut value, b);
     let ctx = smart_context(db, tree, kind, &value, b);
     resolve_item(kind, &mut value, &ctx, &Renderer::new());
+    let mut secrets = raw.secrets.clone();
+    if kind == ItemKind::USERS {
+        open_derived_email(
+            db,
+            tree,
+            &mut value,
+            &raw.origin,
+            &mut secrets,
+            &mut out.diags,
+        );
+    }
     let Some(map) = value.as_map() else {
         return out;
     };
@@ -103,9 +114,49 @@ pub fn structured_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Str
     }
     out.item = Some(Arc::new(item));
     out.resolved = Some(Arc::new(value));
-    out.secrets = raw.secrets.clone();
+    out.secrets = secrets;
     out.origin = Some(raw.origin.clone());
     out
+}
+
+/// An email derived from an encrypted piece (the user builder's
+/// `email_domain` written as a marker) holds that marker after resolution:
+/// open it, and remember the piece so the address is emitted with its
+/// ciphertext.
+fn open_derived_email(
+    db: &dyn Db,
+    tree: Tree,
+    value: &mut Value,
+    origin: &Origin,
+    secrets: &mut Vec<csis_model::models::Secret>,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let Some(Value::Scalar { text, .. }) = value.as_map_mut().and_then(|m| m.get_mut("email"))
+    else {
+        return;
+    };
+    for (_, marker) in crate::secrets::markers_in(text) {
+        if text.trim() == marker {
+            continue; // a whole marker is the email field's own, already opened
+        }
+        match crate::secrets::decrypt(&marker, tree.identities(db)) {
+            Ok(plain) => {
+                *text = text.replace(&marker, &plain);
+                secrets.push(csis_model::models::Secret {
+                    plaintext: plain,
+                    marker,
+                });
+            }
+            Err(e) => diags.push(
+                Diagnostic::error(format!(
+                    "{}: {}: {e}",
+                    origin.file,
+                    origin.path.key("email")
+                ))
+                .at(origin.key("email")),
+            ),
+        }
+    }
 }
 
 /// The SmartContext of an item: its builder, and the objects its foreign

@@ -380,3 +380,37 @@ fn markers_interoperate_with_the_age_command() {
     );
     assert_eq!(String::from_utf8_lossy(&plain.stdout), "Sable");
 }
+
+#[test]
+fn an_email_built_from_an_encrypted_domain_inherits_its_ciphertext() {
+    let (key, recipient) = keypair();
+    let t = tree(&recipient);
+    let r = t.path();
+    let builders = std::fs::read_to_string(r.join("cfg/builders.yml")).unwrap();
+    let domain = encrypt("hidden-corp.com", &recipient);
+    std::fs::write(
+        r.join("cfg/builders.yml"),
+        builders.replace(
+            "email_domain: example.com",
+            &format!("email_domain: \"{domain}\""),
+        ),
+    )
+    .unwrap();
+    let out = csis(r, Some(&key), &["config", "render", "--format", "json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tree: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let blake = tree["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["first_name"] == "Blake")
+        .unwrap();
+    let email = blake["email"].as_str().unwrap();
+    assert!(email.starts_with("blake.bravo@ENC[age:"), "{email}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("hidden-corp.com"));
+}
