@@ -318,13 +318,14 @@ impl Runner<'_> {
         &self,
         lifecycle: &str,
         cmd: &csis_plugin_api::Command,
+        dir: &std::path::Path,
     ) -> Result<(String, ProcessOutput), String> {
         let b = builders(&self.ws.db, self.ws.tree);
         let line = script::command_line(cmd, &b.executables)?;
         let (binary, args) = script::argv(cmd, &b.executables)?;
         let env = self.command_env(lifecycle);
         let args = args.iter().map(|a| script::expand(a, &env)).collect();
-        let dir = self.gen_dir.join(lifecycle);
+        let dir = dir.to_path_buf();
         let process = Process {
             program: binary
                 .map(PathBuf::from)
@@ -345,8 +346,9 @@ impl Runner<'_> {
 
     /// Run-now commands (formatters, validators), in hook order.
     fn run_build_commands(&mut self, lifecycle: &str, em: &Emission) -> Result<(), String> {
+        let dir = self.gen_dir.join(lifecycle);
         for cmd in &em.build {
-            let (line, out) = self.execute(lifecycle, cmd)?;
+            let (line, out) = self.execute(lifecycle, cmd, &dir)?;
             if out.code != Some(0) {
                 for l in out.stdout.lines().chain(out.stderr.lines()) {
                     (self.log)(Level::Warn, format!("[{lifecycle}] {l}"));
@@ -451,6 +453,7 @@ impl Runner<'_> {
             h.before_apply(name)
                 .map_err(|e| format!("[{name}] before-apply hook {} failed: {e}", h.name()))?;
         }
+        let mirror = self.materialize(name, em)?;
         for (phase, cmds) in by_phase(&em.deferred) {
             let at = format!("{name}/{}", phase.as_str());
             finalize_hooks(builder_objs, phase, true).map_err(|e| format!("[{at}] {e}"))?;
@@ -458,7 +461,9 @@ impl Runner<'_> {
                 let b = builders(&self.ws.db, self.ws.tree);
                 let line = script::command_line(cmd, &b.executables)?;
                 self.info(format!("[{at}] executing {line}"));
-                let (line, out) = self.execute(name, cmd).map_err(|e| format!("[{at}] {e}"))?;
+                let (line, out) = self
+                    .execute(name, cmd, &mirror)
+                    .map_err(|e| format!("[{at}] {e}"))?;
                 for l in out.stdout.lines() {
                     self.info(format!("[{at}] {l}"));
                 }
@@ -474,6 +479,7 @@ impl Runner<'_> {
             }
             finalize_hooks(builder_objs, phase, false).map_err(|e| format!("[{at}] {e}"))?;
         }
+        self.copy_back_lock_files(name, &mirror)?;
         for h in hooks {
             h.after_apply(name)
                 .map_err(|e| format!("[{name}] after-apply hook {} failed: {e}", h.name()))?;
@@ -553,6 +559,73 @@ pub fn validation(ws: &Workspace, run: RunInput) -> (Vec<String>, Vec<String>) {
 }
 
 impl Runner<'_> {
+    /// The private mirror a real run executes from: the lifecycle's
+    /// directory at `_private/<lifecycle>/` beside generated/, with every
+    /// `ENC[age:...]` marker replaced by its plaintext, kept in step
+    /// incrementally. Only `.terraform.lock.hcl` files are ever copied back.
+    /// In a git repository `_private/` is appended to the root's .gitignore.
+    fn materialize(&mut self, name: &str, em: &Emission) -> Result<PathBuf, String> {
+        let identities = self.ws.tree.identities(&self.ws.db);
+        let mut files = BTreeMap::new();
+        for (path, bytes) in &em.files {
+            let text = String::from_utf8_lossy(bytes);
+            let mut plain = text.to_string();
+            for (line, marker) in crate::secrets::markers_in(&text) {
+                let opened = crate::secrets::decrypt(&marker, identities)
+                    .map_err(|e| format!("[{name}] materialise: {path}:{line}: {e}"))?;
+                plain = plain.replacen(&marker, &opened, 1);
+            }
+            files.insert(
+                path.clone(),
+                std::sync::Arc::<[u8]>::from(plain.into_bytes()),
+            );
+        }
+        let mirror = self.ws.root.join("_private").join(name);
+        sync_dir(self.system, &mirror, &files, &em.executables, &|_| false)
+            .map_err(|e| format!("[{name}] materialise: {e}"))?;
+        if self.system.is_dir(&self.ws.root.join(".git")) {
+            let ignore = self.ws.root.join(".gitignore");
+            let current = self
+                .system
+                .read_to_string(&ignore)
+                .ok()
+                .flatten()
+                .unwrap_or_default();
+            if !current.lines().any(|l| l.trim() == "_private/") {
+                let sep = if current.is_empty() || current.ends_with('\n') {
+                    ""
+                } else {
+                    "\n"
+                };
+                let updated = format!("{current}{sep}_private/\n");
+                self.system
+                    .write_atomic(&ignore, updated.as_bytes(), false)
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(mirror)
+    }
+
+    /// After execution: the lock files terraform wrote in the mirror go
+    /// back to the generated tree; nothing else does.
+    fn copy_back_lock_files(&self, name: &str, mirror: &std::path::Path) -> Result<(), String> {
+        for p in self.system.list_files(mirror).map_err(|e| e.to_string())? {
+            if p.file_name().is_some_and(|f| f == ".terraform.lock.hcl") {
+                let rel = p.strip_prefix(mirror).unwrap_or(&p);
+                if let Some(bytes) = self.system.read_bytes(&p).map_err(|e| e.to_string())? {
+                    write_if_changed(
+                        self.system,
+                        &self.gen_dir.join(name).join(rel),
+                        &bytes,
+                        false,
+                    )
+                    .map_err(|e| e.to_string())?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// `--commit`: meta-state/ and the generated tree, after the gate.
     fn commit(&mut self, summary: &mut RunSummary) {
         let message = format!(

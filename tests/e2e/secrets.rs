@@ -414,3 +414,39 @@ fn an_email_built_from_an_encrypted_domain_inherits_its_ciphertext() {
     assert!(email.starts_with("blake.bravo@ENC[age:"), "{email}");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("hidden-corp.com"));
 }
+
+#[test]
+fn a_real_run_executes_from_a_private_mirror_with_the_plaintext() {
+    let (key, recipient) = keypair();
+    let t = tree(&recipient);
+    let r = t.path();
+    assert!(
+        Command::new("git")
+            .current_dir(r)
+            .args(["init", "-q"])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = csis(r, Some(&key), &["run", "identity", "--no-dry-run"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The step ran on the plaintext (the local store holds it)...
+    let users = std::fs::read_to_string(r.join(".csis-local/identity/users.json")).unwrap();
+    assert!(
+        users.contains("sable.secret") && users.contains("Sable"),
+        "{users}"
+    );
+    let mirrored = all_text(&r.join("_private/identity"));
+    assert!(mirrored.contains("sable.secret"));
+    // ...the generated tree and meta-state still hold none, and the mirror
+    // is ignored by git.
+    let emitted = all_text(&r.join("generated")) + &all_text(&r.join("meta-state"));
+    assert!(!emitted.contains("sable.secret") && !emitted.contains("Sable"));
+    let ignore = std::fs::read_to_string(r.join(".gitignore")).unwrap();
+    assert!(ignore.lines().any(|l| l == "_private/"), "{ignore}");
+}
