@@ -24,6 +24,8 @@ pub struct Builders {
     pub defaults: BTreeMap<Vct, String>,
     /// Alias to name per classification.
     aliases: BTreeMap<Vct, BTreeMap<String, String>>,
+    /// Where each builder is declared, by classification and name.
+    pub origins: BTreeMap<(Vct, String), Origin>,
     pub executables: IndexMap<String, ExecutableModel>,
     pub config: Option<Arc<IAConfig>>,
     pub diags: Vec<Diagnostic>,
@@ -273,6 +275,8 @@ fn read_builder_list(
                 );
             }
         }
+        out.origins
+            .insert((vct.sanitize(), bname.clone()), origin.clone());
         class.insert(bname, Arc::new(decl));
     }
     match defaults.as_slice() {

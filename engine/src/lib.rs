@@ -41,6 +41,7 @@ pub mod script;
 pub mod secrets;
 pub mod strings;
 pub mod system;
+pub mod validate;
 pub mod workspace;
 pub mod yaml;
 pub mod yaml_emit;

@@ -46,6 +46,11 @@ pub fn load_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
         out.extend(record.iter().cloned());
     }
     out.extend(check_released_pins(db, tree).iter().cloned());
+    out.extend(
+        crate::validate::validation_diagnostics(db, tree)
+            .iter()
+            .cloned(),
+    );
     drop_backstop_repeats(out)
 }
 

@@ -1,0 +1,640 @@
+//! The checks at validate and at the head of every run that need no
+//! provider's live answer: foreign keys, policies, test specs, update
+//! policies, image groups, canonical hostnames, base images and
+//! capabilities, storages. Each refusal is a diagnostic with the spec's
+//! wording, placed where the offending value is.
+
+use std::collections::BTreeSet;
+
+use csis_model::models::{BaseBuilder, Item};
+use csis_model::{Diagnostic, ItemKind, Map, Origin, Value, Vct};
+
+use crate::builders::{Builders, builders};
+use crate::db::{Db, Tree};
+use crate::items::{ItemId, item_index};
+use crate::items_model::{StructuredItem, structured_item};
+
+/// Every validate-time refusal, in a stable order.
+#[salsa::tracked(returns(ref))]
+pub fn validation_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
+    let b = builders(db, tree);
+    let index = item_index(db, tree);
+    let mut v = Checks {
+        db,
+        tree,
+        b,
+        out: Vec::new(),
+    };
+    for kind in [ItemKind::IMAGES, ItemKind::INSTANCES, ItemKind::STORAGES] {
+        for name in index.names(kind) {
+            let id = ItemId::new(db, kind, name.clone());
+            let si = structured_item(db, tree, id);
+            if let Some(item) = si.item.as_deref() {
+                v.item(item, si);
+            }
+        }
+    }
+    v.builders();
+    v.out
+}
+
+struct Checks<'a> {
+    db: &'a dyn Db,
+    tree: Tree,
+    b: &'a Builders,
+    out: Vec<Diagnostic>,
+}
+
+/// The classification names messages use for a foreign key's target.
+fn target_name(vct: Vct) -> &'static str {
+    vct.sanitize().as_str()
+}
+
+impl Checks<'_> {
+    fn err(&mut self, msg: String, at: Option<Origin>) {
+        self.out.push(Diagnostic::error(msg).at_opt(at));
+    }
+
+    /// A foreign key to a builder: `default` resolves to the registered
+    /// default, `none` names nothing.
+    fn fk_builder(
+        &mut self,
+        class: &str,
+        obj: &str,
+        field: &str,
+        value: &str,
+        vct: Vct,
+        at: Option<Origin>,
+    ) {
+        if csis_model::naming::reserved_word(value) == Some("none") {
+            self.err(
+                format!(
+                    "{class} '{obj}': field '{field}' names '{value}', which is no {} -- `none` names nothing and is not this field's default; leave the field out, or write default, for the default",
+                    target_name(vct)
+                ),
+                at,
+            );
+        } else if self.b.resolve(vct, value).is_none() {
+            self.err(
+                format!(
+                    "{class} '{obj}': field '{field}' names '{value}', which is no {} (declared: {})",
+                    target_name(vct),
+                    self.b.declared(vct)
+                ),
+                at,
+            );
+        }
+    }
+
+    /// A foreign key to an item.
+    fn fk_item(
+        &mut self,
+        class: &str,
+        obj: &str,
+        field: &str,
+        value: &str,
+        kind: ItemKind,
+        at: Option<Origin>,
+    ) {
+        let index = item_index(self.db, self.tree);
+        let safe = csis_model::naming::safe_name(value);
+        if csis_model::naming::reserved_word(value) == Some("none") {
+            self.err(
+                format!(
+                    "{class} '{obj}': field '{field}' names '{value}', which is no {} -- `none` names nothing; name a declared {}",
+                    kind.model_vct(),
+                    kind.singular()
+                ),
+                at,
+            );
+        } else if !index.contains(kind, &safe) {
+            let declared: Vec<&str> = index.names(kind).map(String::as_str).collect();
+            self.err(
+                format!(
+                    "{class} '{obj}': field '{field}' names '{value}', which is no {} (declared: [{}])",
+                    kind.model_vct(),
+                    declared.join(", ")
+                ),
+                at,
+            );
+        }
+    }
+
+    fn item(&mut self, item: &Item, si: &StructuredItem) {
+        let origin = si.origin.clone();
+        let at = |k: &str| origin.as_ref().map(|o| o.key(k));
+        match item {
+            Item::Image(img) => {
+                let name = img.root.name();
+                for (i, e) in img.runtimes.iter().enumerate() {
+                    let place = origin
+                        .as_ref()
+                        .map(|o| o.key("runtimes").index(i).key("image_builder"));
+                    self.fk_builder(
+                        "Image",
+                        name,
+                        "image_builder",
+                        &e.image_builder,
+                        Vct::ImageBuilderModel,
+                        place,
+                    );
+                }
+                if let Some(parent) = img.source_image.as_deref() {
+                    let safe = csis_model::naming::safe_name(parent);
+                    let is_base = self.b.resolve(Vct::OsBuilderModel, &safe).is_some();
+                    if !is_base && !item_index(self.db, self.tree).contains(ItemKind::IMAGES, &safe)
+                    {
+                        self.err(
+                            format!(
+                                "image '{name}' does not chain to a base image (source_image={parent})"
+                            ),
+                            at("source_image"),
+                        );
+                    }
+                }
+                if let Some(g) = img.group.as_deref()
+                    && !item_index(self.db, self.tree)
+                        .contains(ItemKind::GROUPS, &csis_model::naming::safe_name(g))
+                {
+                    self.err(
+                        format!("image '{name}' names unknown owning group '{g}'"),
+                        at("group"),
+                    );
+                }
+                self.policies_image(
+                    name,
+                    img.parent_policy.as_str(),
+                    img.retention.as_ref(),
+                    img.release.as_ref(),
+                    &at,
+                );
+                self.test_spec(&format!("image '{name}'"), &img.tests, at("tests"));
+            }
+            Item::Instance(inst) => {
+                let name = inst.root.name();
+                if let Some(image) = inst.image.as_deref() {
+                    self.fk_item(
+                        "Instance",
+                        name,
+                        "image",
+                        image,
+                        ItemKind::IMAGES,
+                        at("image"),
+                    );
+                    let id = ItemId::new(
+                        self.db,
+                        ItemKind::IMAGES,
+                        csis_model::naming::safe_name(image),
+                    );
+                    if let Some(Item::Image(img)) =
+                        structured_item(self.db, self.tree, id).item.as_deref()
+                        && img.group.is_none()
+                    {
+                        self.err(
+                            format!(
+                                "instance '{name}' uses image '{}' which has no owning group; every instance image belongs to exactly one group (Q4)",
+                                img.root.name()
+                            ),
+                            at("image"),
+                        );
+                    }
+                }
+                self.fk_builder(
+                    "Instance",
+                    name,
+                    "runtime",
+                    &inst.runtime,
+                    Vct::RuntimeBuilderModel,
+                    at("runtime"),
+                );
+                for (i, m) in si.storages.iter().enumerate() {
+                    let place = origin
+                        .as_ref()
+                        .map(|o| o.key("storages").index(i).key("name"));
+                    self.fk_item(
+                        "StorageMapping",
+                        &m.name,
+                        "name",
+                        &m.name,
+                        ItemKind::STORAGES,
+                        place,
+                    );
+                }
+                if !matches!(inst.image_policy.as_str(), "pinned" | "follow") {
+                    self.err(
+                        format!("instance '{name}': image_policy '{}' is not one of ('pinned', 'follow')", inst.image_policy),
+                        at("image_policy"),
+                    );
+                }
+                if let Some(p) = inst.on_failure.as_deref()
+                    && !matches!(p, "keep" | "teardown")
+                {
+                    self.err(
+                        format!(
+                            "instance '{name}': on_failure '{p}' is not one of ('keep', 'teardown')"
+                        ),
+                        at("on_failure"),
+                    );
+                }
+                if let Some(d) = inst.teardown_after.as_deref()
+                    && !duration_ok(d)
+                {
+                    self.err(format!("instance '{name}': teardown_after: duration '{d}' must be <number><m|h|d>"), at("teardown_after"));
+                }
+                let hostname = format!("{name}-001");
+                if let Some(problem) = hostname_problem(&hostname) {
+                    self.err(
+                        format!(
+                            "instance '{name}': canonical hostname '{hostname}' {problem} (RFC 1123 label, at most 63 characters of letters, digits and hyphens, neither starting nor ending with a hyphen) -- shorten or respell the declared name (the suffix -NNN counts)"
+                        ),
+                        origin.as_ref().map(|o| o.key("name")),
+                    );
+                }
+            }
+            Item::Storage(s) => {
+                let name = s.named.name.clone();
+                if !s.runtime.is_empty() {
+                    self.fk_builder(
+                        "Storage",
+                        &name,
+                        "runtime",
+                        &s.runtime,
+                        Vct::RuntimeBuilderModel,
+                        at("runtime"),
+                    );
+                }
+                let index = item_index(self.db, self.tree);
+                for g in &s.groups {
+                    // ALL is refused at load already.
+                    if g != "ALL"
+                        && !index.contains(ItemKind::GROUPS, &csis_model::naming::safe_name(g))
+                    {
+                        self.err(
+                            format!("storage '{name}' allows unknown group '{g}'"),
+                            at("groups"),
+                        );
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn policies_image(
+        &mut self,
+        name: &str,
+        parent_policy: &str,
+        retention: Option<&Map>,
+        release: Option<&Map>,
+        at: &dyn Fn(&str) -> Option<Origin>,
+    ) {
+        if !matches!(parent_policy, "pinned" | "follow") {
+            self.err(
+                format!("image '{name}': parent_policy '{parent_policy}' is not one of ('pinned', 'follow')"),
+                at("parent_policy"),
+            );
+        }
+        if let Some(r) = retention {
+            let keep_ok = r.len() == 1
+                && r.get("keep")
+                    .and_then(Value::as_str)
+                    .is_some_and(|k| k.parse::<u64>().is_ok());
+            if !keep_ok {
+                self.err(
+                    format!("image '{name}': retention must be {{keep: <non-negative int>}}"),
+                    at("retention"),
+                );
+            }
+        }
+        if let Some(r) = release {
+            let ok = r.len() == 1
+                && r.get("model")
+                    .and_then(Value::as_str)
+                    .is_some_and(|m| !m.trim().is_empty());
+            if !ok {
+                self.err(
+                    format!("image '{name}': release must be {{model: <name>}}"),
+                    at("release"),
+                );
+            }
+        }
+    }
+
+    /// The tests vocabulary: files, packages, commands, services_enabled,
+    /// users, and post_bake (the same plus mounts).
+    fn test_spec(&mut self, where_: &str, tests: &Map, at: Option<Origin>) {
+        const KNOWN: [&str; 6] = [
+            "files",
+            "packages",
+            "commands",
+            "services_enabled",
+            "users",
+            "post_bake",
+        ];
+        self.test_keys(where_, tests, &KNOWN, at.clone());
+        if let Some(pb) = tests.get("post_bake") {
+            match pb.as_map() {
+                None => self.err(
+                    format!("{where_}: tests.post_bake must be a map"),
+                    at.clone(),
+                ),
+                Some(m) => {
+                    const POST: [&str; 6] = [
+                        "files",
+                        "packages",
+                        "commands",
+                        "services_enabled",
+                        "users",
+                        "mounts",
+                    ];
+                    self.test_keys(&format!("{where_} post_bake"), m, &POST, at.clone());
+                    for mp in m
+                        .get("mounts")
+                        .and_then(Value::as_seq)
+                        .into_iter()
+                        .flatten()
+                    {
+                        let p = mp
+                            .as_str()
+                            .or_else(|| mp.get("path").and_then(Value::as_str))
+                            .unwrap_or_default();
+                        if !p.starts_with('/') {
+                            self.err(
+                                format!("{where_}: every mounts entry is an absolute mount point"),
+                                at.clone(),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn test_keys(&mut self, where_: &str, tests: &Map, known: &[&str], at: Option<Origin>) {
+        let unknown: Vec<&str> = tests
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !known.contains(k))
+            .collect();
+        if !unknown.is_empty() {
+            self.err(
+                format!("{where_}: unknown tests keys {unknown:?} (known: {known:?})"),
+                at.clone(),
+            );
+        }
+        for f in tests
+            .get("files")
+            .and_then(Value::as_seq)
+            .into_iter()
+            .flatten()
+        {
+            if let Value::Map(m) = f
+                && !m.contains_key("path")
+            {
+                self.err(
+                    format!("{where_}: every tests.files entry needs a path"),
+                    at.clone(),
+                );
+            }
+        }
+        for c in tests
+            .get("commands")
+            .and_then(Value::as_seq)
+            .into_iter()
+            .flatten()
+        {
+            if let Value::Map(m) = c
+                && !m.contains_key("run")
+            {
+                self.err(
+                    format!("{where_}: every tests.commands entry needs run"),
+                    at.clone(),
+                );
+            }
+        }
+    }
+
+    /// Builder-level checks: runtime policies, OS builders' update
+    /// policies, base images (capability types, admin keys, debug path).
+    fn builders(&mut self) {
+        let b = self.b;
+        let registry = self.db.registry();
+        // The identity and storage types the configured builders provide.
+        let mut identity_types = BTreeSet::new();
+        let mut storage_types = BTreeSet::new();
+        for (vct, set) in [
+            (Vct::GroupBuilderModel, &mut identity_types),
+            (Vct::StorageBuilderModel, &mut storage_types),
+        ] {
+            for d in b.by_class.get(&vct).into_iter().flat_map(|m| m.values()) {
+                if let Some(spec) = registry.model(d.classification, d.model) {
+                    let builder = (spec.builder)(d);
+                    let t = if vct == Vct::GroupBuilderModel {
+                        builder.identity_type()
+                    } else {
+                        builder.capability_type()
+                    };
+                    set.extend(t.map(str::to_string));
+                }
+            }
+        }
+        for d in b
+            .by_class
+            .get(&Vct::RuntimeBuilderModel)
+            .into_iter()
+            .flat_map(|m| m.values())
+        {
+            let Some(rt) = d.base.runtime_model() else {
+                continue;
+            };
+            if let Some(k) = rt.retention_keep
+                && k < 0
+            {
+                self.err(
+                    format!(
+                        "runtime '{}': retention_keep must be a non-negative int",
+                        d.name()
+                    ),
+                    None,
+                );
+            }
+            if let Some(p) = rt.on_failure.as_deref()
+                && !matches!(p, "keep" | "teardown")
+            {
+                self.err(
+                    format!(
+                        "runtime '{}': on_failure '{p}' is not one of ('keep', 'teardown')",
+                        d.name()
+                    ),
+                    None,
+                );
+            }
+        }
+        let config_keys = b.config_map().get("admin_public_keys").cloned();
+        for d in b
+            .by_class
+            .get(&Vct::OsBuilderModel)
+            .into_iter()
+            .flat_map(|m| m.values())
+        {
+            let BaseBuilder::Os(os) = &d.base else {
+                continue;
+            };
+            let n = d.name();
+            let here = b
+                .origins
+                .get(&(Vct::OsBuilderModel, n.to_string()))
+                .cloned();
+            let at = |k: &str| here.as_ref().map(|o| o.key(k));
+            for p in os.effective_update().problems() {
+                self.err(format!("base image '{n}': {p}"), at("update"));
+            }
+            for t in &os.identity_types {
+                if !identity_types.contains(t) {
+                    self.err(
+                        format!(
+                            "base image '{n}' declares identity type '{t}' but no identity plugin of that type is configured (known: {:?})",
+                            identity_types.iter().collect::<Vec<_>>()
+                        ),
+                        at("identity_types"),
+                    );
+                }
+            }
+            for t in &os.storage_types {
+                if !storage_types.contains(t) {
+                    self.err(
+                        format!(
+                            "base image '{n}' declares storage type '{t}' but no storage plugin of that type is configured (known: {:?})",
+                            storage_types.iter().collect::<Vec<_>>()
+                        ),
+                        at("storage_types"),
+                    );
+                }
+            }
+            if os.admin_user.trim().is_empty() {
+                self.err(
+                    format!("base image '{n}': admin_user may not be empty"),
+                    at("admin_user"),
+                );
+            }
+            let keys: Vec<String> = match (&os.admin_public_keys, &config_keys) {
+                (Some(k), _) => k.clone(),
+                (None, Some(Value::Seq(items))) => items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect(),
+                (None, Some(Value::Scalar { text, .. })) => vec![text.clone()],
+                _ => Vec::new(),
+            };
+            for k in &keys {
+                if crate::secrets::is_marker(k) {
+                    continue; // opened where it is used; a marker is never private material
+                }
+                if let Some(why) = public_key_problem(k) {
+                    self.err(
+                        format!("base image '{n}': admin public key rejected: {why}"),
+                        at("admin_public_keys"),
+                    );
+                }
+            }
+            let session = os.runtimes.iter().any(|e| {
+                b.resolve(Vct::ImageBuilderModel, &e.image_builder)
+                    .and_then(|ib| ib.base.runtime())
+                    .and_then(|rt| b.resolve(Vct::RuntimeBuilderModel, rt))
+                    .and_then(|rd| {
+                        registry
+                            .model(rd.classification, rd.model)
+                            .map(|s| (s.builder)(rd))
+                    })
+                    .is_some_and(|builder| builder.session_mechanism().is_some())
+            });
+            if keys.is_empty() && !session {
+                self.err(
+                    format!(
+                        "base image '{n}' has NO debug path: no admin public key (config.admin_public_keys / admin_public_keys) and no session mechanism on the runtime (N9 dead end)"
+                    ),
+                    here.clone(),
+                );
+            }
+        }
+    }
+}
+
+fn duration_ok(d: &str) -> bool {
+    let d = d.trim();
+    d.len() > 1
+        && d[..d.len() - 1].parse::<f64>().is_ok_and(|n| n >= 0.0)
+        && matches!(d.chars().last(), Some('m' | 'h' | 'd'))
+}
+
+/// Why a hostname is no RFC 1123 label, if it is not.
+pub fn hostname_problem(h: &str) -> Option<&'static str> {
+    if h.len() > 63 {
+        return Some("is over 63 characters");
+    }
+    if !h.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+        return Some("has characters other than letters, digits and hyphens");
+    }
+    if h.starts_with('-') || h.ends_with('-') {
+        return Some("starts or ends with a hyphen");
+    }
+    None
+}
+
+/// Why an admin key is not one OpenSSH public-key line.
+pub fn public_key_problem(key: &str) -> Option<&'static str> {
+    let k = key.trim();
+    if k.is_empty() {
+        return Some("empty key");
+    }
+    if k.contains("PRIVATE KEY") || k.contains("-----BEGIN") {
+        return Some("PRIVATE key material (never allowed; the config repo is public)");
+    }
+    if k.lines().count() > 1 {
+        return Some("multi-line value");
+    }
+    let kind = k.split_whitespace().next().unwrap_or_default();
+    let known = ["ssh-ed25519", "ssh-rsa", "ssh-dss"].contains(&kind)
+        || kind.starts_with("ecdsa-sha2-nistp")
+        || kind.starts_with("sk-");
+    if !known || k.split_whitespace().nth(1).is_none() {
+        return Some("not an OpenSSH public key line");
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostnames_and_keys() {
+        assert_eq!(hostname_problem("web-001"), None);
+        assert_eq!(
+            hostname_problem("web_1-001"),
+            Some("has characters other than letters, digits and hyphens")
+        );
+        assert_eq!(
+            hostname_problem(&"a".repeat(64)),
+            Some("is over 63 characters")
+        );
+        assert_eq!(public_key_problem("ssh-ed25519 AAAAC3 me@x"), None);
+        assert_eq!(
+            public_key_problem("-----BEGIN OPENSSH PRIVATE KEY-----"),
+            Some("PRIVATE key material (never allowed; the config repo is public)")
+        );
+        assert_eq!(
+            public_key_problem("hello"),
+            Some("not an OpenSSH public key line")
+        );
+        assert_eq!(
+            public_key_problem("ssh-rsa A\nssh-rsa B"),
+            Some("multi-line value")
+        );
+        assert!(
+            duration_ok("30m") && duration_ok("2h") && duration_ok("1.5d") && !duration_ok("soon")
+        );
+    }
+}
