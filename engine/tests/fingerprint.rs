@@ -17,6 +17,10 @@ image_builders:
   - {name: bake, type: local, is_default: true}
 mod_builders:
   - {name: sh, type: bash, is_default: true}
+group_builders:
+  - {name: unix, type: basic, is_default: true}
+storage_builders:
+  - {name: disk, type: local, is_default: true}
 os_builders:
   - name: tiny
     type: local
