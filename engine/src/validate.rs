@@ -35,6 +35,8 @@ pub fn validation_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
         }
     }
     v.builders();
+    v.attachments();
+    v.capabilities();
     v.out
 }
 
@@ -557,6 +559,227 @@ impl Checks<'_> {
                     ),
                     here.clone(),
                 );
+            }
+        }
+    }
+}
+
+impl Checks<'_> {
+    fn builder_of(&self, vct: Vct, reference: &str) -> Option<Box<dyn csis_plugin_api::Builder>> {
+        let d = self.b.resolve(vct, reference)?;
+        let spec = self.db.registry().model(d.classification, d.model)?;
+        Some((spec.builder)(d))
+    }
+
+    fn origin_of(&self, kind: ItemKind, name: &str) -> Option<Origin> {
+        let id = ItemId::new(self.db, kind, csis_model::naming::safe_name(name));
+        structured_item(self.db, self.tree, id).origin.clone()
+    }
+
+    fn structured(&self, kind: ItemKind, name: &str) -> Option<std::sync::Arc<Item>> {
+        let id = ItemId::new(self.db, kind, csis_model::naming::safe_name(name));
+        structured_item(self.db, self.tree, id).item.clone()
+    }
+
+    /// The strict attach rule and cardinality: an instance attaches a
+    /// group-gated storage only when its image's group is allowed, and a
+    /// single-attach storage is attached by one instance at most.
+    fn attachments(&mut self) {
+        let index = item_index(self.db, self.tree);
+        let mut attached: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for name in index.names(ItemKind::INSTANCES) {
+            let id = ItemId::new(self.db, ItemKind::INSTANCES, name.clone());
+            let si = structured_item(self.db, self.tree, id);
+            let Some(Item::Instance(inst)) = si.item.as_deref() else {
+                continue;
+            };
+            let image = inst.image.as_deref().unwrap_or_default();
+            let group = match self.structured(ItemKind::IMAGES, image).as_deref() {
+                Some(Item::Image(img)) => img.group.clone(),
+                _ => None,
+            };
+            for m in &si.storages {
+                attached
+                    .entry(m.name.clone())
+                    .or_default()
+                    .push(name.clone());
+                let Some(Item::Storage(st)) = self
+                    .structured(ItemKind::STORAGES, &m.name)
+                    .as_deref()
+                    .cloned()
+                else {
+                    continue;
+                };
+                if st.public_read || st.groups.is_empty() {
+                    continue;
+                }
+                let at = si.origin.as_ref().map(|o| o.key("storages"));
+                match &group {
+                    None => self.err(
+                        format!("instance '{name}' attaches group-gated storage '{}' but its image '{image}' has no owning group", m.name),
+                        at,
+                    ),
+                    Some(g) if !st.allows_group(g) => self.err(
+                        format!(
+                            "instance '{name}' (image '{image}', group '{g}') may not attach storage '{}': allowed groups are [{}] (N2)",
+                            m.name,
+                            st.groups.join(", ")
+                        ),
+                        at,
+                    ),
+                    _ => {}
+                }
+            }
+        }
+        for (storage, instances) in attached {
+            let Some(Item::Storage(st)) = self
+                .structured(ItemKind::STORAGES, &storage)
+                .as_deref()
+                .cloned()
+            else {
+                continue;
+            };
+            let single = self
+                .builder_of(Vct::StorageBuilderModel, &st.named.type_)
+                .is_some_and(|b| !b.multi_attach());
+            if single && instances.len() > 1 {
+                let runtime = self
+                    .b
+                    .resolve(Vct::RuntimeBuilderModel, &st.runtime)
+                    .map_or(st.runtime.clone(), |d| d.name().to_string());
+                let multi: Vec<&str> = self
+                    .b
+                    .by_class
+                    .get(&Vct::StorageBuilderModel)
+                    .into_iter()
+                    .flat_map(|m| m.values())
+                    .filter(|d| d.base.runtime() == Some(runtime.as_str()))
+                    .filter(|d| {
+                        self.builder_of(Vct::StorageBuilderModel, d.name())
+                            .is_some_and(|b| b.multi_attach())
+                    })
+                    .map(|d| d.name())
+                    .collect();
+                self.err(
+                    format!(
+                        "storage '{storage}' ({}) is single-attach but instances [{}] all attach it (N16); multi-host storage builders on {}: [{}]",
+                        st.named.type_,
+                        instances.join(", "),
+                        runtime,
+                        multi.join(", ")
+                    ),
+                    self.origin_of(ItemKind::STORAGES, &storage),
+                );
+            }
+        }
+    }
+
+    /// An image whose group's identity type, or an attached storage's
+    /// type, its chain's root base does not carry: through the pins to the
+    /// stamped build, else the declaration.
+    fn capabilities(&mut self) {
+        let index = item_index(self.db, self.tree);
+        let lineage = &crate::lineage::lineage(self.db, self.tree).value;
+        let pins = &crate::lineage::pins(self.db, self.tree).value;
+        for name in index.names(ItemKind::IMAGES) {
+            let Some(Item::Image(img)) =
+                self.structured(ItemKind::IMAGES, name).as_deref().cloned()
+            else {
+                continue;
+            };
+            let Some((root, chain)) = crate::fingerprint::chain_root(self.db, self.tree, name)
+            else {
+                continue;
+            };
+            let Some(BaseBuilder::Os(os)) = self
+                .b
+                .resolve(Vct::OsBuilderModel, &root)
+                .map(|d| d.base.clone())
+            else {
+                continue;
+            };
+            // A pinned build's stamp governs: walk the pins toward the root.
+            let stamped = chain.iter().skip(1).find_map(|s| {
+                let pin = pins
+                    .images
+                    .iter()
+                    .find(|(k, _)| k.starts_with(&format!("{s}@")))?
+                    .1;
+                let rec = lineage.build(pin)?;
+                Some((rec.capabilities.clone(), format!("pin:{pin}")))
+            });
+            let (ids, sts, source) = match stamped {
+                Some((c, src)) => (c.identity_types, c.storage_types, src),
+                None => (
+                    os.identity_types.clone(),
+                    os.storage_types.clone(),
+                    "declaration".to_string(),
+                ),
+            };
+            if let Some(g) = img.group.as_deref() {
+                let Some(Item::Group(group)) =
+                    self.structured(ItemKind::GROUPS, g).as_deref().cloned()
+                else {
+                    continue;
+                };
+                match self.builder_of(Vct::GroupBuilderModel, &group.root.named.type_) {
+                    None => self.err(format!("group '{g}' has no identity builder"), None),
+                    Some(builder) => {
+                        if let Some(t) = builder.identity_type()
+                            && !ids.iter().any(|i| i == t)
+                        {
+                            self.err(
+                                format!(
+                                    "image '{name}' uses an identity type its base '{root}' does not declare: '{t}' (declared: [{}], via {source}); the cycle is broken -- declare the type on the OS builder and re-bake the chain",
+                                    ids.join(", ")
+                                ),
+                                self.origin_of(ItemKind::IMAGES, name).map(|o| o.key("group")),
+                            );
+                        }
+                    }
+                }
+            }
+            let mut reported: BTreeSet<String> = BTreeSet::new();
+            for inst_name in index.names(ItemKind::INSTANCES) {
+                let id = ItemId::new(self.db, ItemKind::INSTANCES, inst_name.clone());
+                let si = structured_item(self.db, self.tree, id);
+                let Some(Item::Instance(inst)) = si.item.as_deref() else {
+                    continue;
+                };
+                if inst
+                    .image
+                    .as_deref()
+                    .map(csis_model::naming::safe_name)
+                    .as_deref()
+                    != Some(name.as_str())
+                {
+                    continue;
+                }
+                for m in &si.storages {
+                    let Some(Item::Storage(st)) = self
+                        .structured(ItemKind::STORAGES, &m.name)
+                        .as_deref()
+                        .cloned()
+                    else {
+                        continue;
+                    };
+                    let Some(t) = self
+                        .builder_of(Vct::StorageBuilderModel, &st.named.type_)
+                        .and_then(|b| b.capability_type().map(str::to_string))
+                    else {
+                        continue;
+                    };
+                    if !sts.contains(&t) && reported.insert(m.name.clone()) {
+                        self.err(
+                            format!(
+                                "image '{name}' attaches storage '{}' of type '{t}' which base '{root}' does not declare (declared: [{}], via {source}) -- declare the type on the OS builder and re-bake the chain",
+                                m.name,
+                                sts.join(", ")
+                            ),
+                            si.origin.as_ref().map(|o| o.key("storages")),
+                        );
+                    }
+                }
             }
         }
     }
