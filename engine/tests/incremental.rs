@@ -25,6 +25,7 @@ os_builders:
     is_default: true
     family: alma-linux
     family_version: 10
+    identity_types: [unix]
     runtimes:
       - image_builder: ib
 --- groups/people.yml
