@@ -36,6 +36,7 @@ os_builders:
     is_default: true
     family: alma-linux
     family_version: 10
+    identity_types: [unix]
     description: "{{ config.flavour }}"
     config:
       flavour: builder
