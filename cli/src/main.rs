@@ -353,7 +353,19 @@ fn main() -> ExitCode {
             ..
         } => outcome(ops(&ws).dispose(builds, *all, runtime.as_deref(), *retention)),
         Command::Validate => {
-            let errors = print_load_diagnostics(&ws, cli.brief);
+            let mut errors = print_load_diagnostics(&ws, cli.brief);
+            let (infos, exe_errors) = csis_engine::executables::check(&ws, &OsSystem);
+            for i in infos {
+                eprintln!("{i}");
+            }
+            for d in &exe_errors {
+                if cli.brief {
+                    eprintln!("{}", ws.describe(d));
+                } else {
+                    eprint!("{}", report::render(&ws, d));
+                }
+            }
+            errors += exe_errors.len();
             if errors > 0 {
                 eprintln!("validate: {errors} error(s)");
                 ExitCode::from(1)
@@ -432,7 +444,7 @@ fn run(ws: Workspace, args: &RunArgs) -> ExitCode {
 }
 
 fn plan(ws: &Workspace, selection: &Selection, format: PlanFormat) -> ExitCode {
-    let report = csis_engine::plan::plan_report(ws, selection.options(true));
+    let report = csis_engine::plan::plan_report(ws, &OsSystem, selection.options(true));
     match format {
         PlanFormat::Json => println!(
             "{}",

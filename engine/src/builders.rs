@@ -26,6 +26,8 @@ pub struct Builders {
     aliases: BTreeMap<Vct, BTreeMap<String, String>>,
     /// Where each builder is declared, by classification and name.
     pub origins: BTreeMap<(Vct, String), Origin>,
+    /// Where each executable is declared.
+    pub executable_origins: BTreeMap<String, Origin>,
     pub executables: IndexMap<String, ExecutableModel>,
     pub config: Option<Arc<IAConfig>>,
     pub diags: Vec<Diagnostic>,
@@ -172,6 +174,8 @@ fn read_executables(top: &Map, doc: &CfgDocument, out: &mut Builders) {
             );
             continue;
         }
+        out.executable_origins
+            .insert(exe.name().to_string(), origin);
         out.executables.insert(exe.name().to_string(), exe);
     }
 }

@@ -19,6 +19,7 @@ pub mod clock;
 pub mod commit;
 pub mod db;
 pub mod emit;
+pub mod executables;
 pub mod files;
 pub mod fingerprint;
 pub mod generate;

@@ -351,7 +351,11 @@ pub struct PlanEntry {
     pub fingerprint: Option<String>,
 }
 
-pub fn plan_report(ws: &crate::workspace::Workspace, options: RunOptions) -> PlanReport {
+pub fn plan_report(
+    ws: &crate::workspace::Workspace,
+    system: &dyn crate::system::System,
+    options: RunOptions,
+) -> PlanReport {
     let refused = |error: Option<String>, validation_errors: Vec<String>| PlanReport {
         ok: false,
         error,
@@ -362,7 +366,7 @@ pub fn plan_report(ws: &crate::workspace::Workspace, options: RunOptions) -> Pla
         return refused(Some(e), Vec::new());
     }
     let run = RunInput::new(&ws.db, options);
-    let (_, errors) = crate::run::validation(ws, run);
+    let (_, _, errors) = crate::run::validation(ws, system, run);
     if !errors.is_empty() {
         return refused(
             Some(format!("validation failed with {} error(s)", errors.len())),

@@ -206,7 +206,10 @@ impl Runner<'_> {
     /// What the load refuses, image cycles, run-hook validators. Whether
     /// the run may go on.
     fn validate(&mut self, summary: &mut RunSummary) -> bool {
-        let (warnings, errors) = validation(self.ws, self.run_input);
+        let (infos, warnings, errors) = validation(self.ws, self.system, self.run_input);
+        for i in infos {
+            (self.log)(Level::Info, i);
+        }
         for w in warnings {
             (self.log)(Level::Warn, w);
         }
@@ -525,10 +528,15 @@ impl Runner<'_> {
     }
 }
 
-/// The validation at the head of every run: (warnings, errors), each a
-/// `file:line:col: message` line where it has a place. What the load
-/// refuses, image chain cycles, and every run hook's validators.
-pub fn validation(ws: &Workspace, run: RunInput) -> (Vec<String>, Vec<String>) {
+/// The validation at the head of every run: (infos, warnings, errors),
+/// each a `file:line:col: message` line where it has a place. What the load
+/// refuses, the validate checks, image chain cycles, the executables, and
+/// every run hook's validators.
+pub fn validation(
+    ws: &Workspace,
+    system: &dyn System,
+    run: RunInput,
+) -> (Vec<String>, Vec<String>, Vec<String>) {
     let diags = ws.load_diagnostics();
     let warnings = diags
         .iter()
@@ -555,7 +563,9 @@ pub fn validation(ws: &Workspace, run: RunInput) -> (Vec<String>, Vec<String>) {
     for hooks in ws.db.registry().run_hooks() {
         errors.extend(hooks.validators(&ctx));
     }
-    (warnings, errors)
+    let (infos, exe_errors) = crate::executables::check(ws, system);
+    errors.extend(exe_errors.iter().map(|d| ws.describe(d)));
+    (infos, warnings, errors)
 }
 
 impl Runner<'_> {

@@ -182,6 +182,8 @@ fn run_tree(fixture: &str, lifecycles: &[&str]) -> Outcome {
     for (p, t) in fixture_files(fixture) {
         sys.write(&p, &t);
     }
+    // The tree's `sh` executable, for the executables check.
+    sys.write(Path::new("/bin/sh"), "");
     let req = RunRequest {
         lifecycles: lifecycles.iter().map(|s| s.to_string()).collect(),
         options: RunOptions {

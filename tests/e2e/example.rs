@@ -68,3 +68,41 @@ fn a_refusal_shows_file_line_column_and_the_snippet() {
     assert!(stderr.contains("cfg/_config.yml:7:5"), "{stderr}");
     assert!(stderr.ends_with("validate: 1 error(s)\n"), "{stderr}");
 }
+
+#[test]
+fn executable_versions_are_checked_against_their_specifiers() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let tool = dir.path().join("tool");
+    std::fs::write(&tool, "#!/bin/sh\necho 'tool version 1.14.2 (linux)'\n").unwrap();
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let silent = dir.path().join("silent");
+    std::fs::write(&silent, "#!/bin/sh\necho 'no version here'\n").unwrap();
+    std::fs::set_permissions(&silent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cfg = dir.path().join("cfg");
+    std::fs::create_dir_all(&cfg).unwrap();
+    std::fs::write(
+        cfg.join("_config.yml"),
+        format!(
+            "id: t\nruntime_builders:\n  - {{name: here, type: local, is_default: true, default_machine_type: s}}\nexecutables:\n  - {{name: good, binary: {t}, version: \">=1.14, <1.15\"}}\n  - {{name: old, binary: {t}, version: \"~=1.15.0\"}}\n  - {{name: mute, binary: {s}, version: \">=1\"}}\n",
+            t = tool.display(),
+            s = silent.display()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_csis"))
+        .arg("--brief")
+        .arg("--root-dir")
+        .arg(dir.path())
+        .arg("validate")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("Executables: good 1.14.2 ok (>=1.14, <1.15)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("cfg/_config.yml:6:5: old 1.14.2 does not meet its requirement ~=1.15.0 (cfg/executables.yml)"), "{stderr}");
+    assert!(stderr.contains("cfg/_config.yml:7:5: mute: GenericVersionChecker could not parse a version from 'no version here'"), "{stderr}");
+}
