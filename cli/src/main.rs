@@ -5,6 +5,7 @@
 //! is assembled here from the plugins this binary links.
 
 mod report;
+mod watch;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -61,6 +62,16 @@ enum Command {
     Dummy {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
+    },
+    /// Load once, then re-plan on every change under the root, printing
+    /// what changed; --generate also keeps generated/ current.
+    Watch {
+        /// Lifecycles --generate keeps current.
+        lifecycles: Vec<String>,
+        #[arg(long)]
+        generate: bool,
+        #[command(flatten)]
+        selection: Selection,
     },
     /// The bake plan alone: one decision per <series>@<runtime> with its
     /// reason, computed without generating anything (what CI runs).
@@ -303,6 +314,21 @@ fn main() -> ExitCode {
     // Deferred steps run from generated/<lifecycle>/ with CSIS_ROOT set:
     // an absolute root keeps them pointing at the tree.
     let root = std::path::absolute(&cli.root_dir).unwrap_or_else(|_| cli.root_dir.clone());
+    if let Command::Watch {
+        lifecycles,
+        generate,
+        selection,
+    } = &cli.command
+    {
+        return watch::watch(watch::WatchArgs {
+            root,
+            options,
+            registry,
+            lifecycles: lifecycles.clone(),
+            generate: *generate,
+            selection: selection.options(true),
+        });
+    }
     let ws = match Workspace::load(&OsSystem, registry, &root, &options) {
         Ok(ws) => ws,
         Err(e) => {
@@ -377,7 +403,7 @@ fn main() -> ExitCode {
         Command::Config {
             command: ConfigCommand::Render { raw, format },
         } => render(&ws, cli.brief, *raw, *format),
-        Command::Local { .. } | Command::Dummy { .. } => ExitCode::from(2),
+        Command::Local { .. } | Command::Dummy { .. } | Command::Watch { .. } => ExitCode::from(2),
     }
 }
 
@@ -424,6 +450,7 @@ fn run(ws: Workspace, args: &RunArgs) -> ExitCode {
         no_apply: args.no_apply,
         csis: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("csis")),
         commit: args.commit,
+        record: true,
     };
     let summary = csis_engine::run::run(&ws, &OsSystem, &req, &mut |level, line| match level {
         Level::Info => eprintln!("{line}"),

@@ -32,6 +32,9 @@ pub struct RunRequest {
     pub csis: PathBuf,
     /// `--commit`: commit meta-state/ and the generated tree after the run.
     pub commit: bool,
+    /// Whether the run leaves its records (run-summary.json, the journal,
+    /// the on-summary hooks): `csis watch --generate` does not.
+    pub record: bool,
 }
 
 /// One lifecycle's generation outcome.
@@ -493,6 +496,9 @@ impl Runner<'_> {
     /// Record the run in the journal, commit when asked, write the summary,
     /// then call the on-summary hooks.
     fn finish(mut self, summary: RunSummary) -> RunSummary {
+        if !self.req.record {
+            return summary;
+        }
         let entry = json!({
             "run": summary.run_id,
             "requested": summary.requested,

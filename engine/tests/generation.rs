@@ -193,6 +193,7 @@ fn run_tree(fixture: &str, lifecycles: &[&str]) -> Outcome {
         no_apply: false,
         csis: PathBuf::from("csis"),
         commit: false,
+        record: true,
     };
     let mut log = Vec::new();
     let summary = run(&ws, &sys, &req, &mut |level, line| {
@@ -392,6 +393,7 @@ fn a_failing_run_now_command_fails_generation_with_its_return_code() {
         no_apply: false,
         csis: PathBuf::from("csis"),
         commit: false,
+        record: true,
     };
     let mut log = Vec::new();
     let summary = run(&ws, &sys, &req, &mut |_, l| log.push(l));

@@ -9,3 +9,4 @@ mod lineage;
 mod operations;
 mod run;
 mod secrets;
+mod watch;

@@ -1,0 +1,97 @@
+//! `csis watch`: re-plans on edits, survives broken YAML, stops on Ctrl-C.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), dest).unwrap();
+        }
+    }
+}
+
+/// Lines until one contains `want`; all of them, for the message.
+fn until(rx: &mpsc::Receiver<String>, want: &str) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seen = Vec::new();
+    while Instant::now() < deadline {
+        if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
+            let done = line.contains(want);
+            seen.push(line);
+            if done {
+                return seen;
+            }
+        }
+    }
+    panic!("no line with {want:?} in {seen:#?}");
+}
+
+#[test]
+fn watch_replans_edits_recovers_from_broken_yaml_and_stops_on_ctrl_c() {
+    let t = tempfile::tempdir().unwrap();
+    let r = t.path();
+    copy_tree(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/local-run"),
+        r,
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_csis"))
+        .arg("--root-dir")
+        .arg(r)
+        .args(["watch", "all", "--generate"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    until(&rx, "Watching for changes");
+    assert!(
+        r.join("generated/instance-image/run-instance-image.sh")
+            .is_file(),
+        "--generate writes the tree"
+    );
+
+    let chain = r.join("images/chain.yml");
+    let text = std::fs::read_to_string(&chain).unwrap();
+    std::fs::write(&chain, text.replace("echo mid >", "echo middle >")).unwrap();
+    let block = until(&rx, "images/chain.yml changed; re-planned in");
+    assert!(
+        block.last().unwrap().contains("queries executed"),
+        "an edit re-plans in place: {block:#?}"
+    );
+
+    // A save with broken YAML prints its diagnostic; the watch goes on.
+    std::fs::write(&chain, "images: [\n").unwrap();
+    let block = until(&rx, "error:");
+    assert!(
+        block.iter().any(|l| l.contains("images/chain.yml")),
+        "{block:#?}"
+    );
+    std::fs::write(&chain, &text).unwrap();
+    until(&rx, "the tree loads cleanly again");
+
+    // Ctrl-C exits 0.
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+}
