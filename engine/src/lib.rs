@@ -13,6 +13,7 @@
 //! [`items::item_index`] → [`items_model::structured_item`] (template
 //! resolution and structuring, per item) → [`load::load_diagnostics`].
 
+pub mod alias_pool;
 pub mod builders;
 pub mod cfg;
 pub mod clock;

@@ -1,7 +1,7 @@
 //! The checks at validate and at the head of every run that need no
 //! provider's live answer: foreign keys, policies, test specs, update
 //! policies, image groups, canonical hostnames, base images and
-//! capabilities, storages. Each refusal is a diagnostic with the spec's
+//! capabilities, storages, the alias pool. Each refusal is a diagnostic with the spec's
 //! wording, placed where the offending value is.
 
 use std::collections::BTreeSet;
@@ -37,6 +37,11 @@ pub fn validation_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     v.builders();
     v.attachments();
     v.capabilities();
+    v.out.extend(
+        crate::alias_pool::alias_pool_diagnostics(db, tree)
+            .iter()
+            .cloned(),
+    );
     v.out
 }
 

@@ -136,8 +136,10 @@ impl Workspace {
         let mut meta_files = Vec::new();
         let meta_dir = root.join(crate::meta_state::DIR);
         for p in system.list_files(&meta_dir)? {
+            // The alias pool is the one meta-state file that is not YAML.
+            let pool = p.file_name().is_some_and(|n| n == crate::alias_pool::FILE);
             if p.parent() == Some(meta_dir.as_path())
-                && is_yaml(&p)
+                && (is_yaml(&p) || pool)
                 && let Some(text) = system.read_to_string(&p)?
             {
                 meta_files.push(make(rel(root, &p), text, &mut files));
