@@ -56,12 +56,7 @@ fn label_problem(name: &str) -> Option<String> {
 /// The pool's refusals and its warning; nothing when there is no pool.
 #[salsa::tracked(returns(ref))]
 pub fn alias_pool_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
-    let path = format!("{}/{FILE}", crate::meta_state::DIR);
-    let Some(file) = tree
-        .meta_files(db)
-        .iter()
-        .find(|f| f.path(db).as_ref() == path)
-    else {
+    let Some(file) = crate::lineage::meta_file(db, tree, FILE) else {
         return Vec::new();
     };
     let instances: Vec<&String> = item_index(db, tree).names(ItemKind::INSTANCES).collect();

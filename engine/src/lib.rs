@@ -34,6 +34,7 @@ pub mod operations;
 pub mod overlay;
 pub mod plan;
 pub mod public_safe;
+pub mod read_models;
 pub mod registry;
 pub mod render;
 pub mod reserved;

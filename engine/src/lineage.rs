@@ -90,7 +90,7 @@ pub struct Record<T> {
     pub diags: Vec<Diagnostic>,
 }
 
-fn meta_file(db: &dyn Db, tree: Tree, name: &str) -> Option<SourceFile> {
+pub(crate) fn meta_file(db: &dyn Db, tree: Tree, name: &str) -> Option<SourceFile> {
     let path = format!("{}/{name}", crate::meta_state::DIR);
     tree.meta_files(db)
         .iter()
@@ -99,7 +99,7 @@ fn meta_file(db: &dyn Db, tree: Tree, name: &str) -> Option<SourceFile> {
 }
 
 /// Parse a meta-state record; an absent file is the empty record.
-fn read_record<T: Default + for<'de> Deserialize<'de>>(
+pub(crate) fn read_record<T: Default + for<'de> Deserialize<'de>>(
     db: &dyn Db,
     tree: Tree,
     name: &str,

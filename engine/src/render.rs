@@ -121,15 +121,23 @@ pub fn unresolved_tags(v: &J) -> Vec<String> {
 }
 
 /// Every string holding a decrypted value, with the plaintext replaced by
-/// its marker.
-fn redact(v: &mut J, secrets: &[csis_model::models::Secret]) {
+/// its marker; mapping keys too (a record keyed by an encrypted user name).
+pub(crate) fn redact(v: &mut J, secrets: &[csis_model::models::Secret]) {
     if secrets.is_empty() {
         return;
     }
     match v {
         J::String(s) => *s = csis_model::models::emit_with(secrets, s),
         J::Array(a) => a.iter_mut().for_each(|x| redact(x, secrets)),
-        J::Object(m) => m.values_mut().for_each(|x| redact(x, secrets)),
+        J::Object(m) => {
+            *m = std::mem::take(m)
+                .into_iter()
+                .map(|(k, mut x)| {
+                    redact(&mut x, secrets);
+                    (csis_model::models::emit_with(secrets, &k), x)
+                })
+                .collect();
+        }
         _ => {}
     }
 }

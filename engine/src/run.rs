@@ -269,6 +269,7 @@ impl Runner<'_> {
                 }
                 None => self
                     .write_lifecycle(name, &em)
+                    .and_then(|()| self.write_read_models(name))
                     .and_then(|()| self.run_build_commands(name, &em)),
             };
             if let Err(e) = result {
@@ -303,6 +304,26 @@ impl Runner<'_> {
             r.unchanged
         ));
         Ok(())
+    }
+
+    /// The read-models a lifecycle leaves in meta-state/ once it has
+    /// generated (a dry run too; `watch --generate` leaves no records).
+    fn write_read_models(&mut self, lifecycle: &str) -> Result<(), String> {
+        if lifecycle != "identity" || !self.req.record {
+            return Ok(());
+        }
+        let mut model = serde_json::Map::new();
+        model.insert("run".into(), json!(self.run_id));
+        model.extend(crate::read_models::identity_read_model(
+            &self.ws.db,
+            self.ws.tree,
+        ));
+        meta_state::write(
+            self.system,
+            &self.ws.root,
+            crate::read_models::IDENTITY,
+            &model,
+        )
     }
 
     /// The environment every executed command sees.

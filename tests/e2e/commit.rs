@@ -1,20 +1,8 @@
 //! `--commit` and `public-safe` in real git repositories.
 
+use crate::support::copy_tree;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
-}
 
 fn git(root: &Path, args: &[&str]) -> String {
     let o = Command::new("git")

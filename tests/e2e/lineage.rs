@@ -1,53 +1,11 @@
 //! The minimal bake plan over real runs on the local runtime: what bakes,
 //! what is current, what pins stay, and the scope refusal.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use crate::support::{csis_at, edit, fixture, ok, tree};
+use std::path::Path;
 
 const DAY: i64 = 86_400;
 const T0: i64 = 1_796_226_804;
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../fixtures")
-        .join(name)
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
-}
-
-fn tree() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    copy_tree(&fixture("local-run"), dir.path());
-    dir
-}
-
-fn csis_at(root: &Path, now: i64, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_csis"))
-        .current_dir(root)
-        .arg("--root-dir")
-        .arg(root)
-        .args(args)
-        .env("CSIS_NOW", now.to_string())
-        .output()
-        .unwrap()
-}
-
-fn ok(o: Output) -> String {
-    let err = String::from_utf8_lossy(&o.stderr).to_string();
-    assert_eq!(o.status.code(), Some(0), "{err}");
-    format!("{}{err}", String::from_utf8_lossy(&o.stdout))
-}
 
 /// `csis plan` as `<series>@<runtime>: <reason>` lines.
 fn plan(root: &Path, now: i64, extra: &[&str]) -> Vec<String> {
@@ -57,20 +15,13 @@ fn plan(root: &Path, now: i64, extra: &[&str]) -> Vec<String> {
     ok(out).lines().map(str::to_string).collect()
 }
 
-fn edit(root: &Path, file: &str, from: &str, to: &str) {
-    let p = root.join(file);
-    let text = std::fs::read_to_string(&p).unwrap();
-    assert!(text.contains(from), "{file} has no {from:?}");
-    std::fs::write(&p, text.replacen(from, to, 1)).unwrap();
-}
-
 fn pins(root: &Path) -> String {
     std::fs::read_to_string(root.join("meta-state/pins.yaml")).unwrap()
 }
 
 #[test]
 fn the_first_run_bakes_everything_and_the_second_nothing() {
-    let t = tree();
+    let t = tree("local-run");
     assert_eq!(
         plan(t.path(), T0, &[]),
         [
@@ -98,7 +49,7 @@ fn the_first_run_bakes_everything_and_the_second_nothing() {
 
 #[test]
 fn a_changed_modification_rebakes_that_image_and_pinned_children_stay() {
-    let t = tree();
+    let t = tree("local-run");
     ok(csis_at(t.path(), T0, &["run", "all", "--no-dry-run"]));
     let before = pins(t.path());
     edit(t.path(), "images/chain.yml", "echo mid >", "echo middle >");
@@ -134,7 +85,7 @@ fn a_changed_modification_rebakes_that_image_and_pinned_children_stay() {
 
 #[test]
 fn under_follow_a_parent_rebake_rebakes_its_children_and_moves_the_pin() {
-    let t = tree();
+    let t = tree("local-run");
     edit(
         t.path(),
         "images/chain.yml",
@@ -161,7 +112,7 @@ fn under_follow_a_parent_rebake_rebakes_its_children_and_moves_the_pin() {
 
 #[test]
 fn refresh_days_due_rebakes_the_base() {
-    let t = tree();
+    let t = tree("local-run");
     edit(
         t.path(),
         "cfg/builders.yml",
@@ -178,7 +129,7 @@ fn refresh_days_due_rebakes_the_base() {
 
 #[test]
 fn force_bake_and_only_image_at_runtime() {
-    let t = tree();
+    let t = tree("local-run");
     ok(csis_at(t.path(), T0, &["run", "all", "--no-dry-run"]));
     assert_eq!(
         plan(
@@ -199,7 +150,7 @@ fn force_bake_and_only_image_at_runtime() {
 
 #[test]
 fn a_real_run_baking_outside_its_apply_scope_is_refused() {
-    let t = tree();
+    let t = tree("local-run");
     edit(
         t.path(),
         "cfg/builders.yml",

@@ -4,9 +4,11 @@
 mod cases;
 mod commit;
 mod example;
+mod identity;
 mod layering;
 mod lineage;
 mod operations;
 mod run;
 mod secrets;
+mod support;
 mod watch;

@@ -1,42 +1,12 @@
 //! upgrade, forget, release and dispose over real runs on the local
 //! runtime, with the spec's refusals.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use crate::support::{copy_tree, csis_at, edit, ok};
+use std::path::PathBuf;
+use std::process::Output;
 
 const T0: i64 = 1_796_226_804; // run 2026_12_02T15_53_24
 const T1: i64 = T0 + 60; // run 2026_12_02T15_54_24
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
-}
-
-fn csis_at(root: &Path, now: i64, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_csis"))
-        .current_dir(root)
-        .arg("--root-dir")
-        .arg(root)
-        .args(args)
-        .env("CSIS_NOW", now.to_string())
-        .env_remove("CSIS_RUN_ID")
-        .output()
-        .unwrap()
-}
-
-fn ok(o: Output) -> String {
-    let err = String::from_utf8_lossy(&o.stderr).to_string();
-    assert_eq!(o.status.code(), Some(0), "{err}");
-    format!("{}{err}", String::from_utf8_lossy(&o.stdout))
-}
 
 fn refused(o: Output) -> String {
     assert_eq!(
@@ -46,13 +16,6 @@ fn refused(o: Output) -> String {
         String::from_utf8_lossy(&o.stdout)
     );
     String::from_utf8_lossy(&o.stderr).trim_end().to_string()
-}
-
-fn edit(root: &Path, file: &str, from: &str, to: &str) {
-    let p = root.join(file);
-    let text = std::fs::read_to_string(&p).unwrap();
-    assert!(text.contains(from), "{file} has no {from:?}");
-    std::fs::write(&p, text.replacen(from, to, 1)).unwrap();
 }
 
 /// Two real runs: `mid` re-baked in the second, `top` still pinned to the

@@ -1,6 +1,7 @@
 //! `csis run` end to end: the generated tree of the example (snapshot),
 //! incremental emission, real runs on the local runtime, failures.
 
+use crate::support::{fixture, tree};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -8,32 +9,6 @@ use std::time::SystemTime;
 
 /// A fixed start time, so run ids and summaries are the same every run.
 const NOW: &str = "1796226804";
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../fixtures")
-        .join(name)
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
-}
-
-/// A copy of a fixture tree in a temporary directory.
-fn tree(name: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    copy_tree(&fixture(name), dir.path());
-    dir
-}
 
 fn csis(root: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_csis"))

@@ -1,23 +1,11 @@
 //! `csis watch`: re-plans on edits, survives broken YAML, stops on Ctrl-C.
 
+use crate::support::copy_tree;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
-}
 
 /// Lines until one contains `want`; all of them, for the message.
 fn until(rx: &mpsc::Receiver<String>, want: &str) -> Vec<String> {

@@ -232,6 +232,13 @@ pub trait Builder: Send + Sync {
     fn identity_type(&self) -> Option<&str> {
         None
     }
+    /// Group builders: when a group's gid is fixed: `config-time` (the
+    /// YAML's gid, or one the builder picks at generation),
+    /// `creation-only` (set when the group is created, never changed), or
+    /// `provider-assigned`. Recorded in the identity read-model.
+    fn gid_policy(&self) -> &'static str {
+        "config-time"
+    }
     /// Storage builders: the capability type, and whether many instances
     /// may attach one storage.
     fn capability_type(&self) -> Option<&str> {
