@@ -42,6 +42,7 @@ pub mod resolve;
 pub mod run;
 pub mod script;
 pub mod secrets;
+pub mod storage_state;
 pub mod strings;
 pub mod system;
 pub mod validate;

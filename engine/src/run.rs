@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use csis_plugin_api::{Builder, ExecutionLifecyclePhase, LifecycleSpec};
 use indexmap::IndexMap;
 use serde::Serialize;
-use serde_json::json;
+use serde_json::{Value as J, json};
 
 use crate::builders::builders;
 use crate::db::Db;
@@ -462,8 +462,34 @@ impl Runner<'_> {
                     }
                 }
             };
+            if name == "storage"
+                && status == "executed"
+                && self.req.record
+                && let Err(e) = self.record_storage_transitions()
+            {
+                (self.log)(Level::Error, e.clone());
+                summary.ok = false;
+                summary.error.get_or_insert(e);
+            }
             summary.apply.insert(name.into(), status.into());
         }
+    }
+
+    /// After a real storage apply, the requested states become current in
+    /// meta-state/storage-state.yaml.
+    fn record_storage_transitions(&mut self) -> Result<(), String> {
+        use crate::storage_state::{FILE, StorageState, applied, declared};
+        let before = meta_state::read(self.system, &self.ws.root, FILE)?;
+        let before: StorageState = serde_json::from_value(J::Object(before))
+            .map_err(|e| format!("Meta-state file {}/{FILE}: {e}", meta_state::DIR))?;
+        let after = applied(&before, &declared(&self.ws.db, self.ws.tree), &self.run_id);
+        if after == before {
+            return Ok(());
+        }
+        let J::Object(map) = serde_json::to_value(&after).map_err(|e| e.to_string())? else {
+            return Err(format!("{FILE}: the record is not a mapping"));
+        };
+        meta_state::write(self.system, &self.ws.root, FILE, &map)
     }
 
     /// A real run's deferred commands, phase by phase, with every builder's

@@ -638,6 +638,7 @@ impl Checks<'_> {
                 }
             }
         }
+        self.storage_transitions(&attached);
         for (storage, instances) in attached {
             let Some(Item::Storage(st)) = self
                 .structured(ItemKind::STORAGES, &storage)
@@ -679,6 +680,16 @@ impl Checks<'_> {
                 );
             }
         }
+    }
+
+    /// The transitions the declared storages request of the recorded
+    /// state machine.
+    fn storage_transitions(&mut self, attached: &std::collections::BTreeMap<String, Vec<String>>) {
+        use crate::storage_state::{FILE, StorageState, check, declared};
+        let record = crate::lineage::read_record::<StorageState>(self.db, self.tree, FILE);
+        self.out.extend(record.diags);
+        let declared = declared(self.db, self.tree);
+        self.out.extend(check(&declared, &record.value, attached));
     }
 
     /// An image whose group's identity type, or an attached storage's

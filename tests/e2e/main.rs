@@ -10,5 +10,6 @@ mod lineage;
 mod operations;
 mod run;
 mod secrets;
+mod storage;
 mod support;
 mod watch;

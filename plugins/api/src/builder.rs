@@ -247,6 +247,12 @@ pub trait Builder: Send + Sync {
     fn multi_attach(&self) -> bool {
         false
     }
+    /// Storage builders: whether the builder realizes the `archived` state
+    /// (a storage kept but not attachable). Only then may a storage of this
+    /// builder request it.
+    fn supports_archive(&self) -> bool {
+        false
+    }
     fn is_posix(&self) -> bool {
         false
     }

@@ -286,11 +286,30 @@ fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
-/// A storage: its directory, created once and never emptied here.
+/// A storage: its directory, created once and never emptied here; removed
+/// with its record when the storage is requested destroyed.
 fn storage(env: &Env, spec: &J) -> Result<String, String> {
     let store = store(env, spec)?;
     let name = field(spec, "name")?;
     let dir = store.join("storages").join(name);
+    match spec.get("state").and_then(J::as_str).unwrap_or("active") {
+        "active" => {}
+        "destroyed" => {
+            if dir.exists() {
+                fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
+            }
+            let record = store.join("storages").join(format!("{name}.json"));
+            if record.exists() {
+                fs::remove_file(&record).map_err(io_err(&record))?;
+            }
+            return Ok(format!("storage {name} destroyed"));
+        }
+        other => {
+            return Err(format!(
+                "storage '{name}': the local runtime does not realize the state '{other}'"
+            ));
+        }
+    }
     fs::create_dir_all(&dir).map_err(io_err(&dir))?;
     let text = serde_json::to_string_pretty(spec).map_err(|e| e.to_string())?;
     write_atomic(

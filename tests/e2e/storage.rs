@@ -1,0 +1,112 @@
+//! The storage state machine over a real local run: transitions recorded in
+//! meta-state/storage-state.yaml, the illegal ones refused at validate.
+
+use crate::support::{csis_at, edit, ok, tree};
+
+const NOW: i64 = 1796226804;
+
+fn refused(root: &std::path::Path, expected: &[&str]) {
+    let v = csis_at(root, NOW, &["--brief", "validate"]);
+    let err = String::from_utf8_lossy(&v.stderr).to_string();
+    assert_eq!(v.status.code(), Some(1), "{err}");
+    let mut want: String = expected.iter().map(|l| format!("{l}\n")).collect();
+    want.push_str(&format!("validate: {} error(s)\n", expected.len()));
+    assert_eq!(err, want);
+}
+
+#[test]
+fn a_storage_is_created_destroyed_only_unattached_and_regenerated() {
+    let t = tree("local-run");
+    let r = t.path();
+    let record = r.join("meta-state/storage-state.yaml");
+    let dir = r.join("store/storages/data");
+
+    // A new storage must start active.
+    edit(
+        r,
+        "storages/data.yml",
+        "    groups: [ops]\n",
+        "    groups: [ops]\n    state: destroyed\n",
+    );
+    refused(
+        r,
+        &[
+            "storages/data.yml:4:12: storage: storage 'data' has never been applied; a new storage must start 'active', not 'destroyed'",
+        ],
+    );
+    edit(r, "storages/data.yml", "    state: destroyed\n", "");
+    ok(csis_at(r, NOW, &["run", "storage", "--no-dry-run"]));
+    assert!(dir.is_dir());
+    let created = std::fs::read_to_string(&record).unwrap();
+    assert!(
+        created.contains("  data:\n    state: active\n    generation: 1\n    builder: dirs\n"),
+        "{created}"
+    );
+
+    // Attached, it may not leave active.
+    edit(
+        r,
+        "storages/data.yml",
+        "    groups: [ops]\n",
+        "    groups: [ops]\n    state: destroyed\n",
+    );
+    refused(
+        r,
+        &[
+            "storages/data.yml:4:12: storage: storage 'data' cannot move active -> destroyed while attached by [box] (detach in one run, transition in the next; N21)",
+        ],
+    );
+    let run = csis_at(r, NOW + 60, &["run", "storage", "--no-dry-run"]);
+    assert_eq!(run.status.code(), Some(1));
+    assert!(dir.is_dir(), "a refused run destroys nothing");
+    assert_eq!(std::fs::read_to_string(&record).unwrap(), created);
+
+    // Detached, it is destroyed and recorded so.
+    edit(
+        r,
+        "instances/box.yml",
+        "    storages:\n      - {name: data, mount_point: /srv/data}\n",
+        "",
+    );
+    ok(csis_at(r, NOW + 120, &["run", "storage", "--no-dry-run"]));
+    assert!(!dir.exists());
+
+    // Destroyed cannot become archived (and the local runtime does not
+    // archive at all).
+    edit(
+        r,
+        "storages/data.yml",
+        "state: destroyed",
+        "state: archived",
+    );
+    refused(
+        r,
+        &[
+            "storages/data.yml:4:12: storage: storage 'data' requests archived, which its builder 'dirs' does not realize",
+            "storages/data.yml:4:12: storage: storage 'data': transition destroyed -> archived is not legal",
+        ],
+    );
+
+    // Active again: the next generation of the name.
+    edit(r, "storages/data.yml", "    state: archived\n", "");
+    ok(csis_at(r, NOW + 180, &["run", "storage", "--no-dry-run"]));
+    assert!(dir.is_dir());
+    let text = std::fs::read_to_string(&record).unwrap();
+    assert!(
+        text.contains("    state: active\n    generation: 2\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("      - from: destroyed\n        to: active\n        run: \"2026_12_02T15_56_24\"\n        generation: 2\n        action: regenerate\n"),
+        "{text}"
+    );
+    // A dry run records no transition.
+    edit(
+        r,
+        "storages/data.yml",
+        "    groups: [ops]\n",
+        "    groups: [ops]\n    state: destroyed\n",
+    );
+    ok(csis_at(r, NOW + 240, &["run", "storage"]));
+    assert_eq!(std::fs::read_to_string(&record).unwrap(), text);
+}
