@@ -1,6 +1,9 @@
-//! The identity read-model, meta-state/identity.yaml: the structural facts
-//! of the groups and users the identity lifecycle generated, written after
-//! it generates. Gids travel by terraform reference and are not recorded.
+//! The read-models: meta-state/identity.yaml, the structural facts of the
+//! groups and users the identity lifecycle generated (gids travel by
+//! terraform reference and are not recorded), and meta-state/storage.yaml,
+//! each storage's requested and current state, access and attachments.
+//! Both are written after their lifecycle generates; storage.yaml again
+//! after a real storage apply moved the current states.
 //!
 //! The record is also what keeps a managed group from leaving the YAML: a
 //! group recorded `managed: true` that is no longer declared refuses
@@ -9,7 +12,7 @@
 use std::collections::BTreeMap;
 
 use csis_model::models::Item;
-use csis_model::{Diagnostic, ItemKind, Vct};
+use csis_model::{Diagnostic, ItemKind, Value, Vct};
 use serde::Deserialize;
 use serde_json::{Map, Value as J, json};
 
@@ -17,9 +20,11 @@ use crate::builders::builders;
 use crate::db::{Db, Tree};
 use crate::items::{ItemId, item_index};
 use crate::items_model::structured_item;
+use crate::storage_state::StorageState;
 
-/// The read-model's file name inside meta-state/.
+/// The read-models' file names inside meta-state/.
 pub const IDENTITY: &str = "identity.yaml";
+pub const STORAGE: &str = "storage.yaml";
 
 /// The identity read-model of the tree, without the run that writes it.
 pub fn identity_read_model(db: &dyn Db, tree: Tree) -> Map<String, J> {
@@ -82,12 +87,65 @@ pub fn identity_read_model(db: &dyn Db, tree: Tree) -> Map<String, J> {
     out.insert("groups".into(), J::Object(groups));
     out.insert("users".into(), J::Object(users));
     out.insert("user_builders".into(), json!(user_builders));
-    let mut out = J::Object(out);
-    crate::render::redact(&mut out, &secrets);
-    match out {
+    redacted(out, &secrets)
+}
+
+/// Decrypted values as their source ciphertext.
+fn redacted(model: Map<String, J>, secrets: &[csis_model::models::Secret]) -> Map<String, J> {
+    let mut model = J::Object(model);
+    crate::render::redact(&mut model, secrets);
+    match model {
         J::Object(m) => m,
         _ => Map::new(),
     }
+}
+
+/// The storage read-model of the tree against the state machine's record.
+pub fn storage_read_model(db: &dyn Db, tree: Tree, record: &StorageState) -> Map<String, J> {
+    let b = builders(db, tree);
+    let registry = db.registry();
+    let attached = crate::storage_state::attachments(db, tree);
+    let mut secrets = Vec::new();
+    let mut storages = Map::new();
+    for d in crate::storage_state::declared(db, tree) {
+        let si = structured_item(
+            db,
+            tree,
+            ItemId::new(db, ItemKind::STORAGES, d.name.clone()),
+        );
+        let Some(Item::Storage(st)) = si.item.as_deref() else {
+            continue;
+        };
+        secrets.extend(si.secrets.iter().cloned());
+        let decl = b.resolve(Vct::StorageBuilderModel, &st.named.type_);
+        let builder = decl.and_then(|d| {
+            registry
+                .model(d.classification, d.model)
+                .map(|spec| (spec.builder)(d))
+        });
+        let current = record.storages.get(&d.name);
+        storages.insert(
+            d.name.clone(),
+            json!({
+                "builder": d.builder,
+                "requested_state": d.requested,
+                "current_state": current.map(|r| r.state.clone()),
+                "generation": current.map_or(0, |r| r.generation),
+                "allowed_groups": st.groups,
+                "public_read": st.public_read,
+                "share_mode": st.share_mode,
+                "lifecycle": st.lifecycle.as_ref().map(|l| Value::Map(l.clone()).to_json()),
+                "attachments": attached.get(&d.name).cloned().unwrap_or_default(),
+                "type": builder.as_ref().and_then(|b| b.capability_type().map(str::to_string)),
+                "plugin": decl.map(|d| d.model),
+                "attachment_cardinality": builder.as_ref().map(|b| if b.multi_attach() { "many" } else { "single" }),
+                "posix": builder.as_ref().is_some_and(|b| b.is_posix()),
+            }),
+        );
+    }
+    let mut out = Map::new();
+    out.insert("storages".into(), J::Object(storages));
+    redacted(out, &secrets)
 }
 
 #[derive(Default, Deserialize)]

@@ -309,21 +309,26 @@ impl Runner<'_> {
     /// The read-models a lifecycle leaves in meta-state/ once it has
     /// generated (a dry run too; `watch --generate` leaves no records).
     fn write_read_models(&mut self, lifecycle: &str) -> Result<(), String> {
-        if lifecycle != "identity" || !self.req.record {
+        use crate::read_models::{IDENTITY, STORAGE, identity_read_model, storage_read_model};
+        if !self.req.record {
             return Ok(());
         }
+        let (db, tree) = (&self.ws.db, self.ws.tree);
+        match lifecycle {
+            "identity" => self.write_read_model(IDENTITY, identity_read_model(db, tree)),
+            "storage" => {
+                let record = crate::lineage::read_record(db, tree, crate::storage_state::FILE);
+                self.write_read_model(STORAGE, storage_read_model(db, tree, &record.value))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn write_read_model(&self, file: &str, body: serde_json::Map<String, J>) -> Result<(), String> {
         let mut model = serde_json::Map::new();
         model.insert("run".into(), json!(self.run_id));
-        model.extend(crate::read_models::identity_read_model(
-            &self.ws.db,
-            self.ws.tree,
-        ));
-        meta_state::write(
-            self.system,
-            &self.ws.root,
-            crate::read_models::IDENTITY,
-            &model,
-        )
+        model.extend(body);
+        meta_state::write(self.system, &self.ws.root, file, &model)
     }
 
     /// The environment every executed command sees.
@@ -489,7 +494,9 @@ impl Runner<'_> {
         let J::Object(map) = serde_json::to_value(&after).map_err(|e| e.to_string())? else {
             return Err(format!("{FILE}: the record is not a mapping"));
         };
-        meta_state::write(self.system, &self.ws.root, FILE, &map)
+        meta_state::write(self.system, &self.ws.root, FILE, &map)?;
+        let model = crate::read_models::storage_read_model(&self.ws.db, self.ws.tree, &after);
+        self.write_read_model(crate::read_models::STORAGE, model)
     }
 
     /// A real run's deferred commands, phase by phase, with every builder's

@@ -60,6 +60,19 @@ pub struct Declared {
     pub origin: Option<Origin>,
 }
 
+/// Which instances attach each storage: storage name to instance names,
+/// both in name order.
+pub fn attachments(db: &dyn Db, tree: Tree) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for name in item_index(db, tree).names(ItemKind::INSTANCES) {
+        let si = structured_item(db, tree, ItemId::new(db, ItemKind::INSTANCES, name.clone()));
+        for m in &si.storages {
+            out.entry(m.name.clone()).or_default().push(name.clone());
+        }
+    }
+    out
+}
+
 /// Every declared storage, in name order.
 pub fn declared(db: &dyn Db, tree: Tree) -> Vec<Declared> {
     let b = builders(db, tree);

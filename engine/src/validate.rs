@@ -593,7 +593,7 @@ impl Checks<'_> {
     /// single-attach storage is attached by one instance at most.
     fn attachments(&mut self) {
         let index = item_index(self.db, self.tree);
-        let mut attached: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        let attached = crate::storage_state::attachments(self.db, self.tree);
         for name in index.names(ItemKind::INSTANCES) {
             let id = ItemId::new(self.db, ItemKind::INSTANCES, name.clone());
             let si = structured_item(self.db, self.tree, id);
@@ -606,10 +606,6 @@ impl Checks<'_> {
                 _ => None,
             };
             for m in &si.storages {
-                attached
-                    .entry(m.name.clone())
-                    .or_default()
-                    .push(name.clone());
                 let Some(Item::Storage(st)) = self
                     .structured(ItemKind::STORAGES, &m.name)
                     .as_deref()

@@ -109,4 +109,27 @@ fn a_storage_is_created_destroyed_only_unattached_and_regenerated() {
     );
     ok(csis_at(r, NOW + 240, &["run", "storage"]));
     assert_eq!(std::fs::read_to_string(&record).unwrap(), text);
+    // The read-model shows both: what is requested, what is current.
+    assert_eq!(
+        std::fs::read_to_string(r.join("meta-state/storage.yaml")).unwrap(),
+        "# csis meta-state: storage.yaml. Written by csis; change it through csis commands.
+run: \"2026_12_02T15_57_24\"
+storages:
+  data:
+    builder: dirs
+    requested_state: destroyed
+    current_state: active
+    generation: 2
+    allowed_groups:
+      - ops
+    public_read: false
+    share_mode: \"2770\"
+    lifecycle: null
+    attachments: []
+    type: local
+    plugin: local
+    attachment_cardinality: many
+    posix: true
+"
+    );
 }
