@@ -63,6 +63,12 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// User-data documents as instance-setup reads them (cloud-config).
+    #[command(name = "cloud-config")]
+    CloudConfig {
+        #[command(subcommand)]
+        command: CloudConfigCommand,
+    },
     /// Load once, then re-plan on every change under the root, printing
     /// what changed; --generate also keeps generated/ current.
     Watch {
@@ -231,6 +237,20 @@ impl Selection {
 }
 
 #[derive(Subcommand)]
+enum CloudConfigCommand {
+    /// Report what instance-setup would refuse, skip or ignore in each
+    /// file, with line and column; exit 1 when a document or an entry of
+    /// one is refused.
+    Check {
+        /// Refuse what would otherwise be ignored (instance-setup --offline).
+        #[arg(long)]
+        offline: bool,
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
 enum ConfigCommand {
     /// The tree after the string stage and template resolution (or as
     /// written, with --raw).
@@ -297,6 +317,9 @@ fn main() -> ExitCode {
     match &cli.command {
         Command::Local { args } => return ExitCode::from(csis_plugin_local::exec::main(args)),
         Command::Dummy { args } => return ExitCode::from(csis_plugin_dummy::exec::main(args)),
+        Command::CloudConfig {
+            command: CloudConfigCommand::Check { offline, files },
+        } => return cloud_config_check(files, *offline),
         _ => {}
     }
     let registry = match Registry::build(&plugins()) {
@@ -403,7 +426,10 @@ fn main() -> ExitCode {
         Command::Config {
             command: ConfigCommand::Render { raw, format },
         } => render(&ws, cli.brief, *raw, *format),
-        Command::Local { .. } | Command::Dummy { .. } | Command::Watch { .. } => ExitCode::from(2),
+        Command::Local { .. }
+        | Command::Dummy { .. }
+        | Command::Watch { .. }
+        | Command::CloudConfig { .. } => ExitCode::from(2),
     }
 }
 
@@ -686,4 +712,41 @@ fn public_safe(
             ExitCode::from(3)
         }
     }
+}
+
+/// `csis cloud-config check`: every finding as `file:line:col: level:
+/// message`, then one summary line per file.
+fn cloud_config_check(files: &[PathBuf], offline: bool) -> ExitCode {
+    use csis_engine::cloud_config::{Severity, check};
+    let mut refused_any = false;
+    for file in files {
+        let shown = file.display();
+        let bytes = match std::fs::read(file) {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("error: reading {shown}: {e}");
+                refused_any = true;
+                continue;
+            }
+        };
+        let findings = check(&bytes, offline);
+        let refused = findings
+            .iter()
+            .filter(|f| f.severity == Severity::Refused)
+            .count();
+        for f in &findings {
+            let level = match f.severity {
+                Severity::Refused => "error",
+                Severity::Skipped => "warning",
+            };
+            println!("{shown}:{}:{}: {level}: {}", f.line, f.col, f.message);
+        }
+        println!(
+            "{shown}: {} ({refused} refused, {} reported)",
+            if refused == 0 { "ok" } else { "refused" },
+            findings.len() - refused
+        );
+        refused_any |= refused > 0;
+    }
+    ExitCode::from(u8::from(refused_any))
 }

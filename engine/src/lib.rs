@@ -17,6 +17,7 @@ pub mod alias_pool;
 pub mod builders;
 pub mod cfg;
 pub mod clock;
+pub mod cloud_config;
 pub mod commit;
 pub mod db;
 pub mod emit;

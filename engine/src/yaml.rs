@@ -97,6 +97,19 @@ what an alias stands for in a diff. Write the values out, or share them through 
 
 /// Parse one YAML document. An empty document reads as null.
 pub fn parse(text: &str) -> Result<(Value, Positions), YamlError> {
+    parse_documents(text, false).map(|(v, p, _)| (v, p))
+}
+
+/// Parse the first YAML document and stop at the start of a second one,
+/// returning where it starts (user-data ignores later documents).
+pub fn parse_first(text: &str) -> Result<(Value, Positions, Option<Span>), YamlError> {
+    parse_documents(text, true)
+}
+
+fn parse_documents(
+    text: &str,
+    first_only: bool,
+) -> Result<(Value, Positions, Option<Span>), YamlError> {
     let offsets = Offsets::new(text);
     let mut parser = Parser::new_from_str(text);
     let mut builder = Builder {
@@ -122,9 +135,17 @@ pub fn parse(text: &str) -> Result<(Value, Positions), YamlError> {
         if matches!(event, Event::StreamEnd) {
             break;
         }
-        builder.event(event, offsets.span(&span))?;
+        let span = offsets.span(&span);
+        if first_only && matches!(event, Event::DocumentStart(_)) && builder.documents == 1 {
+            return Ok((
+                builder.root.unwrap_or(Value::Null),
+                builder.positions,
+                Some(span),
+            ));
+        }
+        builder.event(event, span)?;
     }
-    Ok((builder.root.unwrap_or(Value::Null), builder.positions))
+    Ok((builder.root.unwrap_or(Value::Null), builder.positions, None))
 }
 
 enum Frame {

@@ -2,6 +2,7 @@
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
 mod cases;
+mod cloud_config;
 mod commit;
 mod example;
 mod identity;

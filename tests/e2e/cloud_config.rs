@@ -1,0 +1,64 @@
+//! `csis cloud-config check`: findings with line and column, exit 1 only
+//! when a document or an entry is refused, `--offline` refusing what would
+//! otherwise be ignored.
+
+use std::process::Command;
+
+fn check(args: &[&str], files: &[(&str, &str)]) -> (i32, String) {
+    let t = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        std::fs::write(t.path().join(name), text).unwrap();
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_csis"))
+        .current_dir(t.path())
+        .args(["cloud-config", "check"])
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+    )
+}
+
+const GOOD: &str = "#cloud-config
+hostname: web-001
+users:
+  - name: operator
+    sudo: ALL=(ALL) NOPASSWD:ALL
+    ssh-authorized-keys: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAA operator@example
+    no-create-home: true
+";
+
+#[test]
+fn a_clean_document_passes_and_an_ignored_key_only_warns() {
+    let (code, out) = check(&["good.yml"], &[("good.yml", GOOD)]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        out,
+        "good.yml:7:5: warning: users: account 'operator': 'no-create-home' is accepted and ignored (a systemd user record has nothing to map it to)\ngood.yml: ok (0 refused, 1 reported)\n"
+    );
+    let (code, out) = check(&["--offline", "good.yml"], &[("good.yml", GOOD)]);
+    assert_eq!(code, 1, "--offline ignores nothing: {out}");
+    assert!(out.starts_with("good.yml:7:5: error: "), "{out}");
+}
+
+#[test]
+fn a_refused_entry_or_document_exits_1_and_every_file_is_reported() {
+    let (code, out) = check(
+        &["bad.yml", "list.yml"],
+        &[
+            ("bad.yml", "users:\n  - name: x\n    uid: 65535\n"),
+            ("list.yml", "- a\n"),
+        ],
+    );
+    assert_eq!(code, 1);
+    assert_eq!(
+        out,
+        "bad.yml:3:10: error: users: account 'x': uid 65535 is refused (systemd refuses it, and a refused record fails every account in the seed); the account is refused
+bad.yml: refused (1 refused, 0 reported)
+list.yml:1:1: error: the top level is a list, not a mapping; the whole document is refused
+list.yml: refused (1 refused, 0 reported)
+"
+    );
+}
