@@ -327,6 +327,29 @@ fn builders_in_hook_order<'db>(db: &'db dyn Db, tree: Tree) -> Vec<BuilderKey<'d
     out
 }
 
+/// A `#cloud-config` asset is read back as instance-setup reads it at
+/// boot: what it would refuse fails generation. A document holding
+/// `ENC[age:...]` markers is checked at validate instead, where the names
+/// are known in clear.
+fn check_user_data(a: &Asset) -> Result<(), String> {
+    if !a.content.starts_with(b"#cloud-config") || a.content.windows(8).any(|w| w == b"ENC[age:") {
+        return Ok(());
+    }
+    let refused: Vec<String> = crate::cloud_config::check(&a.content, false)
+        .into_iter()
+        .filter(|f| f.severity == crate::cloud_config::Severity::Refused)
+        .map(|f| format!("{}:{}:{}: {}", a.path, f.line, f.col, f.message))
+        .collect();
+    if refused.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the generated user-data would be refused at boot: {}",
+            refused.join("; ")
+        ))
+    }
+}
+
 /// The directory of one lifecycle: every builder's assets, the merged
 /// `.gitignore`, and the runner script when anything was deferred.
 #[salsa::tracked(returns(ref))]
@@ -400,7 +423,7 @@ pub fn lifecycle_emission<'db>(
                     return em;
                 }
                 for a in &p.assets {
-                    if let Err(e) = check_asset_path(&a.path) {
+                    if let Err(e) = check_asset_path(&a.path).and_then(|()| check_user_data(a)) {
                         em.error = Some(format!("[{name}] {}: {e}", key.name(db)));
                         return em;
                     }

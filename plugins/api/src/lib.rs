@@ -12,6 +12,7 @@
 //! diagnostics; they never write files and never reach a global.
 
 pub mod builder;
+pub mod cloud_config;
 pub mod lifecycle;
 pub mod phase;
 

@@ -338,8 +338,19 @@ pub fn launches(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Step>
             "storages": view.storages.iter().map(|s| json!({"name": s.name, "mount_point": s.mount_point})).collect::<Vec<_>>(),
             "user_data": ud_path,
         });
+        let cloud_config =
+            user_data_document(ctx, name, &image, group.as_deref(), &hostname, &user_data);
         let mut st = step(me.name(), P::InstanceGeneration, name, spec, "launch");
         st.extra_assets.push(Asset::text(ud_path, user_data));
+        st.extra_assets.push(Asset::text(
+            path_for_phase(
+                me.name(),
+                P::InstanceGeneration,
+                Some(name),
+                ".cloud-config",
+            ),
+            cloud_config,
+        ));
         let launched = format!("${{CSIS_ROOT}}/{store}/instances/{name}/instance.json");
         st.commands.push(Command::csis([
             "--root-dir",
@@ -385,4 +396,64 @@ pub fn identity(
     let spec =
         json!({ "builder": me.name(), "kind": kind.key(), "store": store, "entries": entries });
     Ok(vec![step(me.name(), phase, kind.key(), spec, "identity")])
+}
+
+/// The instance's user-data as cloud-config: its hostname, the image
+/// group's accounts (admins with a sudo grant), the group, the launch
+/// script and the csis marker. Encrypted names stay markers here; the
+/// private mirror carries the plaintext.
+fn user_data_document(
+    ctx: &dyn HookContext,
+    name: &str,
+    image: &str,
+    group: Option<&str>,
+    hostname: &str,
+    launch_script: &str,
+) -> String {
+    use csis_plugin_api::cloud_config::{Account, UserData, WriteFile};
+    let mut doc = UserData {
+        hostname: hostname.to_string(),
+        ..UserData::default()
+    };
+    let group_view = group.and_then(|g| ctx.item(ItemKind::GROUPS, g));
+    if let Some(view) = &group_view
+        && let Item::Group(g) = view.item.as_ref()
+    {
+        let gname = view.emit(g.name());
+        let mut members: Vec<String> = g.members.iter().chain(&g.admins).cloned().collect();
+        members.sort();
+        members.dedup();
+        for m in &members {
+            let gecos = ctx
+                .item(ItemKind::USERS, m)
+                .and_then(|u| match u.item.as_ref() {
+                    Item::User(user) => {
+                        Some(u.emit(&format!("{} {}", user.first_name, user.last_name)))
+                    }
+                    _ => None,
+                })
+                .unwrap_or_default();
+            doc.users.push(Account {
+                name: view.emit(m),
+                gecos,
+                groups: vec![gname.clone()],
+                sudo: g.admins.contains(m).then(|| "ALL=(ALL) ALL".to_string()),
+            });
+        }
+        doc.groups
+            .push((gname, members.iter().map(|m| view.emit(m)).collect()));
+    }
+    doc.write_files = vec![
+        WriteFile {
+            path: "/var/lib/csis/launch.sh".into(),
+            content: launch_script.to_string(),
+            permissions: "0755".into(),
+        },
+        WriteFile {
+            path: "/var/lib/csis/instance".into(),
+            content: format!("instance {name}\nimage {image}\nhostname {hostname}\n"),
+            permissions: "0644".into(),
+        },
+    ];
+    doc.render()
 }
