@@ -46,6 +46,7 @@ pub mod secrets;
 pub mod storage_state;
 pub mod strings;
 pub mod system;
+pub mod user_data;
 pub mod validate;
 pub mod workspace;
 pub mod yaml;

@@ -133,3 +133,22 @@ fn the_example_user_data_is_valid_cloud_config() {
         }
     }
 }
+
+#[test]
+fn a_launch_script_too_big_to_carry_is_refused_at_validate() {
+    let t = crate::support::tree("local-run");
+    let r = t.path();
+    let big = format!("userdata: \"{}\"", "x".repeat(5000));
+    crate::support::edit(
+        r,
+        "instances/box.yml",
+        "userdata: echo \"hello from box\" > \"$CSIS_INSTANCE_DIR/greeting\"",
+        &big,
+    );
+    let v = crate::support::csis_at(r, 1796226804, &["--brief", "validate"]);
+    assert_eq!(v.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&v.stderr),
+        "instances/box.yml:4:15: instance 'box': userdata is 5000 bytes, over the 4095 a cloud-config file can carry at boot -- move the work into the image\nvalidate: 1 error(s)\n"
+    );
+}

@@ -256,6 +256,12 @@ pub trait Builder: Send + Sync {
     fn is_posix(&self) -> bool {
         false
     }
+    /// Instance builders: the user-data format their machines boot with,
+    /// when csis emits one: `cloud-config` for cloud-init. Validation then
+    /// refuses what instance-setup would refuse or skip at boot.
+    fn user_data_format(&self) -> Option<&'static str> {
+        None
+    }
     /// Runtime builders: the session mechanism, when there is one.
     fn session_mechanism(&self) -> Option<&str> {
         None

@@ -79,6 +79,9 @@ impl Builder for LocalBuilder {
     fn is_posix(&self) -> bool {
         self.classification == Vct::StorageBuilderModel
     }
+    fn user_data_format(&self) -> Option<&'static str> {
+        (self.classification == Vct::InstanceBuilderModel).then_some("cloud-config")
+    }
     fn session_mechanism(&self) -> Option<&str> {
         (self.classification == Vct::RuntimeBuilderModel).then_some("local-shell")
     }
