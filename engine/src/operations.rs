@@ -256,21 +256,34 @@ impl Ops<'_> {
             ));
         }
         let mut pins = self.pins()?;
-        let Some(build) = pins.instances.remove(&name) else {
+        let file = crate::launch_params::FILE;
+        let mut launch: crate::launch_params::LaunchParams =
+            read_json(self.system, &self.ws.root, file)?;
+        let launched = launch.instances.remove(&name).is_some();
+        let build = pins.instances.remove(&name);
+        if build.is_none() && !launched {
             return Err(format!(
-                "forget: instance '{name}' has no record in pins.yaml"
+                "forget: instance '{name}' has no record in pins.yaml or {file}"
             ));
-        };
-        self.journal(
-            &mut pins,
-            "instance",
-            &name,
-            Some(build.clone()),
-            None,
-            "forget",
-        );
-        write_json(self.system, &self.ws.root, "pins.yaml", &pins)?;
-        Ok(format!("forget: instance {name} (was on {build})"))
+        }
+        if let Some(build) = &build {
+            self.journal(
+                &mut pins,
+                "instance",
+                &name,
+                Some(build.clone()),
+                None,
+                "forget",
+            );
+            write_json(self.system, &self.ws.root, "pins.yaml", &pins)?;
+        }
+        if launched {
+            write_json(self.system, &self.ws.root, file, &launch)?;
+        }
+        Ok(format!(
+            "forget: instance {name} (was on {})",
+            build.as_deref().unwrap_or("no build")
+        ))
     }
 
     fn config_bool(&self, key: &str, default: bool) -> bool {

@@ -320,8 +320,47 @@ impl Runner<'_> {
                 let record = crate::lineage::read_record(db, tree, crate::storage_state::FILE);
                 self.write_read_model(STORAGE, storage_read_model(db, tree, &record.value))
             }
+            "instance-image" => self.record_launch_params(),
             _ => Ok(()),
         }
+    }
+
+    /// Launch parameters after instance-image generates; `launched` after
+    /// a real apply executed it.
+    fn record_launch_params(&mut self) -> Result<(), String> {
+        use crate::launch_params::{compute_all, recorded};
+        let (db, tree) = (&self.ws.db, self.ws.tree);
+        let before = self.read_launch_params()?;
+        let after = recorded(&before, &compute_all(db, tree, &before), &self.run_id);
+        self.write_launch_params(&before, &after)
+    }
+
+    fn mark_launched(&mut self) -> Result<(), String> {
+        let before = self.read_launch_params()?;
+        let index = item_index(&self.ws.db, self.ws.tree);
+        let declared: Vec<&String> = index.names(csis_model::ItemKind::INSTANCES).collect();
+        let after = crate::launch_params::launched(&before, &declared, &self.run_id);
+        self.write_launch_params(&before, &after)
+    }
+
+    fn read_launch_params(&self) -> Result<crate::launch_params::LaunchParams, String> {
+        crate::lineage::read_json(self.system, &self.ws.root, crate::launch_params::FILE)
+    }
+
+    fn write_launch_params(
+        &self,
+        before: &crate::launch_params::LaunchParams,
+        after: &crate::launch_params::LaunchParams,
+    ) -> Result<(), String> {
+        if after == before {
+            return Ok(());
+        }
+        crate::lineage::write_json(
+            self.system,
+            &self.ws.root,
+            crate::launch_params::FILE,
+            after,
+        )
     }
 
     fn write_read_model(&self, file: &str, body: serde_json::Map<String, J>) -> Result<(), String> {
@@ -467,11 +506,12 @@ impl Runner<'_> {
                     }
                 }
             };
-            if name == "storage"
-                && status == "executed"
-                && self.req.record
-                && let Err(e) = self.record_storage_transitions()
-            {
+            let recorded = match (name, status == "executed" && self.req.record) {
+                ("storage", true) => self.record_storage_transitions(),
+                ("instance-image", true) => self.mark_launched(),
+                _ => Ok(()),
+            };
+            if let Err(e) = recorded {
                 (self.log)(Level::Error, e.clone());
                 summary.ok = false;
                 summary.error.get_or_insert(e);
@@ -484,17 +524,13 @@ impl Runner<'_> {
     /// meta-state/storage-state.yaml.
     fn record_storage_transitions(&mut self) -> Result<(), String> {
         use crate::storage_state::{FILE, StorageState, applied, declared};
-        let before = meta_state::read(self.system, &self.ws.root, FILE)?;
-        let before: StorageState = serde_json::from_value(J::Object(before))
-            .map_err(|e| format!("Meta-state file {}/{FILE}: {e}", meta_state::DIR))?;
+        let (system, root) = (self.system, &self.ws.root);
+        let before: StorageState = crate::lineage::read_json(system, root, FILE)?;
         let after = applied(&before, &declared(&self.ws.db, self.ws.tree), &self.run_id);
         if after == before {
             return Ok(());
         }
-        let J::Object(map) = serde_json::to_value(&after).map_err(|e| e.to_string())? else {
-            return Err(format!("{FILE}: the record is not a mapping"));
-        };
-        meta_state::write(self.system, &self.ws.root, FILE, &map)?;
+        crate::lineage::write_json(system, root, FILE, &after)?;
         let model = crate::read_models::storage_read_model(&self.ws.db, self.ws.tree, &after);
         self.write_read_model(crate::read_models::STORAGE, model)
     }

@@ -1,7 +1,8 @@
 //! The checks at validate and at the head of every run that need no
 //! provider's live answer: foreign keys, policies, test specs, update
 //! policies, image groups, canonical hostnames, base images and
-//! capabilities, storages, the alias pool, managed groups, user-data names. Each refusal is a diagnostic with the spec's
+//! capabilities, storages, the alias pool, managed groups, user-data names, the immutability of launched
+//! instances. Each refusal is a diagnostic with the spec's
 //! wording, placed where the offending value is.
 
 use std::collections::BTreeSet;
@@ -46,6 +47,8 @@ pub fn validation_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
         .extend(crate::read_models::managed_groups_missing(db, tree));
     v.out
         .extend(crate::user_data::user_data_diagnostics(db, tree));
+    v.out
+        .extend(crate::launch_params::immutability_diagnostics(db, tree));
     v.out
 }
 

@@ -88,7 +88,7 @@ fn forget_refuses_a_declared_instance_and_drops_a_stale_record() {
     );
     assert_eq!(
         refused(csis_at(r, T1, &["forget", "instance", "box"])),
-        "error: forget: instance 'box' has no record in pins.yaml"
+        "error: forget: instance 'box' has no record in pins.yaml or launch-params.yaml"
     );
 }
 

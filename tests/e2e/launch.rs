@@ -1,0 +1,64 @@
+//! Launch parameters over real local runs: recorded after instance-image
+//! generates, marked launched after the apply, immutable afterwards except
+//! for a removed mount; forget drops the record of an undeclared instance.
+
+use crate::support::{csis_at, edit, ok, tree};
+
+const NOW: i64 = 1796226804;
+
+#[test]
+fn launched_instances_are_immutable_but_may_detach() {
+    let t = tree("local-run");
+    let r = t.path();
+    let record = r.join("meta-state/launch-params.yaml");
+    ok(csis_at(r, NOW, &["run", "all", "--no-dry-run"]));
+    let text = std::fs::read_to_string(&record).unwrap();
+    assert!(
+        text.contains("    params:\n      image: top\n      build: unbound\n      group: ops\n      identity_type: unix\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("      session: local-shell\n      hostname: box-001\n      alias: null\n      ephemeral: false\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("    launched: true\n    launched_run: \"2026_12_02T15_53_24\"\n"),
+        "{text}"
+    );
+
+    // The pin bound after the launch is no change; the record takes it.
+    ok(csis_at(r, NOW + 60, &["run", "instance-image"]));
+    let text = std::fs::read_to_string(&record).unwrap();
+    assert!(
+        text.contains("      build: top-here-2026_12_02T15_53_24\n"),
+        "{text}"
+    );
+    assert!(text.contains("    launched: true\n"), "{text}");
+
+    edit(r, "instances/box.yml", "hello from box", "hello again");
+    let v = csis_at(r, NOW + 120, &["--brief", "validate"]);
+    assert_eq!(v.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&v.stderr),
+        "instance 'box' was launched (run 2026_12_02T15_53_24) and its launch parameters changed (userdata); launch parameters are immutable after launch -- replace the instance (upgrade instance, or decommission and redeclare) (N26)\nvalidate: 1 error(s)\n"
+    );
+    edit(r, "instances/box.yml", "hello again", "hello from box");
+
+    // Removing a mount is the one change allowed in place: a detach.
+    edit(
+        r,
+        "instances/box.yml",
+        "    storages:\n      - {name: data, mount_point: /srv/data}\n",
+        "",
+    );
+    ok(csis_at(r, NOW + 180, &["validate"]));
+
+    // Decommissioned, the record is forgotten with the pin.
+    std::fs::remove_file(r.join("instances/box.yml")).unwrap();
+    assert_eq!(
+        ok(csis_at(r, NOW + 240, &["forget", "instance", "box"])).trim(),
+        "forget: instance box (was on top-here-2026_12_02T15_53_24)"
+    );
+    let text = std::fs::read_to_string(&record).unwrap();
+    assert!(!text.contains("box"), "{text}");
+}
