@@ -27,6 +27,7 @@ pub mod fingerprint;
 pub mod generate;
 pub mod items;
 pub mod items_model;
+pub mod labels;
 pub mod launch_params;
 pub mod lifecycles;
 pub mod lineage;

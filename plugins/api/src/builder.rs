@@ -262,6 +262,11 @@ pub trait Builder: Send + Sync {
     fn user_data_format(&self) -> Option<&'static str> {
         None
     }
+    /// Runtime builders: why a declared tag key cannot become a label on
+    /// this runtime (GCE wants a lowercase letter first), if it cannot.
+    fn label_key_problem(&self, _key: &str) -> Option<String> {
+        None
+    }
     /// Runtime builders: the session mechanism, when there is one.
     fn session_mechanism(&self) -> Option<&str> {
         None

@@ -118,6 +118,16 @@ impl Builder for DummyBuilder {
     fn session_mechanism(&self) -> Option<&str> {
         (self.classification == Vct::CloudBuilderModel).then_some("dummy-session")
     }
+    /// The dummy runtime takes labels as GCE does, so the label-key check
+    /// has a runtime to refuse on in tests.
+    fn label_key_problem(&self, key: &str) -> Option<String> {
+        let runtime = matches!(
+            self.classification,
+            Vct::RuntimeBuilderModel | Vct::CloudBuilderModel
+        );
+        (runtime && !key.starts_with(|c: char| c.is_ascii_lowercase()))
+            .then(|| "a label key must start with a lowercase letter".to_string())
+    }
 }
 
 fn no_extra(_: &mut Fields<'_>) -> Map {
