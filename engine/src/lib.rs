@@ -53,3 +53,4 @@ pub mod validate;
 pub mod workspace;
 pub mod yaml;
 pub mod yaml_emit;
+pub mod zones;

@@ -253,6 +253,12 @@ pub trait Builder: Send + Sync {
     fn supports_archive(&self) -> bool {
         false
     }
+    /// Storage builders: whether a storage lives in one availability zone
+    /// (a block device) rather than a region; only then does its
+    /// `availability_zone` constrain the instances that attach it.
+    fn is_zonal(&self) -> bool {
+        false
+    }
     fn is_posix(&self) -> bool {
         false
     }

@@ -115,6 +115,9 @@ impl Builder for DummyBuilder {
     fn capability_type(&self) -> Option<&str> {
         (self.classification == Vct::StorageBuilderModel).then_some("dummy")
     }
+    fn is_zonal(&self) -> bool {
+        self.classification == Vct::StorageBuilderModel
+    }
     fn session_mechanism(&self) -> Option<&str> {
         (self.classification == Vct::CloudBuilderModel).then_some("dummy-session")
     }
