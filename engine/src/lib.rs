@@ -25,6 +25,7 @@ pub mod executables;
 pub mod files;
 pub mod fingerprint;
 pub mod generate;
+pub mod identity_items;
 pub mod items;
 pub mod items_model;
 pub mod labels;

@@ -2,7 +2,7 @@
 //! provider's live answer: foreign keys, policies, test specs, update
 //! policies, image groups, canonical hostnames, base images and
 //! capabilities, storages, the alias pool, managed groups, user-data names, the immutability of launched
-//! instances, label keys, availability zones. Each refusal is a diagnostic with the spec's
+//! instances, label keys, availability zones, identity items. Each refusal is a diagnostic with the spec's
 //! wording, placed where the offending value is.
 
 use std::collections::BTreeSet;
@@ -51,6 +51,8 @@ pub fn validation_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
         .extend(crate::launch_params::immutability_diagnostics(db, tree));
     v.out.extend(crate::labels::label_key_diagnostics(db, tree));
     v.out.extend(crate::zones::zone_diagnostics(db, tree));
+    v.out
+        .extend(crate::identity_items::identity_item_diagnostics(db, tree));
     v.out
 }
 

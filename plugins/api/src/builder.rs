@@ -232,6 +232,12 @@ pub trait Builder: Send + Sync {
     fn identity_type(&self) -> Option<&str> {
         None
     }
+    /// User and group builders: what the plugin refuses in one of its own
+    /// users or groups (a provider's attribute vocabulary, say), as
+    /// messages; validation reports each naming the item.
+    fn validate_identity_item(&self, _item: &csis_model::models::Item) -> Vec<String> {
+        Vec::new()
+    }
     /// Group builders: when a group's gid is fixed: `config-time` (the
     /// YAML's gid, or one the builder picks at generation),
     /// `creation-only` (set when the group is created, never changed), or

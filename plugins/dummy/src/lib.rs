@@ -115,6 +115,25 @@ impl Builder for DummyBuilder {
     fn capability_type(&self) -> Option<&str> {
         (self.classification == Vct::StorageBuilderModel).then_some("dummy")
     }
+    /// The dummy identity provider knows lowercase attribute keys only, so
+    /// the identity-item check has something to refuse in tests.
+    fn validate_identity_item(&self, item: &Item) -> Vec<String> {
+        let attributes = match item {
+            Item::User(u) => u.attributes.as_ref(),
+            Item::Group(g) => g.attributes.as_ref(),
+            _ => None,
+        };
+        attributes
+            .into_iter()
+            .flat_map(|a| a.keys())
+            .filter(|k| k.chars().any(|c| c.is_ascii_uppercase()))
+            .map(|k| {
+                format!(
+                    "attribute '{k}' is not one the dummy provider knows (its keys are lowercase)"
+                )
+            })
+            .collect()
+    }
     fn is_zonal(&self) -> bool {
         self.classification == Vct::StorageBuilderModel
     }
