@@ -171,24 +171,37 @@ impl Checker {
         });
     }
 
+    /// A finding at a node's value.
     fn report(&mut self, path: &DocPath, severity: Severity, message: String) {
-        let span = self.positions.nearest(path, false).unwrap_or(Span {
-            offset: 0,
-            len: 0,
-            line: 1,
-            col: 1,
-        });
-        self.at(span.line, span.col, severity, message);
+        self.report_at(path, false, severity, message);
     }
 
+    /// A finding at the key that holds a node.
     fn report_key(&mut self, path: &DocPath, severity: Severity, message: String) {
-        let span = self.positions.nearest(path, true).unwrap_or(Span {
-            offset: 0,
-            len: 0,
-            line: 1,
-            col: 1,
-        });
-        self.at(span.line, span.col, severity, message);
+        self.report_at(path, true, severity, message);
+    }
+
+    fn report_at(&mut self, path: &DocPath, key: bool, severity: Severity, message: String) {
+        let (line, col) = self
+            .positions
+            .nearest(path, key)
+            .map_or((1, 1), |s: Span| (s.line, s.col));
+        self.at(line, col, severity, message);
+    }
+
+    /// A top-level key's list; anything else is reported and skipped.
+    fn list<'v>(&mut self, v: &'v Value, path: &DocPath, what: &str) -> Option<&'v [Value]> {
+        if v.as_seq().is_none() {
+            self.report(
+                path,
+                Severity::Skipped,
+                format!(
+                    "{what} must be a list, not a {}; it is skipped",
+                    v.kind_name()
+                ),
+            );
+        }
+        v.as_seq()
     }
 
     fn document(&mut self, top: &Map) {
@@ -274,15 +287,7 @@ impl Checker {
 
     /// The accounts; returns how many land.
     fn users(&mut self, v: &Value, path: &DocPath) -> usize {
-        let Some(items) = v.as_seq() else {
-            self.report(
-                path,
-                Severity::Skipped,
-                format!(
-                    "users must be a list, not a {}; it is skipped",
-                    v.kind_name()
-                ),
-            );
+        let Some(items) = self.list(v, path, "users") else {
             return 0;
         };
         let mut landed = 0;
@@ -435,15 +440,7 @@ impl Checker {
     }
 
     fn groups(&mut self, v: &Value, path: &DocPath) {
-        let Some(items) = v.as_seq() else {
-            self.report(
-                path,
-                Severity::Skipped,
-                format!(
-                    "groups must be a list, not a {}; it is skipped",
-                    v.kind_name()
-                ),
-            );
+        let Some(items) = self.list(v, path, "groups") else {
             return;
         };
         for (i, item) in items.iter().enumerate() {
@@ -508,15 +505,7 @@ impl Checker {
     }
 
     fn write_files(&mut self, v: &Value, path: &DocPath) {
-        let Some(items) = v.as_seq() else {
-            self.report(
-                path,
-                Severity::Skipped,
-                format!(
-                    "write_files must be a list, not a {}; it is skipped",
-                    v.kind_name()
-                ),
-            );
+        let Some(items) = self.list(v, path, "write_files") else {
             return;
         };
         for (i, item) in items.iter().enumerate() {
@@ -610,15 +599,7 @@ impl Checker {
     }
 
     fn repos(&mut self, v: &Value, path: &DocPath) {
-        let Some(items) = v.as_seq() else {
-            self.report(
-                path,
-                Severity::Skipped,
-                format!(
-                    "repos must be a list, not a {}; it is skipped",
-                    v.kind_name()
-                ),
-            );
+        let Some(items) = self.list(v, path, "repos") else {
             return;
         };
         // name -> (index, enabled, consumes); only entries that pass their
