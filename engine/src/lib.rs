@@ -14,6 +14,7 @@
 //! resolution and structuring, per item) → [`load::load_diagnostics`].
 
 pub mod alias_pool;
+pub mod bake_users;
 pub mod builders;
 pub mod cfg;
 pub mod clock;

@@ -2,7 +2,7 @@
 //! provider's live answer: foreign keys, policies, test specs, update
 //! policies, image groups, canonical hostnames, base images and
 //! capabilities, storages, the alias pool, managed groups, user-data names, the immutability of launched
-//! instances, label keys, availability zones, identity items. Each refusal is a diagnostic with the spec's
+//! instances, label keys, availability zones, identity items, bake users. Each refusal is a diagnostic with the spec's
 //! wording, placed where the offending value is.
 
 use std::collections::BTreeSet;
@@ -53,6 +53,8 @@ pub fn validation_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     v.out.extend(crate::zones::zone_diagnostics(db, tree));
     v.out
         .extend(crate::identity_items::identity_item_diagnostics(db, tree));
+    v.out
+        .extend(crate::bake_users::bake_user_diagnostics(db, tree));
     v.out
 }
 

@@ -274,6 +274,16 @@ pub trait Builder: Send + Sync {
     fn user_data_format(&self) -> Option<&'static str> {
         None
     }
+    /// Runtime builders: the last step of the bake-user order, the user a
+    /// vendor image of this OS family logs in as, when the runtime knows.
+    fn default_bake_user(&self, _family: &str) -> Option<String> {
+        None
+    }
+    /// Runtime builders: whether every image of a chain must bake as its
+    /// chain root's user (GCE keeps one login per chain).
+    fn one_bake_user_per_chain(&self) -> bool {
+        false
+    }
     /// Runtime builders: why a declared tag key cannot become a label on
     /// this runtime (GCE wants a lowercase letter first), if it cannot.
     fn label_key_problem(&self, _key: &str) -> Option<String> {

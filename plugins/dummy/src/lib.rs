@@ -134,6 +134,14 @@ impl Builder for DummyBuilder {
             })
             .collect()
     }
+    /// Like GCE: one bake user per chain, and no family default, so the
+    /// bake-user checks have a runtime to refuse on in tests.
+    fn one_bake_user_per_chain(&self) -> bool {
+        matches!(
+            self.classification,
+            Vct::RuntimeBuilderModel | Vct::CloudBuilderModel
+        )
+    }
     fn is_zonal(&self) -> bool {
         self.classification == Vct::StorageBuilderModel
     }

@@ -79,6 +79,11 @@ impl Builder for LocalBuilder {
     fn is_posix(&self) -> bool {
         self.classification == Vct::StorageBuilderModel
     }
+    /// A local bake runs as whoever runs csis and logs in nowhere; `root`
+    /// ends the bake-user order so it always resolves.
+    fn default_bake_user(&self, _family: &str) -> Option<String> {
+        (self.classification == Vct::RuntimeBuilderModel).then(|| "root".to_string())
+    }
     fn user_data_format(&self) -> Option<&'static str> {
         (self.classification == Vct::InstanceBuilderModel).then_some("cloud-config")
     }
