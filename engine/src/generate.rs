@@ -163,6 +163,10 @@ impl HookContext for EngineContext<'_> {
         }
     }
 
+    fn canonical_hostname(&self, instance: &str, ephemeral: bool) -> String {
+        crate::launch_params::canonical_hostname(self.db, self.tree, instance, ephemeral)
+    }
+
     fn instance_pin(&self, instance: &str) -> Option<String> {
         pins(self.db, self.tree)
             .value

@@ -64,6 +64,7 @@ pub fn compute_all(
                 .map(|spec| (d, (spec.builder)(d)))
         })
     };
+    let state = crate::instance_state::recorded(db, tree);
     let mut out = BTreeMap::new();
     for name in item_index(db, tree).names(ItemKind::INSTANCES) {
         let si = item(ItemKind::INSTANCES, name);
@@ -112,12 +113,7 @@ pub fn compute_all(
                 })
             })
             .collect();
-        let hostname = record
-            .instances
-            .get(name)
-            .filter(|r| r.launched)
-            .and_then(|r| r.params.get("hostname").cloned())
-            .unwrap_or_else(|| json!(format!("{name}-001")));
+        let hostname = json!(hostname_of(record, &state, pins, name, inst.ephemeral));
         let mut params = Map::new();
         params.insert("image".into(), json!(image));
         params.insert(
@@ -138,6 +134,49 @@ pub fn compute_all(
         out.insert(name.clone(), params);
     }
     out
+}
+
+/// The canonical hostname: a launched machine keeps the one it was
+/// recorded with; a new one is `<name>-NNN` after its kind's next
+/// generation.
+fn hostname_of(
+    record: &LaunchParams,
+    state: &crate::instance_state::InstanceState,
+    pins: &crate::lineage::Pins,
+    name: &str,
+    ephemeral: bool,
+) -> String {
+    let pin = json!(pins.instances.get(name).map_or(UNBOUND, String::as_str));
+    record
+        .instances
+        .get(name)
+        // A machine standing that this run does not replace.
+        .filter(|r| {
+            let mut now = Map::new();
+            now.insert("build".into(), pin.clone());
+            r.launched && !replaced(&r.params, &now)
+        })
+        .and_then(|r| {
+            r.params
+                .get("hostname")
+                .and_then(J::as_str)
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| crate::instance_state::next_hostname(state, name, ephemeral))
+}
+
+/// The canonical hostname of one declared instance, from the records the
+/// tree was loaded with.
+pub fn canonical_hostname(db: &dyn Db, tree: Tree, name: &str, ephemeral: bool) -> String {
+    let record = crate::lineage::read_record::<LaunchParams>(db, tree, FILE).value;
+    let pins = &crate::lineage::pins(db, tree).value;
+    hostname_of(
+        &record,
+        &crate::instance_state::recorded(db, tree),
+        pins,
+        name,
+        ephemeral,
+    )
 }
 
 /// The keys whose values differ, sorted; mounts only removed are a detach

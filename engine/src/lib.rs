@@ -27,6 +27,7 @@ pub mod files;
 pub mod fingerprint;
 pub mod generate;
 pub mod identity_items;
+pub mod instance_state;
 pub mod items;
 pub mod items_model;
 pub mod labels;

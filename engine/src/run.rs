@@ -335,11 +335,25 @@ impl Runner<'_> {
         self.write_launch_params(&before, &after)
     }
 
+    /// After a real instance-image apply: every declared instance not yet
+    /// launched is, and opens its next generation in instance-state.yaml.
     fn mark_launched(&mut self) -> Result<(), String> {
+        use crate::instance_state::{FILE, InstanceState, opened};
         let before = self.read_launch_params()?;
         let index = item_index(&self.ws.db, self.ws.tree);
         let declared: Vec<&String> = index.names(csis_model::ItemKind::INSTANCES).collect();
         let after = crate::launch_params::launched(&before, &declared, &self.run_id);
+        let new: Vec<(String, bool)> = after
+            .instances
+            .iter()
+            .filter(|(n, r)| r.launched && !before.instances.get(*n).is_some_and(|b| b.launched))
+            .map(|(n, r)| (n.clone(), r.params.get("ephemeral") == Some(&J::Bool(true))))
+            .collect();
+        if !new.is_empty() {
+            let (system, root) = (self.system, &self.ws.root);
+            let state: InstanceState = crate::lineage::read_json(system, root, FILE)?;
+            crate::lineage::write_json(system, root, FILE, &opened(&state, &new, &self.run_id))?;
+        }
         self.write_launch_params(&before, &after)
     }
 

@@ -261,7 +261,12 @@ impl Checks<'_> {
                 {
                     self.err(format!("instance '{name}': teardown_after: duration '{d}' must be <number><m|h|d>"), at("teardown_after"));
                 }
-                let hostname = format!("{name}-001");
+                let hostname = crate::launch_params::canonical_hostname(
+                    self.db,
+                    self.tree,
+                    &csis_model::naming::safe_name(name),
+                    inst.ephemeral,
+                );
                 if let Some(problem) = hostname_problem(&hostname) {
                     self.err(
                         format!(

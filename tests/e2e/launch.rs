@@ -62,3 +62,45 @@ fn launched_instances_are_immutable_but_may_detach() {
     let text = std::fs::read_to_string(&record).unwrap();
     assert!(!text.contains("box"), "{text}");
 }
+
+#[test]
+fn a_replacement_is_the_next_generation_with_the_next_hostname() {
+    let t = tree("local-run");
+    let r = t.path();
+    ok(csis_at(r, NOW, &["run", "all", "--no-dry-run"]));
+    let state = std::fs::read_to_string(r.join("meta-state/instance-state.yaml")).unwrap();
+    assert!(
+        state.contains("  box:\n    generations:\n      durable: 1\n    current:\n      number: 1\n      kind: durable\n      how: inferred\n"),
+        "{state}"
+    );
+    ok(csis_at(
+        r,
+        NOW + 60,
+        &[
+            "run",
+            "instance-image",
+            "--force-bake",
+            "top",
+            "--no-dry-run",
+        ],
+    ));
+    ok(csis_at(r, NOW + 120, &["upgrade", "instance", "box"]));
+    ok(csis_at(r, NOW + 180, &["validate"]));
+    ok(csis_at(
+        r,
+        NOW + 180,
+        &["run", "instance-image", "--no-dry-run"],
+    ));
+    assert_eq!(
+        std::fs::read_to_string(r.join("store/instances/box/hostname")).unwrap(),
+        "box-002\n"
+    );
+    let params = std::fs::read_to_string(r.join("meta-state/launch-params.yaml")).unwrap();
+    assert!(params.contains("      hostname: box-002\n"), "{params}");
+    let state = std::fs::read_to_string(r.join("meta-state/instance-state.yaml")).unwrap();
+    assert!(state.contains("      durable: 2\n"), "{state}");
+    assert!(
+        state.contains("        closed_run: \"2026_12_02T15_56_24\"\n        why: replaced\n"),
+        "{state}"
+    );
+}

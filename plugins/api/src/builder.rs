@@ -147,6 +147,10 @@ pub trait HookContext {
     fn pinned_parent(&self, image: &str, runtime: &str) -> Option<String>;
     /// The build an instance is pinned to, once bound.
     fn instance_pin(&self, instance: &str) -> Option<String>;
+    /// The canonical hostname of a declared instance: the one a launched
+    /// machine was recorded with, else `<name>-NNN` after its kind's next
+    /// generation.
+    fn canonical_hostname(&self, instance: &str, ephemeral: bool) -> String;
     /// The capability stamp (identity and storage types) of a series'
     /// chain root.
     fn capabilities(&self, series: &str) -> (Vec<String>, Vec<String>);

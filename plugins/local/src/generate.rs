@@ -316,7 +316,7 @@ pub fn launches(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Step>
                 Item::Image(i) => i.group.clone(),
                 _ => None,
             });
-        let hostname = format!("{name}-001");
+        let hostname = ctx.canonical_hostname(name, inst.ephemeral);
         let user_data = format!(
             "#!/usr/bin/env bash\n# csis user-data for instance {name} (local runtime)\nset -euo pipefail\n: \"${{CSIS_INSTANCE_DIR:?}}\"\necho {hostname} > \"$CSIS_INSTANCE_DIR/hostname\"\n{}{}mkdir -p \"$CSIS_INSTANCE_DIR/var/lib/csis\"\ntouch \"$CSIS_INSTANCE_DIR/var/lib/csis/launch-applied\"\n",
             inst.userdata,
