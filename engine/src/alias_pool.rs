@@ -26,6 +26,24 @@ pub fn free_lines(text: &str) -> Vec<(usize, &str)> {
         .collect()
 }
 
+/// The pool with its first free line spent for `instance` (a new durable
+/// machine named `hostname`): the line becomes
+/// `# <alias> -- instance <i> as <hostname> <time> run <run>`. None when no
+/// line is free.
+pub fn draw(
+    text: &str,
+    instance: &str,
+    hostname: &str,
+    time: &str,
+    run: &str,
+) -> Option<(String, String)> {
+    let (line, alias) = free_lines(text).into_iter().next()?;
+    let alias = alias.to_string();
+    let mut out: Vec<String> = text.lines().map(str::to_string).collect();
+    out[line - 1] = format!("# {alias} -- instance {instance} as {hostname} {time} run {run}");
+    Some((format!("{}\n", out.join("\n")), alias))
+}
+
 /// Why a free line cannot be a hostname label, if it cannot.
 fn label_problem(name: &str) -> Option<String> {
     let len = name.chars().count();
@@ -131,6 +149,19 @@ mod tests {
                 "alias pool aliases.txt: line 6: 'web' is a name the configuration already gives an instance".to_string(),
             ]
         );
+    }
+
+    #[test]
+    fn drawing_spends_the_first_free_line_in_place() {
+        let text = "# spent -- instance a as a-001 t run r0\n\nkestrel\nheron\n";
+        let (after, alias) = draw(text, "web", "web-001", "2026-12-02T15:53:24Z", "r1").unwrap();
+        assert_eq!(alias, "kestrel");
+        assert_eq!(
+            after,
+            "# spent -- instance a as a-001 t run r0\n\n# kestrel -- instance web as web-001 2026-12-02T15:53:24Z run r1\nheron\n"
+        );
+        assert_eq!(free_lines(&after), vec![(4, "heron")]);
+        assert!(draw("# all spent\n", "web", "web-001", "t", "r").is_none());
     }
 
     #[test]

@@ -126,7 +126,13 @@ pub fn compute_all(
         params.insert("enrollment".into(), J::Null);
         params.insert("session".into(), json!(session));
         params.insert("hostname".into(), hostname);
-        params.insert("alias".into(), J::Null);
+        // Drawn from the pool by the run that launched the machine.
+        let alias = record
+            .instances
+            .get(name)
+            .and_then(|r| r.params.get("alias").cloned())
+            .unwrap_or(J::Null);
+        params.insert("alias".into(), alias);
         params.insert("ephemeral".into(), json!(inst.ephemeral));
         if !inst.userdata.is_empty() {
             params.insert("userdata".into(), json!(inst.userdata));

@@ -335,6 +335,66 @@ impl Runner<'_> {
         self.write_launch_params(&before, &after)
     }
 
+    /// Before a real instance-image apply: each new durable machine takes
+    /// the first free name of meta-state/aliases.txt, burnt in place and
+    /// recorded in its launch parameters (a run that dies in between costs
+    /// one name). No pool, no aliases; an empty pool is a warning. A dry
+    /// run only says what it would take.
+    fn draw_aliases(&mut self, dry_run: bool) -> Result<(), String> {
+        let pool_path = meta_state::path(&self.ws.root, crate::alias_pool::FILE);
+        let Some(mut pool) = self
+            .system
+            .read_to_string(&pool_path)
+            .map_err(|e| format!("{}: {e}", pool_path.display()))?
+        else {
+            return Ok(());
+        };
+        let before = self.read_launch_params()?;
+        let mut after = before.clone();
+        let time = crate::clock::iso_datetime(self.ws.tree.start_unix(&self.ws.db));
+        for (name, r) in after.instances.iter_mut() {
+            let durable = r.params.get("ephemeral") != Some(&J::Bool(true));
+            if r.launched || !durable || r.params.get("alias").is_some_and(|a| !a.is_null()) {
+                continue;
+            }
+            let hostname = r
+                .params
+                .get("hostname")
+                .and_then(J::as_str)
+                .unwrap_or(name)
+                .to_string();
+            match crate::alias_pool::draw(&pool, name, &hostname, &time, &self.run_id) {
+                Some((rest, alias)) => {
+                    let verb = if dry_run {
+                        "[DRY RUN] alias pool: instance '{name}' would take"
+                    } else {
+                        "alias pool: instance '{name}' takes"
+                    };
+                    (self.log)(
+                        Level::Info,
+                        format!("{} '{alias}'", verb.replace("{name}", name)),
+                    );
+                    r.params.insert("alias".into(), json!(alias));
+                    pool = rest;
+                }
+                None => (self.log)(
+                    Level::Warn,
+                    format!(
+                        "alias pool {}: EMPTY -- instance '{name}' launches without an alias; append names to refill",
+                        crate::alias_pool::FILE
+                    ),
+                ),
+            }
+        }
+        if dry_run || after == before {
+            return Ok(());
+        }
+        self.system
+            .write_atomic(&pool_path, pool.as_bytes(), false)
+            .map_err(|e| format!("{}: {e}", pool_path.display()))?;
+        self.write_launch_params(&before, &after)
+    }
+
     /// After a real instance-image apply: every declared instance not yet
     /// launched is, and opens its next generation in instance-state.yaml.
     fn mark_launched(&mut self) -> Result<(), String> {
@@ -499,6 +559,11 @@ impl Runner<'_> {
             } else if em.deferred.is_empty() {
                 "no-script"
             } else if self.req.options.dry_run {
+                if name == "instance-image"
+                    && let Err(e) = self.draw_aliases(true)
+                {
+                    (self.log)(Level::Error, e);
+                }
                 for d in &em.deferred {
                     let line = script::command_line(&d.command, &b.executables).unwrap_or_default();
                     self.info(format!(
@@ -508,6 +573,12 @@ impl Runner<'_> {
                 }
                 "dry-run"
             } else {
+                if name == "instance-image"
+                    && self.req.record
+                    && let Err(e) = self.draw_aliases(false)
+                {
+                    (self.log)(Level::Error, e);
+                }
                 match self.execute_lifecycle(name, em, &builder_objs) {
                     Ok(()) => "executed",
                     Err(e) => {

@@ -104,3 +104,45 @@ fn a_replacement_is_the_next_generation_with_the_next_hostname() {
         "{state}"
     );
 }
+
+#[test]
+fn a_new_durable_machine_draws_the_first_free_alias_once() {
+    let t = tree("local-run");
+    let r = t.path();
+    let pool = r.join("meta-state/aliases.txt");
+    std::fs::create_dir_all(pool.parent().unwrap()).unwrap();
+    std::fs::write(&pool, "# the pool\nkestrel\nheron\n").unwrap();
+    let dry = ok(csis_at(r, NOW, &["run", "instance-image"]));
+    assert!(
+        dry.contains("[DRY RUN] alias pool: instance 'box' would take 'kestrel'"),
+        "{dry}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&pool).unwrap(),
+        "# the pool\nkestrel\nheron\n",
+        "a dry run draws nothing"
+    );
+    let real = ok(csis_at(r, NOW, &["run", "all", "--no-dry-run"]));
+    assert!(
+        real.contains("alias pool: instance 'box' takes 'kestrel'"),
+        "{real}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&pool).unwrap(),
+        "# the pool\n# kestrel -- instance box as box-001 2026-12-02T15:53:24+00:00 run 2026_12_02T15_53_24\nheron\n"
+    );
+    let params = std::fs::read_to_string(r.join("meta-state/launch-params.yaml")).unwrap();
+    assert!(params.contains("      alias: kestrel\n"), "{params}");
+    // Launched, the machine keeps its alias and draws no other.
+    ok(csis_at(
+        r,
+        NOW + 60,
+        &["run", "instance-image", "--no-dry-run"],
+    ));
+    assert!(
+        std::fs::read_to_string(&pool)
+            .unwrap()
+            .ends_with("\nheron\n")
+    );
+    ok(csis_at(r, NOW + 60, &["validate"]));
+}
