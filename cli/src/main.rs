@@ -185,6 +185,10 @@ struct RunArgs {
     /// (in a git repository, after the public-safe gate).
     #[arg(long)]
     commit: bool,
+    /// Print time, executed and reused queries per stage and peak memory;
+    /// the same under `stats` in run-summary.json.
+    #[arg(long)]
+    stats: bool,
     #[command(flatten)]
     selection: Selection,
 }
@@ -477,12 +481,24 @@ fn run(ws: Workspace, args: &RunArgs) -> ExitCode {
         csis: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("csis")),
         commit: args.commit,
         record: true,
+        stats: args.stats,
     };
     let summary = csis_engine::run::run(&ws, &OsSystem, &req, &mut |level, line| match level {
         Level::Info => eprintln!("{line}"),
         Level::Warn => eprintln!("warning: {line}"),
         Level::Error => eprintln!("error: {line}"),
     });
+    if let Some(stats) = &summary.stats {
+        for (stage, st) in &stats.stages {
+            eprintln!(
+                "stats: {stage}: {:.1} ms, {} queries executed, {} reused",
+                st.ms, st.executed, st.reused
+            );
+        }
+        if let Some(kib) = stats.peak_memory_kib {
+            eprintln!("stats: peak memory {:.1} MiB", kib as f64 / 1024.0);
+        }
+    }
     if summary.ok {
         eprintln!("run {}: ok", summary.run_id);
         ExitCode::SUCCESS

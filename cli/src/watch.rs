@@ -242,6 +242,7 @@ fn generate(ws: &Workspace, args: &WatchArgs) {
         csis: PathBuf::from("csis"),
         commit: false,
         record: false,
+        stats: false,
     };
     let mut written = 0;
     csis_engine::run::run(ws, &OsSystem, &req, &mut |level, line| {

@@ -73,9 +73,20 @@ pub trait Db: salsa::Database {
 #[derive(Clone, Default)]
 pub struct QueryLog {
     events: Arc<Mutex<Option<Vec<String>>>>,
+    /// Queries executed, and memoized results salsa re-validated without
+    /// executing, since the database was made.
+    executed: Arc<std::sync::atomic::AtomicU64>,
+    reused: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl QueryLog {
+    /// (executed, reused) so far; `--stats` reports the difference across
+    /// each stage.
+    pub fn counts(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.executed.load(Relaxed), self.reused.load(Relaxed))
+    }
+
     /// Start recording executed queries (drops anything recorded before).
     pub fn start(&self) {
         if let Ok(mut e) = self.events.lock() {
@@ -116,8 +127,16 @@ impl Database {
         let sink = log.clone();
         Database {
             storage: salsa::Storage::new(Some(Box::new(move |event: salsa::Event| {
-                if let salsa::EventKind::WillExecute { database_key } = event.kind {
-                    sink.push(format!("{database_key:?}"));
+                use std::sync::atomic::Ordering::Relaxed;
+                match event.kind {
+                    salsa::EventKind::WillExecute { database_key } => {
+                        sink.executed.fetch_add(1, Relaxed);
+                        sink.push(format!("{database_key:?}"));
+                    }
+                    salsa::EventKind::DidValidateMemoizedValue { .. } => {
+                        sink.reused.fetch_add(1, Relaxed);
+                    }
+                    _ => {}
                 }
             }))),
             registry,

@@ -32,6 +32,9 @@ pub struct RunRequest {
     pub csis: PathBuf,
     /// `--commit`: commit meta-state/ and the generated tree after the run.
     pub commit: bool,
+    /// `--stats`: time, executed and reused queries per stage, and peak
+    /// memory, in the summary under `stats`.
+    pub stats: bool,
     /// Whether the run leaves its records (run-summary.json, the journal,
     /// the on-summary hooks): `csis watch --generate` does not.
     pub record: bool,
@@ -67,6 +70,25 @@ pub struct RunSummary {
     pub overlays: Vec<String>,
     pub undeclared: Vec<String>,
     pub bake_plan: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stats: Option<Stats>,
+}
+
+/// `--stats`: per stage in run order, and the process's peak memory.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Stats {
+    pub stages: IndexMap<String, StageStats>,
+    /// VmHWM of /proc/self/status, when the system has it.
+    pub peak_memory_kib: Option<u64>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct StageStats {
+    pub ms: f64,
+    /// Queries salsa executed in the stage.
+    pub executed: u64,
+    /// Memoized results salsa re-validated without executing.
+    pub reused: u64,
 }
 
 /// A line of the run's log.
@@ -75,6 +97,17 @@ pub enum Level {
     Info,
     Warn,
     Error,
+}
+
+/// The process's peak resident memory (VmHWM), where /proc has it.
+fn peak_memory_kib(system: &dyn System) -> Option<u64> {
+    let status = system
+        .read_to_string(std::path::Path::new("/proc/self/status"))
+        .ok()??;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 /// `run_id`: the ISO start time with every separator replaced by `_`.
@@ -104,17 +137,22 @@ pub fn run(
         gen_dir: ws.root.join(&gen_dir_name),
         gen_dir_name,
         log,
+        stage_start: (std::time::Instant::now(), ws.db.query_log().counts()),
     };
     let mut summary = RunSummary {
         run_id: runner.run_id.clone(),
         dry_run: req.options.dry_run,
         ok: true,
+        stats: req.stats.then(Stats::default),
         ..RunSummary::default()
     };
     if let Err(e) = runner.steps(&mut summary) {
         (runner.log)(Level::Error, e.clone());
         summary.ok = false;
         summary.error = Some(e);
+    }
+    if let Some(stats) = summary.stats.as_mut() {
+        stats.peak_memory_kib = peak_memory_kib(system);
     }
     runner.finish(summary)
 }
@@ -129,11 +167,30 @@ struct Runner<'a> {
     gen_dir: PathBuf,
     gen_dir_name: String,
     log: &'a mut dyn FnMut(Level, String),
+    /// Where the current stage started: time and query counts.
+    stage_start: (std::time::Instant, (u64, u64)),
 }
 
 impl Runner<'_> {
     fn info(&mut self, line: String) {
         (self.log)(Level::Info, line);
+    }
+
+    /// Close a stage for `--stats`: its time and query counts since the
+    /// last mark.
+    fn mark(&mut self, summary: &mut RunSummary, stage: &str) {
+        let now = (std::time::Instant::now(), self.ws.db.query_log().counts());
+        let (t0, (e0, r0)) = std::mem::replace(&mut self.stage_start, now);
+        if let Some(stats) = summary.stats.as_mut() {
+            stats.stages.insert(
+                stage.to_string(),
+                StageStats {
+                    ms: (now.0 - t0).as_secs_f64() * 1e3,
+                    executed: now.1.0 - e0,
+                    reused: now.1.1 - r0,
+                },
+            );
+        }
     }
 
     /// The run in the spec's order. An `Err` stops the run with that
@@ -167,7 +224,9 @@ impl Runner<'_> {
             false,
         )
         .map_err(|e| format!("writing {}: {e}", self.gen_dir.display()))?;
-        if !self.validate(summary) {
+        let valid = self.validate(summary);
+        self.mark(summary, "validate");
+        if !valid {
             return Ok(());
         }
         if requested
@@ -181,8 +240,10 @@ impl Runner<'_> {
                 }
                 (self.log)(Level::Warn, refusal);
             }
+            self.mark(summary, "plan");
         }
         let emissions = self.generate(&requested, summary);
+        self.mark(summary, "generate");
         let names: Vec<&str> = lifecycles.iter().map(|l| l.name).collect();
         write_if_changed(
             self.system,
@@ -202,6 +263,7 @@ impl Runner<'_> {
                 ));
             }
             self.apply(&lifecycles, &requested, &emissions, summary);
+            self.mark(summary, "apply");
         }
         Ok(())
     }

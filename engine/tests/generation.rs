@@ -194,6 +194,7 @@ fn run_tree(fixture: &str, lifecycles: &[&str]) -> Outcome {
         csis: PathBuf::from("csis"),
         commit: false,
         record: true,
+        stats: false,
     };
     let mut log = Vec::new();
     let summary = run(&ws, &sys, &req, &mut |level, line| {
@@ -394,6 +395,7 @@ fn a_failing_run_now_command_fails_generation_with_its_return_code() {
         csis: PathBuf::from("csis"),
         commit: false,
         record: true,
+        stats: false,
     };
     let mut log = Vec::new();
     let summary = run(&ws, &sys, &req, &mut |_, l| log.push(l));

@@ -146,3 +146,35 @@ fn a_new_durable_machine_draws_the_first_free_alias_once() {
     );
     ok(csis_at(r, NOW + 60, &["validate"]));
 }
+
+#[test]
+fn stats_report_each_stage_only_when_asked() {
+    let t = tree("local-run");
+    let r = t.path();
+    let summary = |r: &std::path::Path| -> serde_json::Value {
+        serde_json::from_str(
+            &std::fs::read_to_string(r.join("generated/run-summary.json")).unwrap(),
+        )
+        .unwrap()
+    };
+    ok(csis_at(r, NOW, &["run", "all"]));
+    assert!(summary(r).get("stats").is_none(), "no stats unless asked");
+    let out = ok(csis_at(r, NOW, &["run", "all", "--stats"]));
+    for stage in ["validate", "plan", "generate", "apply"] {
+        assert!(out.contains(&format!("stats: {stage}: ")), "{out}");
+        let st = &summary(r)["stats"]["stages"][stage];
+        assert!(
+            st["ms"].is_number() && st["executed"].is_u64() && st["reused"].is_u64(),
+            "{st}"
+        );
+    }
+    assert!(out.contains("stats: peak memory "), "{out}");
+    assert!(summary(r)["stats"]["peak_memory_kib"].as_u64().unwrap() > 0);
+    // A second run in a fresh process executes the generation queries anew.
+    assert!(
+        summary(r)["stats"]["stages"]["generate"]["executed"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+}
