@@ -86,6 +86,14 @@ enum Command {
         selection: Selection,
         #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
         format: PlanFormat,
+        /// Under each bake, the chain of inputs that caused it: the input
+        /// that changed, where it is declared, the lineage path.
+        #[arg(long)]
+        explain: bool,
+        /// Print time, executed and reused queries of validate and plan,
+        /// and peak memory (under `stats` with --format json).
+        #[arg(long)]
+        stats: bool,
     },
     /// Move a pin: an image to its parent's newest build, an instance to
     /// its image's (or to --to BUILD).
@@ -189,6 +197,11 @@ struct RunArgs {
     /// the same under `stats` in run-summary.json.
     #[arg(long)]
     stats: bool,
+    /// Log, for every bake and every rewritten generated file, the chain
+    /// of inputs that caused it; the same under `explain` in
+    /// run-summary.json.
+    #[arg(long)]
+    explain: bool,
     #[command(flatten)]
     selection: Selection,
 }
@@ -365,7 +378,20 @@ fn main() -> ExitCode {
     };
     match &cli.command {
         Command::Run(args) => run(ws, args),
-        Command::Plan { selection, format } => plan(&ws, selection, *format),
+        Command::Plan {
+            selection,
+            format,
+            explain,
+            stats,
+        } => plan(
+            &ws,
+            selection,
+            *format,
+            csis_engine::plan::PlanAsk {
+                explain: *explain,
+                stats: *stats,
+            },
+        ),
         Command::Lineage { command } => lineage(&ws, command),
         Command::Encrypt { fields, files } => outcome(encrypt(&ws, fields, files)),
         Command::Reencrypt => outcome(reencrypt(&ws)),
@@ -482,6 +508,7 @@ fn run(ws: Workspace, args: &RunArgs) -> ExitCode {
         commit: args.commit,
         record: true,
         stats: args.stats,
+        explain: args.explain,
     };
     let summary = csis_engine::run::run(&ws, &OsSystem, &req, &mut |level, line| match level {
         Level::Info => eprintln!("{line}"),
@@ -489,14 +516,8 @@ fn run(ws: Workspace, args: &RunArgs) -> ExitCode {
         Level::Error => eprintln!("error: {line}"),
     });
     if let Some(stats) = &summary.stats {
-        for (stage, st) in &stats.stages {
-            eprintln!(
-                "stats: {stage}: {:.1} ms, {} queries executed, {} reused",
-                st.ms, st.executed, st.reused
-            );
-        }
-        if let Some(kib) = stats.peak_memory_kib {
-            eprintln!("stats: peak memory {:.1} MiB", kib as f64 / 1024.0);
+        for line in csis_engine::stats::describe(stats) {
+            eprintln!("{line}");
         }
     }
     if summary.ok {
@@ -512,8 +533,13 @@ fn run(ws: Workspace, args: &RunArgs) -> ExitCode {
     }
 }
 
-fn plan(ws: &Workspace, selection: &Selection, format: PlanFormat) -> ExitCode {
-    let report = csis_engine::plan::plan_report(ws, &OsSystem, selection.options(true));
+fn plan(
+    ws: &Workspace,
+    selection: &Selection,
+    format: PlanFormat,
+    ask: csis_engine::plan::PlanAsk,
+) -> ExitCode {
+    let report = csis_engine::plan::plan_report(ws, &OsSystem, selection.options(true), ask);
     match format {
         PlanFormat::Json => println!(
             "{}",
@@ -528,6 +554,12 @@ fn plan(ws: &Workspace, selection: &Selection, format: PlanFormat) -> ExitCode {
             }
             for p in &report.plan {
                 println!("{}@{}: {}", p.series, p.runtime, p.reason);
+                for line in &p.explain {
+                    println!("    {line}");
+                }
+            }
+            for line in report.stats.iter().flat_map(csis_engine::stats::describe) {
+                eprintln!("{line}");
             }
         }
     }

@@ -243,6 +243,7 @@ fn generate(ws: &Workspace, args: &WatchArgs) {
         commit: false,
         record: false,
         stats: false,
+        explain: false,
     };
     let mut written = 0;
     csis_engine::run::run(ws, &OsSystem, &req, &mut |level, line| {

@@ -24,11 +24,54 @@ pub struct SeriesKey<'db> {
     pub runtime: String,
 }
 
-/// A fingerprint and the fields it hashes (for `--explain` and tests).
+/// A fingerprint, the fields it hashes, and a digest of every leaf input
+/// (what `--explain` compares with the one a build recorded).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Fingerprint {
     pub hex: String,
     pub fields: J,
+    pub inputs: BTreeMap<String, String>,
+}
+
+/// The first 16 hex digits of a value's canonical blake3: enough to tell a
+/// change, short enough to record per input in lineage.yaml.
+fn digest(v: &J) -> String {
+    hash(v).chars().take(16).collect()
+}
+
+/// Every leaf of `v` under `prefix` (objects flattened with `.`; arrays and
+/// scalars are leaves), each with its digest.
+fn flatten_into(prefix: &str, v: &J, out: &mut BTreeMap<String, String>) {
+    match v {
+        J::Object(m) if !m.is_empty() => {
+            for (k, x) in m {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten_into(&key, x, out);
+            }
+        }
+        _ => {
+            out.insert(prefix.to_string(), digest(v));
+        }
+    }
+}
+
+/// The recorded inputs of a fingerprint: its fields flattened, with each
+/// modification's content under `modifications[<name>]` instead of its hash.
+fn leaf_inputs(fields: &J, mods: &[(String, J)]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    if let J::Object(m) = fields {
+        for (k, v) in m.iter().filter(|(k, _)| k.as_str() != "modifications") {
+            flatten_into(k, v, &mut out);
+        }
+    }
+    for (name, content) in mods {
+        flatten_into(&format!("modifications[{name}]"), content, &mut out);
+    }
+    out
 }
 
 /// JSON with every object's keys sorted: the same value always hashes the
@@ -161,7 +204,7 @@ pub fn input_fingerprint<'db>(
         Some(BaseBuilder::Os(os)) => capability_stamp(os),
         _ => J::Null,
     };
-    let mods: Vec<J> = si
+    let contents: Vec<(String, J)> = si
         .mods
         .iter()
         .map(|m| {
@@ -185,8 +228,12 @@ pub fn input_fingerprint<'db>(
                 "files": files,
                 "config": map_json(&m.model.config),
             });
-            json!({ "name": m.model.named.name, "content_hash": hash(&content) })
+            (m.model.named.name.clone(), content)
         })
+        .collect();
+    let mods: Vec<J> = contents
+        .iter()
+        .map(|(name, content)| json!({ "name": name, "content_hash": hash(content) }))
         .collect();
     let disk = runtime_disk(b, runtime).unwrap_or_else(|| match img.primary_disk_size.as_str() {
         "default" => "200".to_string(),
@@ -202,6 +249,7 @@ pub fn input_fingerprint<'db>(
     });
     Some(Fingerprint {
         hex: hash(&fields),
+        inputs: leaf_inputs(&fields, &contents),
         fields,
     })
 }
@@ -287,6 +335,7 @@ fn base_fingerprint(
     });
     Some(Fingerprint {
         hex: hash(&fields),
+        inputs: leaf_inputs(&fields, &[]),
         fields,
     })
 }

@@ -29,6 +29,10 @@ pub struct BuildRecord {
     pub update: J,
     /// The series from the root base down to this one.
     pub chain: Vec<String>,
+    /// A digest per leaf input of the fingerprint (docs/fingerprint.md):
+    /// what `--explain` compares to name the field that changed.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub inputs: BTreeMap<String, String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -203,10 +207,8 @@ pub fn record_build(
     let db = &ws.db;
     let tree = ws.tree;
     let key = crate::fingerprint::SeriesKey::new(db, series.clone(), runtime.clone());
-    let fp_fields = crate::fingerprint::input_fingerprint(db, tree, key)
-        .as_ref()
-        .map(|f| f.fields.clone())
-        .unwrap_or(J::Null);
+    let fp = crate::fingerprint::input_fingerprint(db, tree, key).as_ref();
+    let fp_fields = fp.map(|f| f.fields.clone()).unwrap_or(J::Null);
     let operations: BTreeMap<String, String> = m
         .get("modifications")
         .and_then(J::as_array)
@@ -267,6 +269,11 @@ pub fn record_build(
         update: fp_fields.get("update").cloned().unwrap_or(J::Null),
         chain: crate::fingerprint::chain_root(db, tree, &series)
             .map(|(_, c)| c)
+            .unwrap_or_default(),
+        // Inputs only when they are the ones the build was baked with.
+        inputs: fp
+            .filter(|f| f.hex == s("input_fingerprint"))
+            .map(|f| f.inputs.clone())
             .unwrap_or_default(),
     };
     let root = &ws.root;

@@ -337,6 +337,17 @@ pub struct PlanReport {
     pub error: Option<String>,
     pub validation_errors: Vec<String>,
     pub plan: Vec<PlanEntry>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stats: Option<crate::stats::Stats>,
+}
+
+/// What `csis plan` was asked besides the run options.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PlanAsk {
+    /// `--explain`: each bake's chain of causes.
+    pub explain: bool,
+    /// `--stats`: time and queries of validate and plan, peak memory.
+    pub stats: bool,
 }
 
 /// One `<series>@<runtime>` of the plan.
@@ -349,52 +360,69 @@ pub struct PlanEntry {
     pub reason: String,
     /// The input fingerprint the bake would be recorded with.
     pub fingerprint: Option<String>,
+    /// `--explain`: what caused the bake, one line per cause.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub explain: Vec<String>,
 }
 
 pub fn plan_report(
     ws: &crate::workspace::Workspace,
     system: &dyn crate::system::System,
     options: RunOptions,
+    ask: PlanAsk,
 ) -> PlanReport {
-    let refused = |error: Option<String>, validation_errors: Vec<String>| PlanReport {
+    let mut clock = crate::stats::StageClock::start(&ws.db);
+    let mut stats = ask.stats.then(crate::stats::Stats::default);
+    let mut report = PlanReport {
         ok: false,
-        error,
-        validation_errors,
+        error: None,
+        validation_errors: Vec::new(),
         plan: Vec::new(),
+        stats: None,
     };
     if let Err(e) = check_selection(&ws.db, ws.tree, &options) {
-        return refused(Some(e), Vec::new());
+        report.error = Some(e);
+        return report;
     }
     let run = RunInput::new(&ws.db, options);
     let (_, _, errors) = crate::run::validation(ws, system, run);
+    clock.mark(&ws.db, stats.as_mut(), "validate");
     if !errors.is_empty() {
-        return refused(
-            Some(format!("validation failed with {} error(s)", errors.len())),
-            errors,
-        );
+        report.error = Some(format!("validation failed with {} error(s)", errors.len()));
+        report.validation_errors = errors;
+    } else {
+        let mut explained: BTreeMap<String, Vec<String>> = if ask.explain {
+            crate::explain::explain_bakes(ws, run).into_iter().collect()
+        } else {
+            BTreeMap::new()
+        };
+        report.ok = true;
+        report.plan = bake_plan(&ws.db, ws.tree, run)
+            .decisions
+            .iter()
+            .map(|(series, runtime, d)| {
+                let key = SeriesKey::new(&ws.db, series.clone(), runtime.clone());
+                PlanEntry {
+                    series: series.clone(),
+                    runtime: runtime.clone(),
+                    decision: if d.bake { "bake" } else { "skip" }.into(),
+                    reason: d.reason.clone(),
+                    fingerprint: input_fingerprint(&ws.db, ws.tree, key)
+                        .as_ref()
+                        .map(|f| f.hex.clone()),
+                    explain: explained
+                        .remove(&format!("{series}@{runtime}"))
+                        .unwrap_or_default(),
+                }
+            })
+            .collect();
+        clock.mark(&ws.db, stats.as_mut(), "plan");
     }
-    let plan = bake_plan(&ws.db, ws.tree, run)
-        .decisions
-        .iter()
-        .map(|(series, runtime, d)| {
-            let key = SeriesKey::new(&ws.db, series.clone(), runtime.clone());
-            PlanEntry {
-                series: series.clone(),
-                runtime: runtime.clone(),
-                decision: if d.bake { "bake" } else { "skip" }.into(),
-                reason: d.reason.clone(),
-                fingerprint: input_fingerprint(&ws.db, ws.tree, key)
-                    .as_ref()
-                    .map(|f| f.hex.clone()),
-            }
-        })
-        .collect();
-    PlanReport {
-        ok: true,
-        error: None,
-        validation_errors: Vec::new(),
-        plan,
+    if let Some(stats) = stats.as_mut() {
+        stats.peak_memory_kib = crate::stats::peak_memory_kib(system);
     }
+    report.stats = stats;
+    report
 }
 
 /// The runtimes a run applies to, when that is a proper subset of the

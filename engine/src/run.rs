@@ -18,6 +18,7 @@ use crate::lifecycles::parse_lifecycles;
 use crate::meta_state;
 use crate::plan::{RunInput, RunOptions, bake_plan, image_graph};
 use crate::script::{self, RUN_LOCAL_FILES};
+use crate::stats::{StageClock, Stats};
 use crate::system::{Process, ProcessOutput, System};
 use crate::workspace::Workspace;
 
@@ -35,6 +36,9 @@ pub struct RunRequest {
     /// `--stats`: time, executed and reused queries per stage, and peak
     /// memory, in the summary under `stats`.
     pub stats: bool,
+    /// `--explain`: every bake's and every rewritten file's causes, logged
+    /// and in the summary under `explain`.
+    pub explain: bool,
     /// Whether the run leaves its records (run-summary.json, the journal,
     /// the on-summary hooks): `csis watch --generate` does not.
     pub record: bool,
@@ -72,23 +76,16 @@ pub struct RunSummary {
     pub bake_plan: BTreeMap<String, String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stats: Option<Stats>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explain: Option<Explained>,
 }
 
-/// `--stats`: per stage in run order, and the process's peak memory.
+/// `--explain`: the causes of each bake (`<series>@<runtime>`) and of each
+/// rewritten generated file (its path under the generated directory).
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct Stats {
-    pub stages: IndexMap<String, StageStats>,
-    /// VmHWM of /proc/self/status, when the system has it.
-    pub peak_memory_kib: Option<u64>,
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct StageStats {
-    pub ms: f64,
-    /// Queries salsa executed in the stage.
-    pub executed: u64,
-    /// Memoized results salsa re-validated without executing.
-    pub reused: u64,
+pub struct Explained {
+    pub bakes: BTreeMap<String, Vec<String>>,
+    pub rewritten: BTreeMap<String, Vec<String>>,
 }
 
 /// A line of the run's log.
@@ -97,17 +94,6 @@ pub enum Level {
     Info,
     Warn,
     Error,
-}
-
-/// The process's peak resident memory (VmHWM), where /proc has it.
-fn peak_memory_kib(system: &dyn System) -> Option<u64> {
-    let status = system
-        .read_to_string(std::path::Path::new("/proc/self/status"))
-        .ok()??;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 /// `run_id`: the ISO start time with every separator replaced by `_`.
@@ -137,13 +123,14 @@ pub fn run(
         gen_dir: ws.root.join(&gen_dir_name),
         gen_dir_name,
         log,
-        stage_start: (std::time::Instant::now(), ws.db.query_log().counts()),
+        clock: StageClock::start(&ws.db),
     };
     let mut summary = RunSummary {
         run_id: runner.run_id.clone(),
         dry_run: req.options.dry_run,
         ok: true,
         stats: req.stats.then(Stats::default),
+        explain: req.explain.then(Explained::default),
         ..RunSummary::default()
     };
     if let Err(e) = runner.steps(&mut summary) {
@@ -152,7 +139,7 @@ pub fn run(
         summary.error = Some(e);
     }
     if let Some(stats) = summary.stats.as_mut() {
-        stats.peak_memory_kib = peak_memory_kib(system);
+        stats.peak_memory_kib = crate::stats::peak_memory_kib(system);
     }
     runner.finish(summary)
 }
@@ -167,8 +154,8 @@ struct Runner<'a> {
     gen_dir: PathBuf,
     gen_dir_name: String,
     log: &'a mut dyn FnMut(Level, String),
-    /// Where the current stage started: time and query counts.
-    stage_start: (std::time::Instant, (u64, u64)),
+    /// Where the current stage started, for `--stats`.
+    clock: StageClock,
 }
 
 impl Runner<'_> {
@@ -176,21 +163,9 @@ impl Runner<'_> {
         (self.log)(Level::Info, line);
     }
 
-    /// Close a stage for `--stats`: its time and query counts since the
-    /// last mark.
+    /// Close a stage for `--stats`.
     fn mark(&mut self, summary: &mut RunSummary, stage: &str) {
-        let now = (std::time::Instant::now(), self.ws.db.query_log().counts());
-        let (t0, (e0, r0)) = std::mem::replace(&mut self.stage_start, now);
-        if let Some(stats) = summary.stats.as_mut() {
-            stats.stages.insert(
-                stage.to_string(),
-                StageStats {
-                    ms: (now.0 - t0).as_secs_f64() * 1e3,
-                    executed: now.1.0 - e0,
-                    reused: now.1.1 - r0,
-                },
-            );
-        }
+        self.clock.mark(&self.ws.db, summary.stats.as_mut(), stage);
     }
 
     /// The run in the spec's order. An `Err` stops the run with that
@@ -299,6 +274,15 @@ impl Runner<'_> {
                 .bake_plan
                 .insert(format!("{series}@{rt}"), d.reason.clone());
         }
+        if let Some(explained) = summary.explain.as_mut() {
+            for (key, lines) in crate::explain::explain_bakes(ws, self.run_input) {
+                self.info(format!("explain: bake {key}:"));
+                for line in &lines {
+                    self.info(format!("    {line}"));
+                }
+                explained.bakes.insert(key, lines);
+            }
+        }
     }
 
     /// Every requested lifecycle's directory, computed in parallel, written
@@ -330,7 +314,7 @@ impl Runner<'_> {
                     Err(e.clone())
                 }
                 None => self
-                    .write_lifecycle(name, &em)
+                    .write_lifecycle(name, &em, summary.explain.as_mut())
                     .and_then(|()| self.write_read_models(name))
                     .and_then(|()| self.run_build_commands(name, &em)),
             };
@@ -349,7 +333,12 @@ impl Runner<'_> {
 
     /// Sync a lifecycle's directory; under a runtime scope, builder
     /// directories bound to other runtimes stay as they are.
-    fn write_lifecycle(&mut self, name: &str, em: &Emission) -> Result<(), String> {
+    fn write_lifecycle(
+        &mut self,
+        name: &str,
+        em: &Emission,
+        explain: Option<&mut Explained>,
+    ) -> Result<(), String> {
         let dir = self.gen_dir.join(name);
         let scope = self.req.options.only_runtime.clone();
         let frozen = |rel: &str| {
@@ -357,6 +346,9 @@ impl Runner<'_> {
             let top = rel.split('/').next().unwrap_or_default();
             em.builder_runtimes.get(top).is_some_and(|rt| rt != scope)
         };
+        if let Some(explained) = explain {
+            self.explain_rewrites(name, em, &frozen, explained);
+        }
         let r = sync_dir(self.system, &dir, &em.files, &em.executables, &frozen)
             .map_err(|e| format!("writing {}: {e}", dir.display()))?;
         self.info(format!(
@@ -366,6 +358,37 @@ impl Runner<'_> {
             r.unchanged
         ));
         Ok(())
+    }
+
+    /// Before the sync: why each file it will rewrite differs from the one
+    /// on disk.
+    fn explain_rewrites(
+        &mut self,
+        name: &str,
+        em: &Emission,
+        frozen: &dyn Fn(&str) -> bool,
+        explained: &mut Explained,
+    ) {
+        let dir = self.gen_dir.join(name);
+        for (rel, bytes) in em.files.iter().filter(|(rel, _)| !frozen(rel)) {
+            let old = self.system.read_bytes(&dir.join(rel)).ok().flatten();
+            if old.as_deref() == Some(&bytes[..]) {
+                continue;
+            }
+            let path = format!("{}/{name}/{rel}", self.gen_dir_name);
+            let lines = crate::explain::explain_rewrite(
+                self.ws,
+                self.run_input,
+                rel,
+                old.as_deref(),
+                bytes,
+            );
+            self.info(format!("explain: rewrote {path}:"));
+            for line in &lines {
+                self.info(format!("    {line}"));
+            }
+            explained.rewritten.insert(path, lines);
+        }
     }
 
     /// The read-models a lifecycle leaves in meta-state/ once it has

@@ -257,13 +257,23 @@ impl Workspace {
 
     /// The file, text and span a diagnostic points at.
     pub fn locate(&self, d: &Diagnostic) -> Option<Located> {
-        let Origin { file, path } = d.origin.as_ref()?;
+        self.locate_origin(d.origin.as_ref()?, d.anchor == csis_model::Anchor::Key)
+    }
+
+    /// `file:line:col` of a node (its key when `key`), or of its nearest
+    /// ancestor the file has.
+    pub fn position(&self, origin: &Origin, key: bool) -> Option<String> {
+        self.locate_origin(origin, key)
+            .map(|l| format!("{}:{}:{}", l.file, l.span.line, l.span.col))
+    }
+
+    fn locate_origin(&self, origin: &Origin, key: bool) -> Option<Located> {
+        let Origin { file, path } = origin;
         let sf = self.files.get(file.as_ref())?;
         let parsed = parse_file(&self.db, *sf);
         let span = if path.is_root() && parsed.error_span.is_some() {
             parsed.error_span?
         } else {
-            let key = d.anchor == csis_model::Anchor::Key;
             parsed.positions.nearest(path, key).unwrap_or(Span {
                 offset: 0,
                 len: 0,

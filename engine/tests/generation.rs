@@ -195,6 +195,7 @@ fn run_tree(fixture: &str, lifecycles: &[&str]) -> Outcome {
         commit: false,
         record: true,
         stats: false,
+        explain: false,
     };
     let mut log = Vec::new();
     let summary = run(&ws, &sys, &req, &mut |level, line| {
@@ -396,6 +397,7 @@ fn a_failing_run_now_command_fails_generation_with_its_return_code() {
         commit: false,
         record: true,
         stats: false,
+        explain: false,
     };
     let mut log = Vec::new();
     let summary = run(&ws, &sys, &req, &mut |_, l| log.push(l));

@@ -5,6 +5,7 @@ mod cases;
 mod cloud_config;
 mod commit;
 mod example;
+mod explain;
 mod identity;
 mod launch;
 mod layering;
