@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use csis_engine::explain::explain_bakes;
 use csis_engine::plan::{RunInput, RunOptions, bake_plan};
 use csis_engine::registry::Registry;
 use csis_engine::run::{Level, RunRequest};
@@ -130,7 +131,6 @@ pub fn watch(args: WatchArgs) -> ExitCode {
     }
     let started = Instant::now();
     let mut last = snapshot(&ws, &args.selection);
-    generate(&ws, &args);
     eprintln!(
         "watch: {} loaded in {} ms; {} error(s); {} bake(s) planned. Watching for changes (Ctrl-C stops).",
         args.root.display(),
@@ -144,6 +144,7 @@ pub fn watch(args: WatchArgs) -> ExitCode {
     for e in &last.errors {
         eprintln!("  error: {e}");
     }
+    generate(&ws, &args, false);
     while !stop.load(Ordering::SeqCst) {
         let Ok(first) = rx.recv_timeout(Duration::from_millis(200)) else {
             continue;
@@ -203,11 +204,21 @@ pub fn watch(args: WatchArgs) -> ExitCode {
                 format!("{executed} queries executed")
             }
         );
+        let mut explained: Option<BTreeMap<String, Vec<String>>> = None;
         for (key, reason) in &now.plan {
             match last.plan.get(key) {
                 Some(before) if before != reason => eprintln!("  {key}: {before} -> {reason}"),
                 None => eprintln!("  {key}: {reason} (new)"),
-                _ => {}
+                _ => continue,
+            }
+            if reason.starts_with("bake:") {
+                let causes = explained.get_or_insert_with(|| {
+                    let run = RunInput::new(&ws.db, args.selection.clone());
+                    explain_bakes(&ws, run).into_iter().collect()
+                });
+                for line in causes.get(key).into_iter().flatten() {
+                    eprintln!("      {line}");
+                }
             }
         }
         for key in last.plan.keys().filter(|k| !now.plan.contains_key(*k)) {
@@ -222,16 +233,20 @@ pub fn watch(args: WatchArgs) -> ExitCode {
         if now.errors.is_empty() && !last.errors.is_empty() {
             eprintln!("  the tree loads cleanly again");
         }
+        // A tree with errors generates nothing (a run would refuse it); the
+        // generated tree stays as the last good one left it.
+        if now.errors.is_empty() {
+            generate(&ws, &args, true);
+        }
         last = now;
-        generate(&ws, &args);
     }
     eprintln!("watch: stopped");
     ExitCode::SUCCESS
 }
 
 /// `--generate`: keep generated/ current (changed files only), no apply, no
-/// records.
-fn generate(ws: &Workspace, args: &WatchArgs) {
+/// records; with `explain`, each rewritten file and why.
+fn generate(ws: &Workspace, args: &WatchArgs, explain: bool) {
     if !args.generate || args.lifecycles.is_empty() {
         return;
     }
@@ -243,16 +258,27 @@ fn generate(ws: &Workspace, args: &WatchArgs) {
         commit: false,
         record: false,
         stats: false,
-        explain: false,
+        explain,
     };
-    let mut written = 0;
+    // Each rewritten file with its causes; bake explanations were printed
+    // with the plan.
+    let mut in_rewrite = false;
     csis_engine::run::run(ws, &OsSystem, &req, &mut |level, line| {
-        if line.contains("] generated: ") && !line.contains(" 0 written, 0 removed") {
-            written += 1;
-            eprintln!("  {line}");
-        } else if level == Level::Error {
-            eprintln!("  error: {line}");
+        if let Some(path) = line
+            .strip_prefix("explain: rewrote ")
+            .and_then(|p| p.strip_suffix(':'))
+        {
+            in_rewrite = true;
+            eprintln!("  rewrote {path}");
+        } else if let Some(cause) = line.strip_prefix("    ").filter(|_| in_rewrite) {
+            eprintln!("      {cause}");
+        } else {
+            in_rewrite = false;
+            if level == Level::Error {
+                eprintln!("  error: {line}");
+            } else if line.contains("] generated: ") && !line.contains(" 0 written, 0 removed") {
+                eprintln!("  {line}");
+            }
         }
     });
-    let _ = written;
 }

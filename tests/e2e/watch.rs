@@ -31,6 +31,12 @@ fn watch_replans_edits_recovers_from_broken_yaml_and_stops_on_ctrl_c() {
         &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/local-run"),
         r,
     );
+    // A real run first, so that an edit moves a decision from current.
+    crate::support::ok(crate::support::csis_at(
+        r,
+        1_796_226_804,
+        &["run", "all", "--no-dry-run"],
+    ));
     let mut child = Command::new(env!("CARGO_BIN_EXE_csis"))
         .arg("--root-dir")
         .arg(r)
@@ -46,6 +52,7 @@ fn watch_replans_edits_recovers_from_broken_yaml_and_stops_on_ctrl_c() {
         }
     });
     until(&rx, "Watching for changes");
+    until(&rx, "[instance-image] generated: ");
     assert!(
         r.join("generated/instance-image/run-instance-image.sh")
             .is_file(),
@@ -59,6 +66,23 @@ fn watch_replans_edits_recovers_from_broken_yaml_and_stops_on_ctrl_c() {
     assert!(
         block.last().unwrap().contains("queries executed"),
         "an edit re-plans in place: {block:#?}"
+    );
+    // The decision that moved, why, and the files --generate rewrote.
+    let block = until(&rx, "[instance-image] generated: ");
+    let printed = block.join("\n");
+    assert!(
+        printed.contains("  mid@here: skip: current -> bake: inputs changed (fingerprint "),
+        "{printed}"
+    );
+    assert!(
+        printed.contains(
+            "      modifications[marker].fields.script changed since mid-here-2026_12_02T15_53_24 at images/chain.yml:15:9"
+        ),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("  rewrote generated/instance-image/bake/image-generation/bake-image-generation-mid.json"),
+        "{printed}"
     );
 
     // A save with broken YAML prints its diagnostic; the watch goes on.
