@@ -170,6 +170,11 @@ enum Command {
         #[command(subcommand)]
         command: LineageCommand,
     },
+    /// Ask every runtime what exists and compare it with meta-state.
+    State {
+        #[command(subcommand)]
+        command: StateCommand,
+    },
     /// Show the configuration as csis sees it.
     Config {
         #[command(subcommand)]
@@ -202,6 +207,10 @@ struct RunArgs {
     /// run-summary.json.
     #[arg(long)]
     explain: bool,
+    /// Skip the first step, asking every runtime what exists (the last
+    /// generated/state-report.json then stands).
+    #[arg(long)]
+    no_state_query: bool,
     #[command(flatten)]
     selection: Selection,
 }
@@ -281,6 +290,18 @@ enum ConfigCommand {
 }
 
 #[derive(Subcommand)]
+enum StateCommand {
+    /// Classify drift (missing, foreign, stale; hard drift refuses the
+    /// next validation) and write generated/state-report.json.
+    Query {
+        /// Exit 1 on hard drift, on any class but stale, or when a runtime
+        /// could not be asked.
+        #[arg(long)]
+        strict: bool,
+    },
+}
+
+#[derive(clap::Subcommand)]
 enum LineageCommand {
     /// Every recorded build as a tree of parent links, per runtime.
     Show,
@@ -393,6 +414,9 @@ fn main() -> ExitCode {
             },
         ),
         Command::Lineage { command } => lineage(&ws, command),
+        Command::State {
+            command: StateCommand::Query { strict },
+        } => state_query(&ws, *strict),
         Command::Encrypt { fields, files } => outcome(encrypt(&ws, fields, files)),
         Command::Reencrypt => outcome(reencrypt(&ws)),
         Command::PublicSafe {
@@ -445,6 +469,18 @@ fn main() -> ExitCode {
                 }
             }
             errors += exe_errors.len();
+            let drift = csis_engine::state_query::check_last_report(
+                &OsSystem,
+                &ws.root.join(ws.generation_dir_name()),
+            );
+            for e in &drift {
+                if cli.brief {
+                    eprintln!("{e}");
+                } else {
+                    eprintln!("error: {e}");
+                }
+            }
+            errors += drift.len();
             if errors > 0 {
                 eprintln!("validate: {errors} error(s)");
                 ExitCode::from(1)
@@ -509,6 +545,7 @@ fn run(ws: Workspace, args: &RunArgs) -> ExitCode {
         record: true,
         stats: args.stats,
         explain: args.explain,
+        no_state_query: args.no_state_query,
     };
     let summary = csis_engine::run::run(&ws, &OsSystem, &req, &mut |level, line| match level {
         Level::Info => eprintln!("{line}"),
@@ -567,6 +604,39 @@ fn plan(
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    }
+}
+
+fn state_query(ws: &Workspace, strict: bool) -> ExitCode {
+    use csis_engine::state_query::{query, write_report};
+    let gen_dir = ws.root.join(ws.generation_dir_name());
+    let report = match query(ws, &OsSystem)
+        .and_then(|r| write_report(&OsSystem, &ws.root, &gen_dir, &r).map(|()| r))
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: state query: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    for line in report.lines() {
+        println!("{line}");
+    }
+    let counts = report.counts();
+    let n = |k: &str| counts.get(k).copied().unwrap_or(0);
+    println!(
+        "state query: {} missing, {} foreign, {} stale, {} hard, {} unavailable",
+        n("missing"),
+        n("foreign"),
+        n("stale"),
+        n("hard"),
+        n("unavailable")
+    );
+    let strict_fail = n("hard") + n("missing") + n("foreign") + n("unavailable") > 0;
+    if strict && strict_fail {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
     }
 }
 

@@ -258,6 +258,7 @@ fn generate(ws: &Workspace, args: &WatchArgs, explain: bool) {
         commit: false,
         record: false,
         stats: false,
+        no_state_query: true,
         explain,
     };
     // Each rewritten file with its causes; bake explanations were printed

@@ -49,6 +49,7 @@ pub mod resolve;
 pub mod run;
 pub mod script;
 pub mod secrets;
+pub mod state_query;
 pub mod stats;
 pub mod storage_state;
 pub mod strings;

@@ -57,22 +57,27 @@ pub fn write(
         "# csis meta-state: {file}. Written by csis; change it through csis commands.\n{}",
         to_yaml(&J::Object(value.clone()))
     );
-    // Refused when a hard public-safe rule matches what would be written:
-    // nothing is written then.
+    gate(system, root, &format!("{DIR}/{file}"), &text)?;
+    system
+        .write_atomic(&p, text.as_bytes(), false)
+        .map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// Refused when a hard public-safe rule matches what would be written to
+/// `rel` (relative to the root): the caller then writes nothing.
+pub fn gate(system: &dyn System, root: &Path, rel: &str, text: &str) -> Result<(), String> {
     let config = system
         .read_to_string(&root.join("cfg/_config.yml"))
         .ok()
         .flatten()
         .unwrap_or_default();
     let allow = crate::public_safe::Allow::from_config_text(&config);
-    let rel = format!("{DIR}/{file}");
-    let findings = crate::public_safe::scan_text(&rel, &text, &allow, true);
-    if !findings.is_empty() {
-        return Err(crate::public_safe::refusal(&rel, &findings));
+    let findings = crate::public_safe::scan_text(rel, text, &allow, true);
+    if findings.is_empty() {
+        Ok(())
+    } else {
+        Err(crate::public_safe::refusal(rel, &findings))
     }
-    system
-        .write_atomic(&p, text.as_bytes(), false)
-        .map_err(|e| format!("{}: {e}", p.display()))
 }
 
 /// Append one run to meta-state/runs.yaml, keeping the last

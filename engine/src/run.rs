@@ -39,6 +39,8 @@ pub struct RunRequest {
     /// `--explain`: every bake's and every rewritten file's causes, logged
     /// and in the summary under `explain`.
     pub explain: bool,
+    /// `--no-state-query`: skip asking the runtimes what exists.
+    pub no_state_query: bool,
     /// Whether the run leaves its records (run-summary.json, the journal,
     /// the on-summary hooks): `csis watch --generate` does not.
     pub record: bool,
@@ -69,7 +71,8 @@ pub struct RunSummary {
     pub apply: IndexMap<String, String>,
     pub meta_state_commit: Option<String>,
     pub error: Option<String>,
-    /// Drift counts from the state query (none yet).
+    /// Drift counts of the state query, per class, `hard` and
+    /// `unavailable`.
     pub state: BTreeMap<String, u64>,
     pub overlays: Vec<String>,
     pub undeclared: Vec<String>,
@@ -108,12 +111,7 @@ pub fn run(
     req: &RunRequest,
     log: &mut dyn FnMut(Level, String),
 ) -> RunSummary {
-    let b = builders(&ws.db, ws.tree);
-    let gen_dir_name = b
-        .config
-        .as_ref()
-        .map(|c| c.generation_directory.clone())
-        .unwrap_or_else(|| "generated".into());
+    let gen_dir_name = ws.generation_dir_name();
     let mut runner = Runner {
         ws,
         system,
@@ -199,6 +197,10 @@ impl Runner<'_> {
             false,
         )
         .map_err(|e| format!("writing {}: {e}", self.gen_dir.display()))?;
+        if !self.req.no_state_query && self.req.record {
+            self.state_query(summary)?;
+            self.mark(summary, "state query");
+        }
         let valid = self.validate(summary);
         self.mark(summary, "validate");
         if !valid {
@@ -245,6 +247,23 @@ impl Runner<'_> {
 
     /// What the load refuses, image cycles, run-hook validators. Whether
     /// the run may go on.
+    /// Ask the runtimes what exists; the report goes to
+    /// generated/state-report.json and its counts to the summary.
+    fn state_query(&mut self, summary: &mut RunSummary) -> Result<(), String> {
+        let report = crate::state_query::query(self.ws, self.system)?;
+        crate::state_query::write_report(self.system, &self.ws.root, &self.gen_dir, &report)?;
+        for line in report.lines() {
+            let level = if line.starts_with("unavailable: ") {
+                Level::Warn
+            } else {
+                Level::Info
+            };
+            (self.log)(level, format!("state: {line}"));
+        }
+        summary.state = report.counts();
+        Ok(())
+    }
+
     fn validate(&mut self, summary: &mut RunSummary) -> bool {
         let (infos, warnings, errors) = validation(self.ws, self.system, self.run_input);
         for i in infos {
@@ -831,6 +850,10 @@ pub fn validation(
     }
     let (infos, exe_errors) = crate::executables::check(ws, system);
     errors.extend(exe_errors.iter().map(|d| ws.describe(d)));
+    errors.extend(crate::state_query::check_last_report(
+        system,
+        &ws.root.join(ws.generation_dir_name()),
+    ));
     (infos, warnings, errors)
 }
 

@@ -235,6 +235,15 @@ impl Workspace {
         out
     }
 
+    /// `config.generation_directory` (default `generated`), relative to
+    /// the root.
+    pub fn generation_dir_name(&self) -> String {
+        crate::builders::builders(&self.db, self.tree)
+            .config
+            .as_ref()
+            .map_or_else(|| "generated".into(), |c| c.generation_directory.clone())
+    }
+
     pub fn file(&self, path: &str) -> Option<SourceFile> {
         self.files.get(path).copied()
     }

@@ -195,6 +195,7 @@ fn run_tree(fixture: &str, lifecycles: &[&str]) -> Outcome {
         commit: false,
         record: true,
         stats: false,
+        no_state_query: true,
         explain: false,
     };
     let mut log = Vec::new();
@@ -397,6 +398,7 @@ fn a_failing_run_now_command_fails_generation_with_its_return_code() {
         commit: false,
         record: true,
         stats: false,
+        no_state_query: true,
         explain: false,
     };
     let mut log = Vec::new();

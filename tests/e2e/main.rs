@@ -13,6 +13,7 @@ mod lineage;
 mod operations;
 mod run;
 mod secrets;
+mod state;
 mod storage;
 mod support;
 mod watch;

@@ -305,4 +305,26 @@ pub trait Builder: Send + Sync {
             "this runtime cannot dispose images (build {build_id})"
         ))
     }
+    /// Runtime builders: what exists on the provider now, for `csis state
+    /// query` (never a generation hook). `Err` says why it could not be
+    /// asked; the report lists the runtime as unavailable.
+    fn observe(&self, _root: &std::path::Path) -> Result<Observed, String> {
+        Err("this runtime cannot be asked what exists".into())
+    }
+}
+
+/// What a runtime reports exists: builds (by their lineage tags), storages
+/// and instances by name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Observed {
+    pub images: Vec<ObservedImage>,
+    pub storages: Vec<String>,
+    pub instances: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObservedImage {
+    pub build_id: String,
+    /// The `csis_series` lineage tag.
+    pub series: String,
 }

@@ -456,3 +456,43 @@ pub fn dispose(store: &Path, build_id: &str) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// What the store holds for `runtime`: builds whose manifest names it (a
+/// bake still in progress is not one), storages and instances by name.
+pub fn observe(store: &Path, runtime: &str) -> Result<csis_plugin_api::Observed, String> {
+    let names = |dir: &Path, dirs_only: bool| -> Result<Vec<String>, String> {
+        if !dir.is_dir() {
+            return Ok(Vec::new());
+        }
+        let mut out: Vec<String> = fs::read_dir(dir)
+            .map_err(io_err(dir))?
+            .filter_map(|e| e.ok())
+            .filter(|e| !dirs_only || e.path().is_dir())
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .filter(|n| !n.starts_with('.'))
+            .collect();
+        out.sort();
+        Ok(out)
+    };
+    let mut seen = csis_plugin_api::Observed::default();
+    for id in names(&store.join("images"), true)? {
+        let manifest: J = fs::read_to_string(store.join("images").join(&id).join("manifest.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or(J::Null);
+        if manifest.get("runtime").and_then(J::as_str) != Some(runtime) {
+            continue;
+        }
+        let series = manifest
+            .pointer("/tags/csis_series")
+            .and_then(J::as_str)
+            .unwrap_or_default();
+        seen.images.push(csis_plugin_api::ObservedImage {
+            build_id: id,
+            series: series.to_string(),
+        });
+    }
+    seen.storages = names(&store.join("storages"), true)?;
+    seen.instances = names(&store.join("instances"), true)?;
+    Ok(seen)
+}

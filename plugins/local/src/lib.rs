@@ -95,6 +95,11 @@ impl Builder for LocalBuilder {
         let store = root.join(generate::store_of(Some(&self.decl)));
         exec::dispose(&store, build_id)
     }
+
+    fn observe(&self, root: &std::path::Path) -> Result<csis_plugin_api::Observed, String> {
+        let store = root.join(generate::store_of(Some(&self.decl)));
+        exec::observe(&store, self.decl.name())
+    }
 }
 
 fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {
