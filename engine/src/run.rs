@@ -201,7 +201,11 @@ impl Runner<'_> {
             self.state_query(summary)?;
             self.mark(summary, "state query");
         }
-        let valid = self.validate(summary);
+        // Registries are asked only when this run launches machines.
+        let launches = !self.req.options.dry_run
+            && !self.req.no_apply
+            && requested.iter().any(|l| l.name == "instance-image");
+        let valid = self.validate(summary, launches);
         self.mark(summary, "validate");
         if !valid {
             return Ok(());
@@ -264,8 +268,11 @@ impl Runner<'_> {
         Ok(())
     }
 
-    fn validate(&mut self, summary: &mut RunSummary) -> bool {
-        let (infos, warnings, errors) = validation(self.ws, self.system, self.run_input);
+    fn validate(&mut self, summary: &mut RunSummary, launches: bool) -> bool {
+        let (infos, warnings, mut errors) = validation(self.ws, self.system, self.run_input);
+        if launches {
+            errors.extend(crate::hostname_claims::check(self.ws, &self.req.options));
+        }
         for i in infos {
             (self.log)(Level::Info, i);
         }

@@ -6,6 +6,7 @@ mod cloud_config;
 mod commit;
 mod example;
 mod explain;
+mod hostnames;
 mod identity;
 mod launch;
 mod layering;

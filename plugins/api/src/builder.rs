@@ -305,6 +305,17 @@ pub trait Builder: Send + Sync {
             "this runtime cannot dispose images (build {build_id})"
         ))
     }
+    /// Group builders: the servers the group's registry holds under
+    /// `hostname`. `None`: this builder keeps no server registry (nothing
+    /// to check); `Some(Err)`: the registry did not answer.
+    fn registered_servers(
+        &self,
+        _root: &std::path::Path,
+        _group: &str,
+        _hostname: &str,
+    ) -> Option<Result<Vec<String>, String>> {
+        None
+    }
     /// Runtime builders: what exists on the provider now, for `csis state
     /// query` (never a generation hook). `Err` says why it could not be
     /// asked; the report lists the runtime as unavailable.

@@ -148,6 +148,33 @@ impl Builder for DummyBuilder {
     fn session_mechanism(&self) -> Option<&str> {
         (self.classification == Vct::CloudBuilderModel).then_some("dummy-session")
     }
+    /// The dummy group's server registry is a file the tests write, as a
+    /// provider would hold it: `<root>/.dummy-registry/<group>.json` maps a
+    /// hostname to its registered servers; `<group>.down` makes the
+    /// registry not answer.
+    #[allow(clippy::disallowed_methods)] // the provider side: it owns its files
+    fn registered_servers(
+        &self,
+        root: &std::path::Path,
+        group: &str,
+        hostname: &str,
+    ) -> Option<Result<Vec<String>, String>> {
+        if self.classification != Vct::GroupBuilderModel {
+            return None;
+        }
+        let dir = root.join(".dummy-registry");
+        if dir.join(format!("{group}.down")).exists() {
+            return Some(Err("no answer within its timeout".into()));
+        }
+        let Ok(text) = std::fs::read_to_string(dir.join(format!("{group}.json"))) else {
+            return Some(Ok(Vec::new()));
+        };
+        Some(
+            serde_json::from_str::<std::collections::BTreeMap<String, Vec<String>>>(&text)
+                .map(|m| m.get(hostname).cloned().unwrap_or_default())
+                .map_err(|e| format!("the registry answered garbage: {e}")),
+        )
+    }
     /// The dummy runtime takes labels as GCE does, so the label-key check
     /// has a runtime to refuse on in tests.
     fn label_key_problem(&self, key: &str) -> Option<String> {
