@@ -211,6 +211,11 @@ struct RunArgs {
     /// generated/state-report.json then stands).
     #[arg(long)]
     no_state_query: bool,
+    /// Let this workspace's state location move while resources stand in
+    /// it (a real run; recorded in meta-state/state-locations.yaml).
+    /// Repeatable.
+    #[arg(long, value_name = "WORKSPACE")]
+    migrate_state: Vec<String>,
     #[command(flatten)]
     selection: Selection,
 }
@@ -258,6 +263,7 @@ impl Selection {
             force_bake: self.force_bake.clone(),
             apply_runtime: self.apply_runtime.clone(),
             allow_unscoped_bakes: self.allow_unscoped_bakes,
+            migrate_state: Vec::new(),
         }
     }
 }
@@ -455,40 +461,7 @@ fn main() -> ExitCode {
             retention,
             ..
         } => outcome(ops(&ws).dispose(builds, *all, runtime.as_deref(), *retention)),
-        Command::Validate => {
-            let mut errors = print_load_diagnostics(&ws, cli.brief);
-            let (infos, exe_errors) = csis_engine::executables::check(&ws, &OsSystem);
-            for i in infos {
-                eprintln!("{i}");
-            }
-            for d in &exe_errors {
-                if cli.brief {
-                    eprintln!("{}", ws.describe(d));
-                } else {
-                    eprint!("{}", report::render(&ws, d));
-                }
-            }
-            errors += exe_errors.len();
-            let drift = csis_engine::state_query::check_last_report(
-                &OsSystem,
-                &ws.root.join(ws.generation_dir_name()),
-            );
-            for e in &drift {
-                if cli.brief {
-                    eprintln!("{e}");
-                } else {
-                    eprintln!("error: {e}");
-                }
-            }
-            errors += drift.len();
-            if errors > 0 {
-                eprintln!("validate: {errors} error(s)");
-                ExitCode::from(1)
-            } else {
-                eprintln!("validate: ok");
-                ExitCode::SUCCESS
-            }
-        }
+        Command::Validate => validate(&ws, cli.brief),
         Command::Config {
             command: ConfigCommand::Render { raw, format },
         } => render(&ws, cli.brief, *raw, *format),
@@ -499,15 +472,47 @@ fn main() -> ExitCode {
     }
 }
 
+/// `csis validate`: the load's diagnostics, then the checks that read the
+/// machine or the records (executables, state locations, the last state
+/// report), all printed; exit 1 on any error.
+fn validate(ws: &Workspace, brief: bool) -> ExitCode {
+    let mut errors = print_load_diagnostics(ws, brief);
+    let (infos, mut diags) = csis_engine::executables::check(ws, &OsSystem);
+    for i in infos {
+        eprintln!("{i}");
+    }
+    diags.extend(csis_engine::state_locations::check(&ws.db, ws.tree, &[]));
+    let drift = csis_engine::state_query::check_last_report(
+        &OsSystem,
+        &ws.root.join(ws.generation_dir_name()),
+    );
+    diags.extend(drift.into_iter().map(csis_model::Diagnostic::error));
+    for d in &diags {
+        print_diagnostic(ws, d, brief);
+    }
+    errors += diags.len();
+    if errors > 0 {
+        eprintln!("validate: {errors} error(s)");
+        ExitCode::from(1)
+    } else {
+        eprintln!("validate: ok");
+        ExitCode::SUCCESS
+    }
+}
+
+fn print_diagnostic(ws: &Workspace, d: &csis_model::Diagnostic, brief: bool) {
+    if brief {
+        eprintln!("{}", ws.describe(d));
+    } else {
+        eprint!("{}", report::render(ws, d));
+    }
+}
+
 /// Print every load diagnostic; the number of errors.
 fn print_load_diagnostics(ws: &Workspace, brief: bool) -> usize {
     let diags = ws.load_diagnostics();
     for d in &diags {
-        if brief {
-            eprintln!("{}", ws.describe(d));
-        } else {
-            eprint!("{}", report::render(ws, d));
-        }
+        print_diagnostic(ws, d, brief);
     }
     diags.iter().filter(|d| d.is_error()).count()
 }
@@ -536,9 +541,11 @@ fn render(ws: &Workspace, brief: bool, raw: bool, format: Format) -> ExitCode {
 }
 
 fn run(ws: Workspace, args: &RunArgs) -> ExitCode {
+    let mut options = args.selection.options(!args.no_dry_run);
+    options.migrate_state = args.migrate_state.clone();
     let req = RunRequest {
         lifecycles: args.lifecycles.clone(),
-        options: args.selection.options(!args.no_dry_run),
+        options,
         no_apply: args.no_apply,
         csis: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("csis")),
         commit: args.commit,

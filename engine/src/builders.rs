@@ -84,7 +84,7 @@ impl Builders {
 }
 
 /// What messages call a builder list's entries.
-fn list_label(vct: Vct) -> &'static str {
+pub(crate) fn list_label(vct: Vct) -> &'static str {
     match vct {
         Vct::RuntimeBuilderModel => "Runtime builder",
         Vct::StateBackendModel => "State backend",

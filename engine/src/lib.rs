@@ -50,6 +50,7 @@ pub mod resolve;
 pub mod run;
 pub mod script;
 pub mod secrets;
+pub mod state_locations;
 pub mod state_query;
 pub mod stats;
 pub mod storage_state;

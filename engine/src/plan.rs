@@ -35,6 +35,9 @@ pub struct RunOptions {
     pub apply_runtime: Option<String>,
     /// `--allow-unscoped-bakes`: a real run may bake outside its apply scope.
     pub allow_unscoped_bakes: bool,
+    /// `--migrate-state`: workspaces whose state location may move this
+    /// (real) run while resources stand in them.
+    pub migrate_state: Vec<String>,
 }
 
 impl RunOptions {

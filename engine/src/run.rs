@@ -189,6 +189,12 @@ impl Runner<'_> {
             .collect();
         summary.requested = requested.iter().map(|l| l.name.to_string()).collect();
         crate::plan::check_selection(&self.ws.db, self.ws.tree, &self.req.options)?;
+        if self.req.options.dry_run && !self.req.options.migrate_state.is_empty() {
+            return Err(
+                "--migrate-state moves state and needs --no-dry-run: a dry run never moves state."
+                    .into(),
+            );
+        }
         let root_ignore = script::gitignore(&gitignore_entries(db, tree), &RUN_LOCAL_FILES);
         write_if_changed(
             self.system,
@@ -224,6 +230,9 @@ impl Runner<'_> {
             self.mark(summary, "plan");
         }
         let emissions = self.generate(&requested, summary);
+        if self.req.record && summary.ok {
+            self.record_state_locations(false)?;
+        }
         self.mark(summary, "generate");
         let names: Vec<&str> = lifecycles.iter().map(|l| l.name).collect();
         write_if_changed(
@@ -244,13 +253,14 @@ impl Runner<'_> {
                 ));
             }
             self.apply(&lifecycles, &requested, &emissions, summary);
+            if summary.ok && !self.req.options.dry_run && self.req.record {
+                self.record_state_locations(true)?;
+            }
             self.mark(summary, "apply");
         }
         Ok(())
     }
 
-    /// What the load refuses, image cycles, run-hook validators. Whether
-    /// the run may go on.
     /// Ask the runtimes what exists; the report goes to
     /// generated/state-report.json and its counts to the summary.
     fn state_query(&mut self, summary: &mut RunSummary) -> Result<(), String> {
@@ -268,6 +278,8 @@ impl Runner<'_> {
         Ok(())
     }
 
+    /// What the load refuses, image cycles, run-hook validators, and the
+    /// registries' claims when this run launches. Whether the run may go on.
     fn validate(&mut self, summary: &mut RunSummary, launches: bool) -> bool {
         let (infos, warnings, mut errors) = validation(self.ws, self.system, self.run_input);
         if launches {
@@ -716,6 +728,31 @@ impl Runner<'_> {
         }
     }
 
+    /// meta-state/state-locations.yaml: after generation every root's
+    /// location (a workspace `--migrate-state` names keeps its old record),
+    /// after a real apply the migrated ones, each move journaled.
+    fn record_state_locations(&mut self, migrated: bool) -> Result<(), String> {
+        use crate::lineage::{read_json, write_json};
+        use crate::state_locations::{FILE, StateLocations, enabled, recorded_after};
+        let (db, tree) = (&self.ws.db, self.ws.tree);
+        let migrating = &self.req.options.migrate_state;
+        if !enabled(builders(db, tree)) || (migrated && migrating.is_empty()) {
+            return Ok(());
+        }
+        let before: StateLocations = read_json(self.system, &self.ws.root, FILE)?;
+        let after = recorded_after(db, tree, &before, migrating, migrated, &self.run_id);
+        if after != before {
+            write_json(self.system, &self.ws.root, FILE, &after)?;
+            for m in &after.migrations[before.migrations.len()..] {
+                self.info(format!(
+                    "state-locations: workspace {} moved from {} to {}",
+                    m.workspace, m.from, m.to
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// After a real storage apply, the requested states become current in
     /// meta-state/storage-state.yaml.
     fn record_storage_transitions(&mut self) -> Result<(), String> {
@@ -857,6 +894,11 @@ pub fn validation(
     }
     let (infos, exe_errors) = crate::executables::check(ws, system);
     errors.extend(exe_errors.iter().map(|d| ws.describe(d)));
+    errors.extend(
+        crate::state_locations::check(&ws.db, ws.tree, &run.options(&ws.db).migrate_state)
+            .iter()
+            .map(|d| ws.describe(d)),
+    );
     errors.extend(crate::state_query::check_last_report(
         system,
         &ws.root.join(ws.generation_dir_name()),

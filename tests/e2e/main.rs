@@ -15,6 +15,7 @@ mod operations;
 mod run;
 mod secrets;
 mod state;
+mod state_locations;
 mod storage;
 mod support;
 mod watch;

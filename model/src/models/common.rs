@@ -100,6 +100,10 @@ pub struct BuilderModel {
     pub config: IndexMap<String, Value>,
     pub gitignore: Vec<String>,
     pub tags: BTreeMap<String, String>,
+    /// The state backend this builder's terraform roots keep their state
+    /// on (storage, instance, group, user and runtime builders; with
+    /// `config.use_state_backends`).
+    pub state_configuration: Option<String>,
 }
 
 impl BuilderModel {
@@ -120,6 +124,7 @@ impl BuilderModel {
             config: f.any_map("config"),
             gitignore: f.str_list("gitignore"),
             tags: f.str_map("tags"),
+            state_configuration: f.opt_str("state_configuration"),
         }
     }
 

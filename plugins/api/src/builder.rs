@@ -293,6 +293,12 @@ pub trait Builder: Send + Sync {
     fn label_key_problem(&self, _key: &str) -> Option<String> {
         None
     }
+    /// Storage, instance, group, user and runtime builders: whether the
+    /// builder's root keeps terraform state, and so has a state location
+    /// (`config.use_state_backends`).
+    fn keeps_state(&self) -> bool {
+        false
+    }
     /// Runtime builders: the session mechanism, when there is one.
     fn session_mechanism(&self) -> Option<&str> {
         None

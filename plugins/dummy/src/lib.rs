@@ -145,6 +145,18 @@ impl Builder for DummyBuilder {
     fn is_zonal(&self) -> bool {
         self.classification == Vct::StorageBuilderModel
     }
+    /// Dummy roots stand for terraform ones: each keeps state.
+    fn keeps_state(&self) -> bool {
+        matches!(
+            self.classification,
+            Vct::StorageBuilderModel
+                | Vct::InstanceBuilderModel
+                | Vct::GroupBuilderModel
+                | Vct::UserBuilderModel
+                | Vct::RuntimeBuilderModel
+                | Vct::CloudBuilderModel
+        )
+    }
     fn session_mechanism(&self) -> Option<&str> {
         (self.classification == Vct::CloudBuilderModel).then_some("dummy-session")
     }
