@@ -180,6 +180,17 @@ pub fn check(
             _ => {}
         }
     }
+    for (s, users) in attached {
+        if !users.is_empty() && !declared.iter().any(|d| &d.name == s) {
+            err(
+                format!(
+                    "storage: instances [{}] attach unknown storage '{s}'",
+                    users.join(", ")
+                ),
+                None,
+            );
+        }
+    }
     for (s, r) in &record.storages {
         if r.state != "destroyed" && r.builder.is_none() && !declared.iter().any(|d| &d.name == s) {
             err(

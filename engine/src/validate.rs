@@ -473,6 +473,12 @@ impl Checks<'_> {
             let Some(rt) = d.base.runtime_model() else {
                 continue;
             };
+            let at = |k: &str| {
+                self.b
+                    .origins
+                    .get(&(Vct::RuntimeBuilderModel, d.name().to_string()))
+                    .map(|o| o.key(k))
+            };
             if let Some(k) = rt.retention_keep
                 && k < 0
             {
@@ -481,7 +487,7 @@ impl Checks<'_> {
                         "runtime '{}': retention_keep must be a non-negative int",
                         d.name()
                     ),
-                    None,
+                    at("retention_keep"),
                 );
             }
             if let Some(p) = rt.on_failure.as_deref()
@@ -492,7 +498,7 @@ impl Checks<'_> {
                         "runtime '{}': on_failure '{p}' is not one of ('keep', 'teardown')",
                         d.name()
                     ),
-                    None,
+                    at("on_failure"),
                 );
             }
         }
