@@ -1,6 +1,7 @@
 //! Identity items checked by their own plugin: each user and group is
 //! handed to the builder that owns it, and what the builder refuses is a
-//! validation error naming the item.
+//! validation error naming the item. Users' public keys, which reach
+//! machines through user-data, are checked here too.
 
 use csis_model::models::Item;
 use csis_model::{Diagnostic, ItemKind, Vct};
@@ -24,6 +25,16 @@ pub fn identity_item_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
             let Some(item) = si.item.as_deref() else {
                 continue;
             };
+            if let Item::User(u) = item {
+                for (i, k) in u.public_keys.iter().enumerate() {
+                    if let Some(why) = crate::validate::public_key_problem(k) {
+                        out.push(
+                            Diagnostic::error(format!("user '{name}': public key rejected: {why}"))
+                                .at_opt(si.origin.as_ref().map(|o| o.key("public_keys").index(i))),
+                        );
+                    }
+                }
+            }
             let type_ = match item {
                 Item::User(u) => &u.root.named.type_,
                 Item::Group(g) => &g.root.named.type_,

@@ -15,6 +15,8 @@ pub struct Account {
     /// A sudoers line without the account name (`ALL=(ALL) ALL`); one
     /// string, as every cloud-init schema accepts.
     pub sudo: Option<String>,
+    /// OpenSSH public key lines.
+    pub ssh_authorized_keys: Vec<String>,
 }
 
 /// A file the instance gets.
@@ -49,6 +51,9 @@ impl UserData {
                 }
                 if let Some(sudo) = &a.sudo {
                     u["sudo"] = json!(sudo);
+                }
+                if !a.ssh_authorized_keys.is_empty() {
+                    u["ssh_authorized_keys"] = json!(a.ssh_authorized_keys);
                 }
                 u
             })

@@ -424,12 +424,13 @@ fn user_data_document(
         members.sort();
         members.dedup();
         for m in &members {
-            let gecos = ctx
+            let (gecos, keys) = ctx
                 .item(ItemKind::USERS, m)
                 .and_then(|u| match u.item.as_ref() {
-                    Item::User(user) => {
-                        Some(u.emit(&format!("{} {}", user.first_name, user.last_name)))
-                    }
+                    Item::User(user) => Some((
+                        u.emit(&format!("{} {}", user.first_name, user.last_name)),
+                        user.public_keys.iter().map(|k| u.emit(k)).collect(),
+                    )),
                     _ => None,
                 })
                 .unwrap_or_default();
@@ -438,6 +439,7 @@ fn user_data_document(
                 gecos,
                 groups: vec![gname.clone()],
                 sudo: g.admins.contains(m).then(|| "ALL=(ALL) ALL".to_string()),
+                ssh_authorized_keys: keys,
             });
         }
         doc.groups
