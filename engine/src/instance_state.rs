@@ -91,6 +91,20 @@ pub fn opened(state: &InstanceState, launched: &[(String, bool)], run: &str) -> 
     next
 }
 
+/// The standing machine of `name` gone (`why`: ephemeral, decommission):
+/// its generation closes; the counters stay.
+pub fn closed(state: &InstanceState, name: &str, run: &str, why: &str) -> InstanceState {
+    let mut next = state.clone();
+    if let Some(r) = next.instances.get_mut(name)
+        && let Some(mut g) = r.current.take()
+    {
+        g.closed_run = Some(run.to_string());
+        g.why = Some(why.to_string());
+        r.history.push(g);
+    }
+    next
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

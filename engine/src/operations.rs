@@ -255,33 +255,51 @@ impl Ops<'_> {
                 "forget: instance '{name}' is declared; remove its declaration (decommission it) before forgetting its record"
             ));
         }
+        self.forget_record(&name, "forget")
+    }
+
+    /// After a real apply launched (and tore down) an ephemeral instance:
+    /// its launch record and pin go (journaled `op: ephemeral`) and its
+    /// generation closes as ephemeral, so the next run launches it anew.
+    pub fn forget_ephemeral(&self, name: &str) -> Result<String, String> {
+        use crate::instance_state::{FILE, InstanceState, closed};
+        let line = self.forget_record(name, "ephemeral")?;
+        let state: InstanceState = read_json(self.system, &self.ws.root, FILE)?;
+        let after = closed(&state, name, &self.run, "ephemeral");
+        if after != state {
+            write_json(self.system, &self.ws.root, FILE, &after)?;
+        }
+        Ok(line)
+    }
+
+    /// Drop an instance's launch record and pin, the pin's move journaled
+    /// under `op`.
+    fn forget_record(&self, name: &str, op: &str) -> Result<String, String> {
         let mut pins = self.pins()?;
         let file = crate::launch_params::FILE;
         let mut launch: crate::launch_params::LaunchParams =
             read_json(self.system, &self.ws.root, file)?;
-        let launched = launch.instances.remove(&name).is_some();
-        let build = pins.instances.remove(&name);
+        let launched = launch.instances.remove(name).is_some();
+        let build = pins.instances.remove(name);
         if build.is_none() && !launched {
             return Err(format!(
                 "forget: instance '{name}' has no record in pins.yaml or {file}"
             ));
         }
         if let Some(build) = &build {
-            self.journal(
-                &mut pins,
-                "instance",
-                &name,
-                Some(build.clone()),
-                None,
-                "forget",
-            );
+            self.journal(&mut pins, "instance", name, Some(build.clone()), None, op);
             write_json(self.system, &self.ws.root, "pins.yaml", &pins)?;
         }
         if launched {
             write_json(self.system, &self.ws.root, file, &launch)?;
         }
+        let what = if op == "ephemeral" {
+            "ephemeral instance"
+        } else {
+            "instance"
+        };
         Ok(format!(
-            "forget: instance {name} (was on {})",
+            "forget: {what} {name} (was on {})",
             build.as_deref().unwrap_or("no build")
         ))
     }

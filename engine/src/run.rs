@@ -540,6 +540,24 @@ impl Runner<'_> {
         self.write_launch_params(&before, &after)
     }
 
+    /// After a real instance-image apply: every ephemeral machine it
+    /// launched (and its runtime tore down) is forgotten.
+    fn forget_ephemerals(&mut self) -> Result<(), String> {
+        let launched = self.read_launch_params()?;
+        let ops = crate::operations::Ops {
+            ws: self.ws,
+            system: self.system,
+            run: self.run_id.clone(),
+        };
+        for (name, r) in &launched.instances {
+            if r.launched && r.params.get("ephemeral") == Some(&J::Bool(true)) {
+                let line = ops.forget_ephemeral(name)?;
+                self.info(line);
+            }
+        }
+        Ok(())
+    }
+
     fn read_launch_params(&self) -> Result<crate::launch_params::LaunchParams, String> {
         crate::lineage::read_json(self.system, &self.ws.root, crate::launch_params::FILE)
     }
@@ -716,7 +734,9 @@ impl Runner<'_> {
             };
             let recorded = match (name, status == "executed" && self.req.record) {
                 ("storage", true) => self.record_storage_transitions(),
-                ("instance-image", true) => self.mark_launched(),
+                ("instance-image", true) => {
+                    self.mark_launched().and_then(|()| self.forget_ephemerals())
+                }
                 _ => Ok(()),
             };
             if let Err(e) = recorded {

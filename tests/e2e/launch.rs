@@ -178,3 +178,43 @@ fn stats_report_each_stage_only_when_asked() {
             > 0
     );
 }
+
+#[test]
+fn an_ephemeral_instance_is_torn_down_and_forgotten_after_its_real_run() {
+    let t = tree("local-run");
+    let r = t.path();
+    edit(
+        r,
+        "instances/box.yml",
+        "    image: top\n",
+        "    image: top\n    ephemeral: true\n",
+    );
+    let log = ok(csis_at(r, NOW, &["run", "all", "--no-dry-run"]));
+    assert!(
+        log.contains("teardown: ephemeral instance box removed"),
+        "{log}"
+    );
+    assert!(
+        log.contains("forget: ephemeral instance box (was on top-here-2026_12_02T15_53_24)"),
+        "{log}"
+    );
+    assert!(!r.join("store/instances/box").exists());
+    assert!(r.join("store/storages/data").is_dir(), "its storage stays");
+    let read = |f: &str| std::fs::read_to_string(r.join("meta-state").join(f)).unwrap();
+    assert!(!read("launch-params.yaml").contains("box"));
+    let pins = read("pins.yaml");
+    assert!(!pins.contains("box: "), "{pins}");
+    assert!(pins.contains("op: ephemeral"), "{pins}");
+    let state = read("instance-state.yaml");
+    assert!(state.contains("ephemeral: 1\n    current: null"), "{state}");
+    assert!(state.contains("why: ephemeral"), "{state}");
+    // The next real run launches a new one, counted apart from durables.
+    let log = ok(csis_at(r, NOW + 60, &["run", "all", "--no-dry-run"]));
+    assert!(log.contains("forget: ephemeral instance box"), "{log}");
+    assert!(read("instance-state.yaml").contains("ephemeral: 2\n"));
+    let spec = std::fs::read_to_string(
+        r.join("generated/instance-image/vm/instance-generation/vm-instance-generation-box.json"),
+    )
+    .unwrap();
+    assert!(spec.contains("\"hostname\": \"box-002\""), "{spec}");
+}

@@ -55,7 +55,7 @@ fn env() -> Result<Env, String> {
 }
 
 fn run(args: &[String]) -> Result<String, String> {
-    let usage = "usage: csis local bake|storage|launch|identity --spec FILE";
+    let usage = "usage: csis local bake|storage|launch|teardown|identity --spec FILE";
     let (verb, spec_path) = match args {
         [verb, flag, path] if flag == "--spec" => (verb.as_str(), Path::new(path)),
         _ => return Err(usage.into()),
@@ -69,6 +69,7 @@ fn run(args: &[String]) -> Result<String, String> {
         "bake" => bake(&env, &spec),
         "storage" => storage(&env, &spec),
         "launch" => launch(&env, &spec),
+        "teardown" => teardown(&env, &spec),
         "identity" => identity(&env, &spec),
         _ => Err(usage.into()),
     }
@@ -322,6 +323,18 @@ fn storage(env: &Env, spec: &J) -> Result<String, String> {
 /// A launch: the instance directory with its image (the series head),
 /// its storages mounted (linked) at their mount points, its user-data, run
 /// once.
+/// An ephemeral instance, once launched and bound: its directory goes (the
+/// links to storages with it, never the storages).
+fn teardown(env: &Env, spec: &J) -> Result<String, String> {
+    let store = store(env, spec)?;
+    let name = field(spec, "name")?;
+    let dir = store.join("instances").join(name);
+    if dir.exists() {
+        fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
+    }
+    Ok(format!("teardown: ephemeral instance {name} removed"))
+}
+
 fn launch(env: &Env, spec: &J) -> Result<String, String> {
     let store = store(env, spec)?;
     let name = field(spec, "name")?;

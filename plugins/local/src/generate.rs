@@ -362,6 +362,15 @@ pub fn launches(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Step>
             "--launched",
             launched.as_str(),
         ]));
+        if inst.ephemeral {
+            let spec_path = path_for_phase(me.name(), P::InstanceGeneration, Some(name), ".json");
+            st.commands.push(Command::csis([
+                "local",
+                "teardown",
+                "--spec",
+                spec_path.as_str(),
+            ]));
+        }
         steps.push(st);
     }
     Ok(steps)
