@@ -167,6 +167,14 @@ impl HookContext for EngineContext<'_> {
         crate::launch_params::canonical_hostname(self.db, self.tree, instance, ephemeral)
     }
 
+    fn undeclared_storages(&self, builder: &str) -> Vec<String> {
+        crate::storage_state::undeclared(self.db, self.tree)
+            .into_iter()
+            .filter(|(_, b)| b == builder)
+            .map(|(s, _)| s)
+            .collect()
+    }
+
     fn instance_pin(&self, instance: &str) -> Option<String> {
         pins(self.db, self.tree)
             .value

@@ -205,10 +205,40 @@ pub fn check(
     out
 }
 
+/// Storages recorded not destroyed, with the builder that realized them,
+/// whose declaration is gone: their destroy is generated from the record.
+pub fn undeclared(db: &dyn Db, tree: Tree) -> Vec<(String, String)> {
+    let record = crate::lineage::read_record::<StorageState>(db, tree, FILE).value;
+    let index = item_index(db, tree);
+    record
+        .storages
+        .into_iter()
+        .filter(|(s, r)| r.state != "destroyed" && !index.contains(ItemKind::STORAGES, s))
+        .filter_map(|(s, r)| r.builder.map(|b| (s, b)))
+        .collect()
+}
+
 /// The record after a real storage apply realized every declared
-/// storage's requested state: the requested states become current.
+/// storage's requested state: the requested states become current, and
+/// an undeclared storage with a recorded builder was destroyed (its
+/// tombstone's action is `undeclared`).
 pub fn applied(record: &StorageState, declared: &[Declared], run: &str) -> StorageState {
     let mut next = record.clone();
+    for (name, r) in next.storages.iter_mut() {
+        if r.state != "destroyed"
+            && r.builder.is_some()
+            && !declared.iter().any(|d| &d.name == name)
+        {
+            r.history.push(Transition {
+                from: Some(r.state.clone()),
+                to: "destroyed".into(),
+                run: run.to_string(),
+                generation: r.generation,
+                action: "undeclared".into(),
+            });
+            r.state = "destroyed".into();
+        }
+    }
     for d in declared {
         let before = record.storages.get(&d.name);
         let from = before.map(|r| r.state.as_str());

@@ -133,3 +133,51 @@ storages:
 "
     );
 }
+
+#[test]
+fn an_undeclared_storage_is_destroyed_from_its_record_and_comes_back_as_a_new_generation() {
+    let t = tree("local-run");
+    let r = t.path();
+    ok(csis_at(r, NOW, &["run", "all", "--no-dry-run"]));
+    let declaration = std::fs::read_to_string(r.join("storages/data.yml")).unwrap();
+    std::fs::remove_file(r.join("storages/data.yml")).unwrap();
+    // Still attached: refused until the mapping goes too.
+    let v = csis_at(r, NOW, &["--brief", "validate"]);
+    assert_eq!(v.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&v.stderr)
+            .contains("\nstorage: instances [box] attach unknown storage 'data'\n")
+    );
+    edit(
+        r,
+        "instances/box.yml",
+        "    storages:\n      - {name: data, mount_point: /srv/data}\n",
+        "",
+    );
+    let log = ok(csis_at(r, NOW + 60, &["run", "storage", "--no-dry-run"]));
+    assert!(
+        log.contains(
+            "executing \"$CSIS\" local storage --spec dirs/storage-generation/dirs-storage-generation-data.json"
+        ),
+        "the destroy is generated from the record: {log}"
+    );
+    assert!(log.contains("storage data destroyed"), "{log}");
+    assert!(!r.join("store/storages/data").exists());
+    let record = || std::fs::read_to_string(r.join("meta-state/storage-state.yaml")).unwrap();
+    assert!(
+        record().contains("      - from: active\n        to: destroyed\n        run: \"2026_12_02T15_54_24\"\n        generation: 1\n        action: undeclared\n"),
+        "{}",
+        record()
+    );
+    // Nothing is generated for it any more.
+    let log = ok(csis_at(r, NOW + 90, &["run", "storage", "--no-dry-run"]));
+    assert!(!log.contains("storage-generation-data.json"), "{log}");
+    std::fs::write(r.join("storages/data.yml"), declaration).unwrap();
+    ok(csis_at(r, NOW + 120, &["run", "storage", "--no-dry-run"]));
+    assert!(
+        record().contains("    state: active\n    generation: 2\n"),
+        "{}",
+        record()
+    );
+    assert!(r.join("store/storages/data").is_dir());
+}

@@ -147,6 +147,10 @@ pub trait HookContext {
     fn pinned_parent(&self, image: &str, runtime: &str) -> Option<String>;
     /// The build an instance is pinned to, once bound.
     fn instance_pin(&self, instance: &str) -> Option<String>;
+    /// Storages meta-state records as realized by storage builder
+    /// `builder` (not destroyed) whose declaration is gone: the builder
+    /// emits their destroy from these recorded facts.
+    fn undeclared_storages(&self, builder: &str) -> Vec<String>;
     /// The canonical hostname of a declared instance: the one a launched
     /// machine was recorded with, else `<name>-NNN` after its kind's next
     /// generation.

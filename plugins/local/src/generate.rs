@@ -284,6 +284,26 @@ pub fn storages(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Step>
             "storage",
         ));
     }
+    // A storage whose declaration is gone is destroyed from its record.
+    for name in ctx.undeclared_storages(me.name()) {
+        let spec = json!({
+            "name": name,
+            "runtime": runtime,
+            "store": store,
+            "groups": [],
+            "public_read": false,
+            "share_mode": J::Null,
+            "state": "destroyed",
+            "undeclared": true,
+        });
+        steps.push(step(
+            me.name(),
+            P::StorageGeneration,
+            &name,
+            spec,
+            "storage",
+        ));
+    }
     Ok(steps)
 }
 
