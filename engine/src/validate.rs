@@ -717,6 +717,7 @@ impl Checks<'_> {
         let index = item_index(self.db, self.tree);
         let lineage = &crate::lineage::lineage(self.db, self.tree).value;
         let pins = &crate::lineage::pins(self.db, self.tree).value;
+        let mut no_identity: BTreeSet<String> = BTreeSet::new();
         for name in index.names(ItemKind::IMAGES) {
             let Some(Item::Image(img)) =
                 self.structured(ItemKind::IMAGES, name).as_deref().cloned()
@@ -758,21 +759,26 @@ impl Checks<'_> {
                 else {
                     continue;
                 };
-                match self.builder_of(Vct::GroupBuilderModel, &group.root.named.type_) {
-                    None => self.err(format!("group '{g}' has no identity builder"), None),
-                    Some(builder) => {
-                        if let Some(t) = builder.identity_type()
-                            && !ids.iter().any(|i| i == t)
-                        {
-                            self.err(
-                                format!(
-                                    "image '{name}' uses an identity type its base '{root}' does not declare: '{t}' (declared: [{}], via {source}); the cycle is broken -- declare the type on the OS builder and re-bake the chain",
-                                    ids.join(", ")
-                                ),
-                                self.origin_of(ItemKind::IMAGES, name).map(|o| o.key("group")),
-                            );
+                let identity = self
+                    .builder_of(Vct::GroupBuilderModel, &group.root.named.type_)
+                    .and_then(|b| b.identity_type().map(str::to_string));
+                match identity {
+                    None => {
+                        if no_identity.insert(g.to_string()) {
+                            let at = self.origin_of(ItemKind::GROUPS, g);
+                            self.err(format!("group '{g}' has no identity builder"), at);
                         }
                     }
+                    Some(t) if !ids.contains(&t) => {
+                        self.err(
+                            format!(
+                                "image '{name}' uses an identity type its base '{root}' does not declare: '{t}' (declared: [{}], via {source}); the cycle is broken -- declare the type on the OS builder and re-bake the chain",
+                                ids.join(", ")
+                            ),
+                            self.origin_of(ItemKind::IMAGES, name).map(|o| o.key("group")),
+                        );
+                    }
+                    Some(_) => {}
                 }
             }
             let mut reported: BTreeSet<String> = BTreeSet::new();
