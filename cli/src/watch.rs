@@ -16,7 +16,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use csis_engine::explain::explain_bakes;
-use csis_engine::plan::{RunInput, RunOptions, bake_plan};
+use csis_engine::plan::{RunOptions, bake_plan};
 use csis_engine::registry::Registry;
 use csis_engine::run::{Level, RunRequest};
 use csis_engine::system::{OsSystem, System};
@@ -36,7 +36,7 @@ fn snapshot(ws: &Workspace, options: &RunOptions) -> Snapshot {
         .filter(|d| d.is_error())
         .map(|d| ws.describe(d))
         .collect();
-    let run = RunInput::new(&ws.db, options.clone());
+    let run = ws.run_input(options);
     let plan = bake_plan(&ws.db, ws.tree, run)
         .decisions
         .iter()
@@ -213,7 +213,7 @@ pub fn watch(args: WatchArgs) -> ExitCode {
             }
             if reason.starts_with("bake:") {
                 let causes = explained.get_or_insert_with(|| {
-                    let run = RunInput::new(&ws.db, args.selection.clone());
+                    let run = ws.run_input(&args.selection);
                     explain_bakes(&ws, run).into_iter().collect()
                 });
                 for line in causes.get(key).into_iter().flatten() {

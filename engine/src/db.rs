@@ -159,12 +159,15 @@ impl Db for Database {
     }
 }
 
-/// Durability of a file by where it lives: cfg/ declarations are rarely
-/// edited, item files often.
+/// Durability of a file as loaded: cfg/ declarations are rarely edited;
+/// any other file is MEDIUM until it is edited, and LOW from then on (see
+/// `Workspace::set_file_text`). A change to a LOW input then verifies every
+/// memo that reads only MEDIUM and HIGH inputs without walking its
+/// dependencies: an edit costs what it reaches, not the size of the tree.
 pub fn durability_for(path: &str) -> Durability {
     if path.starts_with("cfg/") {
         Durability::HIGH
     } else {
-        Durability::LOW
+        Durability::MEDIUM
     }
 }

@@ -387,7 +387,7 @@ pub fn plan_report(
         report.error = Some(e);
         return report;
     }
-    let run = RunInput::new(&ws.db, options);
+    let run = ws.run_input(&options);
     let (_, _, errors) = crate::run::validation(ws, system, run);
     clock.mark(&ws.db, stats.as_mut(), "validate");
     if !errors.is_empty() {

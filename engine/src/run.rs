@@ -116,7 +116,7 @@ pub fn run(
         ws,
         system,
         req,
-        run_input: RunInput::new(&ws.db, req.options.clone()),
+        run_input: ws.run_input(&req.options),
         run_id: run_id(ws.tree.start_unix(&ws.db)),
         gen_dir: ws.root.join(&gen_dir_name),
         gen_dir_name,

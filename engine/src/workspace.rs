@@ -12,6 +12,7 @@ use salsa::{Durability, Setter};
 use crate::db::{Database, ItemFile, SourceFile, Tree, durability_for};
 use crate::files::parse_file;
 use crate::load::load_diagnostics;
+use crate::plan::{RunInput, RunOptions};
 use crate::registry::Registry;
 use crate::system::System;
 use crate::yaml::Span;
@@ -34,6 +35,9 @@ pub struct Workspace {
     files: BTreeMap<String, SourceFile>,
     /// Refusals found while reading the tree (a missing overlay).
     pub read_diags: Vec<Diagnostic>,
+    /// One run input per distinct run options: a re-plan with the same
+    /// options reuses every query keyed by the run.
+    run_inputs: std::sync::Mutex<Vec<(RunOptions, RunInput)>>,
 }
 
 /// The identities CSIS_CONFIG_IDENTITY names: an AGE-SECRET-KEY-1 string,
@@ -183,7 +187,7 @@ impl Workspace {
         for path in crate::fingerprint::referenced_files(&db, tree).clone() {
             if let Some(text) = system.read_to_string(&root.join(&path))? {
                 let f = SourceFile::builder(Arc::from(path.as_str()), Arc::from(text))
-                    .durability(Durability::LOW)
+                    .durability(durability_for(&path))
                     .new(&db);
                 files.insert(path, f);
                 aux.push(f);
@@ -196,7 +200,23 @@ impl Workspace {
             root: root.to_path_buf(),
             files,
             read_diags,
+            run_inputs: Default::default(),
         })
+    }
+
+    /// The run input for `options`: the same one every time they are
+    /// equal, so queries keyed by the run are memoized across re-plans.
+    pub fn run_input(&self, options: &RunOptions) -> RunInput {
+        let mut known = self
+            .run_inputs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, input)) = known.iter().find(|(o, _)| o == options) {
+            return *input;
+        }
+        let input = RunInput::new(&self.db, options.clone());
+        known.push((options.clone(), input));
+        input
     }
 
     /// Every load-time refusal and warning.
@@ -215,8 +235,15 @@ impl Workspace {
         if f.text(&self.db).as_ref() == text {
             return true;
         }
+        // An edited file is the one being worked on: LOW from now on (a
+        // cfg/ file keeps HIGH: an edit there reaches everything anyway).
+        let durability = if path.starts_with("cfg/") {
+            Durability::HIGH
+        } else {
+            Durability::LOW
+        };
         f.set_text(&mut self.db)
-            .with_durability(durability_for(path))
+            .with_durability(durability)
             .to(Arc::from(text));
         true
     }

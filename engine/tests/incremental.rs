@@ -71,6 +71,14 @@ fn executed(ws: &Workspace) -> Vec<String> {
     v
 }
 
+/// A file being worked on: its first save moves it to LOW durability (see
+/// `durability_for`), after which a save costs only what it reaches.
+fn being_edited(ws: &mut Workspace, path: &str) {
+    let text = ws.file(path).unwrap().text(&ws.db).to_string();
+    assert!(ws.set_file_text(path, &format!("{text}# opened in an editor\n")));
+    ws.load_diagnostics();
+}
+
 fn count(log: &[String], name: &str) -> usize {
     log.iter().filter(|q| *q == name).count()
 }
@@ -80,6 +88,7 @@ fn an_image_edit_reexecutes_only_that_file_and_what_it_reaches() {
     let mut ws = workspace();
     let before = ws.load_diagnostics();
     assert!(before.is_empty(), "{before:?}");
+    being_edited(&mut ws, "images/web.yml");
 
     ws.db.query_log().start();
     let text = "images:\n  - name: web\n    source_image: base\n    group: ops\n    description: edited\n    runtimes:\n      - image_builder: ib\n";
@@ -108,6 +117,7 @@ fn an_image_edit_reexecutes_only_that_file_and_what_it_reaches() {
 fn a_comment_only_edit_reexecutes_nothing_past_the_parse() {
     let mut ws = workspace();
     assert!(ws.load_diagnostics().is_empty());
+    being_edited(&mut ws, "images/web.yml");
     ws.db.query_log().start();
     let text = "# the web image\nimages:\n  - name: web   # trailing comment\n    source_image: base\n    group: ops\n\n    runtimes:\n      - image_builder: ib\n";
     assert!(ws.set_file_text("images/web.yml", text));
@@ -120,6 +130,7 @@ fn a_comment_only_edit_reexecutes_nothing_past_the_parse() {
 fn a_user_edit_leaves_images_alone() {
     let mut ws = workspace();
     assert!(ws.load_diagnostics().is_empty());
+    being_edited(&mut ws, "groups/people.yml");
     ws.db.query_log().start();
     let text = "users:\n  - {name: avery.alpha, first_name: Avery, last_name: Alphonse}\n  - {name: blake.bravo, first_name: Blake, last_name: Bravo}\ngroups:\n  - {name: ops, is_root: true, members: [avery.alpha], description: \"{{ group.name }} group\"}\n";
     assert!(ws.set_file_text("groups/people.yml", text));
@@ -128,4 +139,32 @@ fn a_user_edit_leaves_images_alone() {
     // Only avery's raw entry changed; blake's and the group's are equal.
     assert_eq!(count(&log, "structured_item"), 1, "{log:?}");
     assert_eq!(count(&log, "builders"), 0, "{log:?}");
+}
+
+#[test]
+fn the_first_save_of_a_file_reexecutes_its_chain_once() {
+    // Salsa does not backdate a value across a durability drop: the first
+    // save of a file (MEDIUM to LOW) re-executes what reads it even when
+    // no value changed; the next equal save stops at the parse.
+    let mut ws = workspace();
+    assert!(ws.load_diagnostics().is_empty());
+    ws.db.query_log().start();
+    let commented = "# the web image\nimages:\n  - name: web\n    source_image: base\n    group: ops\n    runtimes:\n      - image_builder: ib\n";
+    assert!(ws.set_file_text("images/web.yml", commented));
+    assert!(ws.load_diagnostics().is_empty());
+    assert_eq!(
+        executed(&ws),
+        [
+            "file_document",
+            "item_file_entries",
+            "item_index",
+            "load_diagnostics",
+            "parse_file",
+            "raw_item"
+        ]
+    );
+    ws.db.query_log().start();
+    assert!(ws.set_file_text("images/web.yml", &format!("# again\n{commented}")));
+    assert!(ws.load_diagnostics().is_empty());
+    assert_eq!(executed(&ws), ["file_document", "parse_file"]);
 }
