@@ -23,6 +23,8 @@ use csis_engine::workspace::Workspace;
 struct Measure {
     name: &'static str,
     times: Vec<Duration>,
+    /// CPU time of every thread of the process, per run.
+    cpu: Vec<Duration>,
     /// (executed, re-validated) queries of the last run.
     queries: (u64, u64),
 }
@@ -30,6 +32,10 @@ struct Measure {
 impl Measure {
     fn best(&self) -> Duration {
         *self.times.iter().min().unwrap()
+    }
+
+    fn cpu(&self) -> Option<Duration> {
+        self.cpu.iter().min().copied()
     }
 
     fn median(&self) -> Duration {
@@ -76,6 +82,33 @@ fn delta(after: (u64, u64), before: (u64, u64)) -> (u64, u64) {
     (after.0 - before.0, after.1 - before.1)
 }
 
+/// CPU time so far of every thread of the process (Linux schedstat:
+/// nanoseconds on a CPU), or nothing where /proc has no schedstat. On a
+/// shared machine this moves less than wall time: time spent waiting for a
+/// core is not in it.
+fn cpu_time() -> Option<Duration> {
+    let mut ns = 0u64;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        ns += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(Duration::from_nanos(ns))
+}
+
+/// schedstat is brought up to date at scheduler ticks (4 ms at 250 Hz):
+/// CPU time is shown for measures that take longer than this only.
+const CPU_SHOWN_FROM: Duration = Duration::from_millis(100);
+
+/// Wall and CPU time around `f`.
+fn timed<T>(f: impl FnOnce() -> T) -> (Duration, Option<Duration>, T) {
+    let cpu0 = cpu_time();
+    let t = Instant::now();
+    let out = f();
+    let wall = t.elapsed();
+    let cpu = cpu0.zip(cpu_time()).map(|(a, b)| b.saturating_sub(a));
+    (wall, cpu, out)
+}
+
 /// VmHWM of /proc/self/status, in KiB.
 fn peak_kib() -> Option<u64> {
     std::fs::read_to_string("/proc/self/status")
@@ -98,16 +131,20 @@ fn cold<T>(
     let mut m = Measure {
         name,
         times: Vec::new(),
+        cpu: Vec::new(),
         queries: (0, 0),
     };
     let mut last = None;
     while budget.more(&m.times) {
         let first = m.times.is_empty();
         let sys = fx.system();
-        let t = Instant::now();
-        let ws = fx.load(&sys);
-        let out = op(&ws, &sys);
-        m.times.push(t.elapsed());
+        let (wall, cpu, (ws, out)) = timed(|| {
+            let ws = fx.load(&sys);
+            let out = op(&ws, &sys);
+            (ws, out)
+        });
+        m.times.push(wall);
+        m.cpu.extend(cpu);
         m.queries = counts(&ws);
         drop(std::hint::black_box(ws));
         last = Some(out);
@@ -133,16 +170,19 @@ fn warm(fx: &Fixture, name: &'static str, budget: Budget, kind: Option<EditKind>
     let mut m = Measure {
         name,
         times: Vec::new(),
+        cpu: Vec::new(),
         queries: (0, 0),
     };
     while budget.more(&m.times) {
         let before = counts(&ws);
-        let t = Instant::now();
-        if let Some(e) = edit.as_mut() {
-            e.apply(&mut ws);
-        }
-        let report = harness::plan(&ws, &sys);
-        m.times.push(t.elapsed());
+        let (wall, cpu, report) = timed(|| {
+            if let Some(e) = edit.as_mut() {
+                e.apply(&mut ws);
+            }
+            harness::plan(&ws, &sys)
+        });
+        m.times.push(wall);
+        m.cpu.extend(cpu);
         m.queries = delta(counts(&ws), before);
         drop(std::hint::black_box(report));
     }
@@ -275,15 +315,18 @@ fn main() {
     let mut warm_dry = Measure {
         name: "warm one-image edit dry run with generation",
         times: Vec::new(),
+        cpu: Vec::new(),
         queries: (0, 0),
     };
     let mut warm_dry_summary = None;
     while cold_runs.more(&warm_dry.times) {
         let before = counts(&ws);
-        let t = Instant::now();
-        edit.apply(&mut ws);
-        let s = harness::dry_run(&ws, &sys, true);
-        warm_dry.times.push(t.elapsed());
+        let (wall, cpu, s) = timed(|| {
+            edit.apply(&mut ws);
+            harness::dry_run(&ws, &sys, true)
+        });
+        warm_dry.times.push(wall);
+        warm_dry.cpu.extend(cpu);
         warm_dry.queries = delta(counts(&ws), before);
         warm_dry_summary = Some(s);
     }
@@ -293,23 +336,29 @@ fn main() {
     println!();
     println!("{}", fx.describe());
     println!(
-        "best and median of: cold and warm dry run {}; warm re-plans {}; ratio = best / best cold plan",
+        "wall time, best and median of: cold and warm dry run {}; warm re-plans {}; CPU: the least CPU time of all threads in one run (over {} ms only); ratio = best / best cold plan",
         cold_runs.describe(),
-        warm_runs.describe()
+        warm_runs.describe(),
+        CPU_SHOWN_FROM.as_millis()
     );
     println!();
-    println!("| measure | best | median | ratio to cold plan | queries executed / re-validated |");
-    println!("|---|---|---|---|---|");
+    println!(
+        "| measure | best | median | CPU (least) | ratio to cold plan | queries executed / re-validated |"
+    );
+    println!("|---|---|---|---|---|---|");
     let rows = [&validate, &plan, &dry_run]
         .into_iter()
         .chain(warm_measures.iter())
         .chain([&warm_dry]);
     for m in rows {
         println!(
-            "| {} | {} | {} | {:.4} | {} / {} |",
+            "| {} | {} | {} | {} | {:.4} | {} / {} |",
             m.name,
             ms(m.best()),
             ms(m.median()),
+            m.cpu()
+                .filter(|_| m.best() >= CPU_SHOWN_FROM)
+                .map_or("-".into(), ms),
             m.best().as_secs_f64() / base.as_secs_f64(),
             m.queries.0,
             m.queries.1
