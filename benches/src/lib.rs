@@ -3,6 +3,8 @@
 
 use std::fmt::Write as _;
 
+pub mod harness;
+
 /// The sizes of a synthetic tree.
 #[derive(Clone, Debug)]
 pub struct TreeSize {
@@ -110,10 +112,12 @@ os_builders:
     is_default: true
     family: alma-linux
     family_version: 10
+    identity_types: [unix]
+    storage_types: [local]
     tags: {OS: "{{ this.parent.family }}"}
     runtimes:
-      - image_builder: ib
-      - image_builder: ib-cloud
+      - {image_builder: ib, image_id: vendor/alma}
+      - {image_builder: ib-cloud, ssh_username: ec2-user}
 "#;
 
 /// Every file of the tree as (path relative to the root, content), sorted.
@@ -149,17 +153,21 @@ pub fn generate(size: &TreeSize) -> Vec<(String, String)> {
     }
     files.push(("groups/groups.yml".to_string(), t));
 
+    // Storage s is gated to group s mod groups, so an instance can attach
+    // one its image's group may use (N2).
+    let groups = size.groups.max(1);
     for chunk in 0..size.storages.div_ceil(50) {
         let mut t = String::from("storages:\n");
         for s in chunk * 50..((chunk + 1) * 50).min(size.storages) {
             let _ = writeln!(t, "  - name: vol-{s:04}");
-            let _ = writeln!(t, "    groups: [{}]", group(rng.below(size.groups.max(1))));
+            let _ = writeln!(t, "    groups: [{}]", group(s % groups));
         }
         files.push((format!("storages/storages-{chunk:03}.yml"), t));
     }
 
     let depth = size.chain_depth.max(1);
     let image = |i: usize| format!("img-{i:05}");
+    let mut image_groups = Vec::with_capacity(size.images);
     for i in 0..size.images {
         let parent = if i % depth == 0 {
             "alma".to_string()
@@ -169,7 +177,9 @@ pub fn generate(size: &TreeSize) -> Vec<(String, String)> {
         let mut t = String::from("images:\n");
         let _ = writeln!(t, "  - name: {}", image(i));
         let _ = writeln!(t, "    source_image: {parent}");
-        let _ = writeln!(t, "    group: {}", group(rng.below(size.groups.max(1))));
+        let g = rng.below(groups);
+        image_groups.push(g);
+        let _ = writeln!(t, "    group: {}", group(g));
         let _ = writeln!(t, "    runtimes:\n      - image_builder: ib");
         if size.mods_per_image > 0 {
             let _ = writeln!(t, "    modifications:");
@@ -185,13 +195,17 @@ pub fn generate(size: &TreeSize) -> Vec<(String, String)> {
         let mut t = String::from("instances:\n");
         for n in chunk * 10..((chunk + 1) * 10).min(size.instances) {
             let _ = writeln!(t, "  - name: host-{n:05}");
-            let _ = writeln!(t, "    image: {}", image(rng.below(size.images.max(1))));
-            if size.storages > 0 && n % 2 == 0 {
+            let i = rng.below(size.images.max(1));
+            let _ = writeln!(t, "    image: {}", image(i));
+            // A storage of the image's group: g, g + groups, g + 2 groups...
+            let g = image_groups.get(i).copied().unwrap_or(0);
+            let choices = size.storages.saturating_sub(g).div_ceil(groups);
+            if choices > 0 && n % 2 == 0 {
                 let _ = writeln!(t, "    storages:");
                 let _ = writeln!(
                     t,
                     "      - {{name: vol-{:04}, mount_point: /data}}",
-                    rng.below(size.storages)
+                    g + groups * rng.below(choices)
                 );
             }
         }
@@ -217,5 +231,44 @@ mod tests {
             a.iter()
                 .any(|(p, _)| p == "images/chain-0000/img-00000.yml")
         );
+    }
+
+    /// The benchmarks time only successes: the generated tree must pass
+    /// validation with no warning, plan, generate every lifecycle in a dry
+    /// run, and take every warm edit.
+    #[test]
+    fn the_small_tree_validates_plans_generates_and_takes_every_edit() {
+        use harness::{EditKind, Fixture};
+        let fx = Fixture::new("small", TreeSize::small());
+        let sys = fx.system();
+        let mut ws = fx.load(&sys);
+        assert_eq!(harness::validate(&ws, &sys), 0, "no warnings");
+        let plan = harness::plan(&ws, &sys);
+        // Every image, and the base of each OS builder runtime entry.
+        assert_eq!(plan.plan.len(), TreeSize::small().images + 2);
+        let summary = harness::dry_run(&ws, &sys, false);
+        assert_eq!(
+            summary.requested,
+            harness::lifecycles(&fx.registry),
+            "every lifecycle"
+        );
+        assert!(
+            sys.read(&Fixture::root().join("generated/run-summary.json"))
+                .contains("\"ok\": true")
+        );
+        for kind in [
+            EditKind::ImageDescription,
+            EditKind::ImageModification,
+            EditKind::User,
+            EditKind::Comment,
+            EditKind::Cfg,
+        ] {
+            let mut edit = kind.edit(&fx);
+            for _ in 0..2 {
+                edit.apply(&mut ws);
+                harness::plan(&ws, &sys);
+            }
+        }
+        harness::dry_run(&ws, &sys, false);
     }
 }

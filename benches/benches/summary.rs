@@ -1,0 +1,383 @@
+//! The table of docs/performance.md, in one process: every measure of the
+//! `engine` bench timed several times (best and median), each with its
+//! ratio to the cold plan measured in the same run, the queries the engine
+//! executed and re-validated in its last run, and the process's peak
+//! memory (VmHWM) after the first cold dry run. A markdown table on stdout.
+//!
+//! `cargo bench -p csis-benches --bench summary` (reference tree): cold
+//! measures 3 to 5 runs, warm ones 3 to 20, fewer when slow (see
+//! `Budget`); `CSIS_BENCH_SIZE=small` for a quick run; `CSIS_BENCH_RUNS=N`
+//! for exactly N runs of each. Under `cargo test` (no `--bench`) each
+//! measure runs once, on the small tree unless `CSIS_BENCH_SIZE` says
+//! otherwise.
+#![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::{Duration, Instant};
+
+use csis_benches::harness::{self, EditKind, Fixture, bench_mode};
+use csis_engine::run::RunSummary;
+use csis_engine::system::MemorySystem;
+use csis_engine::workspace::Workspace;
+
+/// One measure's runs.
+struct Measure {
+    name: &'static str,
+    times: Vec<Duration>,
+    /// CPU time of every thread of the process, per run.
+    cpu: Vec<Duration>,
+    /// (executed, re-validated) queries of the last run.
+    queries: (u64, u64),
+}
+
+impl Measure {
+    fn best(&self) -> Duration {
+        *self.times.iter().min().unwrap()
+    }
+
+    fn cpu(&self) -> Option<Duration> {
+        self.cpu.iter().min().copied()
+    }
+
+    fn median(&self) -> Duration {
+        let mut t = self.times.clone();
+        t.sort();
+        t[t.len() / 2]
+    }
+}
+
+/// How many times a measure runs: up to `max` runs, stopping early once
+/// `min` runs have taken `time` (slow measures on a big tree).
+#[derive(Clone, Copy)]
+struct Budget {
+    min: usize,
+    max: usize,
+    time: Duration,
+}
+
+impl Budget {
+    fn more(&self, done: &[Duration]) -> bool {
+        done.len() < self.min
+            || (done.len() < self.max && done.iter().sum::<Duration>() < self.time)
+    }
+
+    fn describe(&self) -> String {
+        if self.min == self.max {
+            format!("{} runs", self.max)
+        } else {
+            format!(
+                "{} to {} runs (no more once they took {} s)",
+                self.min,
+                self.max,
+                self.time.as_secs()
+            )
+        }
+    }
+}
+
+fn counts(ws: &Workspace) -> (u64, u64) {
+    ws.db.query_log().counts()
+}
+
+fn delta(after: (u64, u64), before: (u64, u64)) -> (u64, u64) {
+    (after.0 - before.0, after.1 - before.1)
+}
+
+/// CPU time so far of every thread of the process (Linux schedstat:
+/// nanoseconds on a CPU), or nothing where /proc has no schedstat. On a
+/// shared machine this moves less than wall time: time spent waiting for a
+/// core is not in it.
+fn cpu_time() -> Option<Duration> {
+    let mut ns = 0u64;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        ns += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(Duration::from_nanos(ns))
+}
+
+/// schedstat is brought up to date at scheduler ticks (4 ms at 250 Hz):
+/// CPU time is shown for measures that take longer than this only.
+const CPU_SHOWN_FROM: Duration = Duration::from_millis(100);
+
+/// Wall and CPU time around `f`.
+fn timed<T>(f: impl FnOnce() -> T) -> (Duration, Option<Duration>, T) {
+    let cpu0 = cpu_time();
+    let t = Instant::now();
+    let out = f();
+    let wall = t.elapsed();
+    let cpu = cpu0.zip(cpu_time()).map(|(a, b)| b.saturating_sub(a));
+    (wall, cpu, out)
+}
+
+/// VmHWM of /proc/self/status, in KiB.
+fn peak_kib() -> Option<u64> {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// Cold operations, each on a fresh memory system and a fresh load;
+/// the workspace is dropped outside the timing. Returns the measure and
+/// what the last run returned.
+fn cold<T>(
+    fx: &Fixture,
+    name: &'static str,
+    budget: Budget,
+    mut op: impl FnMut(&Workspace, &MemorySystem) -> T,
+    mut after_first: impl FnMut(),
+) -> (Measure, Option<T>) {
+    let mut m = Measure {
+        name,
+        times: Vec::new(),
+        cpu: Vec::new(),
+        queries: (0, 0),
+    };
+    let mut last = None;
+    while budget.more(&m.times) {
+        let first = m.times.is_empty();
+        let sys = fx.system();
+        let (wall, cpu, (ws, out)) = timed(|| {
+            let ws = fx.load(&sys);
+            let out = op(&ws, &sys);
+            (ws, out)
+        });
+        m.times.push(wall);
+        m.cpu.extend(cpu);
+        m.queries = counts(&ws);
+        drop(std::hint::black_box(ws));
+        last = Some(out);
+        if first {
+            after_first();
+        }
+    }
+    (m, last)
+}
+
+/// A workspace loaded and planned once.
+fn warmed(fx: &Fixture) -> (MemorySystem, Workspace) {
+    let sys = fx.system();
+    let ws = fx.load(&sys);
+    harness::plan(&ws, &sys);
+    (sys, ws)
+}
+
+/// Re-plans of one warm workspace, each after `edit` (if any).
+fn warm(fx: &Fixture, name: &'static str, budget: Budget, kind: Option<EditKind>) -> Measure {
+    let (sys, mut ws) = warmed(fx);
+    let mut edit = kind.map(|k| k.edit(fx));
+    let mut m = Measure {
+        name,
+        times: Vec::new(),
+        cpu: Vec::new(),
+        queries: (0, 0),
+    };
+    while budget.more(&m.times) {
+        let before = counts(&ws);
+        let (wall, cpu, report) = timed(|| {
+            if let Some(e) = edit.as_mut() {
+                e.apply(&mut ws);
+            }
+            harness::plan(&ws, &sys)
+        });
+        m.times.push(wall);
+        m.cpu.extend(cpu);
+        m.queries = delta(counts(&ws), before);
+        drop(std::hint::black_box(report));
+    }
+    m
+}
+
+fn ms(d: Duration) -> String {
+    let ms = d.as_secs_f64() * 1e3;
+    if ms >= 100.0 {
+        format!("{ms:.0} ms")
+    } else if ms >= 1.0 {
+        format!("{ms:.1} ms")
+    } else {
+        format!("{ms:.3} ms")
+    }
+}
+
+fn stages(label: &str, summary: &RunSummary) {
+    if let Some(stats) = &summary.stats {
+        let parts: Vec<String> = stats
+            .stages
+            .iter()
+            .map(|(stage, s)| {
+                format!(
+                    "{stage} {:.1} ms ({} executed, {} re-validated)",
+                    s.ms, s.executed, s.reused
+                )
+            })
+            .collect();
+        println!("- {label}: {}", parts.join("; "));
+    }
+}
+
+#[allow(clippy::disallowed_methods)]
+fn runs_from_env() -> Option<usize> {
+    std::env::var("CSIS_BENCH_RUNS")
+        .ok()
+        .map(|v| v.parse().expect("CSIS_BENCH_RUNS is a number"))
+}
+
+fn main() {
+    let fx = Fixture::from_env();
+    let exactly = |n: usize| Budget {
+        min: n,
+        max: n,
+        time: Duration::ZERO,
+    };
+    let (cold_runs, warm_runs) = match runs_from_env() {
+        Some(n) => (exactly(n.max(1)), exactly(n.max(1))),
+        None if bench_mode() => (
+            Budget {
+                min: 3,
+                max: 5,
+                time: Duration::from_secs(40),
+            },
+            Budget {
+                min: 3,
+                max: 20,
+                time: Duration::from_secs(30),
+            },
+        ),
+        None => (exactly(1), exactly(1)),
+    };
+    eprintln!("{}", fx.describe());
+
+    // The cold dry run first, so VmHWM after its first run is what one
+    // cold `csis run all --no-apply` needs (with the fixture's own copy of
+    // the tree and the generated files in the memory system).
+    let mut peak_after_dry_run = None;
+    let (dry_run, last_dry) = cold(
+        &fx,
+        "cold dry run with generation (`run all --no-apply`)",
+        cold_runs,
+        |ws, sys| harness::dry_run(ws, sys, true),
+        || peak_after_dry_run = peak_kib(),
+    );
+    let (validate, _) = cold(
+        &fx,
+        "cold load + validate",
+        cold_runs,
+        harness::validate,
+        || {},
+    );
+    let (plan, _) = cold(
+        &fx,
+        "cold load + plan",
+        cold_runs,
+        |ws, sys| harness::plan(ws, sys).plan.len(),
+        || {},
+    );
+    let warm_measures = [
+        warm(&fx, "warm no-op re-plan", warm_runs, None),
+        warm(
+            &fx,
+            "warm one-image edit re-plan (description)",
+            warm_runs,
+            Some(EditKind::ImageDescription),
+        ),
+        warm(
+            &fx,
+            "warm one-image edit re-plan (modification script)",
+            warm_runs,
+            Some(EditKind::ImageModification),
+        ),
+        warm(
+            &fx,
+            "warm one-user edit re-plan",
+            warm_runs,
+            Some(EditKind::User),
+        ),
+        warm(
+            &fx,
+            "warm comment-only edit re-plan",
+            warm_runs,
+            Some(EditKind::Comment),
+        ),
+        warm(
+            &fx,
+            "warm cfg/ edit re-plan (reaches everything)",
+            warm_runs,
+            Some(EditKind::Cfg),
+        ),
+    ];
+
+    // Where a warm edit's time goes when it generates too: one warm dry
+    // run after a one-image edit, by stage.
+    let (sys, mut ws) = warmed(&fx);
+    harness::dry_run(&ws, &sys, false);
+    let mut edit = EditKind::ImageModification.edit(&fx);
+    let mut warm_dry = Measure {
+        name: "warm one-image edit dry run with generation",
+        times: Vec::new(),
+        cpu: Vec::new(),
+        queries: (0, 0),
+    };
+    let mut warm_dry_summary = None;
+    while cold_runs.more(&warm_dry.times) {
+        let before = counts(&ws);
+        let (wall, cpu, s) = timed(|| {
+            edit.apply(&mut ws);
+            harness::dry_run(&ws, &sys, true)
+        });
+        warm_dry.times.push(wall);
+        warm_dry.cpu.extend(cpu);
+        warm_dry.queries = delta(counts(&ws), before);
+        warm_dry_summary = Some(s);
+    }
+    drop(ws);
+
+    let base = plan.best();
+    println!();
+    println!("{}", fx.describe());
+    println!(
+        "wall time, best and median of: cold and warm dry run {}; warm re-plans {}; CPU: the least CPU time of all threads in one run (over {} ms only); ratio = best / best cold plan",
+        cold_runs.describe(),
+        warm_runs.describe(),
+        CPU_SHOWN_FROM.as_millis()
+    );
+    println!();
+    println!(
+        "| measure | best | median | CPU (least) | ratio to cold plan | queries executed / re-validated |"
+    );
+    println!("|---|---|---|---|---|---|");
+    let rows = [&validate, &plan, &dry_run]
+        .into_iter()
+        .chain(warm_measures.iter())
+        .chain([&warm_dry]);
+    for m in rows {
+        println!(
+            "| {} | {} | {} | {} | {:.4} | {} / {} |",
+            m.name,
+            ms(m.best()),
+            ms(m.median()),
+            m.cpu()
+                .filter(|_| m.best() >= CPU_SHOWN_FROM)
+                .map_or("-".into(), ms),
+            m.best().as_secs_f64() / base.as_secs_f64(),
+            m.queries.0,
+            m.queries.1
+        );
+    }
+    println!();
+    match peak_after_dry_run {
+        Some(kib) => println!(
+            "peak memory (VmHWM) after the first cold dry run: {:.0} MiB",
+            kib as f64 / 1024.0
+        ),
+        None => println!("peak memory: /proc/self/status has no VmHWM here"),
+    }
+    println!();
+    println!("stages (`--stats`):");
+    if let Some(s) = &last_dry {
+        stages("cold dry run", s);
+    }
+    if let Some(s) = &warm_dry_summary {
+        stages("warm dry run after a one-image edit", s);
+    }
+}
