@@ -154,7 +154,7 @@ pub fn validate(ws: &Workspace, sys: &MemorySystem) -> usize {
 
 /// `csis plan`: panics unless the plan is ok.
 pub fn plan(ws: &Workspace, sys: &MemorySystem) -> PlanReport {
-    let report = plan_report(ws, sys, dry_run_options());
+    let report = plan_report(ws, sys, dry_run_options(), Default::default());
     assert!(
         report.ok,
         "plan refused: {:?}; {:?}",
@@ -186,6 +186,8 @@ pub fn dry_run(ws: &Workspace, sys: &MemorySystem, stats: bool) -> RunSummary {
         commit: false,
         record: true,
         stats,
+        explain: false,
+        no_state_query: true,
     };
     let summary = csis_engine::run::run(ws, sys, &req, &mut |_, _| {});
     assert!(
