@@ -5,7 +5,7 @@
 //! instances, label keys, availability zones, identity items, bake users. Each refusal is a diagnostic with the spec's
 //! wording, placed where the offending value is.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use csis_model::models::{BaseBuilder, Item};
 use csis_model::{Diagnostic, ItemKind, Map, Origin, Value, Vct};
@@ -16,46 +16,142 @@ use crate::items::{ItemId, item_index};
 use crate::items_model::{StructuredItem, structured_item};
 
 /// Every validate-time refusal, in a stable order.
+///
+/// The per-item checks are queries of their own so that an edit to one
+/// item re-runs that item's checks only; this query concatenates.
 #[salsa::tracked(returns(ref))]
 pub fn validation_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
-    let b = builders(db, tree);
     let index = item_index(db, tree);
-    let mut v = Checks {
-        db,
-        tree,
-        b,
-        out: Vec::new(),
-    };
+    let mut out = Vec::new();
     for kind in [ItemKind::IMAGES, ItemKind::INSTANCES, ItemKind::STORAGES] {
         for name in index.names(kind) {
             let id = ItemId::new(db, kind, name.clone());
-            let si = structured_item(db, tree, id);
-            if let Some(item) = si.item.as_deref() {
-                v.item(item, si);
-            }
+            out.extend(item_diagnostics(db, tree, id).iter().cloned());
         }
     }
-    v.builders();
-    v.attachments();
-    v.capabilities();
-    v.out.extend(
+    out.extend(builder_diagnostics(db, tree).iter().cloned());
+    for name in index.names(ItemKind::INSTANCES) {
+        let id = ItemId::new(db, ItemKind::INSTANCES, name.clone());
+        out.extend(attach_diagnostics(db, tree, id).iter().cloned());
+    }
+    out.extend(storage_diagnostics(db, tree).iter().cloned());
+    // A group without an identity builder is reported once, at the first
+    // image that meets it.
+    let mut no_identity: BTreeSet<&str> = BTreeSet::new();
+    for name in index.names(ItemKind::IMAGES) {
+        let id = ItemId::new(db, ItemKind::IMAGES, name.clone());
+        let found = capability_diagnostics(db, tree, id);
+        if let Some(g) = found.group_without_identity.as_deref()
+            && no_identity.insert(g)
+        {
+            let origin = structured_item(
+                db,
+                tree,
+                ItemId::new(db, ItemKind::GROUPS, csis_model::naming::safe_name(g)),
+            )
+            .origin
+            .clone();
+            out.push(
+                Diagnostic::error(format!("group '{g}' has no identity builder")).at_opt(origin),
+            );
+        }
+        out.extend(found.diagnostics.iter().cloned());
+    }
+    out.extend(
         crate::alias_pool::alias_pool_diagnostics(db, tree)
             .iter()
             .cloned(),
     );
+    out.extend(crate::read_models::managed_groups_missing(db, tree));
+    out.extend(crate::user_data::user_data_diagnostics(db, tree));
+    out.extend(crate::launch_params::immutability_diagnostics(db, tree));
+    out.extend(crate::labels::label_key_diagnostics(db, tree));
+    out.extend(crate::zones::zone_diagnostics(db, tree));
+    out.extend(crate::identity_items::identity_item_diagnostics(db, tree));
+    out.extend(crate::bake_users::bake_user_diagnostics(db, tree));
+    out
+}
+
+/// One image's, instance's or storage's own checks: foreign keys,
+/// policies, test specs, the canonical hostname.
+#[salsa::tracked(returns(ref))]
+fn item_diagnostics<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec<Diagnostic> {
+    let mut v = Checks::new(db, tree);
+    let si = structured_item(db, tree, id);
+    if let Some(item) = si.item.as_deref() {
+        v.item(item, si);
+    }
     v.out
-        .extend(crate::read_models::managed_groups_missing(db, tree));
+}
+
+/// Runtime policies, OS builders' update policies and base images.
+#[salsa::tracked(returns(ref))]
+fn builder_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
+    let mut v = Checks::new(db, tree);
+    v.builders();
     v.out
-        .extend(crate::user_data::user_data_diagnostics(db, tree));
+}
+
+/// One instance's storage mappings under the strict attach rule.
+#[salsa::tracked(returns(ref))]
+fn attach_diagnostics<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec<Diagnostic> {
+    let mut v = Checks::new(db, tree);
+    v.strict_attach(id);
     v.out
-        .extend(crate::launch_params::immutability_diagnostics(db, tree));
-    v.out.extend(crate::labels::label_key_diagnostics(db, tree));
-    v.out.extend(crate::zones::zone_diagnostics(db, tree));
+}
+
+/// The storage state machine's transitions and single-attach cardinality.
+#[salsa::tracked(returns(ref))]
+fn storage_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
+    let mut v = Checks::new(db, tree);
+    v.cardinality();
     v.out
-        .extend(crate::identity_items::identity_item_diagnostics(db, tree));
-    v.out
-        .extend(crate::bake_users::bake_user_diagnostics(db, tree));
-    v.out
+}
+
+/// What one image's capability check found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct CapabilityFindings {
+    /// The image's group, when no identity builder serves it.
+    group_without_identity: Option<String>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+#[salsa::tracked(returns(ref))]
+fn capability_diagnostics<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> CapabilityFindings {
+    let mut v = Checks::new(db, tree);
+    let group_without_identity = v.capabilities(id.name(db));
+    CapabilityFindings {
+        group_without_identity,
+        diagnostics: v.out,
+    }
+}
+
+/// Instance names by the (safe) name of the image they launch, each list
+/// in name order.
+#[salsa::tracked(returns(ref))]
+fn instances_by_image(db: &dyn Db, tree: Tree) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for name in item_index(db, tree).names(ItemKind::INSTANCES) {
+        let si = structured_item(db, tree, ItemId::new(db, ItemKind::INSTANCES, name.clone()));
+        if let Some(Item::Instance(inst)) = si.item.as_deref()
+            && let Some(image) = inst.image.as_deref()
+        {
+            out.entry(csis_model::naming::safe_name(image))
+                .or_default()
+                .push(name.clone());
+        }
+    }
+    out
+}
+
+/// The instances of one image: its own query, so an instance edit that
+/// moves no instance between images re-runs no image's checks.
+#[salsa::tracked(returns(ref))]
+fn image_instances<'db>(db: &'db dyn Db, tree: Tree, image: ItemId<'db>) -> Vec<String> {
+    instances_by_image(db, tree)
+        .get(image.name(db))
+        .cloned()
+        .unwrap_or_default()
 }
 
 struct Checks<'a> {
@@ -70,7 +166,16 @@ fn target_name(vct: Vct) -> &'static str {
     vct.sanitize().as_str()
 }
 
-impl Checks<'_> {
+impl<'a> Checks<'a> {
+    fn new(db: &'a dyn Db, tree: Tree) -> Checks<'a> {
+        Checks {
+            db,
+            tree,
+            b: builders(db, tree),
+            out: Vec::new(),
+        }
+    }
+
     fn err(&mut self, msg: String, at: Option<Origin>) {
         self.out.push(Diagnostic::error(msg).at_opt(at));
     }
@@ -610,52 +715,53 @@ impl Checks<'_> {
         structured_item(self.db, self.tree, id).item.clone()
     }
 
-    /// The strict attach rule and cardinality: an instance attaches a
-    /// group-gated storage only when its image's group is allowed, and a
-    /// single-attach storage is attached by one instance at most.
-    fn attachments(&mut self) {
-        let index = item_index(self.db, self.tree);
-        let attached = crate::storage_state::attachments(self.db, self.tree);
-        for name in index.names(ItemKind::INSTANCES) {
-            let id = ItemId::new(self.db, ItemKind::INSTANCES, name.clone());
-            let si = structured_item(self.db, self.tree, id);
-            let Some(Item::Instance(inst)) = si.item.as_deref() else {
+    /// The strict attach rule: an instance attaches a group-gated storage
+    /// only when its image's group is allowed.
+    fn strict_attach(&mut self, id: ItemId<'_>) {
+        let name = id.name(self.db);
+        let si = structured_item(self.db, self.tree, id);
+        let Some(Item::Instance(inst)) = si.item.as_deref() else {
+            return;
+        };
+        let image = inst.image.as_deref().unwrap_or_default();
+        let group = match self.structured(ItemKind::IMAGES, image).as_deref() {
+            Some(Item::Image(img)) => img.group.clone(),
+            _ => None,
+        };
+        for m in &si.storages {
+            let Some(Item::Storage(st)) = self
+                .structured(ItemKind::STORAGES, &m.name)
+                .as_deref()
+                .cloned()
+            else {
                 continue;
             };
-            let image = inst.image.as_deref().unwrap_or_default();
-            let group = match self.structured(ItemKind::IMAGES, image).as_deref() {
-                Some(Item::Image(img)) => img.group.clone(),
-                _ => None,
-            };
-            for m in &si.storages {
-                let Some(Item::Storage(st)) = self
-                    .structured(ItemKind::STORAGES, &m.name)
-                    .as_deref()
-                    .cloned()
-                else {
-                    continue;
-                };
-                if st.public_read || st.groups.is_empty() {
-                    continue;
-                }
-                let at = si.origin.as_ref().map(|o| o.key("storages"));
-                match &group {
-                    None => self.err(
-                        format!("instance '{name}' attaches group-gated storage '{}' but its image '{image}' has no owning group", m.name),
-                        at,
+            if st.public_read || st.groups.is_empty() {
+                continue;
+            }
+            let at = si.origin.as_ref().map(|o| o.key("storages"));
+            match &group {
+                None => self.err(
+                    format!("instance '{name}' attaches group-gated storage '{}' but its image '{image}' has no owning group", m.name),
+                    at,
+                ),
+                Some(g) if !st.allows_group(g) => self.err(
+                    format!(
+                        "instance '{name}' (image '{image}', group '{g}') may not attach storage '{}': allowed groups are [{}] (N2)",
+                        m.name,
+                        st.groups.join(", ")
                     ),
-                    Some(g) if !st.allows_group(g) => self.err(
-                        format!(
-                            "instance '{name}' (image '{image}', group '{g}') may not attach storage '{}': allowed groups are [{}] (N2)",
-                            m.name,
-                            st.groups.join(", ")
-                        ),
-                        at,
-                    ),
-                    _ => {}
-                }
+                    at,
+                ),
+                _ => {}
             }
         }
+    }
+
+    /// The storage transitions, then single-attach cardinality: a
+    /// single-attach storage is attached by one instance at most.
+    fn cardinality(&mut self) {
+        let attached = crate::storage_state::attachments(self.db, self.tree);
         self.storage_transitions(&attached);
         for (storage, instances) in attached {
             let Some(Item::Storage(st)) = self
@@ -713,117 +819,95 @@ impl Checks<'_> {
     /// An image whose group's identity type, or an attached storage's
     /// type, its chain's root base does not carry: through the pins to the
     /// stamped build, else the declaration.
-    fn capabilities(&mut self) {
-        let index = item_index(self.db, self.tree);
+    /// Returns the image's group when no identity builder serves it.
+    fn capabilities(&mut self, name: &str) -> Option<String> {
         let lineage = &crate::lineage::lineage(self.db, self.tree).value;
         let pins = &crate::lineage::pins(self.db, self.tree).value;
-        let mut no_identity: BTreeSet<String> = BTreeSet::new();
-        for name in index.names(ItemKind::IMAGES) {
-            let Some(Item::Image(img)) =
-                self.structured(ItemKind::IMAGES, name).as_deref().cloned()
+        let Some(Item::Image(img)) = self.structured(ItemKind::IMAGES, name).as_deref().cloned()
+        else {
+            return None;
+        };
+        let (root, chain) = crate::fingerprint::chain_root(self.db, self.tree, name)?;
+        let Some(BaseBuilder::Os(os)) = self
+            .b
+            .resolve(Vct::OsBuilderModel, &root)
+            .map(|d| d.base.clone())
+        else {
+            return None;
+        };
+        // A pinned build's stamp governs: walk the pins toward the root.
+        let stamped = chain.iter().skip(1).find_map(|s| {
+            let pin = pins
+                .images
+                .iter()
+                .find(|(k, _)| k.starts_with(&format!("{s}@")))?
+                .1;
+            let rec = lineage.build(pin)?;
+            Some((rec.capabilities.clone(), format!("pin:{pin}")))
+        });
+        let (ids, sts, source) = match stamped {
+            Some((c, src)) => (c.identity_types, c.storage_types, src),
+            None => (
+                os.identity_types.clone(),
+                os.storage_types.clone(),
+                "declaration".to_string(),
+            ),
+        };
+        let mut group_without_identity = None;
+        if let Some(g) = img.group.as_deref() {
+            let Some(Item::Group(group)) = self.structured(ItemKind::GROUPS, g).as_deref().cloned()
             else {
-                continue;
+                return None;
             };
-            let Some((root, chain)) = crate::fingerprint::chain_root(self.db, self.tree, name)
-            else {
-                continue;
-            };
-            let Some(BaseBuilder::Os(os)) = self
-                .b
-                .resolve(Vct::OsBuilderModel, &root)
-                .map(|d| d.base.clone())
-            else {
-                continue;
-            };
-            // A pinned build's stamp governs: walk the pins toward the root.
-            let stamped = chain.iter().skip(1).find_map(|s| {
-                let pin = pins
-                    .images
-                    .iter()
-                    .find(|(k, _)| k.starts_with(&format!("{s}@")))?
-                    .1;
-                let rec = lineage.build(pin)?;
-                Some((rec.capabilities.clone(), format!("pin:{pin}")))
-            });
-            let (ids, sts, source) = match stamped {
-                Some((c, src)) => (c.identity_types, c.storage_types, src),
-                None => (
-                    os.identity_types.clone(),
-                    os.storage_types.clone(),
-                    "declaration".to_string(),
-                ),
-            };
-            if let Some(g) = img.group.as_deref() {
-                let Some(Item::Group(group)) =
-                    self.structured(ItemKind::GROUPS, g).as_deref().cloned()
+            let identity = self
+                .builder_of(Vct::GroupBuilderModel, &group.root.named.type_)
+                .and_then(|b| b.identity_type().map(str::to_string));
+            match identity {
+                None => group_without_identity = Some(g.to_string()),
+                Some(t) if !ids.contains(&t) => {
+                    self.err(
+                        format!(
+                            "image '{name}' uses an identity type its base '{root}' does not declare: '{t}' (declared: [{}], via {source}); the cycle is broken -- declare the type on the OS builder and re-bake the chain",
+                            ids.join(", ")
+                        ),
+                        self.origin_of(ItemKind::IMAGES, name).map(|o| o.key("group")),
+                    );
+                }
+                Some(_) => {}
+            }
+        }
+        let mut reported: BTreeSet<String> = BTreeSet::new();
+        let image = ItemId::new(self.db, ItemKind::IMAGES, name.to_string());
+        for inst_name in image_instances(self.db, self.tree, image) {
+            let id = ItemId::new(self.db, ItemKind::INSTANCES, inst_name.clone());
+            let si = structured_item(self.db, self.tree, id);
+            for m in &si.storages {
+                let Some(Item::Storage(st)) = self
+                    .structured(ItemKind::STORAGES, &m.name)
+                    .as_deref()
+                    .cloned()
                 else {
                     continue;
                 };
-                let identity = self
-                    .builder_of(Vct::GroupBuilderModel, &group.root.named.type_)
-                    .and_then(|b| b.identity_type().map(str::to_string));
-                match identity {
-                    None => {
-                        if no_identity.insert(g.to_string()) {
-                            let at = self.origin_of(ItemKind::GROUPS, g);
-                            self.err(format!("group '{g}' has no identity builder"), at);
-                        }
-                    }
-                    Some(t) if !ids.contains(&t) => {
-                        self.err(
-                            format!(
-                                "image '{name}' uses an identity type its base '{root}' does not declare: '{t}' (declared: [{}], via {source}); the cycle is broken -- declare the type on the OS builder and re-bake the chain",
-                                ids.join(", ")
-                            ),
-                            self.origin_of(ItemKind::IMAGES, name).map(|o| o.key("group")),
-                        );
-                    }
-                    Some(_) => {}
-                }
-            }
-            let mut reported: BTreeSet<String> = BTreeSet::new();
-            for inst_name in index.names(ItemKind::INSTANCES) {
-                let id = ItemId::new(self.db, ItemKind::INSTANCES, inst_name.clone());
-                let si = structured_item(self.db, self.tree, id);
-                let Some(Item::Instance(inst)) = si.item.as_deref() else {
+                let Some(t) = self
+                    .builder_of(Vct::StorageBuilderModel, &st.named.type_)
+                    .and_then(|b| b.capability_type().map(str::to_string))
+                else {
                     continue;
                 };
-                if inst
-                    .image
-                    .as_deref()
-                    .map(csis_model::naming::safe_name)
-                    .as_deref()
-                    != Some(name.as_str())
-                {
-                    continue;
-                }
-                for m in &si.storages {
-                    let Some(Item::Storage(st)) = self
-                        .structured(ItemKind::STORAGES, &m.name)
-                        .as_deref()
-                        .cloned()
-                    else {
-                        continue;
-                    };
-                    let Some(t) = self
-                        .builder_of(Vct::StorageBuilderModel, &st.named.type_)
-                        .and_then(|b| b.capability_type().map(str::to_string))
-                    else {
-                        continue;
-                    };
-                    if !sts.contains(&t) && reported.insert(m.name.clone()) {
-                        self.err(
-                            format!(
-                                "image '{name}' attaches storage '{}' of type '{t}' which base '{root}' does not declare (declared: [{}], via {source}) -- declare the type on the OS builder and re-bake the chain",
-                                m.name,
-                                sts.join(", ")
-                            ),
-                            si.origin.as_ref().map(|o| o.key("storages")),
-                        );
-                    }
+                if !sts.contains(&t) && reported.insert(m.name.clone()) {
+                    self.err(
+                        format!(
+                            "image '{name}' attaches storage '{}' of type '{t}' which base '{root}' does not declare (declared: [{}], via {source}) -- declare the type on the OS builder and re-bake the chain",
+                            m.name,
+                            sts.join(", ")
+                        ),
+                        si.origin.as_ref().map(|o| o.key("storages")),
+                    );
                 }
             }
         }
+        group_without_identity
     }
 }
 
