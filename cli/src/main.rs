@@ -482,7 +482,9 @@ fn validate(ws: &Workspace, brief: bool) -> ExitCode {
         eprintln!("{i}");
     }
     // A source_image cycle, as the run refuses it at its head.
-    let mut diags = csis_engine::plan::image_graph(&ws.db, ws.tree).diags.clone();
+    let mut diags = csis_engine::plan::image_graph(&ws.db, ws.tree)
+        .diags
+        .clone();
     diags.extend(executables);
     diags.extend(csis_engine::state_locations::check(&ws.db, ws.tree, &[]));
     let drift = csis_engine::state_query::check_last_report(

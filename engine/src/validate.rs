@@ -55,7 +55,8 @@ pub fn validation_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
         .extend(crate::identity_items::identity_item_diagnostics(db, tree));
     v.out
         .extend(crate::bake_users::bake_user_diagnostics(db, tree));
-    v.out.extend(crate::global_ids::global_id_diagnostics(db, tree));
+    v.out
+        .extend(crate::global_ids::global_id_diagnostics(db, tree));
     v.out
 }
 
