@@ -477,10 +477,15 @@ fn main() -> ExitCode {
 /// report), all printed; exit 1 on any error.
 fn validate(ws: &Workspace, brief: bool) -> ExitCode {
     let mut errors = print_load_diagnostics(ws, brief);
-    let (infos, mut diags) = csis_engine::executables::check(ws, &OsSystem);
+    let (infos, executables) = csis_engine::executables::check(ws, &OsSystem);
     for i in infos {
         eprintln!("{i}");
     }
+    // A source_image cycle, as the run refuses it at its head.
+    let mut diags = csis_engine::plan::image_graph(&ws.db, ws.tree)
+        .diags
+        .clone();
+    diags.extend(executables);
     diags.extend(csis_engine::state_locations::check(&ws.db, ws.tree, &[]));
     let drift = csis_engine::state_query::check_last_report(
         &OsSystem,

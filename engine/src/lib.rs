@@ -27,6 +27,7 @@ pub mod explain;
 pub mod files;
 pub mod fingerprint;
 pub mod generate;
+pub mod global_ids;
 pub mod hostname_claims;
 pub mod identity_items;
 pub mod instance_state;

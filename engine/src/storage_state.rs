@@ -170,6 +170,13 @@ pub fn check(
                 ),
                 at(),
             ),
+            Some(cur) if cur == req && req != "active" && users.is_some() => err(
+                format!(
+                    "storage: storage '{s}' is {cur} but instances attach it: [{}]",
+                    users.map(|u| u.join(", ")).unwrap_or_default()
+                ),
+                at(),
+            ),
             _ if req != "active" && users.is_some() => err(
                 format!(
                     "storage: instances [{}] attach storage '{s}' which is {req}",
@@ -347,15 +354,22 @@ mod tests {
                 decl("fresh", "destroyed"),
                 decl("gone", "archived"),
                 archiving,
+                decl("shelved", "destroyed"),
                 decl("busy", "destroyed"),
             ],
             &recorded(&[
                 ("gone", "destroyed"),
                 ("cold", "archived"),
+                ("shelved", "archived"),
                 ("busy", "active"),
                 ("orphan", "active"),
             ]),
-            &[("busy", "one"), ("busy", "two"), ("cold", "three")],
+            &[
+                ("busy", "one"),
+                ("busy", "two"),
+                ("cold", "three"),
+                ("shelved", "four"),
+            ],
         );
         assert_eq!(
             got,
@@ -363,7 +377,8 @@ mod tests {
                 "storage: storage 'fresh' has never been applied; a new storage must start 'active', not 'destroyed'",
                 "storage: storage 'gone' requests archived, which its builder 'disk' does not realize",
                 "storage: storage 'gone': transition destroyed -> archived is not legal",
-                "storage: instances [three] attach storage 'cold' which is archived",
+                "storage: storage 'cold' is archived but instances attach it: [three]",
+                "storage: instances [four] attach storage 'shelved' which is destroyed",
                 "storage: storage 'busy' cannot move active -> destroyed while attached by [one, two] (detach in one run, transition in the next; N21)",
                 "storage: storage 'orphan' is recorded active but no longer declared, and its record names no storage builder: re-declare it (or record it with 'state import')",
             ]

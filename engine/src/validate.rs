@@ -106,6 +106,8 @@ fn storage_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     let mut v = Checks::new(db, tree);
     v.cardinality();
     v.out
+        .extend(crate::global_ids::global_id_diagnostics(db, tree));
+    v.out
 }
 
 /// What one image's capability check found.

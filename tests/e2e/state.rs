@@ -140,10 +140,17 @@ fn a_storage_recorded_active_but_absent_and_a_pin_to_no_build_are_hard() {
     );
     let v = csis_at(t.path(), T0 + 60, &["--brief", "validate"]);
     assert_eq!(v.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&v.stderr);
     assert!(
-        String::from_utf8_lossy(&v.stderr).contains(
+        stderr.contains(
             "state: missing storage data: recorded active in meta-state/storage-state.yaml but absent (from state-report.json; re-run 'state query' after fixing)"
         )
+    );
+    assert!(
+        stderr.contains(
+            "state: missing pin top-here-2026_01_01T00_00_00: pinned by instance box, but meta-state/lineage.yaml records no such build (from state-report.json; re-run 'state query' after fixing)"
+        ),
+        "{stderr}"
     );
 }
 

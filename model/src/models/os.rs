@@ -95,7 +95,7 @@ impl OsBuilderModel {
             }
             Some(other) => {
                 let msg = format!(
-                    "OS builder {name}: update: must be a mapping (`update: {{policy: <name>}}`), got {}",
+                    "base image '{name}': update: must be a mapping (`update: {{policy: <name>}}`), got {}",
                     py_type_name(other)
                 );
                 f.error_at("update", msg);
@@ -436,14 +436,14 @@ mod tests {
         assert_eq!(
             errors(&diags),
             vec![e(
-                "OS builder rhel9: update: must be a mapping (`update: {policy: <name>}`), got str",
+                "base image 'rhel9': update: must be a mapping (`update: {policy: <name>}`), got str",
                 "things[0].update"
             )]
         );
         let (_, diags) = read(&os(&[("update", strs(&["full"]))]), OsBuilderModel::read);
         assert_eq!(
             errors(&diags)[0].0,
-            "OS builder rhel9: update: must be a mapping (`update: {policy: <name>}`), got list"
+            "base image 'rhel9': update: must be a mapping (`update: {policy: <name>}`), got list"
         );
         let (_, diags) = read(&os(&[("update", plain("3"))]), OsBuilderModel::read);
         assert!(errors(&diags)[0].0.ends_with("got int"));

@@ -19,10 +19,12 @@ use serde_json::json;
 pub struct DummyPlugin;
 
 /// Group and storage builders answer with the `dummy` identity and storage
-/// types.
+/// types; a `dummy-roster` group builder keeps its groups where no machine
+/// reads them and answers with none.
 struct DummyBuilder {
     classification: Vct,
     name: String,
+    roster: bool,
 }
 
 impl DummyBuilder {
@@ -110,7 +112,7 @@ impl Builder for DummyBuilder {
     }
 
     fn identity_type(&self) -> Option<&str> {
-        (self.classification == Vct::GroupBuilderModel).then_some("dummy")
+        (self.classification == Vct::GroupBuilderModel && !self.roster).then_some("dummy")
     }
     fn capability_type(&self) -> Option<&str> {
         (self.classification == Vct::StorageBuilderModel).then_some("dummy")
@@ -207,8 +209,12 @@ fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {
     Box::new(DummyBuilder {
         classification: decl.classification,
         name: decl.name().to_string(),
+        roster: decl.model == ROSTER,
     })
 }
+
+/// The group builder model whose groups carry no identity type.
+const ROSTER: &str = "dummy-roster";
 
 const KINDS: [(Vct, BaseModelKind); 9] = [
     (Vct::CloudBuilderModel, BaseModelKind::Cloud),
@@ -228,7 +234,7 @@ impl Plugin for DummyPlugin {
     }
 
     fn models(&self) -> Vec<ModelSpec> {
-        KINDS
+        let mut models: Vec<ModelSpec> = KINDS
             .iter()
             .map(|(vct, base)| ModelSpec {
                 name: "dummy",
@@ -238,7 +244,16 @@ impl Plugin for DummyPlugin {
                 read_extra: no_extra,
                 builder,
             })
-            .collect()
+            .collect();
+        models.push(ModelSpec {
+            name: ROSTER,
+            aliases: &[],
+            classification: Vct::GroupBuilderModel,
+            base: BaseModelKind::Group,
+            read_extra: no_extra,
+            builder,
+        });
+        models
     }
 
     fn item_models(&self) -> Vec<ItemModelSpec> {
