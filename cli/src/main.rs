@@ -396,15 +396,17 @@ fn main() -> ExitCode {
             selection: selection.options(true),
         });
     }
+    // Never dropped: freeing every memoized query of a large tree takes a
+    // tenth of a plan's time, and the process is about to exit.
     let ws = match Workspace::load(&OsSystem, registry, &root, &options) {
-        Ok(ws) => ws,
+        Ok(ws) => std::mem::ManuallyDrop::new(ws),
         Err(e) => {
             eprintln!("error: reading {}: {e}", cli.root_dir.display());
             return ExitCode::from(1);
         }
     };
     match &cli.command {
-        Command::Run(args) => run(ws, args),
+        Command::Run(args) => run(&ws, args),
         Command::Plan {
             selection,
             format,
@@ -545,7 +547,7 @@ fn render(ws: &Workspace, brief: bool, raw: bool, format: Format) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn run(ws: Workspace, args: &RunArgs) -> ExitCode {
+fn run(ws: &Workspace, args: &RunArgs) -> ExitCode {
     let mut options = args.selection.options(!args.no_dry_run);
     options.migrate_state = args.migrate_state.clone();
     let req = RunRequest {
@@ -559,7 +561,7 @@ fn run(ws: Workspace, args: &RunArgs) -> ExitCode {
         explain: args.explain,
         no_state_query: args.no_state_query,
     };
-    let summary = csis_engine::run::run(&ws, &OsSystem, &req, &mut |level, line| match level {
+    let summary = csis_engine::run::run(ws, &OsSystem, &req, &mut |level, line| match level {
         Level::Info => eprintln!("{line}"),
         Level::Warn => eprintln!("warning: {line}"),
         Level::Error => eprintln!("error: {line}"),

@@ -1,6 +1,7 @@
 //! Structuring one item: the raw entry (with overlays), its templates
 //! resolved, read into its model, its builder and sub-items checked.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use csis_model::models::{
@@ -9,11 +10,13 @@ use csis_model::models::{
 };
 use csis_model::{Diagnostic, Fields, ItemKind, Origin, Value, Vct};
 
+use csis_plugin_api::BuilderDecl;
+
 use crate::builders::{Builders, builders};
 use crate::db::{Db, Tree};
 use crate::items::{ItemId, item_index, raw_item};
 use crate::resolve::{SmartContext, fill_defaults, resolve_item};
-use crate::strings::{DEFAULT_DATEFORMAT, Renderer, jinja_value};
+use crate::strings::{DEFAULT_DATEFORMAT, Renderer, execution_value, jinja_value};
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct StructuredItem {
@@ -64,7 +67,7 @@ pub fn structured_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Str
     let mut value = (*raw.value).clone();
     fill_defaults(kind, &mut value, b);
     let ctx = smart_context(db, tree, kind, &value, b);
-    resolve_item(kind, &mut value, &ctx, &Renderer::new());
+    Renderer::shared(|r| resolve_item(kind, &mut value, &ctx, r));
     let mut secrets = raw.secrets.clone();
     if kind == ItemKind::USERS {
         open_derived_email(
@@ -159,6 +162,51 @@ fn open_derived_email(
     }
 }
 
+/// What every item's template context shares: the environment, the run's
+/// clock, and each declared builder as a template sees it; converted once
+/// per tree rather than once per item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextValues {
+    env: minijinja::Value,
+    execution: minijinja::Value,
+    builders: BTreeMap<(Vct, String), minijinja::Value>,
+}
+
+impl ContextValues {
+    fn builder(&self, vct: Vct, decl: &BuilderDecl) -> minijinja::Value {
+        self.builders
+            .get(&(vct.sanitize(), decl.name().to_string()))
+            .cloned()
+            .unwrap_or_else(|| minijinja::Value::from_serialize(&decl.base))
+    }
+}
+
+#[salsa::tracked(returns(ref))]
+fn context_values(db: &dyn Db, tree: Tree) -> ContextValues {
+    let b = builders(db, tree);
+    let dateformat = b
+        .config
+        .as_ref()
+        .map(|c| c.dateformat.clone())
+        .unwrap_or_else(|| DEFAULT_DATEFORMAT.to_string());
+    ContextValues {
+        env: minijinja::Value::from_serialize(tree.env(db).as_ref()),
+        execution: execution_value(tree.start_unix(db), &dateformat),
+        builders: b
+            .by_class
+            .iter()
+            .flat_map(|(vct, m)| {
+                m.values().map(|d| {
+                    (
+                        (*vct, d.name().to_string()),
+                        minijinja::Value::from_serialize(&d.base),
+                    )
+                })
+            })
+            .collect(),
+    }
+}
+
 /// The SmartContext of an item: its builder, and the objects its foreign
 /// keys name (an instance's image, a builder's runtime).
 fn smart_context(
@@ -168,25 +216,27 @@ fn smart_context(
     value: &Value,
     b: &Builders,
 ) -> SmartContext {
-    let dateformat = b
-        .config
-        .as_ref()
-        .map(|c| c.dateformat.clone())
-        .unwrap_or_else(|| DEFAULT_DATEFORMAT.to_string());
-    let mut ctx = SmartContext::new(tree.env(db).as_ref(), tree.start_unix(db), &dateformat);
+    let shared = context_values(db, tree);
+    let mut ctx = SmartContext {
+        env: shared.env.clone(),
+        execution: shared.execution.clone(),
+        fks: BTreeMap::new(),
+        builder: None,
+    };
     let type_name = value
         .get("type")
         .and_then(Value::as_str)
         .unwrap_or("default");
-    if let Some(decl) = b.resolve(kind.builder_vct(), type_name) {
-        ctx.builder = Some(minijinja::Value::from_serialize(&decl.base));
+    let vct = kind.builder_vct();
+    if let Some(decl) = b.resolve(vct, type_name) {
+        ctx.builder = Some(shared.builder(vct, decl));
     }
     if let Some(rt) = value.get("runtime").and_then(Value::as_str)
         && let Some(decl) = b.resolve(Vct::RuntimeBuilderModel, rt)
     {
         ctx.fks.insert(
             "runtime".into(),
-            minijinja::Value::from_serialize(&decl.base),
+            shared.builder(Vct::RuntimeBuilderModel, decl),
         );
     }
     if kind == ItemKind::INSTANCES
@@ -213,9 +263,8 @@ fn add_named_objects(
     b: &Builders,
     ctx: &mut SmartContext,
 ) {
-    let r = Renderer::new();
     let mut names = std::collections::BTreeSet::new();
-    collect_template_names(value, &r, &mut names);
+    Renderer::shared(|r| collect_template_names(value, r, &mut names));
     let own = kind.singular().replace('_', "");
     let index = item_index(db, tree);
     for name in names {
@@ -229,11 +278,11 @@ fn add_named_objects(
         let spellings = [safe.clone(), safe.replace('_', "-"), safe.replace('-', "_")];
         let builder = b
             .by_class
-            .values()
-            .find_map(|m| spellings.iter().find_map(|s| m.get(s)));
-        if let Some(decl) = builder {
+            .iter()
+            .find_map(|(vct, m)| spellings.iter().find_map(|s| m.get(s)).map(|d| (*vct, d)));
+        if let Some((vct, decl)) = builder {
             ctx.fks
-                .insert(name, minijinja::Value::from_serialize(&decl.base));
+                .insert(name, context_values(db, tree).builder(vct, decl));
             continue;
         }
         let item = db.registry().item_kinds().into_iter().find_map(|k| {

@@ -8,7 +8,7 @@ use csis_model::{ItemKind, Map, Value, Vct};
 use minijinja::value::Value as JValue;
 
 use crate::builders::Builders;
-use crate::strings::{Renderer, execution_value, jinja_value};
+use crate::strings::{Renderer, jinja_value};
 
 /// The most passes a value gets: enough for a default that names a field
 /// that is itself a template (description → email → name).
@@ -64,15 +64,6 @@ impl SmartContext {
     /// Names the context always binds.
     pub const FIXED: [&'static str; 5] =
         ["this", "ENV", "execution", "builder", "identified_model"];
-
-    pub fn new(env: &BTreeMap<String, String>, start_unix: i64, dateformat: &str) -> SmartContext {
-        SmartContext {
-            env: JValue::from_serialize(env),
-            execution: execution_value(start_unix, dateformat),
-            fks: BTreeMap::new(),
-            builder: None,
-        }
-    }
 
     fn context(&self, kind: ItemKind, this: &Value) -> JValue {
         let mut m: BTreeMap<String, JValue> = self.fks.clone();

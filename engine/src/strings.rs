@@ -6,12 +6,13 @@
 //! written for a later stage. A string with `{% ... %}` blocks renders
 //! whole or is kept whole.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use csis_model::{Map, Value};
 use minijinja::value::{Enumerator, Object, ObjectRepr, Value as JValue};
-use minijinja::{Environment, UndefinedBehavior};
+use minijinja::{AutoEscape, Environment, Template, UndefinedBehavior};
 
 use crate::cfg::cfg_document;
 use crate::clock;
@@ -20,9 +21,17 @@ use crate::overlay::overlay_config;
 
 /// Renders tags with undefined names refused, so that an unrenderable tag
 /// is detected and kept.
+///
+/// Every distinct template text is compiled once and kept: a tree repeats
+/// the same few tags (a user builder's email template, once per user)
+/// thousands of times. [`Renderer::shared`] is one renderer per thread.
 pub struct Renderer {
-    env: Environment<'static>,
+    env: RefCell<Environment<'static>>,
 }
+
+/// Past this many distinct templates the cache starts over, so a
+/// long-lived `csis watch` does not grow without bound.
+const MAX_TEMPLATES: usize = 4096;
 
 impl Default for Renderer {
     fn default() -> Self {
@@ -30,21 +39,55 @@ impl Default for Renderer {
     }
 }
 
+thread_local! {
+    static SHARED: Renderer = Renderer::new();
+}
+
 impl Renderer {
     pub fn new() -> Renderer {
+        Renderer {
+            env: RefCell::new(Renderer::environment()),
+        }
+    }
+
+    /// Runs `f` with this thread's renderer.
+    pub fn shared<T>(f: impl FnOnce(&Renderer) -> T) -> T {
+        SHARED.with(f)
+    }
+
+    fn environment() -> Environment<'static> {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         env.set_keep_trailing_newline(true);
-        Renderer { env }
+        // Templates are named by their text; no name may turn escaping on.
+        env.set_auto_escape_callback(|_| AutoEscape::None);
+        env
+    }
+
+    /// `f` over the compiled `text`; nothing when it does not compile.
+    fn with_template<T>(&self, text: &str, f: impl FnOnce(&Template) -> T) -> Option<T> {
+        if self.env.borrow().get_template(text).is_err() {
+            let mut env = self.env.borrow_mut();
+            if env.templates().count() >= MAX_TEMPLATES {
+                *env = Renderer::environment();
+            }
+            env.add_template_owned(text.to_string(), text.to_string())
+                .ok()?;
+        }
+        let env = self.env.borrow();
+        let template = env.get_template(text).ok()?;
+        Some(f(&template))
     }
 
     /// The top-level names a template refers to (`image` in
     /// `{{ image.name }}`); empty when it does not compile.
     pub fn referenced_names(&self, text: &str) -> std::collections::HashSet<String> {
-        self.env
-            .template_from_str(text)
-            .map(|t| t.undeclared_variables(false))
+        self.with_template(text, |t| t.undeclared_variables(false))
             .unwrap_or_default()
+    }
+
+    fn render(&self, text: &str, ctx: &JValue) -> Option<String> {
+        self.with_template(text, |t| t.render(ctx).ok()).flatten()
     }
 
     /// `text` with every tag that renders against `ctx` replaced.
@@ -53,10 +96,7 @@ impl Renderer {
             return text.to_string();
         }
         if text.contains("{%") {
-            return self
-                .env
-                .render_str(text, ctx)
-                .unwrap_or_else(|_| text.to_string());
+            return self.render(text, ctx).unwrap_or_else(|| text.to_string());
         }
         let mut out = String::with_capacity(text.len());
         let mut rest = text;
@@ -66,9 +106,9 @@ impl Renderer {
             };
             let tag = &rest[start..start + len + 2];
             out.push_str(&rest[..start]);
-            match self.env.render_str(tag, ctx) {
-                Ok(r) => out.push_str(&r),
-                Err(_) => out.push_str(tag),
+            match self.render(tag, ctx) {
+                Some(r) => out.push_str(&r),
+                None => out.push_str(tag),
             }
             rest = &rest[start + len + 2..];
         }
