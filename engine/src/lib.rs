@@ -42,6 +42,7 @@ pub mod meta_state;
 pub mod operations;
 pub mod overlay;
 pub mod plan;
+pub mod prewarm;
 pub mod public_safe;
 pub mod read_models;
 pub mod registry;

@@ -72,6 +72,25 @@ pub fn validation_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     out
 }
 
+/// The checks of one item that are queries of their own: what a parallel
+/// cold load computes ahead (see `prewarm`).
+pub fn item_checks<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) {
+    match id.kind(db) {
+        ItemKind::IMAGES => {
+            item_diagnostics(db, tree, id);
+            capability_diagnostics(db, tree, id);
+        }
+        ItemKind::INSTANCES => {
+            item_diagnostics(db, tree, id);
+            attach_diagnostics(db, tree, id);
+        }
+        ItemKind::STORAGES => {
+            item_diagnostics(db, tree, id);
+        }
+        _ => {}
+    }
+}
+
 /// One image's, instance's or storage's own checks: foreign keys,
 /// policies, test specs, the canonical hostname.
 #[salsa::tracked(returns(ref))]

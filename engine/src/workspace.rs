@@ -38,6 +38,9 @@ pub struct Workspace {
     /// One run input per distinct run options: a re-plan with the same
     /// options reuses every query keyed by the run.
     run_inputs: std::sync::Mutex<Vec<(RunOptions, RunInput)>>,
+    /// Whether the first load's queries ran on every core already; later
+    /// re-plans recompute little and stay on one.
+    prewarmed: std::sync::atomic::AtomicBool,
 }
 
 /// The identities CSIS_CONFIG_IDENTITY names: an AGE-SECRET-KEY-1 string,
@@ -201,6 +204,7 @@ impl Workspace {
             files,
             read_diags,
             run_inputs: Default::default(),
+            prewarmed: Default::default(),
         })
     }
 
@@ -221,6 +225,12 @@ impl Workspace {
 
     /// Every load-time refusal and warning.
     pub fn load_diagnostics(&self) -> Vec<Diagnostic> {
+        if !self
+            .prewarmed
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            crate::prewarm::prewarm(&self.db, self.tree);
+        }
         let mut out = self.read_diags.clone();
         out.extend(load_diagnostics(&self.db, self.tree).iter().cloned());
         out

@@ -1,0 +1,28 @@
+//! A cold load on every core: the per-file and per-item queries (parse,
+//! structure, the item's own checks) computed in parallel before the
+//! sequential queries that read them all find them memoized. Each worker
+//! holds a handle on the same database, as generation's do.
+
+use rayon::prelude::*;
+
+use crate::db::{Database, Tree};
+use crate::items::{ItemId, item_file_entries, item_index};
+use crate::items_model::structured_item;
+
+pub fn prewarm(db: &Database, tree: Tree) {
+    let files: Vec<_> = tree.item_files(db).iter().map(|f| f.file).collect();
+    files.par_iter().for_each_with(db.clone(), |db, file| {
+        item_file_entries(db, tree, *file);
+    });
+    let ids: Vec<_> = item_index(db, tree)
+        .items
+        .iter()
+        .flat_map(|(kind, names)| names.keys().map(move |n| (*kind, n.clone())))
+        .collect();
+    ids.par_iter()
+        .for_each_with(db.clone(), |db, (kind, name)| {
+            let id = ItemId::new(db, *kind, name.clone());
+            structured_item(db, tree, id);
+            crate::validate::item_checks(db, tree, id);
+        });
+}
