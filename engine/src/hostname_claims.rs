@@ -14,15 +14,15 @@ use crate::builders::builders;
 use crate::db::Db;
 use crate::items::{ItemId, item_index};
 use crate::items_model::structured_item;
-use crate::launch_params::{FILE, LaunchParams, compute_all};
+use crate::launch_params::compute_all;
 use crate::plan::{RunOptions, apply_scope};
 use crate::workspace::Workspace;
 
 pub fn check(ws: &Workspace, opts: &RunOptions) -> Vec<String> {
     let (db, tree) = (&ws.db, ws.tree);
     let b = builders(db, tree);
-    let record = crate::lineage::read_record::<LaunchParams>(db, tree, FILE).value;
-    let params = compute_all(db, tree, &record);
+    let record = &crate::launch_params::launch_record(db, tree).value;
+    let params = compute_all(db, tree, record);
     let scope = apply_scope(db, tree, opts);
     let mut errors = Vec::new();
     for name in item_index(db, tree).names(ItemKind::INSTANCES) {

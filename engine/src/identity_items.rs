@@ -8,55 +8,59 @@ use csis_model::{Diagnostic, ItemKind, Vct};
 
 use crate::builders::builders;
 use crate::db::{Db, Tree};
-use crate::items::{ItemId, item_index};
+use crate::items::{ItemId, each_item};
 use crate::items_model::structured_item;
 
 pub fn identity_item_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
-    let b = builders(db, tree);
-    let registry = db.registry();
-    let index = item_index(db, tree);
+    each_item(db, tree, &[ItemKind::USERS, ItemKind::GROUPS], |id| {
+        identity_item_of(db, tree, id)
+    })
+}
+
+#[salsa::tracked(returns(ref))]
+fn identity_item_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec<Diagnostic> {
+    let (kind, name) = (id.kind(db), id.name(db));
+    let vct = if kind == ItemKind::USERS {
+        Vct::UserBuilderModel
+    } else {
+        Vct::GroupBuilderModel
+    };
     let mut out = Vec::new();
-    for (kind, vct) in [
-        (ItemKind::USERS, Vct::UserBuilderModel),
-        (ItemKind::GROUPS, Vct::GroupBuilderModel),
-    ] {
-        for name in index.names(kind) {
-            let si = structured_item(db, tree, ItemId::new(db, kind, name.clone()));
-            let Some(item) = si.item.as_deref() else {
-                continue;
-            };
-            if let Item::User(u) = item {
-                for (i, k) in u.public_keys.iter().enumerate() {
-                    if let Some(why) = crate::validate::public_key_problem(k) {
-                        out.push(
-                            Diagnostic::error(format!("user '{name}': public key rejected: {why}"))
-                                .at_opt(si.origin.as_ref().map(|o| o.key("public_keys").index(i))),
-                        );
-                    }
-                }
-            }
-            let type_ = match item {
-                Item::User(u) => &u.root.named.type_,
-                Item::Group(g) => &g.root.named.type_,
-                _ => continue,
-            };
-            let Some(d) = b.resolve(vct, type_) else {
-                continue;
-            };
-            let Some(spec) = registry.model(d.classification, d.model) else {
-                continue;
-            };
-            for message in (spec.builder)(d).validate_identity_item(item) {
+    let si = structured_item(db, tree, id);
+    let Some(item) = si.item.as_deref() else {
+        return out;
+    };
+    if let Item::User(u) = item {
+        for (i, k) in u.public_keys.iter().enumerate() {
+            if let Some(why) = crate::validate::public_key_problem(k) {
                 out.push(
-                    Diagnostic::error(format!(
-                        "{} '{name}' ({}): {message}",
-                        kind.singular(),
-                        d.name()
-                    ))
-                    .at_opt(si.origin.clone()),
+                    Diagnostic::error(format!("user '{name}': public key rejected: {why}"))
+                        .at_opt(si.origin.as_ref().map(|o| o.key("public_keys").index(i))),
                 );
             }
         }
+    }
+    let type_ = match item {
+        Item::User(u) => &u.root.named.type_,
+        Item::Group(g) => &g.root.named.type_,
+        _ => return out,
+    };
+    let b = builders(db, tree);
+    let Some(d) = b.resolve(vct, type_) else {
+        return out;
+    };
+    let Some(spec) = db.registry().model(d.classification, d.model) else {
+        return out;
+    };
+    for message in (spec.builder)(d).validate_identity_item(item) {
+        out.push(
+            Diagnostic::error(format!(
+                "{} '{name}' ({}): {message}",
+                kind.singular(),
+                d.name()
+            ))
+            .at_opt(si.origin.clone()),
+        );
     }
     out
 }

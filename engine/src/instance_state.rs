@@ -58,6 +58,7 @@ pub fn next_hostname(state: &InstanceState, name: &str, ephemeral: bool) -> Stri
 }
 
 /// The record as the tree was loaded with it.
+#[salsa::tracked(returns(ref))]
 pub fn recorded(db: &dyn Db, tree: Tree) -> InstanceState {
     crate::lineage::read_record::<InstanceState>(db, tree, FILE).value
 }

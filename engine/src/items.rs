@@ -202,6 +202,18 @@ fn decrypt_fields(
     }
 }
 
+/// The kind and name of each entry of one item file, in order: all the
+/// index reads of a file, so an edit that renames nothing leaves it
+/// unchanged and the index is not rebuilt.
+#[salsa::tracked(returns(ref))]
+fn item_file_names(db: &dyn Db, tree: Tree, file: SourceFile) -> Vec<(ItemKind, String)> {
+    item_file_entries(db, tree, file)
+        .items
+        .iter()
+        .map(|item| (item.kind, item.name.clone()))
+        .collect()
+}
+
 /// Where an item's declaration lives.
 #[derive(Debug, PartialEq, Eq, Clone, Copy, Hash)]
 pub enum ItemSource {
@@ -241,38 +253,40 @@ pub fn item_index(db: &dyn Db, tree: Tree) -> ItemIndex {
         index.items.insert(*kind, IndexMap::new());
     }
     // First declarations, for the duplicate message.
-    let mut first: IndexMap<(ItemKind, String), Origin> = IndexMap::new();
+    let mut first: IndexMap<(ItemKind, String), (SourceFile, usize)> = IndexMap::new();
     for kind in kinds.iter().copied() {
         for item_file in tree.item_files(db) {
-            let entries = item_file_entries(db, tree, item_file.file);
-            for (n, item) in entries.items.iter().enumerate() {
-                if item.kind != kind {
+            let file = item_file.file;
+            for (n, (k, name)) in item_file_names(db, tree, file).iter().enumerate() {
+                if *k != kind {
                     continue;
                 }
-                let key = (kind, item.name.clone());
-                if let Some(prev) = first.get(&key) {
+                let key = (kind, name.clone());
+                if let Some((prev_file, prev_n)) = first.get(&key) {
+                    let origin = |f: SourceFile, i: usize| {
+                        item_file_entries(db, tree, f)
+                            .items
+                            .get(i)
+                            .map(|item| item.origin.clone())
+                    };
+                    let prev = origin(*prev_file, *prev_n)
+                        .map(|o| o.to_string())
+                        .unwrap_or_default();
                     index.diags.push(
                         Diagnostic::error(format!(
-                            "Duplicate name '{}' found in list for key '{}'",
-                            item.name,
+                            "Duplicate name '{name}' found in list for key '{}'",
                             kind.key()
                         ))
-                        .at(item.origin.key("name"))
+                        .at_opt(origin(file, n).map(|o| o.key("name")))
                         .help(format!(
                             "rename one of the entries (first declared at {prev})"
                         )),
                     );
                     continue;
                 }
-                first.insert(key, item.origin.clone());
+                first.insert(key, (file, n));
                 if let Some(m) = index.items.get_mut(&kind) {
-                    m.insert(
-                        item.name.clone(),
-                        ItemSource::Tree {
-                            file: item_file.file,
-                            index: n,
-                        },
-                    );
+                    m.insert(name.clone(), ItemSource::Tree { file, index: n });
                 }
             }
         }
@@ -394,4 +408,22 @@ pub fn raw_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<Raw
         item.value = Arc::new(v);
     }
     Some(item)
+}
+
+/// A per-item query's diagnostics over every item of `kinds`, in index
+/// order: how a check that is one query per item reports for the tree.
+pub fn each_item<'db>(
+    db: &'db dyn Db,
+    tree: Tree,
+    kinds: &[ItemKind],
+    check: impl Fn(ItemId<'db>) -> &'db Vec<Diagnostic>,
+) -> Vec<Diagnostic> {
+    let index = item_index(db, tree);
+    let mut out = Vec::new();
+    for kind in kinds {
+        for name in index.names(*kind) {
+            out.extend(check(ItemId::new(db, *kind, name.clone())).iter().cloned());
+        }
+    }
+    out
 }

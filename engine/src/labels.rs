@@ -7,10 +7,21 @@ use csis_model::{Diagnostic, ItemKind, Origin, Vct};
 
 use crate::builders::builders;
 use crate::db::{Db, Tree};
-use crate::items::{ItemId, item_index};
+use crate::items::{ItemId, each_item};
 use crate::items_model::structured_item;
 
 pub fn label_key_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
+    each_item(
+        db,
+        tree,
+        &[ItemKind::IMAGES, ItemKind::INSTANCES, ItemKind::STORAGES],
+        |id| label_keys_of(db, tree, id),
+    )
+}
+
+#[salsa::tracked(returns(ref))]
+fn label_keys_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec<Diagnostic> {
+    let (kind, name) = (id.kind(db), id.name(db));
     let b = builders(db, tree);
     let registry = db.registry();
     // The runtime an item's builder applies on.
@@ -26,40 +37,35 @@ pub fn label_key_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
             .map(|p| (d.name().to_string(), p))
     };
     let mut out = Vec::new();
-    let index = item_index(db, tree);
-    for kind in [ItemKind::IMAGES, ItemKind::INSTANCES, ItemKind::STORAGES] {
-        for name in index.names(kind) {
-            let si = structured_item(db, tree, ItemId::new(db, kind, name.clone()));
-            let (tags, runtimes) = match si.item.as_deref() {
-                Some(Item::Image(img)) => (
-                    &img.root.tags,
-                    img.runtimes
-                        .iter()
-                        .filter_map(|e| runtime_of(Vct::ImageBuilderModel, &e.image_builder))
-                        .collect::<Vec<_>>(),
-                ),
-                Some(Item::Instance(inst)) => (
-                    &inst.root.tags,
-                    runtime_of(Vct::InstanceBuilderModel, &inst.root.named.type_)
-                        .into_iter()
-                        .collect(),
-                ),
-                Some(Item::Storage(st)) => (&st.tags, vec![st.runtime.clone()]),
-                _ => continue,
-            };
-            for key in tags.keys() {
-                for rt in &runtimes {
-                    if let Some((runtime, why)) = problem(rt, key) {
-                        out.push(
-                            Diagnostic::error(format!(
-                                "{} '{name}': tag key '{key}' cannot be a label on runtime '{runtime}': {why} -- rename the tag key",
-                                kind.singular()
-                            ))
-                            .at_opt(si.origin.as_ref().map(|o: &Origin| o.key("tags").key(key)))
-                            .on_key(),
-                        );
-                    }
-                }
+    let si = structured_item(db, tree, id);
+    let (tags, runtimes) = match si.item.as_deref() {
+        Some(Item::Image(img)) => (
+            &img.root.tags,
+            img.runtimes
+                .iter()
+                .filter_map(|e| runtime_of(Vct::ImageBuilderModel, &e.image_builder))
+                .collect::<Vec<_>>(),
+        ),
+        Some(Item::Instance(inst)) => (
+            &inst.root.tags,
+            runtime_of(Vct::InstanceBuilderModel, &inst.root.named.type_)
+                .into_iter()
+                .collect(),
+        ),
+        Some(Item::Storage(st)) => (&st.tags, vec![st.runtime.clone()]),
+        _ => return out,
+    };
+    for key in tags.keys() {
+        for rt in &runtimes {
+            if let Some((runtime, why)) = problem(rt, key) {
+                out.push(
+                    Diagnostic::error(format!(
+                        "{} '{name}': tag key '{key}' cannot be a label on runtime '{runtime}': {why} -- rename the tag key",
+                        kind.singular()
+                    ))
+                    .at_opt(si.origin.as_ref().map(|o: &Origin| o.key("tags").key(key)))
+                    .on_key(),
+                );
             }
         }
     }

@@ -40,6 +40,12 @@ pub struct Recorded {
     pub launched_run: Option<String>,
 }
 
+/// meta-state/launch-params.yaml as the tree was loaded with it.
+#[salsa::tracked(returns(ref))]
+pub fn launch_record(db: &dyn Db, tree: Tree) -> crate::lineage::Record<LaunchParams> {
+    crate::lineage::read_record(db, tree, FILE)
+}
+
 /// Every declared instance's launch parameters, by name. `record` gives a
 /// launched machine its recorded hostname.
 pub fn compute_all(
@@ -47,6 +53,15 @@ pub fn compute_all(
     tree: Tree,
     record: &LaunchParams,
 ) -> BTreeMap<String, Map<String, J>> {
+    item_index(db, tree)
+        .names(ItemKind::INSTANCES)
+        .filter_map(|name| Some((name.clone(), compute(db, tree, record, name)?)))
+        .collect()
+}
+
+/// One declared instance's launch parameters; nothing for a name that is
+/// no instance.
+fn compute(db: &dyn Db, tree: Tree, record: &LaunchParams, name: &str) -> Option<Map<String, J>> {
     let b = builders(db, tree);
     let registry = db.registry();
     let pins = &crate::lineage::pins(db, tree).value;
@@ -65,81 +80,75 @@ pub fn compute_all(
         })
     };
     let state = crate::instance_state::recorded(db, tree);
-    let mut out = BTreeMap::new();
-    for name in item_index(db, tree).names(ItemKind::INSTANCES) {
-        let si = item(ItemKind::INSTANCES, name);
-        let Some(Item::Instance(inst)) = si.item.as_deref() else {
-            continue;
-        };
-        let image = inst.image.clone().unwrap_or_default();
-        let group = match item(ItemKind::IMAGES, &image).item.as_deref() {
-            Some(Item::Image(img)) => img.group.clone(),
-            _ => None,
-        };
-        let identity_type =
-            group
-                .as_deref()
-                .and_then(|g| match item(ItemKind::GROUPS, g).item.as_deref() {
-                    Some(Item::Group(grp)) => {
-                        builder_of(Vct::GroupBuilderModel, &grp.root.named.type_)
-                            .and_then(|(_, builder)| builder.identity_type().map(str::to_string))
-                    }
-                    _ => None,
-                });
-        let session = b
-            .resolve(Vct::InstanceBuilderModel, &inst.root.named.type_)
-            .and_then(|d| d.base.runtime().map(str::to_string))
-            .and_then(|rt| builder_of(Vct::RuntimeBuilderModel, &rt))
-            .and_then(|(_, builder)| builder.session_mechanism().map(str::to_string));
-        let mounts: Vec<J> = si
-            .storages
-            .iter()
-            .map(|m| {
-                let st = match item(ItemKind::STORAGES, &m.name).item.as_deref() {
-                    Some(Item::Storage(st)) => Some(st.clone()),
-                    _ => None,
-                };
-                let builder = st
-                    .as_ref()
-                    .and_then(|st| builder_of(Vct::StorageBuilderModel, &st.named.type_));
-                json!({
-                    "storage": m.name,
-                    "type": builder.as_ref().and_then(|(_, b)| b.capability_type().map(str::to_string)),
-                    "builder": builder.as_ref().map(|(d, _)| d.name().to_string()),
-                    "mount_point": m.mount_point,
-                    "group": group,
-                    "share_mode": st.as_ref().map(|s| s.share_mode.clone()),
-                    "public_read": st.as_ref().is_some_and(|s| s.public_read),
-                })
+    let si = item(ItemKind::INSTANCES, name);
+    let Some(Item::Instance(inst)) = si.item.as_deref() else {
+        return None;
+    };
+    let image = inst.image.clone().unwrap_or_default();
+    let group = match item(ItemKind::IMAGES, &image).item.as_deref() {
+        Some(Item::Image(img)) => img.group.clone(),
+        _ => None,
+    };
+    let identity_type =
+        group
+            .as_deref()
+            .and_then(|g| match item(ItemKind::GROUPS, g).item.as_deref() {
+                Some(Item::Group(grp)) => builder_of(Vct::GroupBuilderModel, &grp.root.named.type_)
+                    .and_then(|(_, builder)| builder.identity_type().map(str::to_string)),
+                _ => None,
+            });
+    let session = b
+        .resolve(Vct::InstanceBuilderModel, &inst.root.named.type_)
+        .and_then(|d| d.base.runtime().map(str::to_string))
+        .and_then(|rt| builder_of(Vct::RuntimeBuilderModel, &rt))
+        .and_then(|(_, builder)| builder.session_mechanism().map(str::to_string));
+    let mounts: Vec<J> = si
+        .storages
+        .iter()
+        .map(|m| {
+            let st = match item(ItemKind::STORAGES, &m.name).item.as_deref() {
+                Some(Item::Storage(st)) => Some(st.clone()),
+                _ => None,
+            };
+            let builder = st
+                .as_ref()
+                .and_then(|st| builder_of(Vct::StorageBuilderModel, &st.named.type_));
+            json!({
+                "storage": m.name,
+                "type": builder.as_ref().and_then(|(_, b)| b.capability_type().map(str::to_string)),
+                "builder": builder.as_ref().map(|(d, _)| d.name().to_string()),
+                "mount_point": m.mount_point,
+                "group": group,
+                "share_mode": st.as_ref().map(|s| s.share_mode.clone()),
+                "public_read": st.as_ref().is_some_and(|s| s.public_read),
             })
-            .collect();
-        let hostname = json!(hostname_of(record, &state, pins, name, inst.ephemeral));
-        let mut params = Map::new();
-        params.insert("image".into(), json!(image));
-        params.insert(
-            "build".into(),
-            json!(pins.instances.get(name).map_or(UNBOUND, String::as_str)),
-        );
-        params.insert("group".into(), json!(group));
-        params.insert("identity_type".into(), json!(identity_type));
-        params.insert("mounts".into(), J::Array(mounts));
-        params.insert("enrollment".into(), J::Null);
-        params.insert("session".into(), json!(session));
-        params.insert("hostname".into(), hostname);
-        // Drawn from the pool by the run that launched the machine.
-        let alias = record
-            .instances
-            .get(name)
-            .and_then(|r| r.params.get("alias").cloned())
-            .unwrap_or(J::Null);
-        params.insert("alias".into(), alias);
-        params.insert("ephemeral".into(), json!(inst.ephemeral));
-        if !inst.userdata.is_empty() {
-            params.insert("userdata".into(), json!(inst.userdata));
-        }
-        out.insert(name.clone(), params);
+        })
+        .collect();
+    let hostname = json!(hostname_of(record, state, pins, name, inst.ephemeral));
+    let mut params = Map::new();
+    params.insert("image".into(), json!(image));
+    params.insert(
+        "build".into(),
+        json!(pins.instances.get(name).map_or(UNBOUND, String::as_str)),
+    );
+    params.insert("group".into(), json!(group));
+    params.insert("identity_type".into(), json!(identity_type));
+    params.insert("mounts".into(), J::Array(mounts));
+    params.insert("enrollment".into(), J::Null);
+    params.insert("session".into(), json!(session));
+    params.insert("hostname".into(), hostname);
+    // Drawn from the pool by the run that launched the machine.
+    let alias = record
+        .instances
+        .get(name)
+        .and_then(|r| r.params.get("alias").cloned())
+        .unwrap_or(J::Null);
+    params.insert("alias".into(), alias);
+    params.insert("ephemeral".into(), json!(inst.ephemeral));
+    if !inst.userdata.is_empty() {
+        params.insert("userdata".into(), json!(inst.userdata));
     }
-    out
+    Some(params)
 }
 
 /// The canonical hostname: a launched machine keeps the one it was
@@ -174,11 +183,11 @@ fn hostname_of(
 /// The canonical hostname of one declared instance, from the records the
 /// tree was loaded with.
 pub fn canonical_hostname(db: &dyn Db, tree: Tree, name: &str, ephemeral: bool) -> String {
-    let record = crate::lineage::read_record::<LaunchParams>(db, tree, FILE).value;
+    let record = &launch_record(db, tree).value;
     let pins = &crate::lineage::pins(db, tree).value;
     hostname_of(
-        &record,
-        &crate::instance_state::recorded(db, tree),
+        record,
+        crate::instance_state::recorded(db, tree),
         pins,
         name,
         ephemeral,
@@ -220,29 +229,41 @@ fn bound_only(before: &Map<String, J>) -> bool {
 
 /// A launched instance whose parameters changed without a sanctioned exit.
 pub fn immutability_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
-    let record = crate::lineage::read_record::<LaunchParams>(db, tree, FILE);
+    let record = launch_record(db, tree);
     let mut out = record.diags.clone();
-    let now = compute_all(db, tree, &record.value);
+    let index = item_index(db, tree);
     for (name, r) in &record.value.instances {
-        let (Some(params), true) = (now.get(name), r.launched) else {
-            continue;
-        };
-        if replaced(&r.params, params) {
-            continue;
-        }
-        let mut keys = changed_keys(&r.params, params);
-        if bound_only(&r.params) {
-            keys.retain(|k| k != "build");
-        }
-        if !keys.is_empty() {
-            out.push(Diagnostic::error(format!(
-                "instance '{name}' was launched (run {}) and its launch parameters changed ({}); launch parameters are immutable after launch -- replace the instance (upgrade instance, or decommission and redeclare) (N26)",
-                r.launched_run.as_deref().unwrap_or(&r.run),
-                keys.join(", ")
-            )));
+        if r.launched && index.contains(ItemKind::INSTANCES, name) {
+            let id = ItemId::new(db, ItemKind::INSTANCES, name.clone());
+            out.extend(immutability_of(db, tree, id).iter().cloned());
         }
     }
     out
+}
+
+/// One launched instance's check: its own query, so an edit elsewhere does
+/// not recompute every instance's parameters.
+#[salsa::tracked(returns(ref))]
+fn immutability_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<Diagnostic> {
+    let record = &launch_record(db, tree).value;
+    let name = id.name(db);
+    let r = record.instances.get(name)?;
+    let params = compute(db, tree, record, name)?;
+    if replaced(&r.params, &params) {
+        return None;
+    }
+    let mut keys = changed_keys(&r.params, &params);
+    if bound_only(&r.params) {
+        keys.retain(|k| k != "build");
+    }
+    if keys.is_empty() {
+        return None;
+    }
+    Some(Diagnostic::error(format!(
+        "instance '{name}' was launched (run {}) and its launch parameters changed ({}); launch parameters are immutable after launch -- replace the instance (upgrade instance, or decommission and redeclare) (N26)",
+        r.launched_run.as_deref().unwrap_or(&r.run),
+        keys.join(", ")
+    )))
 }
 
 /// The record after this run generated the instance-image lifecycle: every

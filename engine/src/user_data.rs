@@ -10,74 +10,80 @@ use csis_model::{Diagnostic, ItemKind, Vct};
 use crate::builders::builders;
 use crate::cloud_config::{MAX_CARRIED, name_problem};
 use crate::db::{Db, Tree};
-use crate::items::{ItemId, item_index};
+use crate::items::{ItemId, each_item};
 use crate::items_model::structured_item;
 
 const NAME_RULE: &str =
     "cloud-config names are at most 32 characters of [A-Za-z0-9._-], not beginning with '.' or '-'";
 
 pub fn user_data_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
+    each_item(db, tree, &[ItemKind::INSTANCES], |id| {
+        user_data_of(db, tree, id)
+    })
+}
+
+#[salsa::tracked(returns(ref))]
+fn user_data_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec<Diagnostic> {
     let b = builders(db, tree);
     let registry = db.registry();
     let item = |kind: ItemKind, name: &str| {
         let id = ItemId::new(db, kind, csis_model::naming::safe_name(name));
         structured_item(db, tree, id)
     };
+    let name = id.name(db);
     let mut out = Vec::new();
-    for name in item_index(db, tree).names(ItemKind::INSTANCES) {
-        let si = item(ItemKind::INSTANCES, name);
-        let Some(Item::Instance(inst)) = si.item.as_deref() else {
-            continue;
-        };
-        let cloud_config = b
-            .resolve(Vct::InstanceBuilderModel, &inst.root.named.type_)
-            .and_then(|d| {
-                registry
-                    .model(d.classification, d.model)
-                    .map(|spec| (spec.builder)(d))
-            })
-            .and_then(|builder| builder.user_data_format())
-            == Some("cloud-config");
-        if !cloud_config {
-            continue;
-        }
-        let at = |key: &str| si.origin.as_ref().map(|o| o.key(key));
-        if inst.userdata.len() > MAX_CARRIED {
-            out.push(
-                Diagnostic::error(format!(
-                    "instance '{name}': userdata is {} bytes, over the {MAX_CARRIED} a cloud-config file can carry at boot -- move the work into the image",
-                    inst.userdata.len()
-                ))
-                .at_opt(at("userdata")),
-            );
-        }
-        let image = inst.image.as_deref().unwrap_or_default();
-        let group = match item(ItemKind::IMAGES, image).item.as_deref() {
-            Some(Item::Image(img)) => img.group.clone(),
-            _ => None,
-        };
-        let Some(group) = group else { continue };
-        if let Some(why) = name_problem(&group) {
-            out.push(
-                Diagnostic::error(format!(
-                    "instance '{name}': its user-data group '{group}' {why}; instance-setup would skip it at boot ({NAME_RULE}) -- rename the group"
-                ))
-                .at_opt(at("image")),
-            );
-        }
-        if let Some(Item::Group(g)) = item(ItemKind::GROUPS, &group).item.as_deref() {
-            let mut accounts: Vec<&String> = g.members.iter().chain(&g.admins).collect();
-            accounts.sort();
-            accounts.dedup();
-            for user in accounts {
-                if let Some(why) = name_problem(user) {
-                    out.push(
-                        Diagnostic::error(format!(
-                            "instance '{name}': user-data account '{user}' (group '{group}') {why}; instance-setup would skip the account at boot ({NAME_RULE}) -- rename the user"
-                        ))
-                        .at_opt(at("image")),
-                    );
-                }
+    let si = structured_item(db, tree, id);
+    let Some(Item::Instance(inst)) = si.item.as_deref() else {
+        return out;
+    };
+    let cloud_config = b
+        .resolve(Vct::InstanceBuilderModel, &inst.root.named.type_)
+        .and_then(|d| {
+            registry
+                .model(d.classification, d.model)
+                .map(|spec| (spec.builder)(d))
+        })
+        .and_then(|builder| builder.user_data_format())
+        == Some("cloud-config");
+    if !cloud_config {
+        return out;
+    }
+    let at = |key: &str| si.origin.as_ref().map(|o| o.key(key));
+    if inst.userdata.len() > MAX_CARRIED {
+        out.push(
+            Diagnostic::error(format!(
+                "instance '{name}': userdata is {} bytes, over the {MAX_CARRIED} a cloud-config file can carry at boot -- move the work into the image",
+                inst.userdata.len()
+            ))
+            .at_opt(at("userdata")),
+        );
+    }
+    let image = inst.image.as_deref().unwrap_or_default();
+    let group = match item(ItemKind::IMAGES, image).item.as_deref() {
+        Some(Item::Image(img)) => img.group.clone(),
+        _ => None,
+    };
+    let Some(group) = group else { return out };
+    if let Some(why) = name_problem(&group) {
+        out.push(
+            Diagnostic::error(format!(
+                "instance '{name}': its user-data group '{group}' {why}; instance-setup would skip it at boot ({NAME_RULE}) -- rename the group"
+            ))
+            .at_opt(at("image")),
+        );
+    }
+    if let Some(Item::Group(g)) = item(ItemKind::GROUPS, &group).item.as_deref() {
+        let mut accounts: Vec<&String> = g.members.iter().chain(&g.admins).collect();
+        accounts.sort();
+        accounts.dedup();
+        for user in accounts {
+            if let Some(why) = name_problem(user) {
+                out.push(
+                    Diagnostic::error(format!(
+                        "instance '{name}': user-data account '{user}' (group '{group}') {why}; instance-setup would skip the account at boot ({NAME_RULE}) -- rename the user"
+                    ))
+                    .at_opt(at("image")),
+                );
             }
         }
     }

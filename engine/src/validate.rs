@@ -12,7 +12,7 @@ use csis_model::{Diagnostic, ItemKind, Map, Origin, Value, Vct};
 
 use crate::builders::{Builders, builders};
 use crate::db::{Db, Tree};
-use crate::items::{ItemId, item_index};
+use crate::items::{ItemId, each_item, item_index};
 use crate::items_model::{StructuredItem, structured_item};
 
 /// Every validate-time refusal, in a stable order.
@@ -22,18 +22,16 @@ use crate::items_model::{StructuredItem, structured_item};
 #[salsa::tracked(returns(ref))]
 pub fn validation_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     let index = item_index(db, tree);
-    let mut out = Vec::new();
-    for kind in [ItemKind::IMAGES, ItemKind::INSTANCES, ItemKind::STORAGES] {
-        for name in index.names(kind) {
-            let id = ItemId::new(db, kind, name.clone());
-            out.extend(item_diagnostics(db, tree, id).iter().cloned());
-        }
-    }
+    let mut out = each_item(
+        db,
+        tree,
+        &[ItemKind::IMAGES, ItemKind::INSTANCES, ItemKind::STORAGES],
+        |id| item_diagnostics(db, tree, id),
+    );
     out.extend(builder_diagnostics(db, tree).iter().cloned());
-    for name in index.names(ItemKind::INSTANCES) {
-        let id = ItemId::new(db, ItemKind::INSTANCES, name.clone());
-        out.extend(attach_diagnostics(db, tree, id).iter().cloned());
-    }
+    out.extend(each_item(db, tree, &[ItemKind::INSTANCES], |id| {
+        attach_diagnostics(db, tree, id)
+    }));
     out.extend(storage_diagnostics(db, tree).iter().cloned());
     // A group without an identity builder is reported once, at the first
     // image that meets it.

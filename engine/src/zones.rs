@@ -10,12 +10,22 @@ use csis_model::{Diagnostic, ItemKind, Vct};
 
 use crate::builders::builders;
 use crate::db::{Db, Tree};
-use crate::items::{ItemId, item_index};
+use crate::items::{ItemId, each_item};
 use crate::items_model::structured_item;
 
 const FIX: &str = "a zone is replace-forcing; fix the declaration, never the plan";
 
 pub fn zone_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
+    each_item(db, tree, &[ItemKind::STORAGES, ItemKind::INSTANCES], |id| {
+        zones_of(db, tree, id)
+    })
+}
+
+/// A storage's zone against its runtime's; an instance's, its storages'
+/// and its runtime's against each other.
+#[salsa::tracked(returns(ref))]
+fn zones_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec<Diagnostic> {
+    let name = id.name(db);
     let b = builders(db, tree);
     let registry = db.registry();
     // The zone a runtime places machines in: the availability zone marked
@@ -59,62 +69,60 @@ pub fn zone_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
         }
     };
     let mut out = Vec::new();
-    let index = item_index(db, tree);
-    for name in index.names(ItemKind::STORAGES) {
-        let si = item(ItemKind::STORAGES, name);
-        let (Some(Item::Storage(st)), Some(zone)) = (si.item.as_deref(), storage_zone(name)) else {
-            continue;
-        };
-        if let Some((rt, rz)) = runtime_zone(&st.runtime)
-            && rz != zone
-        {
-            out.push(
-                Diagnostic::error(format!(
-                    "storage '{name}' declares availability zone '{zone}' but runtime '{rt}' (its default availability zone or subnet) is in '{rz}' -- {FIX}"
-                ))
-                .at_opt(si.origin.as_ref().map(|o| o.key("availability_zone"))),
-            );
-        }
-    }
-    for name in index.names(ItemKind::INSTANCES) {
-        let si = item(ItemKind::INSTANCES, name);
-        let Some(Item::Instance(inst)) = si.item.as_deref() else {
-            continue;
-        };
-        let mut claims: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        if let Some(z) = &inst.availability_zone {
-            claims
-                .entry(z.clone())
-                .or_default()
-                .push(format!("instance '{name}'"));
-        }
-        for m in &si.storages {
-            if let Some(z) = storage_zone(&m.name) {
-                claims
-                    .entry(z)
-                    .or_default()
-                    .push(format!("storage '{}'", m.name));
+    let si = structured_item(db, tree, id);
+    match si.item.as_deref() {
+        Some(Item::Storage(st)) => {
+            let Some(zone) = storage_zone(name) else {
+                return out;
+            };
+            if let Some((rt, rz)) = runtime_zone(&st.runtime)
+                && rz != zone
+            {
+                out.push(
+                    Diagnostic::error(format!(
+                        "storage '{name}' declares availability zone '{zone}' but runtime '{rt}' (its default availability zone or subnet) is in '{rz}' -- {FIX}"
+                    ))
+                    .at_opt(si.origin.as_ref().map(|o| o.key("availability_zone"))),
+                );
             }
         }
-        let runtime = b
-            .resolve(Vct::InstanceBuilderModel, &inst.root.named.type_)
-            .and_then(|d| d.base.runtime().map(str::to_string));
-        if let Some((rt, z)) = runtime.as_deref().and_then(runtime_zone) {
-            claims.entry(z).or_default().push(format!("runtime '{rt}'"));
+        Some(Item::Instance(inst)) => {
+            let mut claims: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            if let Some(z) = &inst.availability_zone {
+                claims
+                    .entry(z.clone())
+                    .or_default()
+                    .push(format!("instance '{name}'"));
+            }
+            for m in &si.storages {
+                if let Some(z) = storage_zone(&m.name) {
+                    claims
+                        .entry(z)
+                        .or_default()
+                        .push(format!("storage '{}'", m.name));
+                }
+            }
+            let runtime = b
+                .resolve(Vct::InstanceBuilderModel, &inst.root.named.type_)
+                .and_then(|d| d.base.runtime().map(str::to_string));
+            if let Some((rt, z)) = runtime.as_deref().and_then(runtime_zone) {
+                claims.entry(z).or_default().push(format!("runtime '{rt}'"));
+            }
+            if claims.len() > 1 {
+                let listed: Vec<String> = claims
+                    .iter()
+                    .map(|(z, who)| format!("{z} ({})", who.join(", ")))
+                    .collect();
+                out.push(
+                    Diagnostic::error(format!(
+                        "instance '{name}' cannot be in more than one availability zone: {} -- {FIX}",
+                        listed.join("; ")
+                    ))
+                    .at_opt(si.origin.as_ref().map(|o| o.key("name"))),
+                );
+            }
         }
-        if claims.len() > 1 {
-            let listed: Vec<String> = claims
-                .iter()
-                .map(|(z, who)| format!("{z} ({})", who.join(", ")))
-                .collect();
-            out.push(
-                Diagnostic::error(format!(
-                    "instance '{name}' cannot be in more than one availability zone: {} -- {FIX}",
-                    listed.join("; ")
-                ))
-                .at_opt(si.origin.as_ref().map(|o| o.key("name"))),
-            );
-        }
+        _ => {}
     }
     out
 }

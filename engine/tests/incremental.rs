@@ -100,6 +100,9 @@ fn an_image_edit_reexecutes_only_that_file_and_what_it_reaches() {
     assert_eq!(count(&log, "parse_file"), 1, "{log:?}");
     assert_eq!(count(&log, "file_document"), 1, "{log:?}");
     assert_eq!(count(&log, "item_file_entries"), 1, "{log:?}");
+    // The file names the same items: the name index is not rebuilt.
+    assert_eq!(count(&log, "item_file_names"), 1, "{log:?}");
+    assert_eq!(count(&log, "item_index"), 0, "{log:?}");
     // The edited image, and the instance that reads it through `image:`.
     assert_eq!(count(&log, "raw_item"), 1, "{log:?}");
     assert_eq!(count(&log, "structured_item"), 2, "{log:?}");
@@ -157,6 +160,7 @@ fn the_first_save_of_a_file_reexecutes_its_chain_once() {
         [
             "file_document",
             "item_file_entries",
+            "item_file_names",
             "item_index",
             "load_diagnostics",
             "parse_file",
