@@ -62,6 +62,13 @@ pub struct Tree {
     /// The identities CSIS_CONFIG_IDENTITY names.
     #[returns(ref)]
     pub identities: crate::secrets::IdentitySource,
+    /// Every item by kind and name. Derived from the item files, but held
+    /// as an input the workspace refreshes after an edit (see
+    /// `Workspace::set_file_text`): an edit that renames nothing leaves it
+    /// untouched, so what reads it keeps its durability and is not
+    /// re-verified.
+    #[returns(ref)]
+    pub index: crate::items::ItemIndex,
 }
 
 #[salsa::db]

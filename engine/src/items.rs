@@ -206,7 +206,7 @@ fn decrypt_fields(
 /// index reads of a file, so an edit that renames nothing leaves it
 /// unchanged and the index is not rebuilt.
 #[salsa::tracked(returns(ref))]
-fn item_file_names(db: &dyn Db, tree: Tree, file: SourceFile) -> Vec<(ItemKind, String)> {
+pub fn item_file_names(db: &dyn Db, tree: Tree, file: SourceFile) -> Vec<(ItemKind, String)> {
     item_file_entries(db, tree, file)
         .items
         .iter()
@@ -245,8 +245,14 @@ impl ItemIndex {
     }
 }
 
-#[salsa::tracked(returns(ref))]
-pub fn item_index(db: &dyn Db, tree: Tree) -> ItemIndex {
+/// The tree's item index (see [`Tree::index`]).
+pub fn item_index(db: &dyn Db, tree: Tree) -> &ItemIndex {
+    tree.index(db)
+}
+
+/// Builds the item index from the item files' names, the overlays and
+/// `--undeclare`: what the workspace stores in [`Tree::index`].
+pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
     let mut index = ItemIndex::default();
     let kinds = db.registry().item_kinds();
     for kind in &kinds {

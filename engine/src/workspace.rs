@@ -179,13 +179,30 @@ impl Workspace {
             meta_files,
             Vec::new(),
             identities(system)?,
+            Default::default(),
         )
+        // What a workspace never changes is HIGH, and item files and
+        // records MEDIUM (see `durability_for`): a query's durability is
+        // the lowest of what it read, so one LOW field read by every item
+        // would make every item re-verified after any edit.
+        .root_display_durability(Durability::HIGH)
         .cfg_files_durability(Durability::HIGH)
         .item_files_durability(Durability::MEDIUM)
+        .overlays_durability(Durability::HIGH)
+        .undeclare_durability(Durability::HIGH)
+        .env_durability(Durability::HIGH)
+        .start_unix_durability(Durability::HIGH)
+        .meta_files_durability(Durability::MEDIUM)
+        .identities_durability(Durability::HIGH)
         .new(&db);
+        let mut db = db;
+        crate::prewarm::parse_files(&db, tree);
+        let index = crate::items::compute_index(&db, tree);
+        tree.set_index(&mut db)
+            .with_durability(Durability::MEDIUM)
+            .to(index);
         // The files the configuration names (modification scripts) are
         // known only once it is read: read them now, absent ones stay out.
-        let mut db = db;
         let mut aux = Vec::new();
         for path in crate::fingerprint::referenced_files(&db, tree).clone() {
             if let Some(text) = system.read_to_string(&root.join(&path))? {
@@ -196,7 +213,9 @@ impl Workspace {
                 aux.push(f);
             }
         }
-        tree.set_aux_files(&mut db).to(aux);
+        tree.set_aux_files(&mut db)
+            .with_durability(Durability::MEDIUM)
+            .to(aux);
         Ok(Workspace {
             db,
             tree,
@@ -229,7 +248,7 @@ impl Workspace {
             .prewarmed
             .swap(true, std::sync::atomic::Ordering::Relaxed)
         {
-            crate::prewarm::prewarm(&self.db, self.tree);
+            crate::prewarm::structure_items(&self.db, self.tree);
         }
         let mut out = self.read_diags.clone();
         out.extend(load_diagnostics(&self.db, self.tree).iter().cloned());
@@ -255,6 +274,13 @@ impl Workspace {
         f.set_text(&mut self.db)
             .with_durability(durability)
             .to(Arc::from(text));
+        let index = crate::items::compute_index(&self.db, self.tree);
+        if &index != self.tree.index(&self.db) {
+            self.tree
+                .set_index(&mut self.db)
+                .with_durability(Durability::MEDIUM)
+                .to(index);
+        }
         true
     }
 
