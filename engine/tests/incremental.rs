@@ -156,15 +156,34 @@ fn the_first_save_of_a_file_reexecutes_its_chain_once() {
     let commented = "# the web image\nimages:\n  - name: web\n    source_image: base\n    group: ops\n    runtimes:\n      - image_builder: ib\n";
     assert!(ws.set_file_text("images/web.yml", commented));
     assert!(ws.load_diagnostics().is_empty());
+    // The edited image's own queries, the instance that reads it through
+    // `image:`, and the checks that concatenate them; no other item's.
     assert_eq!(
         executed(&ws),
         [
+            "attach_diagnostics",
+            "capability_diagnostics",
+            "capability_diagnostics",
             "file_document",
+            "image_bake_users",
+            "image_instances",
+            "image_instances",
+            "instances_by_image",
+            "item_diagnostics",
+            "item_diagnostics",
             "item_file_entries",
             "item_file_names",
+            "label_keys_of",
+            "label_keys_of",
             "load_diagnostics",
             "parse_file",
-            "raw_item"
+            "raw_item",
+            "storage_diagnostics",
+            "structured_item",
+            "structured_item",
+            "user_data_of",
+            "validation_diagnostics",
+            "zones_of"
         ]
     );
     ws.db.query_log().start();
