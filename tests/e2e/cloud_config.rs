@@ -63,6 +63,57 @@ list.yml: refused (1 refused, 0 reported)
     );
 }
 
+#[test]
+fn a_known_key_of_the_wrong_shape_only_warns() {
+    let (code, out) = check(
+        &["shape.yml"],
+        &[(
+            "shape.yml",
+            "#cloud-config\nusers: operator\nrepos: {name: Base}\n",
+        )],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        out,
+        "shape.yml:2:8: warning: users must be a list, not a scalar; it is skipped
+shape.yml:3:8: warning: repos must be a list, not a mapping; it is skipped
+shape.yml: ok (0 refused, 2 reported)
+"
+    );
+}
+
+#[test]
+fn a_nul_in_a_sudo_rule_or_a_tuf_root_and_an_encoded_file_exit_1() {
+    let (code, out) = check(
+        &["nul.yml"],
+        &[(
+            "nul.yml",
+            "#cloud-config
+users:
+  - name: ops
+    sudo: \"ALL=(ALL) \\0ALL\"
+repos:
+  - name: Base
+    url: http://repo.example/Base
+    tuf_root: \"{\\0}\"
+write_files:
+  - path: /etc/motd
+    encoding: b64
+    content: aGk=
+",
+        )],
+    );
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(
+        out,
+        "nul.yml:4:11: error: users: account 'ops': a sudo rule holds a NUL byte; the account is refused
+nul.yml:8:15: error: repos: 'Base': tuf_root holds a NUL byte; the repository is skipped
+nul.yml:11:5: error: write_files: '/etc/motd': 'encoding' changes what ends up in the file and is refused; the file is skipped
+nul.yml: refused (3 refused, 0 reported)
+"
+    );
+}
+
 /// The user-data csis emits for the example reads clean as instance-setup
 /// reads it, and passes `cloud-init schema` (CI installs cloud-init and sets
 /// CSIS_REQUIRE_CLOUD_INIT, so there a missing tool fails the test).
