@@ -388,6 +388,18 @@ impl Checker {
                     );
                     ok = false;
                 }
+                // The value is never echoed: it may be a plaintext
+                // password.
+                "passwd" if !looks_like_password_hash(value) => {
+                    refuse(
+                        self,
+                        &at,
+                        format!(
+                            "{key} must be a password hash (crypt(5), such as $6$<salt>$<hash> from mkpasswd), never a plaintext password"
+                        ),
+                    );
+                    ok = false;
+                }
                 "primary_group" => {
                     let g = scalar_text(value);
                     if let Some(why) = name_problem(&g) {
@@ -827,6 +839,30 @@ fn bool_of(v: &Value) -> Option<bool> {
         "false" | "no" | "off" => Some(false),
         _ => None,
     }
+}
+
+/// Whether a passwd value is a crypt(5) hash in the modular form
+/// `$<id>$<fields>$...` (`$6$`, `$y$`, `$2b$`, ...), possibly locked by
+/// leading `!`s. Anything else (a bare word, an empty string, a
+/// traditional 13-character DES hash, which cannot be told from a
+/// plaintext password) is taken for a plaintext password.
+fn looks_like_password_hash(v: &Value) -> bool {
+    let Value::Scalar { text, .. } = v else {
+        return false;
+    };
+    let Some(rest) = text.trim_start_matches('!').strip_prefix('$') else {
+        return false;
+    };
+    let fields: Vec<&str> = rest.split('$').collect();
+    fields.len() >= 3
+        && fields.iter().all(|f| {
+            !f.is_empty()
+                && f.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '/' | '=' | ','))
+        })
+        && fields[0]
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '=' | ','))
 }
 
 /// Why a string is not an account or group name, if it is not.
@@ -1403,5 +1439,36 @@ ssh_authorized_keys: [ssh-ed25519 AAAA k@h, [x]]
                 "8:5 error write_files: '/etc/c': unknown key 'mode'; the file is skipped",
             ]
         );
+    }
+
+    #[test]
+    fn passwd_is_a_hash_never_a_plaintext_password() {
+        let hashes = [
+            "$6$rounds=4096$saltsalt$2pMNN0Fv0GEvrN0lD3e0x1ZSbVW7hnhj5LYcoIxmPC6/",
+            "$y$j9T$F5Jx5fExrKuPp53xLKQ..1$X3DX6M94c7o.9agCG9G317fhZg9SqC.5i5rd.RhAtQ7",
+            "$2b$12$R9h/cIPz0gi.URNNX3kh2OPST9/PgBkqquzi.Ss7KIUgO2t0jWMUW",
+            "$1$salt$hash",
+            "!$6$saltsalt$hash",
+        ];
+        for h in hashes {
+            let doc = format!("users:\n  - name: a\n    lock_passwd: false\n    passwd: '{h}'\n");
+            assert!(found(&doc, false).is_empty(), "{h}");
+        }
+        let refused = "4:13 error users: account 'a': passwd must be a password hash (crypt(5), such as $6$<salt>$<hash> from mkpasswd), never a plaintext password; the account is refused";
+        for plain in [
+            "hunter2",
+            "''",
+            "'$ecret'",
+            "'$6$onlysalt'",
+            "'$6$salt$has h'",
+            "abcdefghijklm",
+            "[a]",
+        ] {
+            let doc = format!("users:\n  - name: a\n    lock_passwd: false\n    passwd: {plain}\n");
+            let f = found(&doc, false);
+            assert_eq!(f, [refused], "{plain}");
+        }
+        // The value itself is never repeated in a finding.
+        assert!(!found("users:\n  - name: a\n    passwd: hunter2\n", false)[0].contains("hunter2"));
     }
 }
