@@ -83,13 +83,27 @@ pub struct BuilderOutput {
 pub struct EngineContext<'a> {
     pub db: &'a dyn Db,
     pub tree: Tree,
-    pub run: RunInput,
+    /// `None` outside a run (validation asking a builder for an
+    /// instance's user-data): a dry run that bakes nothing.
+    pub run: Option<RunInput>,
     pub lifecycle: String,
+}
+
+impl<'a> EngineContext<'a> {
+    /// The tree alone, outside any run and lifecycle.
+    pub fn outside_run(db: &'a dyn Db, tree: Tree) -> Self {
+        EngineContext {
+            db,
+            tree,
+            run: None,
+            lifecycle: String::new(),
+        }
+    }
 }
 
 impl HookContext for EngineContext<'_> {
     fn dry_run(&self) -> bool {
-        self.run.options(self.db).dry_run
+        self.run.is_none_or(|run| run.options(self.db).dry_run)
     }
 
     fn lifecycle(&self) -> &str {
@@ -133,7 +147,13 @@ impl HookContext for EngineContext<'_> {
     }
 
     fn bake_decision(&self, image: &str, runtime: &str) -> BakeDecision {
-        bake_plan(self.db, self.tree, self.run)
+        let Some(run) = self.run else {
+            return BakeDecision {
+                bake: false,
+                reason: "skip: outside a run".into(),
+            };
+        };
+        bake_plan(self.db, self.tree, run)
             .decision(image, runtime)
             .cloned()
             .unwrap_or(BakeDecision {
@@ -265,7 +285,7 @@ pub fn builder_output<'db>(
     let ctx = EngineContext {
         db,
         tree,
-        run,
+        run: Some(run),
         lifecycle: spec.name.to_string(),
     };
     let mut out = BuilderOutput::default();
@@ -461,7 +481,7 @@ pub fn lifecycle_emission<'db>(
     let ctx = EngineContext {
         db,
         tree,
-        run,
+        run: Some(run),
         lifecycle: name.clone(),
     };
     let core = core_contribution(db, tree, run, &name);
