@@ -363,6 +363,12 @@ fn builders_in_hook_order<'db>(db: &'db dyn Db, tree: Tree) -> Vec<BuilderKey<'d
 /// boot: what it would refuse fails generation. A document holding
 /// `ENC[age:...]` markers is checked at validate instead, where the names
 /// are known in clear.
+///
+/// A backstop: for the local builder every cause (an account or group
+/// name, a file too big to carry or holding a NUL) is refused at validate
+/// first ([`crate::user_data`]), so a `csis run` over it never gets here;
+/// a plugin's own `#cloud-config` assets, which validation does not read,
+/// do (engine/tests/generation.rs).
 fn check_user_data(a: &Asset) -> Result<(), String> {
     if !a.content.starts_with(b"#cloud-config") || a.content.windows(8).any(|w| w == b"ENC[age:") {
         return Ok(());
