@@ -982,11 +982,11 @@ mod tests {
             found("#cloud-config\n- a\n- b\n", false),
             ["2:1 error the top level is a list, not a mapping; the whole document is refused"]
         );
-        let aliases = found("a: &x [1]\nb: *x\n", false);
-        assert_eq!(aliases.len(), 1);
-        assert!(
-            aliases[0].starts_with("1:4 error YAML anchors and aliases are refused: nested aliases expand beyond memory"),
-            "{aliases:?}"
+        assert_eq!(
+            found("a: &x [1]\nb: *x\n", false),
+            [
+                "1:4 error YAML anchors and aliases are refused: nested aliases expand beyond memory, and cloud-config has no use for them; the whole document is refused"
+            ]
         );
         assert_eq!(
             found("#!/bin/sh\necho hi\n", false),
@@ -997,6 +997,15 @@ mod tests {
         assert!(
             found("#cloud-config\n", false).is_empty(),
             "an empty document does nothing"
+        );
+        assert_eq!(
+            found(
+                "users:\n  - name: a\n    sudo: ALL=(ALL) NOPASSWD: ALL\n",
+                false
+            ),
+            [
+                "3:29 error invalid YAML: mapping values are not allowed in this context; the whole document is refused"
+            ]
         );
         assert_eq!(
             found("hostname: a\n---\nhostname: b\n", false),
@@ -1416,6 +1425,16 @@ ssh_authorized_keys: [ssh-ed25519 AAAA k@h, [x]]
             found(&doc, false),
             [
                 "3:11 warning users: account 'a.b': a name with a dot gets no sudo grant (sudo skips a drop-in whose file name holds a dot)"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_space_in_a_path_is_refused() {
+        assert_eq!(
+            found("write_files:\n  - path: \"/etc/my file\"\n", false),
+            [
+                "2:11 error write_files: '/etc/my file': the path holds whitespace or a control character; the file is skipped"
             ]
         );
     }
