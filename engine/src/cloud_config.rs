@@ -388,6 +388,18 @@ impl Checker {
                     );
                     ok = false;
                 }
+                // The value is never echoed: it may be a plaintext
+                // password.
+                "passwd" if !looks_like_password_hash(value) => {
+                    refuse(
+                        self,
+                        &at,
+                        format!(
+                            "{key} must be a password hash (crypt(5), such as $6$<salt>$<hash> from mkpasswd), never a plaintext password"
+                        ),
+                    );
+                    ok = false;
+                }
                 "primary_group" => {
                     let g = scalar_text(value);
                     if let Some(why) = name_problem(&g) {
@@ -829,6 +841,30 @@ fn bool_of(v: &Value) -> Option<bool> {
     }
 }
 
+/// Whether a passwd value is a crypt(5) hash in the modular form
+/// `$<id>$<fields>$...` (`$6$`, `$y$`, `$2b$`, ...), possibly locked by
+/// leading `!`s. Anything else (a bare word, an empty string, a
+/// traditional 13-character DES hash, which cannot be told from a
+/// plaintext password) is taken for a plaintext password.
+fn looks_like_password_hash(v: &Value) -> bool {
+    let Value::Scalar { text, .. } = v else {
+        return false;
+    };
+    let Some(rest) = text.trim_start_matches('!').strip_prefix('$') else {
+        return false;
+    };
+    let fields: Vec<&str> = rest.split('$').collect();
+    fields.len() >= 3
+        && fields.iter().all(|f| {
+            !f.is_empty()
+                && f.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '/' | '=' | ','))
+        })
+        && fields[0]
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '=' | ','))
+}
+
 /// Why a string is not an account or group name, if it is not.
 pub fn name_problem(name: &str) -> Option<&'static str> {
     if name.is_empty() {
@@ -946,11 +982,11 @@ mod tests {
             found("#cloud-config\n- a\n- b\n", false),
             ["2:1 error the top level is a list, not a mapping; the whole document is refused"]
         );
-        let aliases = found("a: &x [1]\nb: *x\n", false);
-        assert_eq!(aliases.len(), 1);
-        assert!(
-            aliases[0].starts_with("1:4 error YAML anchors and aliases are refused: nested aliases expand beyond memory"),
-            "{aliases:?}"
+        assert_eq!(
+            found("a: &x [1]\nb: *x\n", false),
+            [
+                "1:4 error YAML anchors and aliases are refused: nested aliases expand beyond memory, and cloud-config has no use for them; the whole document is refused"
+            ]
         );
         assert_eq!(
             found("#!/bin/sh\necho hi\n", false),
@@ -961,6 +997,15 @@ mod tests {
         assert!(
             found("#cloud-config\n", false).is_empty(),
             "an empty document does nothing"
+        );
+        assert_eq!(
+            found(
+                "users:\n  - name: a\n    sudo: ALL=(ALL) NOPASSWD: ALL\n",
+                false
+            ),
+            [
+                "3:29 error invalid YAML: mapping values are not allowed in this context; the whole document is refused"
+            ]
         );
         assert_eq!(
             found("hostname: a\n---\nhostname: b\n", false),
@@ -1187,5 +1232,262 @@ users:
                 "44:5 error repos: 'Z': unknown key 'mirror'; the repository is skipped",
             ]
         );
+    }
+
+    #[test]
+    fn a_nul_byte_in_a_sudo_rule_refuses_the_account() {
+        assert_eq!(
+            found(
+                "users:\n  - name: ops\n    sudo: \"ALL=(ALL) \\0ALL\"\n  - name: dev\n    sudo: [\"ALL=(ALL) ALL\", \"x\\0y\"]\n",
+                false
+            ),
+            [
+                "3:11 error users: account 'ops': a sudo rule holds a NUL byte; the account is refused",
+                "5:11 error users: account 'dev': a sudo rule holds a NUL byte; the account is refused",
+            ]
+        );
+    }
+
+    #[test]
+    fn trust_anchors_with_a_nul_byte_or_too_big_to_carry() {
+        let big = "x".repeat(MAX_CARRIED + 1);
+        let text = format!(
+            "repos:
+  - name: Nul
+    url: http://r/n
+    tuf_root: \"{{\\0}}\"
+  - name: Big
+    url: http://r/b
+    tuf_root: {big}
+  - name: Fits
+    url: http://r/f
+    tuf_root: {fits}
+",
+            fits = "x".repeat(MAX_CARRIED)
+        );
+        assert_eq!(
+            found(&text, false),
+            [
+                "4:15 error repos: 'Nul': tuf_root holds a NUL byte; the repository is skipped",
+                "7:15 error repos: 'Big': tuf_root is 4096 bytes, over the 4095 a trust anchor can carry; the repository is skipped",
+            ]
+        );
+    }
+
+    #[test]
+    fn repository_names_locations_and_flags() {
+        let text = "repos:
+  - url: http://r/anon
+    tuf_root: '{}'
+  - name: \"a b\"
+    path: /ab
+  - name: \"Ünïcode\"
+    path: /u
+  - name: Nowhere
+    priority: 3
+  - name: Maybe
+    path: /m
+    enabled: sometimes
+  - name: Yes
+    path: /y
+    enabled: yes
+  - name: Scalar
+    path: /s
+    consumes: Base
+  - name: Mapped
+    path: /mp
+    consumes: {Base: true}
+";
+        assert_eq!(
+            found(text, false),
+            [
+                "2:5 error repos: '': name is required; the repository is skipped",
+                "4:11 error repos: 'a b': the name has characters outside letters, digits, '.', '_' and '-'; the repository is skipped",
+                "6:11 error repos: 'Ünïcode': the name has characters outside letters, digits, '.', '_' and '-'; the repository is skipped",
+                "8:5 error repos: 'Nowhere': one of url or path is required; the repository is skipped",
+                "12:14 error repos: 'Maybe': enabled must be true or false; the repository is skipped",
+                "18:15 error repos: 'Scalar': consumes must be a list of repository names, not a scalar; the repository is skipped",
+                "21:15 error repos: 'Mapped': consumes must be a list of repository names, not a mapping; the repository is skipped",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_known_key_with_a_value_of_the_wrong_shape() {
+        let text = "users: operator
+groups: {admins: [a]}
+write_files: /etc/motd
+repos: {name: Base}
+ssh_authorized_keys: {key: ssh-ed25519 AAAA a@b}
+";
+        assert_eq!(
+            found(text, false),
+            [
+                "1:8 warning users must be a list, not a scalar; it is skipped",
+                "2:9 warning groups must be a list, not a mapping; it is skipped",
+                "3:14 warning write_files must be a list, not a scalar; it is skipped",
+                "4:8 warning repos must be a list, not a mapping; it is skipped",
+                "5:22 warning ssh_authorized_keys must be a list of lines or one line, not a mapping; it is skipped",
+            ]
+        );
+        // --offline ignores nothing.
+        assert!(found(text, true).iter().all(|f| f.contains(" error ")));
+    }
+
+    #[test]
+    fn entries_of_the_wrong_shape() {
+        let text = "users:
+  - operator
+  - [a, b]
+  - name: keys
+    ssh-authorized-keys: [ssh-ed25519 AAAA k@h, {a: b}]
+    sudo: {ALL: ALL}
+groups:
+  - [admins]
+  - {devs: [a], ops: [b]}
+  - {wheel: [a]}
+write_files:
+  - /etc/motd
+repos:
+  - Base
+ssh_authorized_keys: [ssh-ed25519 AAAA k@h, [x]]
+";
+        assert_eq!(
+            found(text, false),
+            [
+                "2:5 error users: an account must be a mapping, not a scalar; the entry is refused",
+                "3:5 error users: an account must be a mapping, not a list; the entry is refused",
+                "5:49 warning ssh-authorized-keys: an entry is a mapping, not a line; it is skipped",
+                "6:11 warning sudo must be a list of lines or one line, not a mapping; it is skipped",
+                "8:5 error groups: an entry must be a name or a single-key mapping of a name to its members, not a list; it is skipped",
+                "9:5 error groups: an entry must be a name or a single-key mapping of a name to its members, not a mapping; it is skipped",
+                "12:5 error write_files: an entry must be a mapping, not a scalar; it is skipped",
+                "14:5 error repos: an entry must be a mapping, not a scalar; it is skipped",
+                "15:45 warning ssh_authorized_keys: an entry is a list, not a line; it is skipped",
+            ]
+        );
+    }
+
+    #[test]
+    fn groups_as_one_comma_separated_string() {
+        assert!(
+            found(
+                "users:\n  - name: a\n    groups: \"wheel, adm,,video\"\n",
+                false
+            )
+            .is_empty()
+        );
+        assert_eq!(
+            found(
+                "users:\n  - name: a\n    groups: \"wheel, bad group,.hidden\"\ngroups:\n  - devs: \"alice, .bob\"\n",
+                false
+            ),
+            [
+                "3:13 warning users: account 'a': group 'bad group' has characters outside [A-Za-z0-9._-]; it is dropped and the account kept",
+                "3:13 warning users: account 'a': group '.hidden' begins with a dot or a dash; it is dropped and the account kept",
+                "5:11 warning groups: group 'devs': member '.bob' begins with a dot or a dash; the member is skipped",
+            ]
+        );
+    }
+
+    /// Sudo rules and key lines are never split on commas: a sudoers
+    /// command list and key options (`no-pty,from="a,b"`) use them.
+    #[test]
+    fn sudo_and_key_lines_are_never_split_on_commas() {
+        let mut c = Checker {
+            positions: Positions::default(),
+            out: Vec::new(),
+            offline: false,
+        };
+        let sudo = "ALL=(ALL) NOPASSWD: /usr/bin/systemctl restart a, /usr/bin/journalctl";
+        let key = "no-pty,from=\"10.0.0.1,10.0.0.2\" ssh-ed25519 AAAA k@h";
+        for line in [sudo, key] {
+            assert_eq!(
+                c.lines(&Value::str(line), &DocPath::root(), "sudo"),
+                Some(vec![line.to_string()])
+            );
+        }
+        assert_eq!(
+            c.lines(
+                &Value::Seq(vec![Value::str(sudo), Value::str(key)]),
+                &DocPath::root(),
+                "sudo"
+            ),
+            Some(vec![sudo.to_string(), key.to_string()])
+        );
+        assert!(c.out.is_empty());
+        // Read from a document: one rule, one grant refused for the dot,
+        // and nothing about a second rule.
+        let doc = format!(
+            "users:\n  - name: a.b\n    sudo: '{sudo}'\n    ssh-authorized-keys: '{key}'\n"
+        );
+        assert_eq!(
+            found(&doc, false),
+            [
+                "3:11 warning users: account 'a.b': a name with a dot gets no sudo grant (sudo skips a drop-in whose file name holds a dot)"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_space_in_a_path_is_refused() {
+        assert_eq!(
+            found("write_files:\n  - path: \"/etc/my file\"\n", false),
+            [
+                "2:11 error write_files: '/etc/my file': the path holds whitespace or a control character; the file is skipped"
+            ]
+        );
+    }
+
+    #[test]
+    fn encoding_defer_and_unknown_file_keys_refuse_the_file() {
+        let text = "write_files:
+  - path: /etc/a
+    encoding: b64
+    content: eA==
+  - path: /etc/b
+    defer: true
+  - path: /etc/c
+    mode: \"0644\"
+";
+        assert_eq!(
+            found(text, false),
+            [
+                "3:5 error write_files: '/etc/a': 'encoding' changes what ends up in the file and is refused; the file is skipped",
+                "6:5 error write_files: '/etc/b': 'defer' changes what ends up in the file and is refused; the file is skipped",
+                "8:5 error write_files: '/etc/c': unknown key 'mode'; the file is skipped",
+            ]
+        );
+    }
+
+    #[test]
+    fn passwd_is_a_hash_never_a_plaintext_password() {
+        let hashes = [
+            "$6$rounds=4096$saltsalt$2pMNN0Fv0GEvrN0lD3e0x1ZSbVW7hnhj5LYcoIxmPC6/",
+            "$y$j9T$F5Jx5fExrKuPp53xLKQ..1$X3DX6M94c7o.9agCG9G317fhZg9SqC.5i5rd.RhAtQ7",
+            "$2b$12$R9h/cIPz0gi.URNNX3kh2OPST9/PgBkqquzi.Ss7KIUgO2t0jWMUW",
+            "$1$salt$hash",
+            "!$6$saltsalt$hash",
+        ];
+        for h in hashes {
+            let doc = format!("users:\n  - name: a\n    lock_passwd: false\n    passwd: '{h}'\n");
+            assert!(found(&doc, false).is_empty(), "{h}");
+        }
+        let refused = "4:13 error users: account 'a': passwd must be a password hash (crypt(5), such as $6$<salt>$<hash> from mkpasswd), never a plaintext password; the account is refused";
+        for plain in [
+            "hunter2",
+            "''",
+            "'$ecret'",
+            "'$6$onlysalt'",
+            "'$6$salt$has h'",
+            "abcdefghijklm",
+            "[a]",
+        ] {
+            let doc = format!("users:\n  - name: a\n    lock_passwd: false\n    passwd: {plain}\n");
+            let f = found(&doc, false);
+            assert_eq!(f, [refused], "{plain}");
+        }
+        // The value itself is never repeated in a finding.
+        assert!(!found("users:\n  - name: a\n    passwd: hunter2\n", false)[0].contains("hunter2"));
     }
 }

@@ -83,13 +83,27 @@ pub struct BuilderOutput {
 pub struct EngineContext<'a> {
     pub db: &'a dyn Db,
     pub tree: Tree,
-    pub run: RunInput,
+    /// `None` outside a run (validation asking a builder for an
+    /// instance's user-data): a dry run that bakes nothing.
+    pub run: Option<RunInput>,
     pub lifecycle: String,
+}
+
+impl<'a> EngineContext<'a> {
+    /// The tree alone, outside any run and lifecycle.
+    pub fn outside_run(db: &'a dyn Db, tree: Tree) -> Self {
+        EngineContext {
+            db,
+            tree,
+            run: None,
+            lifecycle: String::new(),
+        }
+    }
 }
 
 impl HookContext for EngineContext<'_> {
     fn dry_run(&self) -> bool {
-        self.run.options(self.db).dry_run
+        self.run.is_none_or(|run| run.options(self.db).dry_run)
     }
 
     fn lifecycle(&self) -> &str {
@@ -133,7 +147,13 @@ impl HookContext for EngineContext<'_> {
     }
 
     fn bake_decision(&self, image: &str, runtime: &str) -> BakeDecision {
-        bake_plan(self.db, self.tree, self.run)
+        let Some(run) = self.run else {
+            return BakeDecision {
+                bake: false,
+                reason: "skip: outside a run".into(),
+            };
+        };
+        bake_plan(self.db, self.tree, run)
             .decision(image, runtime)
             .cloned()
             .unwrap_or(BakeDecision {
@@ -265,7 +285,7 @@ pub fn builder_output<'db>(
     let ctx = EngineContext {
         db,
         tree,
-        run,
+        run: Some(run),
         lifecycle: spec.name.to_string(),
     };
     let mut out = BuilderOutput::default();
@@ -343,6 +363,12 @@ fn builders_in_hook_order<'db>(db: &'db dyn Db, tree: Tree) -> Vec<BuilderKey<'d
 /// boot: what it would refuse fails generation. A document holding
 /// `ENC[age:...]` markers is checked at validate instead, where the names
 /// are known in clear.
+///
+/// A backstop: for the local builder every cause (an account or group
+/// name, a file too big to carry or holding a NUL) is refused at validate
+/// first ([`crate::user_data`]), so a `csis run` over it never gets here;
+/// a plugin's own `#cloud-config` assets, which validation does not read,
+/// do (engine/tests/generation.rs).
 fn check_user_data(a: &Asset) -> Result<(), String> {
     if !a.content.starts_with(b"#cloud-config") || a.content.windows(8).any(|w| w == b"ENC[age:") {
         return Ok(());
@@ -461,7 +487,7 @@ pub fn lifecycle_emission<'db>(
     let ctx = EngineContext {
         db,
         tree,
-        run,
+        run: Some(run),
         lifecycle: name.clone(),
     };
     let core = core_contribution(db, tree, run, &name);

@@ -906,7 +906,7 @@ pub fn validation(
     let ctx = EngineContext {
         db: &ws.db,
         tree: ws.tree,
-        run,
+        run: Some(run),
         lifecycle: String::new(),
     };
     for hooks in ws.db.registry().run_hooks() {

@@ -1,8 +1,10 @@
 //! What an instance's user-data will carry, checked at validate: for an
 //! instance whose builder emits cloud-config, the names instance-setup(8)
-//! would skip at boot (the image group, its members and admins) and a
-//! launch script too big to carry. Generation reads the rendered document
-//! back as well; this catches the cause where it is written.
+//! would skip at boot (the image group, its members and admins), and the
+//! files of the document the builder emits (asked through
+//! `Builder::user_data`, the function generation uses) that are too big to
+//! carry or hold a NUL byte. Generation reads the rendered document back
+//! as well; this catches the cause where it is written.
 
 use csis_model::models::Item;
 use csis_model::{Diagnostic, ItemKind, Vct};
@@ -10,6 +12,7 @@ use csis_model::{Diagnostic, ItemKind, Vct};
 use crate::builders::builders;
 use crate::cloud_config::{MAX_CARRIED, name_problem};
 use crate::db::{Db, Tree};
+use crate::generate::EngineContext;
 use crate::items::{ItemId, each_item};
 use crate::items_model::structured_item;
 
@@ -36,27 +39,47 @@ fn user_data_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec<Diagno
     let Some(Item::Instance(inst)) = si.item.as_deref() else {
         return out;
     };
-    let cloud_config = b
+    let Some(builder) = b
         .resolve(Vct::InstanceBuilderModel, &inst.root.named.type_)
         .and_then(|d| {
             registry
                 .model(d.classification, d.model)
                 .map(|spec| (spec.builder)(d))
         })
-        .and_then(|builder| builder.user_data_format())
-        == Some("cloud-config");
-    if !cloud_config {
+        .filter(|builder| builder.user_data_format() == Some("cloud-config"))
+    else {
         return out;
-    }
+    };
     let at = |key: &str| si.origin.as_ref().map(|o| o.key(key));
-    if inst.userdata.len() > MAX_CARRIED {
-        out.push(
-            Diagnostic::error(format!(
-                "instance '{name}': userdata is {} bytes, over the {MAX_CARRIED} a cloud-config file can carry at boot -- move the work into the image",
-                inst.userdata.len()
-            ))
-            .at_opt(at("userdata")),
-        );
+    // The files of the document generation emits, as instance-setup
+    // carries them: the userdata lines arrive inside the builder's launch
+    // script, so the limit applies to the script, not to the declared
+    // lines alone.
+    let document = builder.user_data(&EngineContext::outside_run(db, tree), name);
+    for file in document.iter().flat_map(|d| &d.write_files) {
+        let carries = if !inst.userdata.is_empty() && file.content.contains(&inst.userdata) {
+            format!(" (userdata is {} of them)", inst.userdata.len())
+        } else {
+            String::new()
+        };
+        if file.content.contains('\0') {
+            out.push(
+                Diagnostic::error(format!(
+                    "instance '{name}': user-data file '{}' holds a NUL byte; instance-setup refuses it at boot (a NUL ends a tmpfiles.extra line) -- remove it from userdata",
+                    file.path
+                ))
+                .at_opt(at("userdata")),
+            );
+        } else if file.content.len() > MAX_CARRIED {
+            out.push(
+                Diagnostic::error(format!(
+                    "instance '{name}': user-data file '{}' is {} bytes{carries}, over the {MAX_CARRIED} a file can carry at boot -- move the work into the image",
+                    file.path,
+                    file.content.len()
+                ))
+                .at_opt(at("userdata")),
+            );
+        }
     }
     let image = inst.image.as_deref().unwrap_or_default();
     let group = match item(ItemKind::IMAGES, image).item.as_deref() {

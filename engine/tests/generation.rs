@@ -20,7 +20,8 @@ use csis_plugin_api::{
 
 /// A group builder whose hooks do what its `config:` says:
 /// `fail: before|during|after`, `late: true` (defer to verify),
-/// `build: <cmd>` (a run-now command of executable `sh`).
+/// `build: <cmd>` (a run-now command of executable `sh`), `user_data:
+/// <text>` (a user-data asset of that text, generated during the phase).
 struct Probe {
     name: String,
     config: Map,
@@ -36,10 +37,17 @@ impl Probe {
                 "probe refuses {when}"
             ))]);
         }
-        Ok(vec![Asset::text(
+        let mut assets = vec![Asset::text(
             format!("{}/{}/{when}.txt", self.name, phase.as_str()),
             format!("{when}\n"),
-        )])
+        )];
+        if let (Some(doc), "during") = (self.says("user_data"), when) {
+            assets.push(Asset::text(
+                format!("{}/{}/user-data", self.name, phase.as_str()),
+                doc,
+            ));
+        }
+        Ok(assets)
     }
 }
 
@@ -297,6 +305,42 @@ fn a_failing_hook_fails_its_lifecycle_with_the_phase_named() {
         assert_eq!(o.summary.apply["identity"], "not-attempted");
         // A failed lifecycle writes nothing.
         assert_eq!(gen_file(&o, "identity/.gitignore"), "");
+    }
+}
+
+/// The backstop behind validation: every `#cloud-config` asset any builder
+/// emits is read back as instance-setup reads it, and what it would refuse
+/// fails the lifecycle. The local builder's causes are all refused at
+/// validate first, so a plugin whose documents validation does not see is
+/// what reaches it.
+#[test]
+fn generated_user_data_that_would_be_refused_at_boot_fails_the_lifecycle() {
+    let probe = |doc: &str| format!("{{user_data: {doc:?}}}");
+    let o = run_tree(
+        &tree(
+            &probe("#cloud-config\nusers:\n  - {name: ops, uid: 65535}\n  - [x]\n"),
+            "{}",
+        ),
+        &["identity"],
+    );
+    assert!(!o.summary.ok);
+    assert_eq!(
+        o.summary.lifecycles["identity"].error.as_deref(),
+        Some(
+            "[identity] b-probe: the generated user-data would be refused at boot: b-probe/group-generation/user-data:3:22: users: account 'ops': uid 65535 is refused (systemd refuses it, and a refused record fails every account in the seed); the account is refused; b-probe/group-generation/user-data:4:5: users: an account must be a mapping, not a list; the entry is refused"
+        )
+    );
+    // A failed lifecycle writes nothing.
+    assert_eq!(gen_file(&o, "identity/.gitignore"), "");
+    // What is only reported (an unknown key) does not fail it, and a
+    // document that is not cloud-config is not read.
+    for doc in ["#cloud-config\ncolour: blue\n", "#!/bin/sh\nexit 1\n"] {
+        let o = run_tree(&tree(&probe(doc), "{}"), &["identity"]);
+        assert!(o.summary.ok, "{doc}: {:?}", o.log);
+        assert_eq!(
+            gen_file(&o, "identity/b-probe/group-generation/user-data"),
+            doc
+        );
     }
 }
 

@@ -63,6 +63,57 @@ list.yml: refused (1 refused, 0 reported)
     );
 }
 
+#[test]
+fn a_known_key_of_the_wrong_shape_only_warns() {
+    let (code, out) = check(
+        &["shape.yml"],
+        &[(
+            "shape.yml",
+            "#cloud-config\nusers: operator\nrepos: {name: Base}\n",
+        )],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        out,
+        "shape.yml:2:8: warning: users must be a list, not a scalar; it is skipped
+shape.yml:3:8: warning: repos must be a list, not a mapping; it is skipped
+shape.yml: ok (0 refused, 2 reported)
+"
+    );
+}
+
+#[test]
+fn a_nul_in_a_sudo_rule_or_a_tuf_root_and_an_encoded_file_exit_1() {
+    let (code, out) = check(
+        &["nul.yml"],
+        &[(
+            "nul.yml",
+            "#cloud-config
+users:
+  - name: ops
+    sudo: \"ALL=(ALL) \\0ALL\"
+repos:
+  - name: Base
+    url: http://repo.example/Base
+    tuf_root: \"{\\0}\"
+write_files:
+  - path: /etc/motd
+    encoding: b64
+    content: aGk=
+",
+        )],
+    );
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(
+        out,
+        "nul.yml:4:11: error: users: account 'ops': a sudo rule holds a NUL byte; the account is refused
+nul.yml:8:15: error: repos: 'Base': tuf_root holds a NUL byte; the repository is skipped
+nul.yml:11:5: error: write_files: '/etc/motd': 'encoding' changes what ends up in the file and is refused; the file is skipped
+nul.yml: refused (3 refused, 0 reported)
+"
+    );
+}
+
 /// The user-data csis emits for the example reads clean as instance-setup
 /// reads it, and passes `cloud-init schema` (CI installs cloud-init and sets
 /// CSIS_REQUIRE_CLOUD_INIT, so there a missing tool fails the test).
@@ -125,30 +176,74 @@ fn the_example_user_data_is_valid_cloud_config() {
                 String::from_utf8_lossy(&schema.stdout),
                 String::from_utf8_lossy(&schema.stderr)
             );
+            // The exit status is the verdict: the wording of success
+            // changed across releases ("Valid cloud-config: <file>" up to
+            // 22.x, "Valid schema <file>" later), so no wording is
+            // required.
             assert!(
-                schema.status.success() && said.contains("Valid cloud-config"),
-                "{}: {said}",
-                doc.display()
+                schema.status.success(),
+                "{}: cloud-init schema exited {:?}: {said}",
+                doc.display(),
+                schema.status.code()
             );
         }
     }
 }
 
+/// The limit is on the launch script the user-data carries, which wraps the
+/// userdata lines: validate refuses exactly what generation would, one byte
+/// either side of 4095.
 #[test]
 fn a_launch_script_too_big_to_carry_is_refused_at_validate() {
     let t = crate::support::tree("local-run");
     let r = t.path();
-    let big = format!("userdata: \"{}\"", "x".repeat(5000));
-    crate::support::edit(
-        r,
-        "instances/box.yml",
-        "userdata: echo \"hello from box\" > \"$CSIS_INSTANCE_DIR/greeting\"",
-        &big,
-    );
-    let v = crate::support::csis_at(r, 1796226804, &["--brief", "validate"]);
-    assert_eq!(v.status.code(), Some(1));
+    let declared = "echo \"hello from box\" > \"$CSIS_INSTANCE_DIR/greeting\"";
+    let run = crate::support::csis_at(r, 1796226804, &["--brief", "run", "instance-image"]);
     assert_eq!(
-        String::from_utf8_lossy(&v.stderr),
-        "instances/box.yml:4:15: instance 'box': userdata is 5000 bytes, over the 4095 a cloud-config file can carry at boot -- move the work into the image\nvalidate: 1 error(s)\n"
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
     );
+    let dir = r.join("generated/instance-image");
+    let script = walk(&dir)
+        .into_iter()
+        .find(|p| p.to_string_lossy().ends_with("-box.user-data"))
+        .unwrap();
+    let around = std::fs::read(&script).unwrap().len() - declared.len();
+    assert!(around > 200, "the launch script adds {around} bytes");
+    let fill = |n: usize| format!("userdata: echo {}", "x".repeat(n - 5));
+    let mut now = format!("userdata: {declared}");
+    for (userdata, code) in [(4095 - around, 0), (4095 - around + 1, 1), (5000, 1)] {
+        let next = fill(userdata);
+        crate::support::edit(r, "instances/box.yml", &now, &next);
+        now = next;
+        let v = crate::support::csis_at(r, 1796226804, &["--brief", "validate"]);
+        let stderr = String::from_utf8_lossy(&v.stderr).to_string();
+        assert_eq!(v.status.code(), Some(code), "{userdata}: {stderr}");
+        let run = crate::support::csis_at(r, 1796226804, &["--brief", "run", "instance-image"]);
+        assert_eq!(run.status.code(), Some(code), "{userdata}: run");
+        if code == 1 {
+            assert_eq!(
+                stderr,
+                format!(
+                    "instances/box.yml:4:15: instance 'box': user-data file '/var/lib/csis/launch.sh' is {} bytes (userdata is {userdata} of them), over the 4095 a file can carry at boot -- move the work into the image\nvalidate: 1 error(s)\n",
+                    userdata + around
+                )
+            );
+        }
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
 }

@@ -282,6 +282,20 @@ pub trait Builder: Send + Sync {
     fn user_data_format(&self) -> Option<&'static str> {
         None
     }
+    /// Instance builders whose format is `cloud-config`: the document
+    /// instance `instance` boots with, built by the same function its
+    /// generation hook emits it with, or `None` when the instance is not
+    /// this builder's. Validation reads it to check what it carries (a
+    /// file over the 4095 bytes instance-setup can carry) where the cause
+    /// is declared. Not a generation hook: it is asked outside any run, so
+    /// `ctx.lifecycle()` is empty and `ctx.dry_run()` is true.
+    fn user_data(
+        &self,
+        _ctx: &dyn HookContext,
+        _instance: &str,
+    ) -> Option<crate::cloud_config::UserData> {
+        None
+    }
     /// Runtime builders: the last step of the bake-user order, the user a
     /// vendor image of this OS family logs in as, when the runtime knows.
     fn default_bake_user(&self, _family: &str) -> Option<String> {

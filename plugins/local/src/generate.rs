@@ -325,41 +325,21 @@ pub fn launches(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Step>
             continue;
         }
         let name = inst.root.name();
-        let image = inst
-            .image
-            .as_deref()
-            .map(csis_model::naming::safe_name)
-            .unwrap_or_default();
-        let group = ctx
-            .item(ItemKind::IMAGES, &image)
-            .and_then(|v| match v.item.as_ref() {
-                Item::Image(i) => i.group.clone(),
-                _ => None,
-            });
-        let hostname = ctx.canonical_hostname(name, inst.ephemeral);
-        let user_data = format!(
-            "#!/usr/bin/env bash\n# csis user-data for instance {name} (local runtime)\nset -euo pipefail\n: \"${{CSIS_INSTANCE_DIR:?}}\"\necho {hostname} > \"$CSIS_INSTANCE_DIR/hostname\"\n{}{}mkdir -p \"$CSIS_INSTANCE_DIR/var/lib/csis\"\ntouch \"$CSIS_INSTANCE_DIR/var/lib/csis/launch-applied\"\n",
-            inst.userdata,
-            if inst.userdata.is_empty() || inst.userdata.ends_with('\n') {
-                ""
-            } else {
-                "\n"
-            }
-        );
+        let launch = launch_of(ctx, inst);
         let ud_path = path_for_phase(me.name(), P::InstanceGeneration, Some(name), ".user-data");
         let spec = json!({
             "name": name,
             "runtime": runtime,
             "store": store,
-            "image": image,
+            "image": launch.image,
             "build": ctx.instance_pin(name),
-            "group": group,
-            "hostname": hostname,
+            "group": launch.group,
+            "hostname": launch.hostname,
             "storages": view.storages.iter().map(|s| json!({"name": s.name, "mount_point": s.mount_point})).collect::<Vec<_>>(),
             "user_data": ud_path,
         });
-        let cloud_config =
-            user_data_document(ctx, name, &image, group.as_deref(), &hostname, &user_data);
+        let cloud_config = user_data_document(ctx, name, &launch).render();
+        let user_data = launch.script;
         let mut st = step(me.name(), P::InstanceGeneration, name, spec, "launch");
         st.extra_assets.push(Asset::text(ud_path, user_data));
         st.extra_assets.push(Asset::text(
@@ -394,6 +374,69 @@ pub fn launches(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Step>
         steps.push(st);
     }
     Ok(steps)
+}
+
+/// What one instance launches with: its image, the image's group, its
+/// canonical hostname and the launch script around its `userdata` lines.
+struct Launch {
+    image: String,
+    group: Option<String>,
+    hostname: String,
+    script: String,
+}
+
+fn launch_of(ctx: &dyn HookContext, inst: &csis_model::models::Instance) -> Launch {
+    let name = inst.root.name();
+    let image = inst
+        .image
+        .as_deref()
+        .map(csis_model::naming::safe_name)
+        .unwrap_or_default();
+    let group = ctx
+        .item(ItemKind::IMAGES, &image)
+        .and_then(|v| match v.item.as_ref() {
+            Item::Image(i) => i.group.clone(),
+            _ => None,
+        });
+    let hostname = ctx.canonical_hostname(name, inst.ephemeral);
+    let script = format!(
+        "#!/usr/bin/env bash\n# csis user-data for instance {name} (local runtime)\nset -euo pipefail\n: \"${{CSIS_INSTANCE_DIR:?}}\"\necho {hostname} > \"$CSIS_INSTANCE_DIR/hostname\"\n{}{}mkdir -p \"$CSIS_INSTANCE_DIR/var/lib/csis\"\ntouch \"$CSIS_INSTANCE_DIR/var/lib/csis/launch-applied\"\n",
+        inst.userdata,
+        if inst.userdata.is_empty() || inst.userdata.ends_with('\n') {
+            ""
+        } else {
+            "\n"
+        }
+    );
+    Launch {
+        image,
+        group,
+        hostname,
+        script,
+    }
+}
+
+/// The cloud-config document instance `instance` boots with when `me`
+/// launches it: exactly what [`launches`] emits as its `.cloud-config`.
+pub fn instance_user_data(
+    ctx: &dyn HookContext,
+    me: &BuilderDecl,
+    instance: &str,
+) -> Option<csis_plugin_api::cloud_config::UserData> {
+    let view = ctx.item(ItemKind::INSTANCES, instance)?;
+    let Item::Instance(inst) = view.item.as_ref() else {
+        return None;
+    };
+    if !names_builder(
+        ctx,
+        Vct::InstanceBuilderModel,
+        &inst.root.named.type_,
+        me.name(),
+    ) {
+        return None;
+    }
+    let launch = launch_of(ctx, inst);
+    Some(user_data_document(ctx, inst.root.name(), &launch))
 }
 
 /// identity: the users and groups of this builder, recorded in the store.
@@ -434,17 +477,20 @@ pub fn identity(
 fn user_data_document(
     ctx: &dyn HookContext,
     name: &str,
-    image: &str,
-    group: Option<&str>,
-    hostname: &str,
-    launch_script: &str,
-) -> String {
+    launch: &Launch,
+) -> csis_plugin_api::cloud_config::UserData {
     use csis_plugin_api::cloud_config::{Account, UserData, WriteFile};
+    let Launch {
+        image,
+        group,
+        hostname,
+        script,
+    } = launch;
     let mut doc = UserData {
-        hostname: hostname.to_string(),
+        hostname: hostname.clone(),
         ..UserData::default()
     };
-    let group_view = group.and_then(|g| ctx.item(ItemKind::GROUPS, g));
+    let group_view = group.as_deref().and_then(|g| ctx.item(ItemKind::GROUPS, g));
     if let Some(view) = &group_view
         && let Item::Group(g) = view.item.as_ref()
     {
@@ -477,7 +523,7 @@ fn user_data_document(
     doc.write_files = vec![
         WriteFile {
             path: "/var/lib/csis/launch.sh".into(),
-            content: launch_script.to_string(),
+            content: script.clone(),
             permissions: "0755".into(),
         },
         WriteFile {
@@ -486,5 +532,5 @@ fn user_data_document(
             permissions: "0644".into(),
         },
     ];
-    doc.render()
+    doc
 }

@@ -87,6 +87,16 @@ impl Builder for LocalBuilder {
     fn user_data_format(&self) -> Option<&'static str> {
         (self.classification == Vct::InstanceBuilderModel).then_some("cloud-config")
     }
+    fn user_data(
+        &self,
+        ctx: &dyn HookContext,
+        instance: &str,
+    ) -> Option<csis_plugin_api::cloud_config::UserData> {
+        if self.classification != Vct::InstanceBuilderModel {
+            return None;
+        }
+        generate::instance_user_data(ctx, &self.decl, instance)
+    }
     fn session_mechanism(&self) -> Option<&str> {
         (self.classification == Vct::RuntimeBuilderModel).then_some("local-shell")
     }
