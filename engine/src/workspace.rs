@@ -11,6 +11,7 @@ use salsa::{Durability, Setter};
 
 use crate::db::{Database, ItemFile, SourceFile, Tree, durability_for};
 use crate::files::parse_file;
+use crate::items::item_file_names;
 use crate::load::load_diagnostics;
 use crate::plan::{RunInput, RunOptions};
 use crate::registry::Registry;
@@ -271,15 +272,28 @@ impl Workspace {
         } else {
             Durability::LOW
         };
+        // Item names come from the item files (rendered with cfg/): the
+        // index is rebuilt only when the edit may have renamed something.
+        let tree = self.tree;
+        let item_file = tree.item_files(&self.db).iter().any(|i| i.file == f);
+        let names_before = item_file.then(|| item_file_names(&self.db, tree, f).clone());
         f.set_text(&mut self.db)
             .with_durability(durability)
             .to(Arc::from(text));
-        let index = crate::items::compute_index(&self.db, self.tree);
-        if &index != self.tree.index(&self.db) {
-            self.tree
-                .set_index(&mut self.db)
-                .with_durability(Durability::MEDIUM)
-                .to(index);
+        let renamed = match names_before {
+            Some(before) => &before != item_file_names(&self.db, tree, f),
+            // cfg/ and overlays may rename; records and scripts cannot.
+            None => {
+                !tree.meta_files(&self.db).contains(&f) && !tree.aux_files(&self.db).contains(&f)
+            }
+        };
+        if renamed {
+            let index = crate::items::compute_index(&self.db, tree);
+            if &index != tree.index(&self.db) {
+                tree.set_index(&mut self.db)
+                    .with_durability(Durability::MEDIUM)
+                    .to(index);
+            }
         }
         true
     }
