@@ -11,7 +11,8 @@ use csis_model::{Diagnostic, ItemKind, Vct};
 
 use crate::builders::builders;
 use crate::db::{Db, Tree};
-use crate::items::{ItemId, each_item};
+use crate::item_checks::{ItemCheck, each_item};
+use crate::items::ItemId;
 use crate::items_model::structured_item;
 
 /// A declared username; `default` and empty mean "not set".
@@ -110,14 +111,21 @@ pub fn bake_user_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
             }
         }
     }
-    out.extend(each_item(db, tree, &[ItemKind::IMAGES], |id| {
-        image_bake_users(db, tree, id)
-    }));
+    out.extend(each_item(
+        db,
+        tree,
+        &[ItemKind::IMAGES],
+        ItemCheck::BakeUsers,
+    ));
     out
 }
 
 #[salsa::tracked(returns(ref))]
-fn image_bake_users<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec<Diagnostic> {
+pub(crate) fn image_bake_users<'db>(
+    db: &'db dyn Db,
+    tree: Tree,
+    id: ItemId<'db>,
+) -> Vec<Diagnostic> {
     let name = id.name(db);
     let b = builders(db, tree);
     let answers = Answers {

@@ -8,17 +8,25 @@ use csis_model::{Diagnostic, ItemKind, Vct};
 
 use crate::builders::builders;
 use crate::db::{Db, Tree};
-use crate::items::{ItemId, each_item};
+use crate::item_checks::{ItemCheck, each_item};
+use crate::items::ItemId;
 use crate::items_model::structured_item;
 
 pub fn identity_item_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
-    each_item(db, tree, &[ItemKind::USERS, ItemKind::GROUPS], |id| {
-        identity_item_of(db, tree, id)
-    })
+    each_item(
+        db,
+        tree,
+        &[ItemKind::USERS, ItemKind::GROUPS],
+        ItemCheck::IdentityItem,
+    )
 }
 
 #[salsa::tracked(returns(ref))]
-fn identity_item_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec<Diagnostic> {
+pub(crate) fn identity_item_of<'db>(
+    db: &'db dyn Db,
+    tree: Tree,
+    id: ItemId<'db>,
+) -> Vec<Diagnostic> {
     let (kind, name) = (id.kind(db), id.name(db));
     let vct = if kind == ItemKind::USERS {
         Vct::UserBuilderModel

@@ -415,21 +415,3 @@ pub fn raw_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<Raw
     }
     Some(item)
 }
-
-/// A per-item query's diagnostics over every item of `kinds`, in index
-/// order: how a check that is one query per item reports for the tree.
-pub fn each_item<'db>(
-    db: &'db dyn Db,
-    tree: Tree,
-    kinds: &[ItemKind],
-    check: impl Fn(ItemId<'db>) -> &'db Vec<Diagnostic>,
-) -> Vec<Diagnostic> {
-    let index = item_index(db, tree);
-    let mut out = Vec::new();
-    for kind in kinds {
-        for name in index.names(*kind) {
-            out.extend(check(ItemId::new(db, *kind, name.clone())).iter().cloned());
-        }
-    }
-    out
-}

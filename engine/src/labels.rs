@@ -7,7 +7,8 @@ use csis_model::{Diagnostic, ItemKind, Origin, Vct};
 
 use crate::builders::builders;
 use crate::db::{Db, Tree};
-use crate::items::{ItemId, each_item};
+use crate::item_checks::{ItemCheck, each_item};
+use crate::items::ItemId;
 use crate::items_model::structured_item;
 
 pub fn label_key_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
@@ -15,12 +16,12 @@ pub fn label_key_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
         db,
         tree,
         &[ItemKind::IMAGES, ItemKind::INSTANCES, ItemKind::STORAGES],
-        |id| label_keys_of(db, tree, id),
+        ItemCheck::LabelKeys,
     )
 }
 
 #[salsa::tracked(returns(ref))]
-fn label_keys_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec<Diagnostic> {
+pub(crate) fn label_keys_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec<Diagnostic> {
     let (kind, name) = (id.kind(db), id.name(db));
     let b = builders(db, tree);
     let registry = db.registry();

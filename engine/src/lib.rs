@@ -31,6 +31,7 @@ pub mod global_ids;
 pub mod hostname_claims;
 pub mod identity_items;
 pub mod instance_state;
+pub mod item_checks;
 pub mod items;
 pub mod items_model;
 pub mod labels;

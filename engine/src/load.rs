@@ -32,12 +32,12 @@ pub fn load_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     }
     let index = item_index(db, tree);
     out.extend(index.diags.iter().cloned());
-    for kind in db.registry().item_kinds() {
-        for name in index.names(kind) {
-            let id = ItemId::new(db, kind, name.clone());
-            out.extend(structured_item(db, tree, id).diags.iter().cloned());
-        }
-    }
+    out.extend(crate::item_checks::each_item(
+        db,
+        tree,
+        &db.registry().item_kinds(),
+        crate::item_checks::ItemCheck::Structure,
+    ));
     out.extend(check_groups(db, tree).iter().cloned());
     for record in [
         &crate::lineage::lineage(db, tree).diags,

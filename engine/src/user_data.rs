@@ -13,20 +13,19 @@ use crate::builders::builders;
 use crate::cloud_config::{MAX_CARRIED, name_problem};
 use crate::db::{Db, Tree};
 use crate::generate::EngineContext;
-use crate::items::{ItemId, each_item};
+use crate::item_checks::{ItemCheck, each_item};
+use crate::items::ItemId;
 use crate::items_model::structured_item;
 
 const NAME_RULE: &str =
     "cloud-config names are at most 32 characters of [A-Za-z0-9._-], not beginning with '.' or '-'";
 
 pub fn user_data_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
-    each_item(db, tree, &[ItemKind::INSTANCES], |id| {
-        user_data_of(db, tree, id)
-    })
+    each_item(db, tree, &[ItemKind::INSTANCES], ItemCheck::UserData)
 }
 
 #[salsa::tracked(returns(ref))]
-fn user_data_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec<Diagnostic> {
+pub(crate) fn user_data_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec<Diagnostic> {
     let b = builders(db, tree);
     let registry = db.registry();
     let item = |kind: ItemKind, name: &str| {

@@ -12,7 +12,8 @@ use csis_model::{Diagnostic, ItemKind, Map, Origin, Value, Vct};
 
 use crate::builders::{Builders, builders};
 use crate::db::{Db, Tree};
-use crate::items::{ItemId, each_item, item_index};
+use crate::item_checks::{ItemCheck, each_item};
+use crate::items::{ItemId, item_index};
 use crate::items_model::{StructuredItem, structured_item};
 
 /// Every validate-time refusal, in a stable order.
@@ -26,12 +27,15 @@ pub fn validation_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
         db,
         tree,
         &[ItemKind::IMAGES, ItemKind::INSTANCES, ItemKind::STORAGES],
-        |id| item_diagnostics(db, tree, id),
+        ItemCheck::Own,
     );
     out.extend(builder_diagnostics(db, tree).iter().cloned());
-    out.extend(each_item(db, tree, &[ItemKind::INSTANCES], |id| {
-        attach_diagnostics(db, tree, id)
-    }));
+    out.extend(each_item(
+        db,
+        tree,
+        &[ItemKind::INSTANCES],
+        ItemCheck::Attach,
+    ));
     out.extend(storage_diagnostics(db, tree).iter().cloned());
     // A group without an identity builder is reported once, at the first
     // image that meets it.
@@ -92,7 +96,11 @@ pub fn item_checks<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) {
 /// One image's, instance's or storage's own checks: foreign keys,
 /// policies, test specs, the canonical hostname.
 #[salsa::tracked(returns(ref))]
-fn item_diagnostics<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec<Diagnostic> {
+pub(crate) fn item_diagnostics<'db>(
+    db: &'db dyn Db,
+    tree: Tree,
+    id: ItemId<'db>,
+) -> Vec<Diagnostic> {
     let mut v = Checks::new(db, tree);
     let si = structured_item(db, tree, id);
     if let Some(item) = si.item.as_deref() {
@@ -111,7 +119,11 @@ fn builder_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
 
 /// One instance's storage mappings under the strict attach rule.
 #[salsa::tracked(returns(ref))]
-fn attach_diagnostics<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec<Diagnostic> {
+pub(crate) fn attach_diagnostics<'db>(
+    db: &'db dyn Db,
+    tree: Tree,
+    id: ItemId<'db>,
+) -> Vec<Diagnostic> {
     let mut v = Checks::new(db, tree);
     v.strict_attach(id);
     v.out

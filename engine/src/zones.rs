@@ -10,21 +10,25 @@ use csis_model::{Diagnostic, ItemKind, Vct};
 
 use crate::builders::builders;
 use crate::db::{Db, Tree};
-use crate::items::{ItemId, each_item};
+use crate::item_checks::{ItemCheck, each_item};
+use crate::items::ItemId;
 use crate::items_model::structured_item;
 
 const FIX: &str = "a zone is replace-forcing; fix the declaration, never the plan";
 
 pub fn zone_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
-    each_item(db, tree, &[ItemKind::STORAGES, ItemKind::INSTANCES], |id| {
-        zones_of(db, tree, id)
-    })
+    each_item(
+        db,
+        tree,
+        &[ItemKind::STORAGES, ItemKind::INSTANCES],
+        ItemCheck::Zones,
+    )
 }
 
 /// A storage's zone against its runtime's; an instance's, its storages'
 /// and its runtime's against each other.
 #[salsa::tracked(returns(ref))]
-fn zones_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec<Diagnostic> {
+pub(crate) fn zones_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec<Diagnostic> {
     let name = id.name(db);
     let b = builders(db, tree);
     let registry = db.registry();

@@ -157,7 +157,8 @@ fn the_first_save_of_a_file_reexecutes_its_chain_once() {
     assert!(ws.set_file_text("images/web.yml", commented));
     assert!(ws.load_diagnostics().is_empty());
     // The edited image's own queries, the instance that reads it through
-    // `image:`, and the checks that concatenate them; no other item's.
+    // `image:`, their files' per-check findings (4 checks of images, 6 of
+    // instances) and the checks that concatenate them; no other item's.
     assert_eq!(
         executed(&ws),
         [
@@ -165,6 +166,16 @@ fn the_first_save_of_a_file_reexecutes_its_chain_once() {
             "capability_diagnostics",
             "capability_diagnostics",
             "file_document",
+            "file_findings",
+            "file_findings",
+            "file_findings",
+            "file_findings",
+            "file_findings",
+            "file_findings",
+            "file_findings",
+            "file_findings",
+            "file_findings",
+            "file_findings",
             "image_bake_users",
             "image_instances",
             "image_instances",
