@@ -637,6 +637,17 @@ impl<'a> Checks<'a> {
                     at("on_failure"),
                 );
             }
+            if let Some(t) = rt.teardown_after.as_deref()
+                && !duration_ok(t)
+            {
+                self.err(
+                    format!(
+                        "runtime '{}': teardown_after: duration '{t}' must be <number><m|h|d>",
+                        d.name()
+                    ),
+                    at("teardown_after"),
+                );
+            }
         }
         let config_keys = b.config_map().get("admin_public_keys").cloned();
         for d in b
