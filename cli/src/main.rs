@@ -479,7 +479,8 @@ fn main() -> ExitCode {
 /// report), all printed; exit 1 on any error.
 fn validate(ws: &Workspace, brief: bool) -> ExitCode {
     let mut errors = print_load_diagnostics(ws, brief);
-    let (infos, executables) = csis_engine::executables::check(ws, &OsSystem);
+    let (mut infos, executables) = csis_engine::executables::check(ws, &OsSystem);
+    infos.extend(csis_engine::alias_pool::remaining_info(&ws.db, ws.tree));
     for i in infos {
         eprintln!("{i}");
     }

@@ -71,6 +71,13 @@ fn label_problem(name: &str) -> Option<String> {
     None
 }
 
+/// The line validate logs for a pool that has free names: how many remain.
+pub fn remaining_info(db: &dyn Db, tree: Tree) -> Option<String> {
+    let file = crate::lineage::meta_file(db, tree, FILE)?;
+    let n = free_lines(file.text(db)).len();
+    (n > 0).then(|| format!("Alias pool: {n} free name(s) remaining in meta-state/{FILE}"))
+}
+
 /// The pool's refusals and its warning; nothing when there is no pool.
 #[salsa::tracked(returns(ref))]
 pub fn alias_pool_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {

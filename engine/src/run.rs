@@ -912,7 +912,8 @@ pub fn validation(
     for hooks in ws.db.registry().run_hooks() {
         errors.extend(hooks.validators(&ctx));
     }
-    let (infos, exe_errors) = crate::executables::check(ws, system);
+    let (mut infos, exe_errors) = crate::executables::check(ws, system);
+    infos.extend(crate::alias_pool::remaining_info(&ws.db, ws.tree));
     errors.extend(exe_errors.iter().map(|d| ws.describe(d)));
     errors.extend(
         crate::state_locations::check(&ws.db, ws.tree, &run.options(&ws.db).migrate_state)
