@@ -80,6 +80,19 @@ pub(crate) fn user_data_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) ->
             );
         }
     }
+    // sudo reads no drop-in whose file name holds a dot: instance-setup
+    // skips such a grant with a warning at boot.
+    for account in document.iter().flat_map(|d| &d.users) {
+        if account.sudo.is_some() && account.name.contains('.') {
+            out.push(
+                Diagnostic::warning(format!(
+                    "instance '{name}': user-data account '{}' is granted sudo, but its name holds a dot, so instance-setup skips the grant at boot -- a user who needs sudo needs a name without a dot",
+                    account.name
+                ))
+                .at_opt(at("image")),
+            );
+        }
+    }
     let image = inst.image.as_deref().unwrap_or_default();
     let group = match item(ItemKind::IMAGES, image).item.as_deref() {
         Some(Item::Image(img)) => img.group.clone(),

@@ -513,7 +513,12 @@ fn user_data_document(
                 name: view.emit(m),
                 gecos,
                 groups: vec![gname.clone()],
-                sudo: g.admins.contains(m).then(|| "ALL=(ALL) ALL".to_string()),
+                // The accounts are key-only (lock_passwd): a grant that
+                // asks for a password could never be used.
+                sudo: g
+                    .admins
+                    .contains(m)
+                    .then(|| "ALL=(ALL) NOPASSWD:ALL".to_string()),
                 ssh_authorized_keys: keys,
             });
         }
