@@ -4,7 +4,7 @@
 //! Bake decisions come from lineage (a later stage); until then every
 //! selected image reads `bake: no build yet`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use csis_model::models::{BaseBuilder, Item};
 use csis_model::{Diagnostic, ItemKind, Value, Vct};
@@ -83,14 +83,13 @@ pub fn image_graph(db: &dyn Db, tree: Tree) -> ImageGraph {
         .map(|n| (n.as_str(), graph.add_node(n.clone())))
         .collect();
     for name in &names {
-        let id = ItemId::new(db, ItemKind::IMAGES, name.clone());
-        let Some(Item::Image(img)) = structured_item(db, tree, id).item.as_deref() else {
+        let Some((parent, _)) =
+            image_series(db, tree, ItemId::new(db, ItemKind::IMAGES, name.clone()))
+                .as_ref()
+                .and_then(|s| s.parent.as_ref())
+        else {
             continue;
         };
-        let Some(parent) = img.source_image.as_deref() else {
-            continue;
-        };
-        let parent = csis_model::naming::safe_name(parent);
         if let (Some(&p), Some(&c)) = (nodes.get(parent.as_str()), nodes.get(name.as_str())) {
             graph.add_edge(p, c, ());
         }
@@ -107,13 +106,10 @@ pub fn image_graph(db: &dyn Db, tree: Tree) -> ImageGraph {
             // Walk parents until the start comes round again.
             for _ in 0..names.len() {
                 let id = ItemId::new(db, ItemKind::IMAGES, at.clone());
-                let next = match structured_item(db, tree, id).item.as_deref() {
-                    Some(Item::Image(img)) => img
-                        .source_image
-                        .as_deref()
-                        .map(csis_model::naming::safe_name),
-                    _ => None,
-                };
+                let next = image_series(db, tree, id)
+                    .as_ref()
+                    .and_then(|s| s.parent.as_ref())
+                    .map(|(p, _)| p.clone());
                 match next {
                     Some(n) => {
                         path.push(n.clone());
@@ -139,18 +135,57 @@ pub fn image_graph(db: &dyn Db, tree: Tree) -> ImageGraph {
 /// An image's parent series and its parent_policy.
 type Parent = (String, String);
 
+/// What the plan reads of one image: the runtimes it bakes on (in entry
+/// order, unresolvable ones left out) and its parent. A query of its own,
+/// so an edit to anything else of the image (a description, a script)
+/// rebuilds neither the image graph nor the plan's series list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImageSeries {
+    pub runtimes: Vec<String>,
+    pub parent: Option<Parent>,
+}
+
+#[salsa::tracked(returns(ref))]
+fn image_series<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<ImageSeries> {
+    let Some(Item::Image(img)) = structured_item(db, tree, id).item.as_deref() else {
+        return None;
+    };
+    let b = builders(db, tree);
+    Some(ImageSeries {
+        runtimes: img
+            .runtimes
+            .iter()
+            .filter_map(|e| {
+                b.resolve(Vct::ImageBuilderModel, &e.image_builder)
+                    .and_then(|d| d.base.runtime().map(str::to_string))
+            })
+            .collect(),
+        parent: img
+            .source_image
+            .as_deref()
+            .map(|p| (csis_model::naming::safe_name(p), img.parent_policy.clone())),
+    })
+}
+
 /// One bake decision per `<series>@<runtime>`, in bake order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BakePlan {
     pub decisions: Vec<(String, String, BakeDecision)>,
+    /// Where each (series, runtime) sits in `decisions`: a child's decision
+    /// reads its parent's, and a linear search made a plan quadratic.
+    at: HashMap<(String, String), usize>,
 }
 
 impl BakePlan {
     pub fn decision(&self, image: &str, runtime: &str) -> Option<&BakeDecision> {
-        self.decisions
-            .iter()
-            .find(|(i, r, _)| i == image && r == runtime)
-            .map(|(_, _, d)| d)
+        let i = self.at.get(&(image.to_string(), runtime.to_string()))?;
+        self.decisions.get(*i).map(|(_, _, d)| d)
+    }
+
+    fn push(&mut self, series: String, runtime: String, decision: BakeDecision) {
+        self.at
+            .insert((series.clone(), runtime.clone()), self.decisions.len());
+        self.decisions.push((series, runtime, decision));
     }
 }
 
@@ -182,17 +217,8 @@ pub fn bake_plan(db: &dyn Db, tree: Tree, run: RunInput) -> BakePlan {
     }
     for name in &image_graph(db, tree).order {
         let id = ItemId::new(db, ItemKind::IMAGES, name.clone());
-        if let Some(Item::Image(img)) = structured_item(db, tree, id).item.as_deref() {
-            let rts = img
-                .runtimes
-                .iter()
-                .filter_map(|e| runtime_of(&e.image_builder))
-                .collect();
-            let parent = img
-                .source_image
-                .as_deref()
-                .map(|p| (csis_model::naming::safe_name(p), img.parent_policy.clone()));
-            series.push((name.clone(), rts, parent));
+        if let Some(spec) = image_series(db, tree, id) {
+            series.push((name.clone(), spec.runtimes.clone(), spec.parent.clone()));
         }
     }
     let lineage = &lineage(db, tree).value;
@@ -222,7 +248,7 @@ pub fn bake_plan(db: &dyn Db, tree: Tree, run: RunInput) -> BakePlan {
                 bake: reason.starts_with("bake:"),
                 reason,
             };
-            plan.decisions.push((name.clone(), rt, decision));
+            plan.push(name.clone(), rt, decision);
         }
     }
     plan
