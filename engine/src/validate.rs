@@ -766,10 +766,12 @@ impl Checks<'_> {
             return;
         };
         let image = inst.image.as_deref().unwrap_or_default();
-        let group = match self.structured(ItemKind::IMAGES, image).as_deref() {
-            Some(Item::Image(img)) => img.group.clone(),
-            _ => None,
+        // An image that names nothing is the foreign-key check's refusal.
+        let Some(Item::Image(img)) = self.structured(ItemKind::IMAGES, image).as_deref().cloned()
+        else {
+            return;
         };
+        let group = img.group;
         for m in &si.storages {
             let Some(Item::Storage(st)) = self
                 .structured(ItemKind::STORAGES, &m.name)
