@@ -543,7 +543,7 @@ fn render(ws: &Workspace, brief: bool, raw: bool, format: Format) -> ExitCode {
                 serde_json::to_string_pretty(&tree).unwrap_or_default()
             );
         }
-        Format::Yaml => print!("{}", csis_engine::yaml_emit::to_yaml(&tree)),
+        Format::Yaml => print!("{}", csis_yaml::emit::to_yaml(&tree)),
     }
     ExitCode::SUCCESS
 }
@@ -721,7 +721,7 @@ fn recipients(ws: &Workspace) -> Result<Vec<String>, String> {
     let text = csis_engine::system::System::read_to_string(&OsSystem, &path)
         .map_err(|e| format!("{}: {e}", path.display()))?
         .ok_or_else(|| format!("{} does not exist", path.display()))?;
-    csis_engine::secrets::recipients_from_config(&text)
+    csis_secrets::recipients_from_config(&text)
 }
 
 fn encrypt(ws: &Workspace, fields: &[String], files: &[PathBuf]) -> Result<String, String> {
@@ -733,8 +733,8 @@ fn encrypt(ws: &Workspace, fields: &[String], files: &[PathBuf]) -> Result<Strin
             .read_to_string(file)
             .map_err(|e| format!("{}: {e}", file.display()))?
             .ok_or_else(|| format!("{} does not exist", file.display()))?;
-        let (new, n) = csis_engine::secrets::encrypt_fields_in_text(&text, fields, &mut |p| {
-            csis_engine::secrets::encrypt(p, &recipients)
+        let (new, n) = csis_secrets::encrypt_fields_in_text(&text, fields, &mut |p| {
+            csis_secrets::encrypt(p, &recipients)
         })?;
         if n > 0 {
             OsSystem
@@ -757,7 +757,7 @@ fn reencrypt(ws: &Workspace) -> Result<String, String> {
     let mut changed = Vec::new();
     let mut total = 0;
     for (path, text) in ws.config_files() {
-        let (new, n) = csis_engine::secrets::rotate_text(&text, identities, &recipients)
+        let (new, n) = csis_secrets::rotate_text(&text, identities, &recipients)
             .map_err(|e| format!("reencrypt: {path}: {e}; nothing was changed"))?;
         if n > 0 {
             total += n;
@@ -781,8 +781,8 @@ fn decrypt_check(ws: &Workspace) -> Result<String, String> {
     let mut lines = Vec::new();
     let mut closed = 0;
     for (path, text) in ws.config_files() {
-        for (line, marker) in csis_engine::secrets::markers_in(&text) {
-            match csis_engine::secrets::decrypt(&marker, identities) {
+        for (line, marker) in csis_secrets::markers_in(&text) {
+            match csis_secrets::decrypt(&marker, identities) {
                 Ok(_) => lines.push(format!("{path}:{line}: opens")),
                 Err(e) => {
                     closed += 1;
@@ -838,10 +838,7 @@ fn public_safe(
             } else {
                 "the tree"
             };
-            eprintln!(
-                "error: {}",
-                csis_engine::public_safe::refusal(what, &findings)
-            );
+            eprintln!("error: {}", csis_public_safe::refusal(what, &findings));
             ExitCode::from(3)
         }
     }
@@ -850,7 +847,7 @@ fn public_safe(
 /// `csis cloud-config check`: every finding as `file:line:col: level:
 /// message`, then one summary line per file.
 fn cloud_config_check(files: &[PathBuf], offline: bool) -> ExitCode {
-    use csis_engine::cloud_config::{Severity, check};
+    use csis_cloud_config::{Severity, check};
     let mut refused_any = false;
     for file in files {
         let shown = file.display();

@@ -85,7 +85,7 @@ pub fn cfg_document(db: &dyn Db, tree: Tree) -> CfgDocument {
             .extend(refuse_reserved_names(&path, value, &DocPath::root()));
         doc.diags.extend(refuse_invalid_config_keys(&path, value));
         doc.diags
-            .extend(crate::secrets::refuse_markers_at(&path, value, true));
+            .extend(csis_secrets::refuse_markers_at(&path, value, true));
         let Some(map) = value.as_map() else { continue };
         for (key, v) in map {
             let origin = Origin::new(path.clone(), DocPath::root().key(key));

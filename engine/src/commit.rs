@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use crate::public_safe::{Allow, Finding, refusal, refused_name, scan_bytes};
 use crate::system::{Process, System};
+use csis_public_safe::{Allow, Finding, refusal, refused_name, scan_bytes};
 
 fn git(system: &dyn System, root: &Path, args: &[&str]) -> Result<String, String> {
     let out = system

@@ -61,7 +61,7 @@ pub struct Tree {
     pub aux_files: Vec<SourceFile>,
     /// The identities CSIS_CONFIG_IDENTITY names.
     #[returns(ref)]
-    pub identities: crate::secrets::IdentitySource,
+    pub identities: csis_secrets::IdentitySource,
     /// Every item by kind and name. Derived from the item files, but held
     /// as an input the workspace refreshes after an edit (see
     /// `Workspace::set_file_text`): an edit that renames nothing leaves it

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use csis_model::{Diagnostic, DocPath, Origin, Value};
 
 use crate::db::{Db, SourceFile};
-use crate::yaml::{self, Positions};
+use csis_yaml::{self as yaml, Positions};
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct ParsedFile {

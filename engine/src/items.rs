@@ -60,7 +60,7 @@ pub fn item_file_entries(db: &dyn Db, tree: Tree, file: SourceFile) -> ItemFileE
     out.diags
         .extend(refuse_reserved_names(&path, doc, &DocPath::root()));
     out.diags.extend(
-        crate::secrets::refuse_markers_at(&path, doc, false)
+        csis_secrets::refuse_markers_at(&path, doc, false)
             .into_iter()
             .filter(|d| !is_user_name(d)),
     );
@@ -170,10 +170,10 @@ fn decrypt_fields(
     let (scalars, lists) = encrypted_fields(kind);
     let Value::Map(m) = value else { return };
     let mut open = |text: &mut String, at: Origin| {
-        if !crate::secrets::is_marker(text) {
+        if !csis_secrets::is_marker(text) {
             return;
         }
-        match crate::secrets::decrypt(text, tree.identities(db)) {
+        match csis_secrets::decrypt(text, tree.identities(db)) {
             Ok(plain) => {
                 secrets.push(csis_model::models::Secret {
                     plaintext: plain.clone(),

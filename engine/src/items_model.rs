@@ -138,11 +138,11 @@ fn open_derived_email(
     else {
         return;
     };
-    for (_, marker) in crate::secrets::markers_in(text) {
+    for (_, marker) in csis_secrets::markers_in(text) {
         if text.trim() == marker {
             continue; // a whole marker is the email field's own, already opened
         }
-        match crate::secrets::decrypt(&marker, tree.identities(db)) {
+        match csis_secrets::decrypt(&marker, tree.identities(db)) {
             Ok(plain) => {
                 *text = text.replace(&marker, &plain);
                 secrets.push(csis_model::models::Secret {

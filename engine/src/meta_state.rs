@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value as J;
 
 use crate::system::System;
-use crate::yaml_emit::to_yaml;
+use csis_yaml::emit::to_yaml;
 
 pub const DIR: &str = "meta-state";
 /// How many runs the journal keeps.
@@ -37,7 +37,7 @@ pub fn read(
         )
     };
     let (value, _) =
-        crate::yaml::parse(&text).map_err(|e| format!("{}: {}", p.display(), e.message))?;
+        csis_yaml::parse(&text).map_err(|e| format!("{}: {}", p.display(), e.message))?;
     match value.to_json() {
         J::Object(m) => Ok(m),
         J::Null => Ok(serde_json::Map::new()),
@@ -71,12 +71,12 @@ pub fn gate(system: &dyn System, root: &Path, rel: &str, text: &str) -> Result<(
         .ok()
         .flatten()
         .unwrap_or_default();
-    let allow = crate::public_safe::Allow::from_config_text(&config);
-    let findings = crate::public_safe::scan_text(rel, text, &allow, true);
+    let allow = csis_public_safe::Allow::from_config_text(&config);
+    let findings = csis_public_safe::scan_text(rel, text, &allow, true);
     if findings.is_empty() {
         Ok(())
     } else {
-        Err(crate::public_safe::refusal(rel, &findings))
+        Err(csis_public_safe::refusal(rel, &findings))
     }
 }
 

@@ -55,7 +55,7 @@ pub fn overlay_document(db: &dyn Db, file: SourceFile) -> OverlayDocument {
         .extend(refuse_reserved_names(&path, &doc, &DocPath::root()));
     out.diags.extend(refuse_invalid_config_keys(&path, &doc));
     out.diags
-        .extend(crate::secrets::refuse_markers_at(&path, &doc, true));
+        .extend(csis_secrets::refuse_markers_at(&path, &doc, true));
     let kinds = db.registry().item_kinds();
     let allowed = allowed_keys(&kinds);
     let unknown: Vec<&str> = map

@@ -112,7 +112,7 @@ pub fn refuse_invalid_config_keys(file: &str, doc: &Value) -> Vec<Diagnostic> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::yaml::parse;
+    use csis_yaml::parse;
 
     #[test]
     fn every_reserved_name_and_alias_is_listed() {

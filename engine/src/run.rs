@@ -939,8 +939,8 @@ impl Runner<'_> {
         for (path, bytes) in &em.files {
             let text = String::from_utf8_lossy(bytes);
             let mut plain = text.to_string();
-            for (line, marker) in crate::secrets::markers_in(&text) {
-                let opened = crate::secrets::decrypt(&marker, identities)
+            for (line, marker) in csis_secrets::markers_in(&text) {
+                let opened = csis_secrets::decrypt(&marker, identities)
                     .map_err(|e| format!("[{name}] materialise: {path}:{line}: {e}"))?;
                 plain = plain.replacen(&marker, &opened, 1);
             }

@@ -408,7 +408,7 @@ pub const DEFAULT_DATEFORMAT: &str = "%Y%m%d_%H%M%S";
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::yaml::parse;
+    use csis_yaml::parse;
 
     fn stage(text: &str, env: &[(&str, &str)]) -> Value {
         let (mut doc, _) = parse(text).unwrap();

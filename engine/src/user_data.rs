@@ -10,12 +10,12 @@ use csis_model::models::Item;
 use csis_model::{Diagnostic, ItemKind, Vct};
 
 use crate::builders::builders;
-use crate::cloud_config::{MAX_CARRIED, name_problem};
 use crate::db::{Db, Tree};
 use crate::generate::EngineContext;
 use crate::item_checks::{ItemCheck, each_item};
 use crate::items::ItemId;
 use crate::items_model::structured_item;
+use csis_cloud_config::{MAX_CARRIED, name_problem};
 
 const NAME_RULE: &str =
     "cloud-config names are at most 32 characters of [A-Za-z0-9._-], not beginning with '.' or '-'";

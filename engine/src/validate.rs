@@ -707,7 +707,7 @@ impl<'a> Checks<'a> {
                 _ => Vec::new(),
             };
             for k in &keys {
-                if crate::secrets::is_marker(k) {
+                if csis_secrets::is_marker(k) {
                     continue; // opened where it is used; a marker is never private material
                 }
                 if let Some(why) = public_key_problem(k) {

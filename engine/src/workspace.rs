@@ -16,7 +16,7 @@ use crate::load::load_diagnostics;
 use crate::plan::{RunInput, RunOptions};
 use crate::registry::Registry;
 use crate::system::System;
-use crate::yaml::Span;
+use csis_yaml::Span;
 
 /// What a load is asked to read besides the root.
 #[derive(Clone, Debug, Default)]
@@ -46,8 +46,8 @@ pub struct Workspace {
 
 /// The identities CSIS_CONFIG_IDENTITY names: an AGE-SECRET-KEY-1 string,
 /// an identity file, or a directory of *.age-identity files.
-fn identities(system: &dyn System) -> std::io::Result<crate::secrets::IdentitySource> {
-    use crate::secrets::{IdentitySource, keys_in};
+fn identities(system: &dyn System) -> std::io::Result<csis_secrets::IdentitySource> {
+    use csis_secrets::{IdentitySource, keys_in};
     let Some(v) = system.env().get("CSIS_CONFIG_IDENTITY").cloned() else {
         return Ok(IdentitySource::Unset);
     };

@@ -8,11 +8,24 @@ use std::process::Command;
 fn allowed(krate: &str) -> &'static [&'static str] {
     match krate {
         "csis-model" => &[],
+        "csis-yaml" => &["csis-model"],
+        "csis-cloud-config" | "csis-public-safe" | "csis-secrets" => &["csis-model", "csis-yaml"],
         "csis-plugin-api" => &["csis-model"],
-        "csis-engine" => &["csis-model", "csis-plugin-api"],
+        "csis-engine" => &[
+            "csis-model",
+            "csis-yaml",
+            "csis-cloud-config",
+            "csis-public-safe",
+            "csis-secrets",
+            "csis-plugin-api",
+        ],
         "csis-plugin-dummy" | "csis-plugin-local" => &["csis-model", "csis-plugin-api"],
         "csis" => &[
             "csis-model",
+            "csis-yaml",
+            "csis-cloud-config",
+            "csis-public-safe",
+            "csis-secrets",
             "csis-plugin-api",
             "csis-engine",
             "csis-plugin-dummy",

@@ -9,6 +9,8 @@ use std::collections::HashMap;
 use csis_model::{DocPath, Map, Value};
 use saphyr_parser::{Event, Parser, ScalarStyle, Span as PSpan};
 
+pub mod emit;
+
 /// A byte range with its 1-based line and column, for diagnostics.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Span {

@@ -240,7 +240,7 @@ mod tests {
 
     #[test]
     fn markers_where_none_may_stand() {
-        let (doc, _) = crate::yaml::parse(
+        let (doc, _) = csis_yaml::parse(
             "encryption:\n  recipients: [\"ENC[age:AAAA]\"]\nuser_builders:\n  - name: \"ENC[age:AAAA]\"\n    type: basic\nconfig:\n  \"ENC[age:AAAA]\": 1\n  greeting: \"hi ENC[age:AAAA]\"\n  fine: \"ENC[age:AAAA]\"\n",
         )
         .unwrap();
@@ -263,8 +263,7 @@ mod tests {
 /// `encryption.recipients` of cfg/_config.yml, read as text: no identity
 /// and no load needed.
 pub fn recipients_from_config(text: &str) -> Result<Vec<String>, String> {
-    let (doc, _) =
-        crate::yaml::parse(text).map_err(|e| format!("cfg/_config.yml: {}", e.message))?;
+    let (doc, _) = csis_yaml::parse(text).map_err(|e| format!("cfg/_config.yml: {}", e.message))?;
     Ok(doc
         .get("encryption")
         .and_then(|e| e.get("recipients"))

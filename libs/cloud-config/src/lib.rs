@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use csis_model::{DocPath, Map, Value};
 
-use crate::yaml::{Positions, Span, parse_first};
+use csis_yaml::{Positions, Span, parse_first};
 
 /// How much a finding costs the document.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
