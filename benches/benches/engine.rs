@@ -15,7 +15,7 @@
 use std::sync::LazyLock;
 
 use csis_benches::harness::{self, EditKind, Fixture};
-use csis_engine::system::MemorySystem;
+use csis_engine::db::system::MemorySystem;
 use csis_engine::workspace::Workspace;
 use divan::Bencher;
 

@@ -15,8 +15,8 @@
 use std::time::{Duration, Instant};
 
 use csis_benches::harness::{self, EditKind, Fixture, bench_mode};
+use csis_engine::db::system::MemorySystem;
 use csis_engine::run::RunSummary;
-use csis_engine::system::MemorySystem;
 use csis_engine::workspace::Workspace;
 
 /// One measure's runs.

@@ -10,10 +10,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use csis_engine::db::Db as _;
-use csis_engine::plan::{PlanReport, RunInput, RunOptions, plan_report};
+use csis_engine::db::run_input::{RunInput, RunOptions};
+use csis_engine::db::system::MemorySystem;
 use csis_engine::registry::Registry;
+use csis_engine::run::plan_report::{PlanReport, plan_report};
 use csis_engine::run::{RunRequest, RunSummary};
-use csis_engine::system::MemorySystem;
 use csis_engine::workspace::{LoadOptions, Workspace};
 
 use crate::{TreeSize, generate};

@@ -12,11 +12,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use csis_engine::plan::RunOptions;
+use csis_engine::db::run_input::RunOptions;
+use csis_engine::db::system::OsSystem;
+use csis_engine::load::render::{raw_tree, resolved_tree};
 use csis_engine::registry::Registry;
-use csis_engine::render::{raw_tree, resolved_tree};
 use csis_engine::run::{Level, RunRequest};
-use csis_engine::system::OsSystem;
 use csis_engine::workspace::{LoadOptions, Workspace};
 use csis_plugin_api::Plugin;
 
@@ -416,7 +416,7 @@ fn main() -> ExitCode {
             &ws,
             selection,
             *format,
-            csis_engine::plan::PlanAsk {
+            csis_engine::run::plan_report::PlanAsk {
                 explain: *explain,
                 stats: *stats,
             },
@@ -479,18 +479,25 @@ fn main() -> ExitCode {
 /// report), all printed; exit 1 on any error.
 fn validate(ws: &Workspace, brief: bool) -> ExitCode {
     let mut errors = print_load_diagnostics(ws, brief);
-    let (mut infos, executables) = csis_engine::executables::check(ws, &OsSystem);
-    infos.extend(csis_engine::alias_pool::remaining_info(&ws.db, ws.tree));
+    let (mut infos, executables) =
+        csis_engine::check::executables::check(&ws.db, ws.tree, &ws.root, &OsSystem);
+    infos.extend(csis_engine::state::alias_pool::remaining_info(
+        &ws.db, ws.tree,
+    ));
     for i in infos {
         eprintln!("{i}");
     }
     // A source_image cycle, as the run refuses it at its head.
-    let mut diags = csis_engine::plan::image_graph(&ws.db, ws.tree)
+    let mut diags = csis_engine::plan::bakes::image_graph(&ws.db, ws.tree)
         .diags
         .clone();
     diags.extend(executables);
-    diags.extend(csis_engine::state_locations::check(&ws.db, ws.tree, &[]));
-    let drift = csis_engine::state_query::check_last_report(
+    diags.extend(csis_engine::state::state_locations::check(
+        &ws.db,
+        ws.tree,
+        &[],
+    ));
+    let drift = csis_engine::run::state_query::check_last_report(
         &OsSystem,
         &ws.root.join(ws.generation_dir_name()),
     );
@@ -568,7 +575,7 @@ fn run(ws: &Workspace, args: &RunArgs) -> ExitCode {
         Level::Error => eprintln!("error: {line}"),
     });
     if let Some(stats) = &summary.stats {
-        for line in csis_engine::stats::describe(stats) {
+        for line in csis_engine::db::stats::describe(stats) {
             eprintln!("{line}");
         }
     }
@@ -589,9 +596,10 @@ fn plan(
     ws: &Workspace,
     selection: &Selection,
     format: PlanFormat,
-    ask: csis_engine::plan::PlanAsk,
+    ask: csis_engine::run::plan_report::PlanAsk,
 ) -> ExitCode {
-    let report = csis_engine::plan::plan_report(ws, &OsSystem, selection.options(true), ask);
+    let report =
+        csis_engine::run::plan_report::plan_report(ws, &OsSystem, selection.options(true), ask);
     match format {
         PlanFormat::Json => println!(
             "{}",
@@ -610,7 +618,11 @@ fn plan(
                     println!("    {line}");
                 }
             }
-            for line in report.stats.iter().flat_map(csis_engine::stats::describe) {
+            for line in report
+                .stats
+                .iter()
+                .flat_map(csis_engine::db::stats::describe)
+            {
                 eprintln!("{line}");
             }
         }
@@ -623,7 +635,7 @@ fn plan(
 }
 
 fn state_query(ws: &Workspace, strict: bool) -> ExitCode {
-    use csis_engine::state_query::{query, write_report};
+    use csis_engine::run::state_query::{query, write_report};
     let gen_dir = ws.root.join(ws.generation_dir_name());
     let report = match query(ws, &OsSystem)
         .and_then(|r| write_report(&OsSystem, &ws.root, &gen_dir, &r).map(|()| r))
@@ -658,20 +670,20 @@ fn state_query(ws: &Workspace, strict: bool) -> ExitCode {
 fn lineage(ws: &Workspace, command: &LineageCommand) -> ExitCode {
     match command {
         LineageCommand::Show => {
-            let record = csis_engine::lineage::lineage(&ws.db, ws.tree);
+            let record = csis_engine::state::lineage::lineage(&ws.db, ws.tree);
             for d in &record.diags {
                 eprintln!("error: {}", ws.describe(d));
             }
-            print!("{}", csis_engine::lineage::show(&record.value));
+            print!("{}", csis_engine::state::lineage::show(&record.value));
             if record.diags.is_empty() {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(1)
             }
         }
-        LineageCommand::Record { manifest } => {
-            outcome(csis_engine::lineage::record_build(ws, &OsSystem, manifest))
-        }
+        LineageCommand::Record { manifest } => outcome(
+            csis_engine::run::record_build::record_build(ws, &OsSystem, manifest),
+        ),
         LineageCommand::Restamp { runtime, commit } => outcome(ops(ws).restamp(runtime, *commit)),
         LineageCommand::BindInstance { instance, launched } => {
             outcome(ops(ws).bind_instance(instance, launched))
@@ -681,14 +693,14 @@ fn lineage(ws: &Workspace, command: &LineageCommand) -> ExitCode {
 
 /// An operation on meta-state, for the run named by `CSIS_RUN_ID` (set
 /// when a runner script calls it) or a run of its own.
-fn ops(ws: &Workspace) -> csis_engine::operations::Ops<'_> {
+fn ops(ws: &Workspace) -> csis_engine::run::operations::Ops<'_> {
     let run = ws
         .tree
         .env(&ws.db)
         .get("CSIS_RUN_ID")
         .cloned()
-        .unwrap_or_else(|| csis_engine::run::run_id(ws.tree.start_unix(&ws.db)));
-    csis_engine::operations::Ops {
+        .unwrap_or_else(|| csis_engine::state::lineage::run_id(ws.tree.start_unix(&ws.db)));
+    csis_engine::run::operations::Ops {
         ws,
         system: &OsSystem,
         run,
@@ -718,14 +730,14 @@ fn outcome(result: Result<String, String>) -> ExitCode {
 
 fn recipients(ws: &Workspace) -> Result<Vec<String>, String> {
     let path = ws.root.join("cfg/_config.yml");
-    let text = csis_engine::system::System::read_to_string(&OsSystem, &path)
+    let text = csis_engine::db::system::System::read_to_string(&OsSystem, &path)
         .map_err(|e| format!("{}: {e}", path.display()))?
         .ok_or_else(|| format!("{} does not exist", path.display()))?;
     csis_secrets::recipients_from_config(&text)
 }
 
 fn encrypt(ws: &Workspace, fields: &[String], files: &[PathBuf]) -> Result<String, String> {
-    use csis_engine::system::System;
+    use csis_engine::db::system::System;
     let recipients = recipients(ws)?;
     let mut out = Vec::new();
     for file in files {
@@ -750,7 +762,7 @@ fn encrypt(ws: &Workspace, fields: &[String], files: &[PathBuf]) -> Result<Strin
 }
 
 fn reencrypt(ws: &Workspace) -> Result<String, String> {
-    use csis_engine::system::System;
+    use csis_engine::db::system::System;
     let recipients = recipients(ws)?;
     let identities = ws.tree.identities(&ws.db);
     // Every file first; nothing is written unless every marker opened.
@@ -810,7 +822,7 @@ fn public_safe(
     staged: bool,
     install: bool,
 ) -> ExitCode {
-    use csis_engine::commit;
+    use csis_engine::run::commit;
     if install {
         return outcome(commit::install_hook(&OsSystem, &ws.root));
     }

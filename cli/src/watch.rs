@@ -15,11 +15,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use csis_engine::explain::explain_bakes;
-use csis_engine::plan::{RunOptions, bake_plan};
+use csis_engine::db::run_input::RunOptions;
+use csis_engine::db::system::{OsSystem, System};
+use csis_engine::plan::bakes::bake_plan;
 use csis_engine::registry::Registry;
+use csis_engine::run::explain::explain_bakes;
 use csis_engine::run::{Level, RunRequest};
-use csis_engine::system::{OsSystem, System};
 use csis_engine::workspace::{LoadOptions, Workspace};
 use notify::{RecursiveMode, Watcher};
 
@@ -48,7 +49,7 @@ fn snapshot(ws: &Workspace, options: &RunOptions) -> Snapshot {
 /// The top-level directories csis writes itself: the generated tree,
 /// meta-state, the private mirror, and the local runtimes' stores.
 fn own_dirs(ws: &Workspace) -> Vec<String> {
-    let b = csis_engine::builders::builders(&ws.db, ws.tree);
+    let b = csis_engine::load::builders::builders(&ws.db, ws.tree);
     let mut dirs = vec!["meta-state".to_string(), "_private".to_string()];
     dirs.push(
         b.config

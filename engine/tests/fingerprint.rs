@@ -4,7 +4,7 @@
 
 mod common;
 
-use csis_engine::fingerprint::{SeriesKey, input_fingerprint};
+use csis_engine::plan::fingerprint::{SeriesKey, input_fingerprint};
 
 const TREE: &str = r#"
 --- cfg/_config.yml

@@ -6,9 +6,9 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use csis_engine::plan::RunOptions;
+use csis_engine::db::run_input::RunOptions;
+use csis_engine::db::system::MemorySystem;
 use csis_engine::run::{Level, RunRequest, RunSummary, run};
-use csis_engine::system::MemorySystem;
 use csis_engine::workspace::LoadOptions;
 use csis_model::models::BaseModelKind;
 use csis_model::{Fields, Map, Value, Vct};
@@ -423,7 +423,7 @@ fn a_failing_run_now_command_fails_generation_with_its_return_code() {
     let registry =
         csis_engine::registry::Registry::build(&[&csis_plugin_local::LocalPlugin, &ProbePlugin])
             .unwrap();
-    let sys = csis_engine::system::OsSystem;
+    let sys = csis_engine::db::system::OsSystem;
     let ws = csis_engine::workspace::Workspace::load(
         &sys,
         std::sync::Arc::new(registry),

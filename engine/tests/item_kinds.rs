@@ -5,8 +5,8 @@
 
 mod common;
 
+use csis_engine::load::render::resolved_tree;
 use csis_engine::registry::Registry;
-use csis_engine::render::resolved_tree;
 use csis_engine::workspace::{LoadOptions, Workspace};
 use csis_model::kinds::ItemKindSpec;
 use csis_model::{Fields, ItemKind, Map, Value, Vct};

@@ -3,7 +3,7 @@
 
 mod common;
 
-use csis_engine::render::resolved_tree;
+use csis_engine::load::render::resolved_tree;
 use serde_json::Value as J;
 
 const TREE: &str = r#"
@@ -155,7 +155,7 @@ fn any_declared_object_by_name_with_either_spelling() {
 #[test]
 fn builder_runtimes_are_canonicalized_and_builders_have_global_ids() {
     let ws = common::workspace(TREE, &[]);
-    let b = csis_engine::builders::builders(&ws.db, ws.tree);
+    let b = csis_engine::load::builders::builders(&ws.db, ws.tree);
     let ib = b
         .resolve(csis_model::Vct::ImageBuilderModel, "default")
         .unwrap();

@@ -10,7 +10,8 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use csis_engine::plan::{RunInput, RunOptions, bake_plan};
+use csis_engine::db::run_input::{RunInput, RunOptions};
+use csis_engine::plan::bakes::bake_plan;
 use csis_engine::workspace::Workspace;
 
 const TREE: &str = r#"
@@ -179,7 +180,7 @@ fn answers(ws: &Workspace) -> (Vec<String>, Vec<String>, Vec<String>) {
         .map(|(s, rt, d)| format!("{s}@{rt}: {} {}", d.bake, d.reason))
         .collect();
     let mut files = Vec::new();
-    for (lc, em) in LIFECYCLES.iter().zip(csis_engine::generate::emissions(
+    for (lc, em) in LIFECYCLES.iter().zip(csis_engine::run::generate::emissions(
         &ws.db,
         ws.tree,
         run,

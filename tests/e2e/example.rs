@@ -32,7 +32,7 @@ fn render_resolves_every_templated_value() {
         String::from_utf8_lossy(&out.stderr)
     );
     let tree: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let left = csis_engine::render::unresolved_tags(&tree);
+    let left = csis_engine::load::render::unresolved_tags(&tree);
     assert!(left.is_empty(), "unresolved: {left:?}");
     assert_eq!(tree["config"]["systemuser"], "avery");
     let raw = csis(&["config", "render", "--raw"]);

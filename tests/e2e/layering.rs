@@ -1,43 +1,44 @@
-//! The dependency direction of DESIGN.md, enforced: model ← plugin-api ←
-//! engine; plugin-api ← plugins; the cli links engine and plugins. A
-//! forbidden edge fails here, not in review.
+//! The dependency direction of DESIGN.md and docs/architecture.md,
+//! enforced: between crates (model ← libs ← plugin-api ← engine;
+//! plugin-api ← plugins; the cli links engine and plugins) and between the
+//! engine's layer folders (registry ← db ← load ← state ← plan ← check ←
+//! workspace ← run). A forbidden edge fails here, not in review.
 
+use std::path::Path;
 use std::process::Command;
 
-/// Workspace crates each crate may depend on.
+/// Workspace crates each crate may depend on (dev-dependencies aside).
 fn allowed(krate: &str) -> &'static [&'static str] {
+    const ENGINE: [&str; 7] = [
+        "csis-model",
+        "csis-yaml",
+        "csis-cloud-config",
+        "csis-public-safe",
+        "csis-secrets",
+        "csis-string-stage",
+        "csis-plugin-api",
+    ];
+    const LINKS_ALL: [&str; 10] = [
+        "csis-model",
+        "csis-yaml",
+        "csis-cloud-config",
+        "csis-public-safe",
+        "csis-secrets",
+        "csis-string-stage",
+        "csis-plugin-api",
+        "csis-engine",
+        "csis-plugin-dummy",
+        "csis-plugin-local",
+    ];
     match krate {
         "csis-model" => &[],
-        "csis-yaml" => &["csis-model"],
+        "csis-yaml" | "csis-string-stage" => &["csis-model"],
         "csis-cloud-config" | "csis-public-safe" | "csis-secrets" => &["csis-model", "csis-yaml"],
         "csis-plugin-api" => &["csis-model"],
-        "csis-engine" => &[
-            "csis-model",
-            "csis-yaml",
-            "csis-cloud-config",
-            "csis-public-safe",
-            "csis-secrets",
-            "csis-plugin-api",
-        ],
+        "csis-engine" => &ENGINE,
         "csis-plugin-dummy" | "csis-plugin-local" => &["csis-model", "csis-plugin-api"],
-        "csis" => &[
-            "csis-model",
-            "csis-yaml",
-            "csis-cloud-config",
-            "csis-public-safe",
-            "csis-secrets",
-            "csis-plugin-api",
-            "csis-engine",
-            "csis-plugin-dummy",
-            "csis-plugin-local",
-        ],
-        "csis-benches" => &[
-            "csis-model",
-            "csis-plugin-api",
-            "csis-engine",
-            "csis-plugin-dummy",
-            "csis-plugin-local",
-        ],
+        "csis" | "csis-benches" => &LINKS_ALL,
+        "csis-test-support" => &LINKS_ALL,
         _ => &[],
     }
 }
@@ -79,4 +80,181 @@ fn crate_dependencies_point_one_way() {
     }
     assert!(ours.contains(&"csis-engine") && ours.contains(&"csis-plugin-local"));
     assert!(bad.is_empty(), "forbidden crate dependencies: {bad:?}");
+}
+
+/// The engine's layer folders, lowest first: a file may name its own
+/// folder and any folder before it, never one after it.
+const LAYERS: [&str; 8] = [
+    "registry",
+    "db",
+    "load",
+    "state",
+    "plan",
+    "check",
+    "workspace",
+    "run",
+];
+
+/// The layers a source text names through `crate::` paths (also inside
+/// `use crate::{...}` groups), with the 1-based line of each mention.
+/// Comments are skipped; `super::super::` from a folder's file is the
+/// crate root too.
+fn layers_named(text: &str, in_mod_rs: bool) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut group_depth = 0usize;
+    for (n, raw) in text.lines().enumerate() {
+        let line = raw.split("//").next().unwrap_or("");
+        let mut rest = line;
+        // Inside a `use crate::{ ... }` group spanning lines, each path's
+        // first segment is a top-level module.
+        if group_depth > 0 {
+            for part in rest.split(',') {
+                let seg = part.trim().trim_start_matches('{');
+                let head: String = seg
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if group_depth == 1 && !head.is_empty() {
+                    out.push((n + 1, head));
+                }
+                group_depth += part.matches('{').count();
+                group_depth = group_depth.saturating_sub(part.matches('}').count());
+                if group_depth == 0 {
+                    break;
+                }
+            }
+            continue;
+        }
+        let roots: &[&str] = if in_mod_rs {
+            &["crate::", "super::"]
+        } else {
+            &["crate::", "super::super::"]
+        };
+        while let Some((at, root)) = roots
+            .iter()
+            .filter_map(|r| rest.find(r).map(|i| (i, *r)))
+            .min()
+        {
+            let after = &rest[at + root.len()..];
+            if let Some(inner) = after.strip_prefix('{') {
+                let close = inner.find('}');
+                for part in inner[..close.unwrap_or(inner.len())].split(',') {
+                    let head: String = part
+                        .trim()
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
+                    if !head.is_empty() {
+                        out.push((n + 1, head));
+                    }
+                }
+                if close.is_none() {
+                    group_depth = 1;
+                }
+            } else {
+                let head: String = after
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if !head.is_empty() {
+                    out.push((n + 1, head));
+                }
+            }
+            rest = &after[after.len().min(1)..];
+        }
+    }
+    out
+}
+
+/// Every mention in `layer`'s file `file` of a layer above it, as
+/// `file:line: <layer> uses <upper>`.
+fn upward_uses(layer: &str, file: &str, text: &str) -> Vec<String> {
+    let Some(own) = LAYERS.iter().position(|l| *l == layer) else {
+        return vec![format!(
+            "{file}: folder '{layer}' is no layer of docs/architecture.md"
+        )];
+    };
+    layers_named(text, file.ends_with("mod.rs"))
+        .into_iter()
+        .filter_map(|(line, named)| {
+            let at = LAYERS.iter().position(|l| *l == named)?;
+            (at > own).then(|| format!("{file}:{line}: {layer} uses {named}, a layer above it"))
+        })
+        .collect()
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn engine_layers_point_one_way() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../engine/src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let mut bad = Vec::new();
+    for f in &files {
+        let rel = f
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        let Some((layer, _)) = rel.split_once('/') else {
+            if rel != "lib.rs" {
+                bad.push(format!(
+                    "engine/src/{rel}: a module outside the layer folders"
+                ));
+            }
+            continue;
+        };
+        let text = std::fs::read_to_string(f).unwrap();
+        bad.extend(upward_uses(layer, &format!("engine/src/{rel}"), &text));
+    }
+    assert!(files.len() > 40, "the engine's sources were not found");
+    assert!(
+        bad.is_empty(),
+        "upward uses between engine layers:\n{}",
+        bad.join("\n")
+    );
+}
+
+/// The checker itself: an upward `use` (plain, grouped, over several
+/// lines, or through `super::super::`) is reported with its line; a
+/// downward or same-layer one, and a mention in a comment, is not.
+#[test]
+fn the_layer_checker_finds_an_upward_use() {
+    let text = "\
+//! crate::run in a doc comment is no use
+use crate::db::{Db, Tree};
+use crate::load::items::ItemId; // crate::workspace in a comment
+use crate::run::generate::Emission;
+use crate::{
+    plan::bakes::bake_plan,
+    workspace::Workspace,
+};
+fn f() { super::super::run::explain::explain_bakes(); }
+fn g() { let _ = crate::state::lineage::run_id(0); }
+";
+    assert_eq!(
+        upward_uses("state", "engine/src/state/x.rs", text),
+        vec![
+            "engine/src/state/x.rs:4: state uses run, a layer above it",
+            "engine/src/state/x.rs:6: state uses plan, a layer above it",
+            "engine/src/state/x.rs:7: state uses workspace, a layer above it",
+            "engine/src/state/x.rs:9: state uses run, a layer above it",
+        ]
+    );
+    assert!(upward_uses("run", "engine/src/run/x.rs", text).is_empty());
+    assert_eq!(
+        upward_uses("util", "engine/src/util/x.rs", ""),
+        vec!["engine/src/util/x.rs: folder 'util' is no layer of docs/architecture.md"]
+    );
 }

@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use csis_engine::db::system::MemorySystem;
 use csis_engine::registry::Registry;
-use csis_engine::system::MemorySystem;
 use csis_engine::workspace::{LoadOptions, Workspace};
 use csis_plugin_api::Plugin;
 

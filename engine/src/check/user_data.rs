@@ -1,0 +1,126 @@
+//! What an instance's user-data will carry, checked at validate: for an
+//! instance whose builder emits cloud-config, the names instance-setup(8)
+//! would skip at boot (the image group, its members and admins), and the
+//! files of the document the builder emits (asked through
+//! `Builder::user_data`, the function generation uses) that are too big to
+//! carry or hold a NUL byte. Generation reads the rendered document back
+//! as well; this catches the cause where it is written.
+
+use csis_model::models::Item;
+use csis_model::{Diagnostic, ItemKind, Vct};
+
+use crate::check::item_checks::{ItemCheck, each_item};
+use crate::db::{Db, Tree};
+use crate::load::builders::builders;
+use crate::load::items::ItemId;
+use crate::load::items_model::structured_item;
+use crate::plan::hook_context::EngineContext;
+use csis_cloud_config::{MAX_CARRIED, name_problem};
+
+const NAME_RULE: &str =
+    "cloud-config names are at most 32 characters of [A-Za-z0-9._-], not beginning with '.' or '-'";
+
+pub fn user_data_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
+    each_item(db, tree, &[ItemKind::INSTANCES], ItemCheck::UserData)
+}
+
+#[salsa::tracked(returns(ref))]
+pub(crate) fn user_data_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec<Diagnostic> {
+    let b = builders(db, tree);
+    let registry = db.registry();
+    let item = |kind: ItemKind, name: &str| {
+        let id = ItemId::new(db, kind, csis_model::naming::safe_name(name));
+        structured_item(db, tree, id)
+    };
+    let name = id.name(db);
+    let mut out = Vec::new();
+    let si = structured_item(db, tree, id);
+    let Some(Item::Instance(inst)) = si.item.as_deref() else {
+        return out;
+    };
+    let Some(builder) = b
+        .resolve(Vct::InstanceBuilderModel, &inst.root.named.type_)
+        .and_then(|d| {
+            registry
+                .model(d.classification, d.model)
+                .map(|spec| (spec.builder)(d))
+        })
+        .filter(|builder| builder.user_data_format() == Some("cloud-config"))
+    else {
+        return out;
+    };
+    let at = |key: &str| si.origin.as_ref().map(|o| o.key(key));
+    // The files of the document generation emits, as instance-setup
+    // carries them: the userdata lines arrive inside the builder's launch
+    // script, so the limit applies to the script, not to the declared
+    // lines alone.
+    let document = builder.user_data(&EngineContext::outside_run(db, tree), name);
+    for file in document.iter().flat_map(|d| &d.write_files) {
+        let carries = if !inst.userdata.is_empty() && file.content.contains(&inst.userdata) {
+            format!(" (userdata is {} of them)", inst.userdata.len())
+        } else {
+            String::new()
+        };
+        if file.content.contains('\0') {
+            out.push(
+                Diagnostic::error(format!(
+                    "instance '{name}': user-data file '{}' holds a NUL byte; instance-setup refuses it at boot (a NUL ends a tmpfiles.extra line) -- remove it from userdata",
+                    file.path
+                ))
+                .at_opt(at("userdata")),
+            );
+        } else if file.content.len() > MAX_CARRIED {
+            out.push(
+                Diagnostic::error(format!(
+                    "instance '{name}': user-data file '{}' is {} bytes{carries}, over the {MAX_CARRIED} a file can carry at boot -- move the work into the image",
+                    file.path,
+                    file.content.len()
+                ))
+                .at_opt(at("userdata")),
+            );
+        }
+    }
+    // sudo reads no drop-in whose file name holds a dot: instance-setup
+    // skips such a grant with a warning at boot.
+    for account in document.iter().flat_map(|d| &d.users) {
+        if account.sudo.is_some() && account.name.contains('.') {
+            out.push(
+                Diagnostic::warning(format!(
+                    "instance '{name}': user-data account '{}' is granted sudo, but its name holds a dot, so instance-setup skips the grant at boot -- a user who needs sudo needs a name without a dot",
+                    account.name
+                ))
+                .at_opt(at("image")),
+            );
+        }
+    }
+    let image = inst.image.as_deref().unwrap_or_default();
+    let group = match item(ItemKind::IMAGES, image).item.as_deref() {
+        Some(Item::Image(img)) => img.group.clone(),
+        _ => None,
+    };
+    let Some(group) = group else { return out };
+    if let Some(why) = name_problem(&group) {
+        out.push(
+            Diagnostic::error(format!(
+                "instance '{name}': its user-data group '{group}' {why}; instance-setup would skip it at boot ({NAME_RULE}) -- rename the group"
+            ))
+            .at_opt(at("image")),
+        );
+    }
+    if let Some(Item::Group(g)) = item(ItemKind::GROUPS, &group).item.as_deref() {
+        let mut accounts: Vec<&String> = g.members.iter().chain(&g.admins).collect();
+        accounts.sort();
+        accounts.dedup();
+        for user in accounts {
+            if let Some(why) = name_problem(user) {
+                out.push(
+                    Diagnostic::error(format!(
+                        "instance '{name}': user-data account '{user}' (group '{group}') {why}; instance-setup would skip the account at boot ({NAME_RULE}) -- rename the user"
+                    ))
+                    .at_opt(at("image")),
+                );
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,187 @@
+//! The salsa database and its inputs.
+//!
+//! Inputs are the text of each file of the tree, the tree's listing, the
+//! overlays and `--undeclare` flags, and the environment snapshot with the
+//! run's start time. Everything else is a tracked function of them.
+
+pub mod emit;
+pub mod files;
+pub mod index;
+pub mod run_input;
+pub mod stats;
+pub mod system;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use salsa::Durability;
+
+use crate::registry::Registry;
+
+/// One file of the tree (or an overlay), by its path relative to the root
+/// (an overlay: as given on the command line).
+#[salsa::input(debug)]
+pub struct SourceFile {
+    #[returns(ref)]
+    pub path: Arc<str>,
+    #[returns(ref)]
+    pub text: Arc<str>,
+}
+
+/// An item file and the item directory it was found under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ItemFile {
+    pub dir: &'static str,
+    pub file: SourceFile,
+}
+
+/// The whole configuration tree as the engine sees it.
+#[salsa::input(debug)]
+pub struct Tree {
+    /// How messages name the root (`<root>/cfg`).
+    #[returns(ref)]
+    pub root_display: Arc<str>,
+    /// cfg/*.yml and cfg/*.yaml, sorted by file name.
+    #[returns(ref)]
+    pub cfg_files: Vec<SourceFile>,
+    /// Every file under the item directories, sorted by path.
+    #[returns(ref)]
+    pub item_files: Vec<ItemFile>,
+    /// `--overlay` files in command-line order.
+    #[returns(ref)]
+    pub overlays: Vec<SourceFile>,
+    /// `--undeclare KIND:NAME` flags in command-line order.
+    #[returns(ref)]
+    pub undeclare: Vec<String>,
+    /// The process environment snapshot (ENV in templates).
+    #[returns(ref)]
+    pub env: Arc<BTreeMap<String, String>>,
+    /// The run's start, seconds since the epoch, UTC (execution.*).
+    #[returns(copy)]
+    pub start_unix: i64,
+    /// meta-state/*.yaml: the records runs leave (lineage, pins, ...).
+    #[returns(ref)]
+    pub meta_files: Vec<SourceFile>,
+    /// Files the configuration refers to by path (modification scripts),
+    /// read so their content enters fingerprints; a missing one is absent.
+    #[returns(ref)]
+    pub aux_files: Vec<SourceFile>,
+    /// The identities CSIS_CONFIG_IDENTITY names.
+    #[returns(ref)]
+    pub identities: csis_secrets::IdentitySource,
+    /// Every item by kind and name. Derived from the item files, but held
+    /// as an input the workspace refreshes after an edit (see
+    /// `Workspace::set_file_text`): an edit that renames nothing leaves it
+    /// untouched, so what reads it keeps its durability and is not
+    /// re-verified.
+    #[returns(ref)]
+    pub index: crate::db::index::ItemIndex,
+}
+
+#[salsa::db]
+pub trait Db: salsa::Database {
+    fn registry(&self) -> &Registry;
+}
+
+/// Executed-query log, for tests of incrementality and for `--stats`.
+#[derive(Clone, Default)]
+pub struct QueryLog {
+    events: Arc<Mutex<Option<Vec<String>>>>,
+    /// Queries executed, and memoized results salsa re-validated without
+    /// executing, since the database was made.
+    executed: Arc<std::sync::atomic::AtomicU64>,
+    reused: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl QueryLog {
+    /// (executed, reused) so far; `--stats` reports the difference across
+    /// each stage.
+    pub fn counts(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.executed.load(Relaxed), self.reused.load(Relaxed))
+    }
+
+    /// Start recording executed queries (drops anything recorded before).
+    pub fn start(&self) {
+        if let Ok(mut e) = self.events.lock() {
+            *e = Some(Vec::new());
+        }
+    }
+
+    /// The names of the queries executed since `start`, e.g.
+    /// `parse_file(Id(3))`.
+    pub fn take(&self) -> Vec<String> {
+        self.events
+            .lock()
+            .ok()
+            .and_then(|mut e| e.as_mut().map(std::mem::take))
+            .unwrap_or_default()
+    }
+
+    fn push(&self, s: String) {
+        if let Ok(mut e) = self.events.lock()
+            && let Some(v) = e.as_mut()
+        {
+            v.push(s);
+        }
+    }
+}
+
+#[salsa::db]
+#[derive(Clone)]
+pub struct Database {
+    storage: salsa::Storage<Self>,
+    registry: Arc<Registry>,
+    log: QueryLog,
+}
+
+impl Database {
+    pub fn new(registry: Arc<Registry>) -> Database {
+        let log = QueryLog::default();
+        let sink = log.clone();
+        Database {
+            storage: salsa::Storage::new(Some(Box::new(move |event: salsa::Event| {
+                use std::sync::atomic::Ordering::Relaxed;
+                match event.kind {
+                    salsa::EventKind::WillExecute { database_key } => {
+                        sink.executed.fetch_add(1, Relaxed);
+                        sink.push(format!("{database_key:?}"));
+                    }
+                    salsa::EventKind::DidValidateMemoizedValue { .. } => {
+                        sink.reused.fetch_add(1, Relaxed);
+                    }
+                    _ => {}
+                }
+            }))),
+            registry,
+            log,
+        }
+    }
+
+    pub fn query_log(&self) -> &QueryLog {
+        &self.log
+    }
+}
+
+#[salsa::db]
+impl salsa::Database for Database {}
+
+#[salsa::db]
+impl Db for Database {
+    fn registry(&self) -> &Registry {
+        &self.registry
+    }
+}
+
+/// Durability of a file as loaded: cfg/ declarations are rarely edited;
+/// any other file is MEDIUM until it is edited, and LOW from then on (see
+/// `Workspace::set_file_text`). A change to a LOW input then verifies every
+/// memo that reads only MEDIUM and HIGH inputs without walking its
+/// dependencies: an edit costs what it reaches, not the size of the tree.
+pub fn durability_for(path: &str) -> Durability {
+    if path.starts_with("cfg/") {
+        Durability::HIGH
+    } else {
+        Durability::MEDIUM
+    }
+}

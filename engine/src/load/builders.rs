@@ -1,0 +1,372 @@
+//! Structuring cfg/: the builder declarations, the executables and the
+//! top-level IAConfig, after the string stage.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use csis_model::models::{ExecutableModel, IAConfig};
+use csis_model::vct::BUILDER_KEYS;
+use csis_model::{Diagnostic, DocPath, Fields, Map, Origin, Value, Vct};
+use csis_plugin_api::BuilderDecl;
+use indexmap::IndexMap;
+
+use crate::db::{Db, Tree};
+use crate::load::cfg::{CfgDocument, cfg_document};
+use crate::load::strings::rendered_cfg;
+
+/// Every builder declaration by classification, the defaults, the
+/// executables and the top-level settings.
+#[derive(Debug, PartialEq, Eq, Clone, Default)]
+pub struct Builders {
+    /// By sanitized model classification, then name, in declared order.
+    pub by_class: BTreeMap<Vct, IndexMap<String, Arc<BuilderDecl>>>,
+    /// The default builder's name per classification.
+    pub defaults: BTreeMap<Vct, String>,
+    /// Alias to name per classification.
+    aliases: BTreeMap<Vct, BTreeMap<String, String>>,
+    /// Where each builder is declared, by classification and name.
+    pub origins: BTreeMap<(Vct, String), Origin>,
+    /// Where each executable is declared.
+    pub executable_origins: BTreeMap<String, Origin>,
+    pub executables: IndexMap<String, ExecutableModel>,
+    pub config: Option<Arc<IAConfig>>,
+    pub diags: Vec<Diagnostic>,
+}
+
+impl Builders {
+    /// The builder a reference names: `default` is the registered default,
+    /// otherwise a name or an alias.
+    pub fn resolve(&self, vct: Vct, reference: &str) -> Option<&Arc<BuilderDecl>> {
+        let vct = vct.sanitize();
+        let by_name = self.by_class.get(&vct)?;
+        let name = if reference == "default" {
+            self.defaults.get(&vct)?.as_str()
+        } else {
+            let safe = csis_model::naming::safe_name(reference);
+            if by_name.contains_key(&safe) {
+                return by_name.get(&safe);
+            }
+            self.aliases.get(&vct)?.get(&safe)?.as_str()
+        };
+        by_name.get(name)
+    }
+
+    /// A builder by `<classification>::<model>::<name>`.
+    pub fn by_global_id(&self, id: &str) -> Option<&Arc<BuilderDecl>> {
+        let (class, rest) = id.split_once("::")?;
+        let vct = Vct::parse(class)?.sanitize();
+        let (_, name) = rest.split_once("::")?;
+        self.by_class
+            .get(&vct)?
+            .get(name)
+            .filter(|d| d.global_id() == id)
+    }
+
+    pub fn names(&self, vct: Vct) -> Vec<&str> {
+        self.by_class
+            .get(&vct.sanitize())
+            .map(|m| m.keys().map(String::as_str).collect())
+            .unwrap_or_default()
+    }
+
+    /// The declared names of a classification, for "declared: [...]".
+    pub fn declared(&self, vct: Vct) -> String {
+        format!("[{}]", self.names(vct).join(", "))
+    }
+
+    /// `config:` of cfg/_config.yml (after overlays), empty when absent.
+    pub fn config_map(&self) -> Map {
+        self.config
+            .as_ref()
+            .map(|c| c.config.clone())
+            .unwrap_or_default()
+    }
+}
+
+/// What messages call a builder list's entries.
+pub(crate) fn list_label(vct: Vct) -> &'static str {
+    match vct {
+        Vct::RuntimeBuilderModel => "Runtime builder",
+        Vct::StateBackendModel => "State backend",
+        Vct::ModBuilderModel => "Mod builder",
+        Vct::StorageBuilderModel => "Storage builder",
+        Vct::GroupBuilderModel => "Group builder",
+        Vct::UserBuilderModel => "User builder",
+        Vct::ImageBuilderModel => "Image builder",
+        Vct::OsBuilderModel => "OS builder",
+        Vct::InstanceBuilderModel => "Instance builder",
+        _ => "Builder",
+    }
+}
+
+#[salsa::tracked(returns(ref))]
+pub fn builders(db: &dyn Db, tree: Tree) -> Builders {
+    let doc = cfg_document(db, tree);
+    let rendered = rendered_cfg(db, tree);
+    let mut out = Builders::default();
+    let Some(top) = rendered.value.as_map() else {
+        return out;
+    };
+    if doc.map().is_none_or(|m| m.is_empty()) && !doc.diags.is_empty() {
+        return out;
+    }
+    read_executables(top, doc, &mut out);
+    for (key, vct) in BUILDER_KEYS {
+        read_builder_list(db, top, doc, key, vct, &mut out);
+    }
+    if out.names(Vct::RuntimeBuilderModel).is_empty() {
+        let msg = if db
+            .registry()
+            .model_names(Vct::RuntimeBuilderModel)
+            .is_empty()
+        {
+            "No runtime providers configured."
+        } else {
+            "No runtime builders found in config file."
+        };
+        out.diags.push(
+            Diagnostic::error(msg)
+                .help("declare a runtime_builders: entry in cfg/, for example type: local"),
+        );
+    }
+    check_builder_runtimes(&mut out);
+    finalize_builders(db, &mut out);
+    read_ia_config(top, doc, &mut out);
+    out
+}
+
+fn origin_of(doc: &CfgDocument, path: DocPath) -> Origin {
+    doc.origin(&path)
+        .unwrap_or_else(|| Origin::new("cfg", path))
+}
+
+fn read_executables(top: &Map, doc: &CfgDocument, out: &mut Builders) {
+    let Some(v) = top.get("executables") else {
+        return;
+    };
+    let Some(items) = v.as_seq() else {
+        out.diags.push(
+            Diagnostic::error("'executables' must be a list of named entries")
+                .at(origin_of(doc, DocPath::root().key("executables"))),
+        );
+        return;
+    };
+    for (i, item) in items.iter().enumerate() {
+        let origin = origin_of(doc, DocPath::root().key("executables").index(i));
+        let Some(m) = item.as_map() else {
+            out.diags
+                .push(Diagnostic::error(format!("executables[{i}] must be a mapping")).at(origin));
+            continue;
+        };
+        let name = m.get("name").and_then(Value::as_str).unwrap_or_default();
+        let mut f = Fields::new(
+            m,
+            origin.clone(),
+            format!("Executable '{name}'"),
+            &mut out.diags,
+        );
+        let exe = ExecutableModel::read(&mut f);
+        f.finish();
+        if out.executables.contains_key(exe.name()) {
+            out.diags.push(
+                Diagnostic::error(format!("Duplicate executable name found: {}", exe.name()))
+                    .at(origin.key("name")),
+            );
+            continue;
+        }
+        out.executable_origins
+            .insert(exe.name().to_string(), origin);
+        out.executables.insert(exe.name().to_string(), exe);
+    }
+}
+
+fn read_builder_list(
+    db: &dyn Db,
+    top: &Map,
+    doc: &CfgDocument,
+    key: &str,
+    vct: Vct,
+    out: &mut Builders,
+) {
+    let Some(v) = top.get(key) else { return };
+    let Some(items) = v.as_seq() else {
+        out.diags.push(
+            Diagnostic::error(format!("'{key}' must be a list of named entries"))
+                .at(origin_of(doc, DocPath::root().key(key))),
+        );
+        return;
+    };
+    let label = list_label(vct);
+    let mut defaults: Vec<String> = Vec::new();
+    // An entry that did not structure may have been the default: say
+    // nothing about defaults then.
+    let mut failed = false;
+    for (i, item) in items.iter().enumerate() {
+        let origin = origin_of(doc, DocPath::root().key(key).index(i));
+        let Some(m) = item.as_map() else {
+            out.diags.push(
+                Diagnostic::error(format!("{key}[{i}] must be a mapping with name and type"))
+                    .at(origin),
+            );
+            continue;
+        };
+        let name = m
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let Some(type_name) = m.get("type").and_then(Value::as_str) else {
+            failed = true;
+            out.diags.push(
+                Diagnostic::error(format!("{label} '{name}' must have a type specified"))
+                    .at(origin)
+                    .help(format!(
+                        "name the model with type:, one of {:?}",
+                        db.registry().model_names(vct)
+                    )),
+            );
+            continue;
+        };
+        if type_name.contains("{{") {
+            failed = true;
+            continue; // refused with the merged document's names
+        }
+        let Some(spec) = db.registry().model(vct, type_name) else {
+            failed = true;
+            out.diags.push(
+                Diagnostic::error(format!("KeyError: {type_name}"))
+                    .at(origin.key("type"))
+                    .help(format!(
+                        "{label} '{name}': type '{type_name}' names no registered model (the plugin is not installed or the name is misspelt); known: [{}]",
+                        db.registry().model_names(vct).join(", ")
+                    )),
+            );
+            continue;
+        };
+        let mut f = Fields::new(m, origin.clone(), format!("{label} {name}"), &mut out.diags);
+        let base = spec.base.read(&mut f);
+        let extra = (spec.read_extra)(&mut f);
+        f.finish();
+        let decl = BuilderDecl {
+            model: spec.name,
+            classification: spec.classification,
+            base,
+            extra,
+        };
+        let common = decl.base.common();
+        let bname = common.name().to_string();
+        let class = out.by_class.entry(vct.sanitize()).or_default();
+        if let Some(existing) = class.get(&bname) {
+            // The same spelling twice is refused by the cfg/ merge already;
+            // here only names that collide once normalized.
+            if existing.base.common().named.display_name != common.named.display_name {
+                out.diags.push(
+                    Diagnostic::error(format!("Duplicate builder name found: {bname}"))
+                        .at(origin.key("name")),
+                );
+            }
+            continue;
+        }
+        if common.is_default {
+            defaults.push(bname.clone());
+        }
+        let aliases = out.aliases.entry(vct.sanitize()).or_default();
+        for a in &common.named.aliases {
+            if aliases.insert(a.clone(), bname.clone()).is_some() {
+                out.diags.push(
+                    Diagnostic::error(format!("Duplicate alias '{a}' in {key}"))
+                        .at(origin.key("aliases")),
+                );
+            }
+        }
+        out.origins
+            .insert((vct.sanitize(), bname.clone()), origin.clone());
+        class.insert(bname, Arc::new(decl));
+    }
+    match defaults.as_slice() {
+        [one] => {
+            out.defaults.insert(vct.sanitize(), one.clone());
+        }
+        [] if !items.is_empty() && !failed => out.diags.push(
+            Diagnostic::error(format!("No default builder found in {key} list."))
+                .at(origin_of(doc, DocPath::root().key(key)))
+                .help("mark exactly one entry is_default: true"),
+        ),
+        [] => {}
+        [a, b, ..] => out.diags.push(
+            Diagnostic::error(format!("Multiple default builders found: {a} and {b}"))
+                .at(origin_of(doc, DocPath::root().key(key)))
+                .help("mark exactly one entry is_default: true"),
+        ),
+    }
+}
+
+/// A builder's `runtime` must name a runtime builder; it is canonicalized
+/// to that builder's registered name.
+fn check_builder_runtimes(out: &mut Builders) {
+    if out.names(Vct::RuntimeBuilderModel).is_empty() {
+        return; // refused as "No runtime builders found"
+    }
+    let mut moves = Vec::new();
+    for (vct, by_name) in &out.by_class {
+        for (name, decl) in by_name {
+            let Some(rt) = decl.base.runtime() else {
+                continue;
+            };
+            match out.resolve(Vct::RuntimeBuilderModel, rt) {
+                Some(runtime) => moves.push((*vct, name.clone(), runtime.name().to_string())),
+                None => out.diags.push(Diagnostic::error(format!(
+                    "{} '{name}': field 'runtime' names '{rt}', which is no runtime_builder_model (declared: {})",
+                    list_label(*vct),
+                    out.declared(Vct::RuntimeBuilderModel)
+                ))),
+            }
+        }
+    }
+    for (vct, name, runtime) in moves {
+        if let Some(decl) = out.by_class.get_mut(&vct).and_then(|m| m.get_mut(&name)) {
+            Arc::make_mut(decl).base.set_runtime(&runtime);
+        }
+    }
+}
+
+/// Every builder's own `finalize()`: where a plugin checks its model
+/// against its provider.
+fn finalize_builders(db: &dyn Db, out: &mut Builders) {
+    let mut diags = Vec::new();
+    for decl in out.by_class.values().flat_map(|m| m.values()) {
+        let Some(spec) = db.registry().model(decl.classification, decl.model) else {
+            continue;
+        };
+        if let Err(problems) = (spec.builder)(decl).finalize() {
+            diags.extend(problems);
+        }
+    }
+    out.diags.extend(diags);
+}
+
+fn read_ia_config(top: &Map, doc: &CfgDocument, out: &mut Builders) {
+    let rest: Map = top
+        .iter()
+        .filter(|(k, _)| *k != "executables" && !BUILDER_KEYS.iter().any(|(b, _)| b == k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let origin = doc
+        .origin(&DocPath::root().key("id"))
+        .map(|o| Origin::new(o.file, DocPath::root()))
+        .unwrap_or_else(|| Origin::new("cfg/_config.yml", DocPath::root()));
+    // Keys come from several files: report each at the file it came from.
+    let mut diags = Vec::new();
+    let mut f = Fields::new(&rest, origin, "cfg/_config.yml", &mut diags);
+    let config = IAConfig::read(&mut f);
+    f.finish();
+    for mut d in diags {
+        if let Some(o) = &d.origin
+            && let Some(real) = doc.origin(&o.path)
+        {
+            d.origin = Some(real);
+        }
+        out.diags.push(d);
+    }
+    out.config = Some(Arc::new(config));
+}

@@ -1,0 +1,387 @@
+//! Item files (groups/**, storages/**, images/**, instances/**) and the
+//! index of every item by kind and name, with overlays applied.
+//!
+//! The index holds names and places only, never values, so editing one
+//! item's fields leaves the index equal and salsa stops there: only that
+//! item's own queries re-execute.
+
+use std::sync::Arc;
+
+use csis_model::naming::safe_name;
+use csis_model::{Diagnostic, DocPath, ItemKind, Origin, Value};
+use indexmap::IndexMap;
+
+use crate::db::files::file_document;
+use crate::db::index::{ItemIndex, ItemSource};
+use crate::db::{Db, SourceFile, Tree};
+use crate::load::overlay::{overlay_document, parse_undeclare};
+use crate::load::reserved::refuse_reserved_names;
+
+/// One item entry as written in its file.
+#[derive(Debug, PartialEq, Eq, Clone)]
+pub struct RawItem {
+    pub kind: ItemKind,
+    /// The decrypted values of its encrypted fields.
+    pub secrets: Vec<csis_model::models::Secret>,
+    /// The normalized name (safe_name).
+    pub name: String,
+    pub value: Arc<Value>,
+    pub origin: Origin,
+}
+
+#[derive(Debug, PartialEq, Eq, Clone, Default)]
+pub struct ItemFileEntries {
+    pub items: Vec<RawItem>,
+    pub diags: Vec<Diagnostic>,
+}
+
+/// The item kinds a file may declare, by the directory it lives under.
+fn kinds_for(db: &dyn Db, path: &str) -> (String, Vec<ItemKind>) {
+    let top = path.split('/').next().unwrap_or_default().to_string();
+    let kinds = db
+        .registry()
+        .item_kinds()
+        .into_iter()
+        .filter(|k| k.is_read() && k.dir() == top)
+        .collect();
+    (top, kinds)
+}
+
+/// The entries of one item file.
+#[salsa::tracked(returns(ref))]
+pub fn item_file_entries(db: &dyn Db, tree: Tree, file: SourceFile) -> ItemFileEntries {
+    let mut out = ItemFileEntries::default();
+    let path = file.path(db).clone();
+    let fd = file_document(db, file);
+    out.diags.extend(fd.diags.iter().cloned());
+    let Some(doc) = fd.value.as_deref() else {
+        return out;
+    };
+    let (dir, kinds) = kinds_for(db, &path);
+    out.diags
+        .extend(refuse_reserved_names(&path, doc, &DocPath::root()));
+    out.diags.extend(
+        csis_secrets::refuse_markers_at(&path, doc, false)
+            .into_iter()
+            .filter(|d| !is_user_name(d)),
+    );
+    let Some(map) = doc.as_map() else { return out };
+    let root = Origin::new(path.clone(), DocPath::root());
+    for (key, v) in map {
+        let Some(kind) = kinds.iter().copied().find(|k| k.key() == key) else {
+            let holds: Vec<String> = kinds.iter().map(|k| format!("{}:", k.key())).collect();
+            out.diags.push(
+                Diagnostic::error(format!(
+                    "{path}: unknown top-level key '{key}'; a file under {dir}/ holds {}",
+                    holds.join(" and ")
+                ))
+                .at(root.key(key))
+                .on_key(),
+            );
+            continue;
+        };
+        let items = match v {
+            Value::Seq(items) => items.as_slice(),
+            Value::Null => &[],
+            _ => {
+                out.diags.push(
+                    Diagnostic::error(format!("{path}: '{key}' must be a list of named entries"))
+                        .at(root.key(key)),
+                );
+                continue;
+            }
+        };
+        for (i, item) in items.iter().enumerate() {
+            let origin = root.key(key).index(i);
+            let name = match item {
+                Value::Map(m) => m.get("name").and_then(Value::as_str),
+                _ => {
+                    out.diags.push(
+                        Diagnostic::error(format!(
+                            "{path}: {key}[{i}] must be a mapping, got a {}",
+                            item.kind_name()
+                        ))
+                        .at(origin),
+                    );
+                    continue;
+                }
+            };
+            let Some(name) = name else {
+                // A null name is already refused as a reserved word.
+                if item.get("name").is_none() {
+                    out.diags.push(
+                        Diagnostic::error(format!("{path}: {key}[{i}]: every entry needs a name"))
+                            .at(origin),
+                    );
+                }
+                continue;
+            };
+            let mut value = item.clone();
+            let mut secrets = Vec::new();
+            decrypt_fields(
+                db,
+                tree,
+                kind,
+                &mut value,
+                &origin,
+                &mut secrets,
+                &mut out.diags,
+            );
+            let name = value.get("name").and_then(Value::as_str).unwrap_or(name);
+            out.items.push(RawItem {
+                kind,
+                secrets,
+                name: safe_name(name),
+                value: Arc::new(value),
+                origin,
+            });
+        }
+    }
+    out
+}
+
+/// A user's own name is an encrypted field, unlike any other declaration's.
+fn is_user_name(d: &Diagnostic) -> bool {
+    d.origin.as_ref().is_some_and(|o| {
+        matches!(o.path.0.as_slice(), [csis_model::Seg::Key(k), csis_model::Seg::Index(_), csis_model::Seg::Key(n)] if k == "users" && n == "name")
+    })
+}
+
+/// The fields declared encrypted, per kind: scalars, and lists decrypted
+/// element by element.
+fn encrypted_fields(kind: ItemKind) -> (&'static [&'static str], &'static [&'static str]) {
+    match kind {
+        ItemKind::USERS => (&["name", "first_name", "last_name", "email"], &[]),
+        ItemKind::GROUPS => (&[], &["members", "admins"]),
+        _ => (&[], &[]),
+    }
+}
+
+/// Decrypt every marker in an item's encrypted fields, remembering each
+/// plaintext with its marker.
+fn decrypt_fields(
+    db: &dyn Db,
+    tree: Tree,
+    kind: ItemKind,
+    value: &mut Value,
+    origin: &Origin,
+    secrets: &mut Vec<csis_model::models::Secret>,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let (scalars, lists) = encrypted_fields(kind);
+    let Value::Map(m) = value else { return };
+    let mut open = |text: &mut String, at: Origin| {
+        if !csis_secrets::is_marker(text) {
+            return;
+        }
+        match csis_secrets::decrypt(text, tree.identities(db)) {
+            Ok(plain) => {
+                secrets.push(csis_model::models::Secret {
+                    plaintext: plain.clone(),
+                    marker: text.clone(),
+                });
+                *text = plain;
+            }
+            Err(e) => {
+                diags.push(Diagnostic::error(format!("{}: {}: {e}", at.file, at.path)).at(at))
+            }
+        }
+    };
+    for key in scalars {
+        if let Some(Value::Scalar { text, .. }) = m.get_mut(*key) {
+            open(text, origin.key(key));
+        }
+    }
+    for key in lists {
+        if let Some(Value::Seq(items)) = m.get_mut(*key) {
+            for (i, item) in items.iter_mut().enumerate() {
+                if let Value::Scalar { text, .. } = item {
+                    open(text, origin.key(key).index(i));
+                }
+            }
+        }
+    }
+}
+
+/// The kind and name of each entry of one item file, in order: all the
+/// index reads of a file, so an edit that renames nothing leaves it
+/// unchanged and the index is not rebuilt.
+#[salsa::tracked(returns(ref))]
+pub fn item_file_names(db: &dyn Db, tree: Tree, file: SourceFile) -> Vec<(ItemKind, String)> {
+    item_file_entries(db, tree, file)
+        .items
+        .iter()
+        .map(|item| (item.kind, item.name.clone()))
+        .collect()
+}
+
+/// The tree's item index (see [`Tree::index`]).
+pub fn item_index(db: &dyn Db, tree: Tree) -> &ItemIndex {
+    tree.index(db)
+}
+
+/// Builds the item index from the item files' names, the overlays and
+/// `--undeclare`: what the workspace stores in [`Tree::index`].
+pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
+    let mut index = ItemIndex::default();
+    let kinds = db.registry().item_kinds();
+    for kind in &kinds {
+        index.items.insert(*kind, IndexMap::new());
+    }
+    // First declarations, for the duplicate message.
+    let mut first: IndexMap<(ItemKind, String), (SourceFile, usize)> = IndexMap::new();
+    for kind in kinds.iter().copied() {
+        for item_file in tree.item_files(db) {
+            let file = item_file.file;
+            for (n, (k, name)) in item_file_names(db, tree, file).iter().enumerate() {
+                if *k != kind {
+                    continue;
+                }
+                let key = (kind, name.clone());
+                if let Some((prev_file, prev_n)) = first.get(&key) {
+                    let origin = |f: SourceFile, i: usize| {
+                        item_file_entries(db, tree, f)
+                            .items
+                            .get(i)
+                            .map(|item| item.origin.clone())
+                    };
+                    let prev = origin(*prev_file, *prev_n)
+                        .map(|o| o.to_string())
+                        .unwrap_or_default();
+                    index.diags.push(
+                        Diagnostic::error(format!(
+                            "Duplicate name '{name}' found in list for key '{}'",
+                            kind.key()
+                        ))
+                        .at_opt(origin(file, n).map(|o| o.key("name")))
+                        .help(format!(
+                            "rename one of the entries (first declared at {prev})"
+                        )),
+                    );
+                    continue;
+                }
+                first.insert(key, (file, n));
+                if let Some(m) = index.items.get_mut(&kind) {
+                    m.insert(name.clone(), ItemSource::Tree { file, index: n });
+                }
+            }
+        }
+    }
+    for file in tree.overlays(db) {
+        let od = overlay_document(db, *file);
+        for (i, entry) in od.entries.iter().enumerate() {
+            let Some(m) = index.items.get_mut(&entry.kind) else {
+                continue;
+            };
+            if entry.undeclare {
+                if m.shift_remove(&entry.name).is_some() {
+                    index.undeclared.push((entry.kind, entry.name.clone()));
+                } else {
+                    index.diags.push(
+                        Diagnostic::warning(format!(
+                            "Overlay {}: {} '{}' is not declared; nothing to undeclare.",
+                            file.path(db),
+                            entry.kind.singular(),
+                            entry.name
+                        ))
+                        .at(entry.origin.clone()),
+                    );
+                }
+            } else if !m.contains_key(&entry.name) {
+                m.insert(
+                    entry.name.clone(),
+                    ItemSource::Overlay {
+                        file: *file,
+                        index: i,
+                    },
+                );
+                index
+                    .overlay_declared
+                    .push((entry.kind, entry.name.clone()));
+            }
+        }
+    }
+    for spec in tree.undeclare(db) {
+        match parse_undeclare(spec, &kinds) {
+            Err(d) => index.diags.push(d),
+            Ok(u) => {
+                let removed = index
+                    .items
+                    .get_mut(&u.kind)
+                    .and_then(|m| m.shift_remove(&u.name));
+                if removed.is_some() {
+                    index.undeclared.push((u.kind, u.name));
+                } else {
+                    index.diags.push(Diagnostic::warning(format!(
+                        "--undeclare {spec}: {} '{}' is not declared; nothing to undeclare.",
+                        u.kind.singular(),
+                        u.name
+                    )));
+                }
+            }
+        }
+    }
+    index
+}
+
+/// The identity of one item, interned so queries can take it as a key.
+#[salsa::interned(debug)]
+pub struct ItemId<'db> {
+    #[returns(copy)]
+    pub kind: ItemKind,
+    #[returns(ref)]
+    pub name: String,
+}
+
+/// An item's declaration with every overlay update applied key by key.
+#[salsa::tracked(returns(ref))]
+pub fn raw_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<RawItem> {
+    let kind = id.kind(db);
+    let name = id.name(db);
+    let source = *item_index(db, tree).items.get(&kind)?.get(name)?;
+    let mut item = match source {
+        ItemSource::Tree { file, index } => {
+            item_file_entries(db, tree, file).items.get(index)?.clone()
+        }
+        ItemSource::Overlay { file, index } => {
+            let e = overlay_document(db, file).entries.get(index)?;
+            RawItem {
+                kind,
+                secrets: Vec::new(),
+                name: e.name.clone(),
+                value: e.value.clone(),
+                origin: e.origin.clone(),
+            }
+        }
+    };
+    let mut overlaid = matches!(source, ItemSource::Overlay { .. });
+    if let ItemSource::Tree { .. } = source {
+        for file in tree.overlays(db) {
+            for e in &overlay_document(db, *file).entries {
+                if e.kind == kind && e.name == *name && !e.undeclare {
+                    let mut v = (*item.value).clone();
+                    v.merge_over(&e.value);
+                    item.value = Arc::new(v);
+                    overlaid = true;
+                }
+            }
+        }
+    }
+    if overlaid {
+        // Overlay values decrypt like the tree's; a refusal here is the
+        // overlay's own (its diagnostics are reported with the item).
+        let mut v = (*item.value).clone();
+        let mut ignored = Vec::new();
+        decrypt_fields(
+            db,
+            tree,
+            kind,
+            &mut v,
+            &item.origin,
+            &mut item.secrets,
+            &mut ignored,
+        );
+        item.value = Arc::new(v);
+    }
+    Some(item)
+}

@@ -1,0 +1,410 @@
+//! Structuring one item: the raw entry (with overlays), its templates
+//! resolved, read into its model, its builder and sub-items checked.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use csis_model::models::{
+    BaseImage, Group, Image, Instance, Item, ItemView, ModItem, ModItemModel, NameTyped,
+    PluginItem, Storage, StorageMapping, User,
+};
+use csis_model::{Diagnostic, Fields, ItemKind, Origin, Value, Vct};
+
+use csis_plugin_api::BuilderDecl;
+
+use crate::db::{Db, Tree};
+use crate::load::builders::{Builders, builders};
+use crate::load::items::{ItemId, item_index, raw_item};
+use crate::load::resolve::{SmartContext, fill_defaults, resolve_item};
+use csis_string_stage::passes::{DEFAULT_DATEFORMAT, execution_value};
+use csis_string_stage::{Renderer, jinja_value};
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StructuredItem {
+    pub item: Option<Arc<Item>>,
+    /// The resolved value the model was read from (the resolved view).
+    pub resolved: Option<Arc<Value>>,
+    pub mods: Vec<ModItem>,
+    pub storages: Vec<StorageMapping>,
+    /// Decrypted values with their markers (for emission).
+    pub secrets: Vec<csis_model::models::Secret>,
+    pub origin: Option<Origin>,
+    pub diags: Vec<Diagnostic>,
+}
+
+/// What messages call an item of a kind ("Image 'web'").
+impl StructuredItem {
+    /// The item with its sub-items, when it structured.
+    pub fn view(&self) -> Option<ItemView> {
+        Some(ItemView {
+            item: self.item.clone()?,
+            mods: self.mods.clone(),
+            storages: self.storages.clone(),
+            secrets: self.secrets.clone(),
+        })
+    }
+}
+
+fn label(kind: ItemKind) -> &'static str {
+    match kind {
+        ItemKind::USERS => "User",
+        ItemKind::GROUPS => "Group",
+        ItemKind::STORAGES => "Storage",
+        ItemKind::IMAGES => "Image",
+        ItemKind::INSTANCES => "Instance",
+        ItemKind::BASE_IMAGES => "Base image",
+        other => other.singular(),
+    }
+}
+
+#[salsa::tracked(returns(ref))]
+pub fn structured_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> StructuredItem {
+    let mut out = StructuredItem::default();
+    let Some(raw) = raw_item(db, tree, id) else {
+        return out;
+    };
+    let kind = raw.kind;
+    let b = builders(db, tree);
+    let mut value = (*raw.value).clone();
+    fill_defaults(kind, &mut value, b);
+    let ctx = smart_context(db, tree, kind, &value, b);
+    Renderer::shared(|r| resolve_item(kind, &mut value, &ctx, r));
+    let mut secrets = raw.secrets.clone();
+    if kind == ItemKind::USERS {
+        open_derived_email(
+            db,
+            tree,
+            &mut value,
+            &raw.origin,
+            &mut secrets,
+            &mut out.diags,
+        );
+    }
+    let Some(map) = value.as_map() else {
+        return out;
+    };
+    let name = map.get("name").and_then(Value::as_str).unwrap_or_default();
+    let owner = format!("{} '{name}'", label(kind));
+    let mut f = Fields::new(map, raw.origin.clone(), owner, &mut out.diags);
+    let item = match kind {
+        ItemKind::USERS => Item::User(Box::new(User::read(&mut f))),
+        ItemKind::GROUPS => Item::Group(Group::read(&mut f)),
+        ItemKind::STORAGES => Item::Storage(Storage::read(&mut f)),
+        ItemKind::IMAGES => Item::Image(Box::new(Image::read(&mut f))),
+        ItemKind::INSTANCES => Item::Instance(Instance::read(&mut f)),
+        ItemKind::BASE_IMAGES => Item::BaseImage(Box::new(BaseImage::read(&mut f))),
+        other => {
+            let named = NameTyped::read_with_type(&mut f, "default");
+            let plugin = db.registry().item_kind_plugin(other);
+            let fields = plugin.map(|p| (p.read)(&mut f)).unwrap_or_default();
+            if let Some(validate) = plugin.and_then(|p| p.validate) {
+                for problem in validate(&fields) {
+                    f.error(Diagnostic::error(problem).at(raw.origin.clone()));
+                }
+            }
+            Item::Plugin(PluginItem { named, fields })
+        }
+    };
+    f.finish();
+    check_builder(kind, &item, &raw.origin, b, &mut out.diags);
+    match &item {
+        Item::Image(img) => {
+            out.mods = structure_mods(db, &img.modifications, &raw.origin, b, &mut out.diags);
+        }
+        Item::Instance(inst) => {
+            out.storages = structure_storages(&inst.storages, &raw.origin, &mut out.diags);
+        }
+        _ => {}
+    }
+    out.item = Some(Arc::new(item));
+    out.resolved = Some(Arc::new(value));
+    out.secrets = secrets;
+    out.origin = Some(raw.origin.clone());
+    out
+}
+
+/// An email derived from an encrypted piece (the user builder's
+/// `email_domain` written as a marker) holds that marker after resolution:
+/// open it, and remember the piece so the address is emitted with its
+/// ciphertext.
+fn open_derived_email(
+    db: &dyn Db,
+    tree: Tree,
+    value: &mut Value,
+    origin: &Origin,
+    secrets: &mut Vec<csis_model::models::Secret>,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let Some(Value::Scalar { text, .. }) = value.as_map_mut().and_then(|m| m.get_mut("email"))
+    else {
+        return;
+    };
+    for (_, marker) in csis_secrets::markers_in(text) {
+        if text.trim() == marker {
+            continue; // a whole marker is the email field's own, already opened
+        }
+        match csis_secrets::decrypt(&marker, tree.identities(db)) {
+            Ok(plain) => {
+                *text = text.replace(&marker, &plain);
+                secrets.push(csis_model::models::Secret {
+                    plaintext: plain,
+                    marker,
+                });
+            }
+            Err(e) => diags.push(
+                Diagnostic::error(format!(
+                    "{}: {}: {e}",
+                    origin.file,
+                    origin.path.key("email")
+                ))
+                .at(origin.key("email")),
+            ),
+        }
+    }
+}
+
+/// What every item's template context shares: the environment, the run's
+/// clock, and each declared builder as a template sees it; converted once
+/// per tree rather than once per item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextValues {
+    env: minijinja::Value,
+    execution: minijinja::Value,
+    builders: BTreeMap<(Vct, String), minijinja::Value>,
+}
+
+impl ContextValues {
+    fn builder(&self, vct: Vct, decl: &BuilderDecl) -> minijinja::Value {
+        self.builders
+            .get(&(vct.sanitize(), decl.name().to_string()))
+            .cloned()
+            .unwrap_or_else(|| minijinja::Value::from_serialize(&decl.base))
+    }
+}
+
+#[salsa::tracked(returns(ref))]
+fn context_values(db: &dyn Db, tree: Tree) -> ContextValues {
+    let b = builders(db, tree);
+    let dateformat = b
+        .config
+        .as_ref()
+        .map(|c| c.dateformat.clone())
+        .unwrap_or_else(|| DEFAULT_DATEFORMAT.to_string());
+    ContextValues {
+        env: minijinja::Value::from_serialize(tree.env(db).as_ref()),
+        execution: execution_value(tree.start_unix(db), &dateformat),
+        builders: b
+            .by_class
+            .iter()
+            .flat_map(|(vct, m)| {
+                m.values().map(|d| {
+                    (
+                        (*vct, d.name().to_string()),
+                        minijinja::Value::from_serialize(&d.base),
+                    )
+                })
+            })
+            .collect(),
+    }
+}
+
+/// The SmartContext of an item: its builder, and the objects its foreign
+/// keys name (an instance's image, a builder's runtime).
+fn smart_context(
+    db: &dyn Db,
+    tree: Tree,
+    kind: ItemKind,
+    value: &Value,
+    b: &Builders,
+) -> SmartContext {
+    let shared = context_values(db, tree);
+    let mut ctx = SmartContext {
+        env: shared.env.clone(),
+        execution: shared.execution.clone(),
+        fks: BTreeMap::new(),
+        builder: None,
+    };
+    let type_name = value
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("default");
+    let vct = kind.builder_vct();
+    if let Some(decl) = b.resolve(vct, type_name) {
+        ctx.builder = Some(shared.builder(vct, decl));
+    }
+    if let Some(rt) = value.get("runtime").and_then(Value::as_str)
+        && let Some(decl) = b.resolve(Vct::RuntimeBuilderModel, rt)
+    {
+        ctx.fks.insert(
+            "runtime".into(),
+            shared.builder(Vct::RuntimeBuilderModel, decl),
+        );
+    }
+    if kind == ItemKind::INSTANCES
+        && let Some(img) = value.get("image").and_then(Value::as_str)
+    {
+        let id = ItemId::new(db, ItemKind::IMAGES, csis_model::naming::safe_name(img));
+        if let Some(raw) = raw_item(db, tree, id) {
+            ctx.fks.insert("image".into(), jinja_value(&raw.value));
+        }
+    }
+    add_named_objects(db, tree, kind, value, b, &mut ctx);
+    ctx
+}
+
+/// Every other name a template uses that names a declared builder or item
+/// (`{{ dummy_cloud.region }}`), hyphen and underscore spellings tried
+/// interchangeably. Only the names actually used are looked up, so an item
+/// depends on exactly the objects its templates reach.
+fn add_named_objects(
+    db: &dyn Db,
+    tree: Tree,
+    kind: ItemKind,
+    value: &Value,
+    b: &Builders,
+    ctx: &mut SmartContext,
+) {
+    let mut names = std::collections::BTreeSet::new();
+    Renderer::shared(|r| collect_template_names(value, r, &mut names));
+    let own = kind.singular().replace('_', "");
+    let index = item_index(db, tree);
+    for name in names {
+        if ctx.fks.contains_key(&name)
+            || SmartContext::FIXED.contains(&name.as_str())
+            || name == own
+        {
+            continue;
+        }
+        let safe = csis_model::naming::safe_name(&name);
+        let spellings = [safe.clone(), safe.replace('_', "-"), safe.replace('-', "_")];
+        let builder = b
+            .by_class
+            .iter()
+            .find_map(|(vct, m)| spellings.iter().find_map(|s| m.get(s)).map(|d| (*vct, d)));
+        if let Some((vct, decl)) = builder {
+            ctx.fks
+                .insert(name, context_values(db, tree).builder(vct, decl));
+            continue;
+        }
+        let item = db.registry().item_kinds().into_iter().find_map(|k| {
+            spellings
+                .iter()
+                .find(|s| index.contains(k, s))
+                .map(|s| ItemId::new(db, k, s.clone()))
+        });
+        if let Some(id) = item
+            && let Some(raw) = raw_item(db, tree, id)
+        {
+            ctx.fks.insert(name, jinja_value(&raw.value));
+        }
+    }
+}
+
+fn collect_template_names(v: &Value, r: &Renderer, out: &mut std::collections::BTreeSet<String>) {
+    match v {
+        Value::Scalar { text, .. } if csis_model::value::has_template(text) => {
+            out.extend(r.referenced_names(text));
+        }
+        Value::Seq(items) => items.iter().for_each(|i| collect_template_names(i, r, out)),
+        Value::Map(m) => m.values().for_each(|i| collect_template_names(i, r, out)),
+        _ => {}
+    }
+}
+
+/// An item's `type` must name a configured builder of its kind.
+fn check_builder(
+    kind: ItemKind,
+    item: &Item,
+    origin: &Origin,
+    b: &Builders,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let (name, type_name) = (item.name(), item.type_name());
+    let vct = kind.builder_vct();
+    // An empty type is refused by the model already.
+    if type_name.is_empty() || b.resolve(vct, type_name).is_some() {
+        return;
+    }
+    let msg = if type_name == "default" {
+        format!(
+            "{} item '{name}' has no builder type and no default is registered for {vct}",
+            kind.singular()
+        )
+    } else {
+        format!(
+            "{} builder '{type_name}' specified for '{name}' not configured",
+            kind.singular()
+        )
+    };
+    diags.push(
+        Diagnostic::error(msg)
+            .at(origin.key("type"))
+            .help(format!("declared: {}", b.declared(vct))),
+    );
+}
+
+fn structure_mods(
+    db: &dyn Db,
+    raw: &[Value],
+    origin: &Origin,
+    b: &Builders,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<ModItem> {
+    let mut out = Vec::new();
+    for (i, entry) in raw.iter().enumerate() {
+        let here = origin.key("modifications").index(i);
+        let Some(m) = entry.as_map() else {
+            diags.push(Diagnostic::error("every modifications entry must be a mapping").at(here));
+            continue;
+        };
+        let type_name = m.get("type").and_then(Value::as_str).unwrap_or("default");
+        let Some(decl) = b.resolve(Vct::ModBuilderModel, type_name) else {
+            diags.push(
+                Diagnostic::error(format!(
+                    "mod builder '{type_name}' specified for modifications[{i}] not configured"
+                ))
+                .at(here.key("type"))
+                .help(format!("declared: {}", b.declared(Vct::ModBuilderModel))),
+            );
+            continue;
+        };
+        let name = m.get("name").and_then(Value::as_str).unwrap_or_default();
+        let mut f = Fields::new(m, here.clone(), format!("Modification '{name}'"), diags);
+        let model = ModItemModel::read(&mut f);
+        let extra = db
+            .registry()
+            .item_model(Vct::ModBuilderItemModel, decl.model)
+            .map(|spec| (spec.read_extra)(&mut f))
+            .unwrap_or_default();
+        f.finish();
+        out.push(ModItem {
+            model,
+            builder: decl.name().to_string(),
+            extra,
+        });
+    }
+    out
+}
+
+/// A storage attached twice keeps the later mapping.
+fn structure_storages(
+    raw: &[Value],
+    origin: &Origin,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<StorageMapping> {
+    let mut out: Vec<StorageMapping> = Vec::new();
+    for (i, entry) in raw.iter().enumerate() {
+        let here = origin.key("storages").index(i);
+        let Some(m) = entry.as_map() else {
+            diags.push(Diagnostic::error("every storages entry must be a mapping").at(here));
+            continue;
+        };
+        let name = m.get("name").and_then(Value::as_str).unwrap_or_default();
+        let mut f = Fields::new(m, here, format!("StorageMapping '{name}'"), diags);
+        let mapping = StorageMapping::read(&mut f);
+        f.finish();
+        out.retain(|s| s.name != mapping.name);
+        out.push(mapping);
+    }
+    out
+}

@@ -1,0 +1,391 @@
+//! Bake decisions: the image graph (parents before children, cycles
+//! refused) and, per `<series>@<runtime>`, whether this run bakes it and
+//! why, from the run's selection, lineage, pins and input fingerprints;
+//! the run's apply scope.
+
+use std::collections::{BTreeMap, HashMap};
+
+use csis_model::models::{BaseBuilder, Item};
+use csis_model::{Diagnostic, ItemKind, Value, Vct};
+use csis_plugin_api::BakeDecision;
+use petgraph::algo::toposort;
+use petgraph::graph::DiGraph;
+
+use crate::db::run_input::{RunInput, RunOptions};
+use crate::db::{Db, Tree};
+use crate::load::builders::builders;
+use crate::load::items::{ItemId, item_index};
+use crate::load::items_model::structured_item;
+use crate::plan::fingerprint::{SeriesKey, input_fingerprint};
+use crate::state::lineage::{Lineage, Pins, lineage, pins, run_time};
+
+/// Images in bake order (every parent before its children), and the cycle
+/// refusal when there is no such order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ImageGraph {
+    pub order: Vec<String>,
+    pub diags: Vec<Diagnostic>,
+}
+
+/// The image → parent graph. A parent that is an OS builder roots the
+/// chain; a parent that names nothing is left to validation.
+#[salsa::tracked(returns(ref))]
+pub fn image_graph(db: &dyn Db, tree: Tree) -> ImageGraph {
+    let index = item_index(db, tree);
+    let names: Vec<String> = index.names(ItemKind::IMAGES).cloned().collect();
+    let mut graph = DiGraph::<String, ()>::new();
+    let nodes: BTreeMap<&str, _> = names
+        .iter()
+        .map(|n| (n.as_str(), graph.add_node(n.clone())))
+        .collect();
+    for name in &names {
+        let Some((parent, _)) =
+            image_series(db, tree, ItemId::new(db, ItemKind::IMAGES, name.clone()))
+                .as_ref()
+                .and_then(|s| s.parent.as_ref())
+        else {
+            continue;
+        };
+        if let (Some(&p), Some(&c)) = (nodes.get(parent.as_str()), nodes.get(name.as_str())) {
+            graph.add_edge(p, c, ());
+        }
+    }
+    match toposort(&graph, None) {
+        Ok(order) => ImageGraph {
+            order: order.into_iter().map(|n| graph[n].clone()).collect(),
+            diags: Vec::new(),
+        },
+        Err(cycle) => {
+            let start = graph[cycle.node_id()].clone();
+            let mut path = vec![start.clone()];
+            let mut at = start.clone();
+            // Walk parents until the start comes round again.
+            for _ in 0..names.len() {
+                let id = ItemId::new(db, ItemKind::IMAGES, at.clone());
+                let next = image_series(db, tree, id)
+                    .as_ref()
+                    .and_then(|s| s.parent.as_ref())
+                    .map(|(p, _)| p.clone());
+                match next {
+                    Some(n) => {
+                        path.push(n.clone());
+                        if n == start {
+                            break;
+                        }
+                        at = n;
+                    }
+                    None => break,
+                }
+            }
+            ImageGraph {
+                order: Vec::new(),
+                diags: vec![Diagnostic::error(format!(
+                    "image chain cycle: {} (source_image links never reach a base image)",
+                    path.join(" -> ")
+                ))],
+            }
+        }
+    }
+}
+
+/// An image's parent series and its parent_policy.
+type Parent = (String, String);
+
+/// What the plan reads of one image: the runtimes it bakes on (in entry
+/// order, unresolvable ones left out) and its parent. A query of its own,
+/// so an edit to anything else of the image (a description, a script)
+/// rebuilds neither the image graph nor the plan's series list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImageSeries {
+    pub runtimes: Vec<String>,
+    pub parent: Option<Parent>,
+}
+
+#[salsa::tracked(returns(ref))]
+fn image_series<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<ImageSeries> {
+    let Some(Item::Image(img)) = structured_item(db, tree, id).item.as_deref() else {
+        return None;
+    };
+    let b = builders(db, tree);
+    Some(ImageSeries {
+        runtimes: img
+            .runtimes
+            .iter()
+            .filter_map(|e| {
+                b.resolve(Vct::ImageBuilderModel, &e.image_builder)
+                    .and_then(|d| d.base.runtime().map(str::to_string))
+            })
+            .collect(),
+        parent: img
+            .source_image
+            .as_deref()
+            .map(|p| (csis_model::naming::safe_name(p), img.parent_policy.clone())),
+    })
+}
+
+/// One bake decision per `<series>@<runtime>`, in bake order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BakePlan {
+    pub decisions: Vec<(String, String, BakeDecision)>,
+    /// Where each (series, runtime) sits in `decisions`: a child's decision
+    /// reads its parent's, and a linear search made a plan quadratic.
+    at: HashMap<(String, String), usize>,
+}
+
+impl BakePlan {
+    pub fn decision(&self, image: &str, runtime: &str) -> Option<&BakeDecision> {
+        let i = self.at.get(&(image.to_string(), runtime.to_string()))?;
+        self.decisions.get(*i).map(|(_, _, d)| d)
+    }
+
+    fn push(&mut self, series: String, runtime: String, decision: BakeDecision) {
+        self.at
+            .insert((series.clone(), runtime.clone()), self.decisions.len());
+        self.decisions.push((series, runtime, decision));
+    }
+}
+
+/// The series an OS builder's entries bake (base images) and every image,
+/// each on the runtimes of its image builders.
+#[salsa::tracked(returns(ref))]
+pub fn bake_plan(db: &dyn Db, tree: Tree, run: RunInput) -> BakePlan {
+    let b = builders(db, tree);
+    let opts = run.options(db);
+    let runtime_of = |image_builder: &str| -> Option<String> {
+        b.resolve(Vct::ImageBuilderModel, image_builder)
+            .and_then(|d| d.base.runtime().map(str::to_string))
+    };
+    let mut series: Vec<(String, Vec<String>, Option<Parent>)> = Vec::new();
+    for decl in b
+        .by_class
+        .get(&Vct::OsBuilderModel)
+        .into_iter()
+        .flat_map(|m| m.values())
+    {
+        if let BaseBuilder::Os(os) = &decl.base {
+            let rts = os
+                .runtimes
+                .iter()
+                .filter_map(|e| runtime_of(&e.image_builder))
+                .collect();
+            series.push((decl.name().to_string(), rts, None));
+        }
+    }
+    for name in &image_graph(db, tree).order {
+        let id = ItemId::new(db, ItemKind::IMAGES, name.clone());
+        if let Some(spec) = image_series(db, tree, id) {
+            series.push((name.clone(), spec.runtimes.clone(), spec.parent.clone()));
+        }
+    }
+    let lineage = &lineage(db, tree).value;
+    let pins = &pins(db, tree).value;
+    let now = tree.start_unix(db);
+    let mut plan = BakePlan::default();
+    for (name, runtimes, parent) in series {
+        let mut seen = Vec::new();
+        for rt in runtimes {
+            if seen.contains(&rt) {
+                continue;
+            }
+            seen.push(rt.clone());
+            let reason = decide(
+                db,
+                tree,
+                opts,
+                lineage,
+                pins,
+                &plan,
+                now,
+                &name,
+                &rt,
+                parent.as_ref(),
+            );
+            let decision = BakeDecision {
+                bake: reason.starts_with("bake:"),
+                reason,
+            };
+            plan.push(name.clone(), rt, decision);
+        }
+    }
+    plan
+}
+
+/// Why `<series>@<runtime>` bakes in this run, or why not, in the order the
+/// reasons are checked. Selection and scope come first: --force-bake forces
+/// a bake of what the run covers, never one outside it.
+#[allow(clippy::too_many_arguments)]
+fn decide(
+    db: &dyn Db,
+    tree: Tree,
+    opts: &RunOptions,
+    lineage: &Lineage,
+    pins: &Pins,
+    plan: &BakePlan,
+    now: i64,
+    series: &str,
+    runtime: &str,
+    parent: Option<&Parent>,
+) -> String {
+    if !opts.selects(series, runtime) {
+        return "skip: not selected".into();
+    }
+    if !opts.in_runtime_scope(runtime) {
+        return "skip: outside the apply scope".into();
+    }
+    if opts.force_bake.iter().any(|f| f == series) {
+        return "bake: forced (--force-bake)".into();
+    }
+    let Some(head) = lineage.head(series, runtime) else {
+        return "bake: no build yet".into();
+    };
+    if let Some((parent, policy)) = parent
+        && policy == "follow"
+    {
+        if plan.decision(parent, runtime).is_some_and(|d| d.bake) {
+            return format!("bake: parent {parent} re-bakes this run (parent_policy: follow)");
+        }
+        let pinned = pins.images.get(&format!("{series}@{runtime}"));
+        if let (Some(pinned), Some(parent_head)) = (pinned, lineage.head(parent, runtime))
+            && *pinned != parent_head.build_id
+        {
+            return format!(
+                "bake: parent moved to {} (parent_policy: follow)",
+                parent_head.build_id
+            );
+        }
+    }
+    let key = SeriesKey::new(db, series.to_string(), runtime.to_string());
+    if let Some(fp) = input_fingerprint(db, tree, key)
+        && fp.hex != head.input_fingerprint
+    {
+        let short = |s: &str| s.chars().take(16).collect::<String>();
+        return format!(
+            "bake: inputs changed (fingerprint {} -> {})",
+            short(&head.input_fingerprint),
+            short(&fp.hex)
+        );
+    }
+    if let Some(days) = refresh_days(db, tree, series)
+        && let Some(built) = run_time(&head.run)
+        && now - built >= days * 86_400
+    {
+        return format!(
+            "bake: refresh due (update.refresh_days: {days}; {} is {} days old)",
+            head.build_id,
+            (now - built) / 86_400
+        );
+    }
+    "skip: current".into()
+}
+
+/// update.refresh_days of a base image's OS builder.
+fn refresh_days(db: &dyn Db, tree: Tree, series: &str) -> Option<i64> {
+    match &builders(db, tree)
+        .resolve(Vct::OsBuilderModel, series)?
+        .base
+    {
+        BaseBuilder::Os(os) => os.effective_update().refresh_days,
+        _ => None,
+    }
+}
+
+/// `--only` and `--force-bake` name images (`--only` also
+/// `<image>@<runtime>`) or base-image series (OS builders).
+pub fn check_selection(db: &dyn Db, tree: Tree, opts: &RunOptions) -> Result<(), String> {
+    let index = item_index(db, tree);
+    let b = builders(db, tree);
+    let known_image = |i: &str| {
+        index.contains(ItemKind::IMAGES, i) || b.resolve(Vct::OsBuilderModel, i).is_some()
+    };
+    let named = opts
+        .only
+        .iter()
+        .flatten()
+        .map(|s| s.split_once('@').map_or(s.as_str(), |(i, _)| i))
+        .chain(opts.force_bake.iter().map(String::as_str));
+    let unknown: Vec<&str> = named.filter(|i| !known_image(i)).collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let known: Vec<&str> = index.names(ItemKind::IMAGES).map(String::as_str).collect();
+    Err(format!(
+        "--only names unknown image(s): {}; known: {}",
+        unknown.join(", "),
+        known.join(", ")
+    ))
+}
+
+/// The runtimes a run applies to, when that is a proper subset of the
+/// declared ones: `--apply-runtime`, or the runtimes (named directly or
+/// through a root's builder) in `config.apply_storage` / `apply_instances`
+/// lists. `true` anywhere, or nothing named, means no scope.
+pub fn apply_scope(db: &dyn Db, tree: Tree, opts: &RunOptions) -> Option<Vec<String>> {
+    let b = builders(db, tree);
+    let all = b.names(Vct::RuntimeBuilderModel);
+    let mut scope: Vec<String> = Vec::new();
+    if let Some(rt) = &opts.apply_runtime {
+        scope.push(rt.clone());
+    } else {
+        let config = b.config_map();
+        for key in ["apply_storage", "apply_instances"] {
+            let names: Vec<String> = match config.get(key) {
+                Some(v @ Value::Scalar { .. }) => {
+                    match v.as_str().and_then(csis_model::fields::parse_bool) {
+                        Some(true) => return None,
+                        Some(false) => Vec::new(),
+                        None => v
+                            .as_str()
+                            .map(|s| vec![s.trim().to_string()])
+                            .unwrap_or_default(),
+                    }
+                }
+                Some(Value::Seq(items)) => items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(|s| s.trim().to_string())
+                    .collect(),
+                _ => Vec::new(),
+            };
+            for n in names {
+                let rt = if all.contains(&n.as_str()) {
+                    Some(n)
+                } else {
+                    [Vct::StorageBuilderModel, Vct::InstanceBuilderModel]
+                        .iter()
+                        .find_map(|v| {
+                            b.resolve(*v, &n)
+                                .and_then(|d| d.base.runtime().map(str::to_string))
+                        })
+                };
+                scope.extend(rt);
+            }
+        }
+    }
+    scope.sort();
+    scope.dedup();
+    (!scope.is_empty() && scope.len() < all.len()).then_some(scope)
+}
+
+/// The scope check: the bakes a plan would make outside the run's apply
+/// scope, as the refusal (or, in a dry run, the warning) says them.
+pub fn unscoped_bakes(db: &dyn Db, tree: Tree, run: RunInput) -> Option<String> {
+    let opts = run.options(db);
+    let explicit = opts.only.is_some() || opts.only_runtime.is_some();
+    if explicit || opts.allow_unscoped_bakes {
+        return None;
+    }
+    let scope = apply_scope(db, tree, opts)?;
+    let outside: Vec<String> = bake_plan(db, tree, run)
+        .decisions
+        .iter()
+        .filter(|(_, rt, d)| d.bake && !scope.contains(rt))
+        .map(|(s, rt, _)| format!("{s}@{rt}"))
+        .collect();
+    (!outside.is_empty()).then(|| {
+        format!(
+            "run scope: bake(s) outside the apply scope [{}]: {} -- pass --allow-unscoped-bakes, or select images with --only / --only-runtime",
+            scope.join(", "),
+            outside.join(", ")
+        )
+    })
+}

@@ -1,0 +1,163 @@
+//! The hooks' window on the tree and the plan: the engine's side of
+//! plugin-api's `HookContext`. Generation asks builders through it within
+//! a run; validation asks through it outside any run (a builder's
+//! user-data for an instance), so both see the same answers.
+
+use std::sync::Arc;
+
+use csis_model::models::{ExecutableModel, ItemView};
+use csis_model::{ItemKind, Map, Vct};
+use csis_plugin_api::{BakeDecision, BuilderDecl, HookContext};
+
+use crate::db::run_input::RunInput;
+use crate::db::{Db, Tree};
+use crate::load::builders::builders;
+use crate::load::items::{ItemId, item_index};
+use crate::load::items_model::structured_item;
+use crate::plan::bakes::{bake_plan, image_graph};
+use crate::plan::fingerprint::{SeriesKey, chain_root, input_fingerprint};
+use crate::state::lineage::pins;
+
+/// The hooks' window on the run: every read goes through a query, so the
+/// builder's output depends on exactly what it read.
+pub struct EngineContext<'a> {
+    pub db: &'a dyn Db,
+    pub tree: Tree,
+    /// `None` outside a run (validation asking a builder for an
+    /// instance's user-data): a dry run that bakes nothing.
+    pub run: Option<RunInput>,
+    pub lifecycle: String,
+}
+
+impl<'a> EngineContext<'a> {
+    /// The tree alone, outside any run and lifecycle.
+    pub fn outside_run(db: &'a dyn Db, tree: Tree) -> Self {
+        EngineContext {
+            db,
+            tree,
+            run: None,
+            lifecycle: String::new(),
+        }
+    }
+}
+
+impl HookContext for EngineContext<'_> {
+    fn dry_run(&self) -> bool {
+        self.run.is_none_or(|run| run.options(self.db).dry_run)
+    }
+
+    fn lifecycle(&self) -> &str {
+        &self.lifecycle
+    }
+
+    fn config(&self) -> Map {
+        builders(self.db, self.tree).config_map()
+    }
+
+    fn builders(&self, vct: Vct) -> Vec<Arc<BuilderDecl>> {
+        let mut v: Vec<_> = builders(self.db, self.tree)
+            .by_class
+            .get(&vct.sanitize())
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default();
+        v.sort_by(|a: &Arc<BuilderDecl>, b| a.name().cmp(b.name()));
+        v
+    }
+
+    fn builder(&self, vct: Vct, reference: &str) -> Option<Arc<BuilderDecl>> {
+        builders(self.db, self.tree)
+            .resolve(vct, reference)
+            .cloned()
+    }
+
+    fn items(&self, kind: ItemKind) -> Vec<ItemView> {
+        item_index(self.db, self.tree)
+            .names(kind)
+            .filter_map(|n| self.item(kind, n))
+            .collect()
+    }
+
+    fn item(&self, kind: ItemKind, name: &str) -> Option<ItemView> {
+        let id = ItemId::new(self.db, kind, name.to_string());
+        structured_item(self.db, self.tree, id).view()
+    }
+
+    fn images_in_bake_order(&self) -> Vec<String> {
+        image_graph(self.db, self.tree).order.clone()
+    }
+
+    fn bake_decision(&self, image: &str, runtime: &str) -> BakeDecision {
+        let Some(run) = self.run else {
+            return BakeDecision {
+                bake: false,
+                reason: "skip: outside a run".into(),
+            };
+        };
+        bake_plan(self.db, self.tree, run)
+            .decision(image, runtime)
+            .cloned()
+            .unwrap_or(BakeDecision {
+                bake: false,
+                reason: "skip: not in the plan".into(),
+            })
+    }
+
+    fn fingerprint(&self, series: &str, runtime: &str) -> Option<String> {
+        let key = SeriesKey::new(self.db, series.to_string(), runtime.to_string());
+        input_fingerprint(self.db, self.tree, key)
+            .as_ref()
+            .map(|f| f.hex.clone())
+    }
+
+    fn pinned_parent(&self, image: &str, runtime: &str) -> Option<String> {
+        let id = ItemId::new(self.db, ItemKind::IMAGES, image.to_string());
+        match structured_item(self.db, self.tree, id).item.as_deref() {
+            Some(csis_model::models::Item::Image(img)) if img.parent_policy != "follow" => {
+                pins(self.db, self.tree)
+                    .value
+                    .images
+                    .get(&format!("{image}@{runtime}"))
+                    .cloned()
+            }
+            _ => None,
+        }
+    }
+
+    fn canonical_hostname(&self, instance: &str, ephemeral: bool) -> String {
+        crate::state::launch_params::canonical_hostname(self.db, self.tree, instance, ephemeral)
+    }
+
+    fn undeclared_storages(&self, builder: &str) -> Vec<String> {
+        crate::state::storage_state::undeclared(self.db, self.tree)
+            .into_iter()
+            .filter(|(_, b)| b == builder)
+            .map(|(s, _)| s)
+            .collect()
+    }
+
+    fn instance_pin(&self, instance: &str) -> Option<String> {
+        pins(self.db, self.tree)
+            .value
+            .instances
+            .get(instance)
+            .cloned()
+    }
+
+    fn capabilities(&self, series: &str) -> (Vec<String>, Vec<String>) {
+        let b = builders(self.db, self.tree);
+        let root = chain_root(self.db, self.tree, series).map(|(r, _)| r);
+        match root
+            .and_then(|r| b.resolve(Vct::OsBuilderModel, &r))
+            .map(|d| &d.base)
+        {
+            Some(csis_model::models::BaseBuilder::Os(os)) => {
+                (os.identity_types.clone(), os.storage_types.clone())
+            }
+            _ => (Vec::new(), Vec::new()),
+        }
+    }
+
+    fn executable(&self, name: &str) -> Option<ExecutableModel> {
+        builders(self.db, self.tree).executables.get(name).cloned()
+    }
+}

@@ -1,0 +1,252 @@
+//! `csis public-safe` and `csis run --commit`: the public-safe gate over
+//! files on disk and in git's index, and the meta-state commit.
+//!
+//! git is run as a process through the [`System`]; every file about to be
+//! staged is scanned first, and one finding refuses the whole commit with
+//! nothing staged.
+
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use crate::db::system::{Process, System};
+use csis_public_safe::{Allow, Finding, refusal, refused_name, scan_bytes};
+
+fn git(system: &dyn System, root: &Path, args: &[&str]) -> Result<String, String> {
+    let out = system
+        .run(&Process {
+            program: PathBuf::from("git"),
+            args: args.iter().map(|s| s.to_string()).collect(),
+            cwd: root.to_path_buf(),
+            env: Vec::new(),
+        })
+        .map_err(|e| format!("git {}: {e}", args.join(" ")))?;
+    if out.code != Some(0) {
+        return Err(format!("git {}: {}", args.join(" "), out.stderr.trim()));
+    }
+    Ok(out.stdout)
+}
+
+/// Whether `root` is inside a git work tree.
+pub fn in_git(system: &dyn System, root: &Path) -> bool {
+    git(system, root, &["rev-parse", "--is-inside-work-tree"]).is_ok_and(|o| o.trim() == "true")
+}
+
+/// The allowances of the tree, read as text.
+pub fn allowances(system: &dyn System, root: &Path) -> Allow {
+    let text = system
+        .read_to_string(&root.join("cfg/_config.yml"))
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    Allow::from_config_text(&text)
+}
+
+/// The files a tree scan covers: in a git work tree the tracked and
+/// untracked files git does not ignore, else every file; never the private
+/// mirror.
+fn tree_files(system: &dyn System, root: &Path, under: &Path) -> Result<Vec<String>, String> {
+    let rel_under = under
+        .strip_prefix(root)
+        .unwrap_or(under)
+        .to_string_lossy()
+        .to_string();
+    let mut files: Vec<String> = if in_git(system, root) {
+        let mut args = vec!["ls-files", "-co", "--exclude-standard", "-z"];
+        if !rel_under.is_empty() {
+            args.extend(["--", rel_under.as_str()]);
+        }
+        git(system, root, &args)?
+            .split('\0')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect()
+    } else {
+        system
+            .list_files(under)
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .map(|p| {
+                p.strip_prefix(root)
+                    .unwrap_or(&p)
+                    .to_string_lossy()
+                    .replace('\\', "/")
+            })
+            .collect()
+    };
+    files.retain(|f| !f.starts_with("_private/") && !f.starts_with(".git/"));
+    files.sort();
+    Ok(files)
+}
+
+/// Scan files in parallel; findings sorted by path.
+fn scan_all(files: &[(String, Vec<u8>)], allow: &Allow) -> Vec<Finding> {
+    let mut out: Vec<Finding> = files
+        .par_iter()
+        .flat_map_iter(|(p, b)| scan_bytes(p, b, allow))
+        .collect();
+    out.sort();
+    out
+}
+
+/// `csis public-safe [PATH]`: every file of the tree (or below PATH).
+pub fn scan_tree(
+    system: &dyn System,
+    root: &Path,
+    under: &Path,
+) -> Result<(usize, Vec<Finding>), String> {
+    let allow = allowances(system, root);
+    let files = tree_files(system, root, under)?;
+    let loaded: Vec<(String, Vec<u8>)> = files
+        .par_iter()
+        .filter_map(|f| {
+            system
+                .read_bytes(&root.join(f))
+                .ok()
+                .flatten()
+                .map(|b| (f.clone(), b))
+        })
+        .collect();
+    Ok((loaded.len(), scan_all(&loaded, &allow)))
+}
+
+/// `csis public-safe --staged`: the blobs in git's index.
+pub fn scan_staged(system: &dyn System, root: &Path) -> Result<(usize, Vec<Finding>), String> {
+    let allow = allowances(system, root);
+    let names = git(
+        system,
+        root,
+        &[
+            "diff",
+            "--cached",
+            "--name-only",
+            "--diff-filter=ACMR",
+            "-z",
+        ],
+    )?;
+    let mut loaded = Vec::new();
+    for name in names.split('\0').filter(|s| !s.is_empty()) {
+        let blob = git(system, root, &["show", &format!(":{name}")])?;
+        loaded.push((name.to_string(), blob.into_bytes()));
+    }
+    Ok((loaded.len(), scan_all(&loaded, &allow)))
+}
+
+/// The pre-commit hook that runs the staged scan.
+pub const HOOK: &str = "#!/bin/sh\n# Installed by csis: refuse a commit that would make secrets public.\nexec csis --root-dir \"$(git rev-parse --show-toplevel)\" public-safe --staged\n";
+
+pub fn install_hook(system: &dyn System, root: &Path) -> Result<String, String> {
+    let dir = git(system, root, &["rev-parse", "--git-path", "hooks"])?;
+    let path = root.join(dir.trim()).join("pre-commit");
+    system
+        .write_atomic(&path, HOOK.as_bytes(), true)
+        .map_err(|e| e.to_string())?;
+    Ok(format!(
+        "public-safe: pre-commit hook installed at {}",
+        path.display()
+    ))
+}
+
+/// What `--commit` did.
+pub enum CommitOutcome {
+    Committed(String),
+    NothingChanged,
+    Skipped(String),
+}
+
+/// Stage and commit meta-state/ and the generated tree: refused names are
+/// never staged, every other file is scanned, and every plaintext this run
+/// decrypted is searched for; one finding refuses the whole commit and
+/// nothing is staged.
+pub fn commit_meta_state(
+    system: &dyn System,
+    root: &Path,
+    generation_dir: &str,
+    message: &str,
+    plaintexts: &[String],
+    warn: &mut dyn FnMut(String),
+) -> Result<CommitOutcome, String> {
+    if !in_git(system, root) {
+        return Ok(CommitOutcome::Skipped(format!(
+            "Config root {} is not inside a git repository; meta-state commit skipped",
+            root.display()
+        )));
+    }
+    let mut pathspecs = Vec::new();
+    for p in [crate::state::meta_state::DIR, generation_dir] {
+        if system.is_dir(&root.join(p)) {
+            pathspecs.push(p.to_string());
+        }
+    }
+    if pathspecs.is_empty() {
+        return Ok(CommitOutcome::NothingChanged);
+    }
+    let mut args = vec!["add", "--dry-run", "--"];
+    args.extend(pathspecs.iter().map(String::as_str));
+    let listed = git(system, root, &args)?;
+    let mut candidates: Vec<String> = listed
+        .lines()
+        .filter_map(|l| l.strip_prefix("add '").and_then(|r| r.strip_suffix('\'')))
+        .map(str::to_string)
+        .collect();
+    // Tracked files that changed are staged too.
+    let mut tracked = vec!["ls-files", "-m", "--"];
+    tracked.extend(pathspecs.iter().map(String::as_str));
+    candidates.extend(git(system, root, &tracked)?.lines().map(str::to_string));
+    candidates.sort();
+    candidates.dedup();
+    let (refused, files): (Vec<String>, Vec<String>) =
+        candidates.into_iter().partition(|f| refused_name(f));
+    if !refused.is_empty() {
+        warn(format!(
+            "Meta-state commit: never staging {} (plans, state and key material carry decrypted values)",
+            refused.join(", ")
+        ));
+    }
+    let allow = allowances(system, root);
+    let loaded: Vec<(String, Vec<u8>)> = files
+        .iter()
+        .filter_map(|f| {
+            system
+                .read_bytes(&root.join(f))
+                .ok()
+                .flatten()
+                .map(|b| (f.clone(), b))
+        })
+        .collect();
+    let mut findings = scan_all(&loaded, &allow);
+    for (path, bytes) in &loaded {
+        let text = String::from_utf8_lossy(bytes);
+        for p in plaintexts.iter().filter(|p| !p.is_empty()) {
+            if text.contains(p.as_str()) {
+                findings.push(Finding {
+                    path: path.clone(),
+                    rule: "decrypted-plaintext",
+                    excerpt: p.chars().take(6).collect(),
+                });
+            }
+        }
+    }
+    if !findings.is_empty() {
+        return Err(refusal("the run's meta-state commit", &findings));
+    }
+    if files.is_empty() {
+        return Ok(CommitOutcome::NothingChanged);
+    }
+    let mut add = vec!["add", "--"];
+    add.extend(files.iter().map(String::as_str));
+    git(system, root, &add)?;
+    let mut staged_check = vec!["diff", "--cached", "--quiet", "--"];
+    staged_check.extend(files.iter().map(String::as_str));
+    if git(system, root, &staged_check).is_ok() {
+        return Ok(CommitOutcome::NothingChanged);
+    }
+    let mut commit = vec!["commit", "-q", "-m", message, "--"];
+    commit.extend(files.iter().map(String::as_str));
+    git(system, root, &commit)?;
+    Ok(CommitOutcome::Committed(
+        git(system, root, &["rev-parse", "HEAD"])?
+            .trim()
+            .to_string(),
+    ))
+}

@@ -1,0 +1,160 @@
+//! After a bake: the build's record in meta-state/lineage.yaml and its
+//! image's pin, from the build manifest the bake step wrote.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value as J;
+
+use crate::db::system::System;
+use crate::state::lineage::{
+    BuildRecord, Capabilities, Lineage, PinMove, Pins, read_json, write_json,
+};
+use crate::workspace::Workspace;
+
+/// `csis lineage record --manifest FILE`: after a bake, append the build to
+/// meta-state/lineage.yaml and bind (or, under follow, move) the image's pin
+/// to the parent build it was baked from. Recording a build twice changes
+/// nothing. Returns what was done, for the log.
+pub fn record_build(
+    ws: &Workspace,
+    system: &dyn System,
+    manifest_path: &std::path::Path,
+) -> Result<String, String> {
+    let text = system
+        .read_to_string(manifest_path)
+        .map_err(|e| format!("{}: {e}", manifest_path.display()))?
+        .ok_or_else(|| format!("{}: no such build manifest", manifest_path.display()))?;
+    let m: J =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", manifest_path.display()))?;
+    let s = |k: &str| m.get(k).and_then(J::as_str).unwrap_or_default().to_string();
+    let (build_id, series, runtime, parent) =
+        (s("build_id"), s("series"), s("runtime"), s("parent"));
+    if build_id.is_empty() || series.is_empty() || runtime.is_empty() {
+        return Err(format!(
+            "{}: a build manifest needs build_id, series and runtime",
+            manifest_path.display()
+        ));
+    }
+    let db = &ws.db;
+    let tree = ws.tree;
+    let key = crate::plan::fingerprint::SeriesKey::new(db, series.clone(), runtime.clone());
+    let fp = crate::plan::fingerprint::input_fingerprint(db, tree, key).as_ref();
+    let fp_fields = fp.map(|f| f.fields.clone()).unwrap_or(J::Null);
+    let operations: BTreeMap<String, String> = m
+        .get("modifications")
+        .and_then(J::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|x| {
+            Some((
+                x.get("name")?.as_str()?.to_string(),
+                x.get("operation")?.as_str()?.to_string(),
+            ))
+        })
+        .collect();
+    let mods: Vec<J> = fp_fields
+        .get("modifications")
+        .and_then(J::as_array)
+        .into_iter()
+        .flatten()
+        .map(|x| {
+            let name = x.get("name").and_then(J::as_str).unwrap_or_default();
+            serde_json::json!({
+                "name": name,
+                "content_hash": x.get("content_hash"),
+                "operation": operations.get(name),
+                "run": s("run"),
+            })
+        })
+        .collect();
+    let tags = m.get("tags").cloned().unwrap_or(J::Null);
+    let types = |k: &str| -> Vec<String> {
+        tags.get(k)
+            .and_then(J::as_str)
+            .map(|v| {
+                v.split(',')
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let assertions = fp_fields
+        .get("verification")
+        .and_then(J::as_object)
+        .map_or(0, |v| v.len());
+    let record = BuildRecord {
+        build_id: build_id.clone(),
+        series: series.clone(),
+        runtime: runtime.clone(),
+        name: series.clone(),
+        parent: parent.clone(),
+        input_fingerprint: s("input_fingerprint"),
+        run: s("run"),
+        capabilities: Capabilities {
+            identity_types: types("csis_identity_types"),
+            storage_types: types("csis_storage_types"),
+        },
+        mods,
+        tests: serde_json::json!({ "in_bake": true, "assertions": assertions }),
+        update: fp_fields.get("update").cloned().unwrap_or(J::Null),
+        chain: crate::plan::fingerprint::chain_root(db, tree, &series)
+            .map(|(_, c)| c)
+            .unwrap_or_default(),
+        // Inputs only when they are the ones the build was baked with.
+        inputs: fp
+            .filter(|f| f.hex == s("input_fingerprint"))
+            .map(|f| f.inputs.clone())
+            .unwrap_or_default(),
+    };
+    let root = &ws.root;
+    // Each file is written whole; recording twice is harmless, so a run
+    // killed between the two writes is completed by recording again.
+    let mut lineage: Lineage = read_json(system, root, "lineage.yaml")?;
+    let mut done = Vec::new();
+    if lineage.build(&build_id).is_some() {
+        done.push(format!("lineage: {build_id} is already recorded"));
+    } else {
+        lineage.builds.push(record);
+        write_json(system, root, "lineage.yaml", &lineage)?;
+        done.push(format!(
+            "lineage: recorded {build_id} ({series}@{runtime}, fingerprint {})",
+            s("input_fingerprint").chars().take(16).collect::<String>()
+        ));
+    }
+    if parent != "vendor" && !parent.is_empty() {
+        let mut pins: Pins = read_json(system, root, "pins.yaml")?;
+        let pin_key = format!("{series}@{runtime}");
+        let policy = {
+            let id =
+                crate::load::items::ItemId::new(db, csis_model::ItemKind::IMAGES, series.clone());
+            match crate::load::items_model::structured_item(db, tree, id)
+                .item
+                .as_deref()
+            {
+                Some(csis_model::models::Item::Image(img)) => img.parent_policy.clone(),
+                _ => "pinned".into(),
+            }
+        };
+        let current = pins.images.get(&pin_key).cloned();
+        let op = match &current {
+            None => Some("bind"),
+            Some(c) if *c != parent && policy == "follow" => Some("follow"),
+            _ => None,
+        };
+        if let Some(op) = op {
+            pins.images.insert(pin_key.clone(), parent.clone());
+            pins.upgrades.push(PinMove {
+                kind: "image".into(),
+                name: pin_key.clone(),
+                from: current,
+                to: Some(parent.clone()),
+                run: s("run"),
+                op: op.into(),
+            });
+            write_json(system, root, "pins.yaml", &pins)?;
+            done.push(format!("pins: {pin_key} -> {parent} ({op})"));
+        }
+    }
+    Ok(done.join("\n"))
+}

@@ -1,0 +1,300 @@
+//! `csis state query`, and every run's first step: ask each runtime what
+//! exists, compare it with meta-state, and classify the drift.
+//!
+//! | class | what |
+//! |---|---|
+//! | missing | meta-state records it, the runtime does not have it |
+//! | foreign | the runtime has it (with lineage tags), meta-state does not record it |
+//! | stale | a recorded build still standing that neither is a head nor is pinned: retention's to dispose |
+//!
+//! Hard drift makes the next validation refuse: a pinned build gone, a
+//! storage recorded live but absent, a pin to a build lineage does not
+//! record. A runtime that cannot be asked is listed as unavailable, never
+//! read as "nothing exists". The report is generated/state-report.json
+//! (run-local, never committed).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use csis_model::Vct;
+use serde::{Deserialize, Serialize};
+
+use crate::db::Db;
+use crate::db::system::System;
+use crate::load::builders::builders;
+use crate::state::launch_params::LaunchParams;
+use crate::state::lineage::{Lineage, Pins, read_json};
+use crate::state::storage_state::StorageState;
+use crate::workspace::Workspace;
+
+pub const REPORT: &str = "state-report.json";
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateReport {
+    pub entries: Vec<Drift>,
+    /// `<runtime>: <why it could not be asked>`.
+    pub unavailable: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Drift {
+    pub class: String,
+    /// image, storage, instance or pin.
+    pub kind: String,
+    pub name: String,
+    pub runtime: String,
+    pub detail: String,
+    pub hard: bool,
+}
+
+impl StateReport {
+    /// Per class, and `hard`, as the run summary's `state`.
+    pub fn counts(&self) -> BTreeMap<String, u64> {
+        let mut counts = BTreeMap::new();
+        for d in &self.entries {
+            *counts.entry(d.class.clone()).or_insert(0) += 1;
+            if d.hard {
+                *counts.entry("hard".into()).or_insert(0) += 1;
+            }
+        }
+        counts.insert("unavailable".into(), self.unavailable.len() as u64);
+        counts
+    }
+
+    /// The lines `state query` prints, entries first.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .entries
+            .iter()
+            .map(|d| {
+                format!(
+                    "{}{} {} {} ({}): {}",
+                    if d.hard { "hard: " } else { "" },
+                    d.class,
+                    d.kind,
+                    d.name,
+                    d.runtime,
+                    d.detail
+                )
+            })
+            .collect();
+        out.extend(self.unavailable.iter().map(|u| format!("unavailable: {u}")));
+        out
+    }
+}
+
+fn drift(class: &str, kind: &str, name: &str, runtime: &str, detail: String, hard: bool) -> Drift {
+    Drift {
+        class: class.into(),
+        kind: kind.into(),
+        name: name.into(),
+        runtime: runtime.into(),
+        detail,
+        hard,
+    }
+}
+
+/// Ask every declared runtime what exists and compare with meta-state.
+pub fn query(ws: &Workspace, system: &dyn System) -> Result<StateReport, String> {
+    let root = &ws.root;
+    let lineage: Lineage = read_json(system, root, "lineage.yaml")?;
+    let pins: Pins = read_json(system, root, "pins.yaml")?;
+    let storages: StorageState = read_json(system, root, crate::state::storage_state::FILE)?;
+    let launched: LaunchParams = read_json(system, root, crate::state::launch_params::FILE)?;
+    let b = builders(&ws.db, ws.tree);
+    let mut report = StateReport::default();
+
+    // Who pins each build.
+    let mut pinned_by: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for (consumer, build) in &pins.images {
+        pinned_by.entry(build).or_default().push(consumer.clone());
+    }
+    for (instance, build) in &pins.instances {
+        pinned_by
+            .entry(build)
+            .or_default()
+            .push(format!("instance {instance}"));
+    }
+    for (build, by) in &pinned_by {
+        if lineage.build(build).is_none() {
+            report.entries.push(drift(
+                "missing",
+                "pin",
+                build,
+                "-",
+                format!(
+                    "pinned by {}, but meta-state/lineage.yaml records no such build",
+                    by.join(", ")
+                ),
+                true,
+            ));
+        }
+    }
+
+    for decl in b
+        .by_class
+        .get(&Vct::RuntimeBuilderModel)
+        .into_iter()
+        .flat_map(|m| m.values())
+    {
+        let rt = decl.name();
+        let Some(spec) = ws.db.registry().model(decl.classification, decl.model) else {
+            continue;
+        };
+        let seen = match (spec.builder)(decl).observe(root) {
+            Ok(seen) => seen,
+            Err(why) => {
+                report.unavailable.push(format!("{rt}: {why}"));
+                continue;
+            }
+        };
+        compare_images(&lineage, &pinned_by, rt, &seen, &mut report);
+        let seen_storages: BTreeSet<&String> = seen.storages.iter().collect();
+        for (name, rec) in &storages.storages {
+            let runtime = rec
+                .builder
+                .as_deref()
+                .and_then(|s| b.resolve(Vct::StorageBuilderModel, s))
+                .and_then(|d| d.base.runtime().map(str::to_string));
+            if runtime.as_deref() == Some(rt)
+                && rec.state == "active"
+                && !seen_storages.contains(name)
+            {
+                report.entries.push(drift(
+                    "missing",
+                    "storage",
+                    name,
+                    rt,
+                    "recorded active in meta-state/storage-state.yaml but absent".into(),
+                    true,
+                ));
+            }
+        }
+        let seen_instances: BTreeSet<&String> = seen.instances.iter().collect();
+        for (name, rec) in launched.instances.iter().filter(|(_, r)| r.launched) {
+            let on_rt = rec
+                .params
+                .get("build")
+                .and_then(|v| v.as_str())
+                .and_then(|build| lineage.build(build))
+                .is_some_and(|r| r.runtime == rt);
+            if on_rt && !seen_instances.contains(name) {
+                report.entries.push(drift(
+                    "missing",
+                    "instance",
+                    name,
+                    rt,
+                    "recorded launched in meta-state/launch-params.yaml but not running".into(),
+                    false,
+                ));
+            }
+        }
+    }
+    report.entries.sort_by(|a, b| {
+        (&a.runtime, &a.kind, &a.name, &a.class).cmp(&(&b.runtime, &b.kind, &b.name, &b.class))
+    });
+    report.unavailable.sort();
+    Ok(report)
+}
+
+fn compare_images(
+    lineage: &Lineage,
+    pinned_by: &BTreeMap<&str, Vec<String>>,
+    rt: &str,
+    seen: &csis_plugin_api::Observed,
+    report: &mut StateReport,
+) {
+    let seen_ids: BTreeSet<&str> = seen.images.iter().map(|i| i.build_id.as_str()).collect();
+    for rec in lineage.builds.iter().filter(|r| r.runtime == rt) {
+        let head = lineage
+            .head(&rec.series, rt)
+            .is_some_and(|h| h.build_id == rec.build_id);
+        let pins = pinned_by.get(rec.build_id.as_str());
+        if !seen_ids.contains(rec.build_id.as_str()) {
+            let (detail, hard) = match pins {
+                Some(by) => (
+                    format!("a pinned build is gone (pinned by {})", by.join(", ")),
+                    true,
+                ),
+                None => (
+                    "recorded in meta-state/lineage.yaml but absent".into(),
+                    false,
+                ),
+            };
+            report
+                .entries
+                .push(drift("missing", "image", &rec.build_id, rt, detail, hard));
+        } else if !head && pins.is_none() {
+            report.entries.push(drift(
+                "stale",
+                "image",
+                &rec.build_id,
+                rt,
+                format!(
+                    "superseded by {}'s head and pinned by nothing (retention disposes it)",
+                    rec.series
+                ),
+                false,
+            ));
+        }
+    }
+    for img in &seen.images {
+        if lineage.build(&img.build_id).is_none() {
+            report.entries.push(drift(
+                "foreign",
+                "image",
+                &img.build_id,
+                rt,
+                format!(
+                    "carries csis_series '{}' but meta-state/lineage.yaml does not record it",
+                    img.series
+                ),
+                false,
+            ));
+        }
+    }
+}
+
+/// Write generated/state-report.json whole when it changed, after the
+/// public-safe hard rules (a refused write writes nothing).
+pub fn write_report(
+    system: &dyn System,
+    root: &Path,
+    gen_dir: &Path,
+    report: &StateReport,
+) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(report).map_err(|e| e.to_string())? + "\n";
+    crate::state::meta_state::gate(system, root, &format!("generated/{REPORT}"), &text)?;
+    let path = gen_dir.join(REPORT);
+    crate::db::emit::write_if_changed(system, &path, text.as_bytes(), false)
+        .map(|_| ())
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The hard drift of the last report, as validation errors.
+pub fn check_last_report(system: &dyn System, gen_dir: &Path) -> Vec<String> {
+    let path = gen_dir.join(REPORT);
+    let Ok(Some(text)) = system.read_to_string(&path) else {
+        return Vec::new();
+    };
+    let report: StateReport = match serde_json::from_str(&text) {
+        Ok(r) => r,
+        Err(e) => {
+            return vec![format!(
+                "state: {} could not be read ({e}); re-run 'state query'",
+                path.display()
+            )];
+        }
+    };
+    report
+        .entries
+        .iter()
+        .filter(|d| d.hard)
+        .map(|d| {
+            format!(
+                "state: {} {} {}: {} (from state-report.json; re-run 'state query' after fixing)",
+                d.class, d.kind, d.name, d.detail
+            )
+        })
+        .collect()
+}

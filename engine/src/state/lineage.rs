@@ -1,0 +1,286 @@
+//! Lineage and pins as the engine reads them: meta-state/lineage.yaml (every
+//! recorded build) and meta-state/pins.yaml (which build each consumer is
+//! bound to), parsed from the tree's meta-state inputs.
+
+use std::collections::BTreeMap;
+
+use csis_model::{Diagnostic, DocPath, Origin};
+use serde::{Deserialize, Serialize};
+use serde_json::Value as J;
+
+use crate::db::files::parse_file;
+use crate::db::{Db, SourceFile, Tree};
+
+/// One recorded build.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BuildRecord {
+    pub build_id: String,
+    pub series: String,
+    pub runtime: String,
+    pub name: String,
+    /// The build it was baked from, or `vendor`.
+    pub parent: String,
+    pub input_fingerprint: String,
+    pub run: String,
+    pub capabilities: Capabilities,
+    pub mods: Vec<J>,
+    pub tests: J,
+    pub update: J,
+    /// The series from the root base down to this one.
+    pub chain: Vec<String>,
+    /// A digest per leaf input of the fingerprint (docs/fingerprint.md):
+    /// what `--explain` compares to name the field that changed.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub inputs: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Capabilities {
+    pub identity_types: Vec<String>,
+    pub storage_types: Vec<String>,
+}
+
+/// meta-state/lineage.yaml.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Lineage {
+    pub builds: Vec<BuildRecord>,
+}
+
+impl Lineage {
+    /// The newest recorded build of a series on a runtime.
+    pub fn head(&self, series: &str, runtime: &str) -> Option<&BuildRecord> {
+        self.builds
+            .iter()
+            .rev()
+            .find(|b| b.series == series && b.runtime == runtime)
+    }
+
+    pub fn build(&self, id: &str) -> Option<&BuildRecord> {
+        self.builds.iter().find(|b| b.build_id == id)
+    }
+}
+
+/// One pin move, journaled.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PinMove {
+    pub kind: String,
+    pub name: String,
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub run: String,
+    pub op: String,
+}
+
+/// meta-state/pins.yaml.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Pins {
+    /// Instance name to the build it runs.
+    pub instances: BTreeMap<String, String>,
+    /// `<image>@<runtime>` to the parent build it bakes from.
+    pub images: BTreeMap<String, String>,
+    pub upgrades: Vec<PinMove>,
+    pub pending_replacements: Vec<J>,
+}
+
+/// A meta-state record and why it could not be read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Record<T> {
+    pub value: T,
+    pub diags: Vec<Diagnostic>,
+}
+
+pub(crate) fn meta_file(db: &dyn Db, tree: Tree, name: &str) -> Option<SourceFile> {
+    let path = format!("{}/{name}", crate::state::meta_state::DIR);
+    tree.meta_files(db)
+        .iter()
+        .copied()
+        .find(|f| f.path(db).as_ref() == path)
+}
+
+/// Parse a meta-state record; an absent file is the empty record.
+pub(crate) fn read_record<T: Default + for<'de> Deserialize<'de>>(
+    db: &dyn Db,
+    tree: Tree,
+    name: &str,
+) -> Record<T> {
+    let Some(file) = meta_file(db, tree, name) else {
+        return Record::default();
+    };
+    let path = file.path(db).clone();
+    let parsed = parse_file(db, file);
+    let origin = Origin::new(path.clone(), DocPath::root());
+    if let Some(e) = &parsed.error {
+        return Record {
+            value: T::default(),
+            diags: vec![e.clone().at(origin)],
+        };
+    }
+    let json = parsed
+        .value
+        .as_deref()
+        .map(|v| v.to_json())
+        .unwrap_or(J::Null);
+    let json = match json {
+        J::Null => return Record::default(),
+        J::Object(m) => J::Object(m),
+        _ => {
+            return Record {
+                value: T::default(),
+                diags: vec![
+                    Diagnostic::error(format!(
+                        "Meta-state file {path} must hold a mapping at the top level"
+                    ))
+                    .at(origin),
+                ],
+            };
+        }
+    };
+    match serde_json::from_value(json) {
+        Ok(value) => Record {
+            value,
+            diags: Vec::new(),
+        },
+        Err(e) => Record {
+            value: T::default(),
+            diags: vec![Diagnostic::error(format!("Meta-state file {path}: {e}")).at(origin)],
+        },
+    }
+}
+
+/// meta-state/releases.yaml.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Releases {
+    pub releases: Vec<J>,
+    /// Per model, image to the released build.
+    pub current: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+#[salsa::tracked(returns(ref))]
+pub fn lineage(db: &dyn Db, tree: Tree) -> Record<Lineage> {
+    read_record(db, tree, "lineage.yaml")
+}
+
+#[salsa::tracked(returns(ref))]
+pub fn pins(db: &dyn Db, tree: Tree) -> Record<Pins> {
+    read_record(db, tree, "pins.yaml")
+}
+
+#[salsa::tracked(returns(ref))]
+pub fn releases(db: &dyn Db, tree: Tree) -> Record<Releases> {
+    read_record(db, tree, "releases.yaml")
+}
+
+/// `run_id`: the ISO start time with every separator replaced by `_`.
+pub fn run_id(unix: i64) -> String {
+    csis_string_stage::clock::strftime(unix, "%Y_%m_%dT%H_%M_%S")
+}
+
+/// The unix time a run id names (`2026_12_02T15_53_24`).
+pub fn run_time(run_id: &str) -> Option<i64> {
+    let digits: Vec<i64> = run_id
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().ok())
+        .collect::<Option<Vec<_>>>()?;
+    let [y, mo, d, h, mi, s] = digits.as_slice() else {
+        return None;
+    };
+    Some(
+        csis_string_stage::clock::days_from_civil(*y, *mo as u32, *d as u32) * 86_400
+            + h * 3600
+            + mi * 60
+            + s,
+    )
+}
+
+pub fn read_json<T: Default + for<'de> Deserialize<'de>>(
+    system: &dyn crate::db::system::System,
+    root: &std::path::Path,
+    file: &str,
+) -> Result<T, String> {
+    let doc = crate::state::meta_state::read(system, root, file)?;
+    serde_json::from_value(J::Object(doc)).map_err(|e| format!("meta-state/{file}: {e}"))
+}
+
+pub fn write_json<T: Serialize>(
+    system: &dyn crate::db::system::System,
+    root: &std::path::Path,
+    file: &str,
+    value: &T,
+) -> Result<(), String> {
+    match serde_json::to_value(value).map_err(|e| e.to_string())? {
+        J::Object(m) => crate::state::meta_state::write(system, root, file, &m),
+        _ => Err(format!("meta-state/{file}: not a mapping")),
+    }
+}
+
+/// `csis lineage show`: every recorded build as a tree of parent links, per
+/// runtime, children in recording order; `*` marks a series head.
+pub fn show(lineage: &Lineage) -> String {
+    let mut out = String::new();
+    let mut runtimes: Vec<&str> = lineage.builds.iter().map(|b| b.runtime.as_str()).collect();
+    runtimes.sort_unstable();
+    runtimes.dedup();
+    fn walk(l: &Lineage, rt: &str, parent: &str, depth: usize, out: &mut String) {
+        for b in l
+            .builds
+            .iter()
+            .filter(|b| b.runtime == rt && b.parent == parent)
+        {
+            let head = l
+                .head(&b.series, rt)
+                .is_some_and(|h| h.build_id == b.build_id);
+            out.push_str(&format!(
+                "{}{} {} ({}, fingerprint {}){}\n",
+                "  ".repeat(depth),
+                if head { "*" } else { "-" },
+                b.build_id,
+                b.series,
+                b.input_fingerprint.chars().take(16).collect::<String>(),
+                if b.run.is_empty() {
+                    String::new()
+                } else {
+                    format!(", run {}", b.run)
+                }
+            ));
+            walk(l, rt, &b.build_id, depth + 1, out);
+        }
+    }
+    for rt in runtimes {
+        out.push_str(&format!("runtime {rt}\n"));
+        let known: Vec<&str> = lineage.builds.iter().map(|b| b.build_id.as_str()).collect();
+        let mut roots: Vec<&str> = lineage
+            .builds
+            .iter()
+            .filter(|b| b.runtime == rt && !known.contains(&b.parent.as_str()))
+            .map(|b| b.parent.as_str())
+            .collect();
+        roots.dedup();
+        for r in roots {
+            out.push_str(&format!("  {r}\n"));
+            walk(lineage, rt, r, 2, &mut out);
+        }
+    }
+    if out.is_empty() {
+        out.push_str("no builds recorded\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_ids_read_back_as_times() {
+        let t = 1_796_226_804;
+        assert_eq!(run_time(&run_id(t)), Some(t));
+        assert_eq!(run_time("nonsense"), None);
+    }
+}

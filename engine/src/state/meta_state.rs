@@ -1,0 +1,165 @@
+//! Meta-state: the committed, human-readable YAML records under
+//! <root>/meta-state/ that carry memory between runs. Each write is atomic
+//! per file; a file whose top level is not a mapping is refused.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value as J;
+
+use crate::db::system::System;
+use csis_yaml::emit::to_yaml;
+
+pub const DIR: &str = "meta-state";
+/// How many runs the journal keeps.
+pub const RUNS_KEPT: usize = 200;
+
+pub fn path(root: &Path, file: &str) -> PathBuf {
+    root.join(DIR).join(file)
+}
+
+/// A meta-state file as JSON; an absent file is an empty mapping.
+pub fn read(
+    system: &dyn System,
+    root: &Path,
+    file: &str,
+) -> Result<serde_json::Map<String, J>, String> {
+    let p = path(root, file);
+    let text = system
+        .read_to_string(&p)
+        .map_err(|e| format!("{}: {e}", p.display()))?;
+    let Some(text) = text else {
+        return Ok(serde_json::Map::new());
+    };
+    let refused = || {
+        format!(
+            "Meta-state file {} must hold a mapping at the top level",
+            p.display()
+        )
+    };
+    let (value, _) =
+        csis_yaml::parse(&text).map_err(|e| format!("{}: {}", p.display(), e.message))?;
+    match value.to_json() {
+        J::Object(m) => Ok(m),
+        J::Null => Ok(serde_json::Map::new()),
+        _ => Err(refused()),
+    }
+}
+
+/// Write a meta-state file whole (temporary file and rename).
+pub fn write(
+    system: &dyn System,
+    root: &Path,
+    file: &str,
+    value: &serde_json::Map<String, J>,
+) -> Result<(), String> {
+    let p = path(root, file);
+    let text = format!(
+        "# csis meta-state: {file}. Written by csis; change it through csis commands.\n{}",
+        to_yaml(&J::Object(value.clone()))
+    );
+    gate(system, root, &format!("{DIR}/{file}"), &text)?;
+    system
+        .write_atomic(&p, text.as_bytes(), false)
+        .map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// Refused when a hard public-safe rule matches what would be written to
+/// `rel` (relative to the root): the caller then writes nothing.
+pub fn gate(system: &dyn System, root: &Path, rel: &str, text: &str) -> Result<(), String> {
+    let config = system
+        .read_to_string(&root.join("cfg/_config.yml"))
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let allow = csis_public_safe::Allow::from_config_text(&config);
+    let findings = csis_public_safe::scan_text(rel, text, &allow, true);
+    if findings.is_empty() {
+        Ok(())
+    } else {
+        Err(csis_public_safe::refusal(rel, &findings))
+    }
+}
+
+/// Append one run to meta-state/runs.yaml, keeping the last
+/// [`RUNS_KEPT`].
+pub fn record_run(system: &dyn System, root: &Path, entry: J) -> Result<(), String> {
+    let mut doc = read(system, root, "runs.yaml")?;
+    let mut runs = match doc.remove("runs") {
+        Some(J::Array(a)) => a,
+        _ => Vec::new(),
+    };
+    runs.push(entry);
+    if runs.len() > RUNS_KEPT {
+        runs.drain(..runs.len() - RUNS_KEPT);
+    }
+    doc.insert("runs".into(), J::Array(runs));
+    write(system, root, "runs.yaml", &doc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::system::MemorySystem;
+
+    #[test]
+    fn the_journal_keeps_the_last_200_runs() {
+        let sys = MemorySystem::new();
+        let root = Path::new("/r");
+        for i in 0..205 {
+            record_run(
+                &sys,
+                root,
+                serde_json::json!({"run": format!("r{i}"), "ok": true}),
+            )
+            .unwrap();
+        }
+        let doc = read(&sys, root, "runs.yaml").unwrap();
+        let runs = doc["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 200);
+        assert_eq!(runs[0]["run"], "r5");
+        assert_eq!(runs[199]["run"], "r204");
+    }
+
+    #[test]
+    fn a_write_a_hard_rule_matches_is_refused_and_writes_nothing() {
+        let sys = MemorySystem::new();
+        let root = Path::new("/r");
+        record_run(&sys, root, serde_json::json!({"run": "r1", "ok": true})).unwrap();
+        let before = sys.read(&path(root, "runs.yaml"));
+        let err = record_run(
+            &sys,
+            root,
+            serde_json::json!({"run": "r2", "error": "AKIAIOSFODNN7EXAMPLE leaked"}),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            "Refusing meta-state/runs.yaml: material that must not be public -- meta-state/runs.yaml: aws-access-key: AKIAIO (public-safe by construction; allow a value by decision in cfg/_config.yml public_safe.allow)"
+        );
+        assert_eq!(sys.read(&path(root, "runs.yaml")), before);
+        sys.write(
+            &root.join("cfg/_config.yml"),
+            "id: x\npublic_safe:\n  allow: [AKIAIOSFODNN7EXAMPLE]\n",
+        );
+        record_run(
+            &sys,
+            root,
+            serde_json::json!({"run": "r2", "error": "AKIAIOSFODNN7EXAMPLE leaked"}),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn a_hand_edited_file_that_is_not_a_mapping_is_refused() {
+        let sys = MemorySystem::new();
+        let root = Path::new("/r");
+        sys.write(&path(root, "runs.yaml"), "- a\n- b\n");
+        assert_eq!(
+            read(&sys, root, "runs.yaml").unwrap_err(),
+            "Meta-state file /r/meta-state/runs.yaml must hold a mapping at the top level"
+        );
+        assert!(record_run(&sys, root, serde_json::json!({})).is_err());
+        // Nothing was overwritten.
+        assert_eq!(sys.read(&path(root, "runs.yaml")), "- a\n- b\n");
+    }
+}

@@ -1,0 +1,12 @@
+//! Meta-state records: what earlier runs left in meta-state/ (lineage,
+//! pins, releases, storage state, launch parameters, instance generations,
+//! aliases, read-models, state locations), read as queries.
+
+pub mod alias_pool;
+pub mod instance_state;
+pub mod launch_params;
+pub mod lineage;
+pub mod meta_state;
+pub mod read_models;
+pub mod state_locations;
+pub mod storage_state;

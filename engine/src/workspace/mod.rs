@@ -1,0 +1,380 @@
+//! The edge between the world and the query graph: reads a tree through a
+//! [`System`] into salsa inputs, applies changes, and maps diagnostics back
+//! to file positions.
+
+pub mod prewarm;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use csis_model::{Diagnostic, Origin};
+use salsa::{Durability, Setter};
+
+use crate::check::report::load_diagnostics;
+use crate::db::files::parse_file;
+use crate::db::run_input::{RunInput, RunOptions};
+use crate::db::system::System;
+use crate::db::{Database, ItemFile, SourceFile, Tree, durability_for};
+use crate::load::items::item_file_names;
+use crate::registry::Registry;
+use csis_yaml::Span;
+
+/// What a load is asked to read besides the root.
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    pub overlays: Vec<PathBuf>,
+    pub undeclare: Vec<String>,
+    /// How messages name the root, when not as the path given to `load`
+    /// (the cli loads an absolute root but names it as the user wrote it).
+    pub display_root: Option<String>,
+}
+
+/// A loaded tree: the database, its inputs, and the files by path.
+pub struct Workspace {
+    pub db: Database,
+    pub tree: Tree,
+    pub root: PathBuf,
+    files: BTreeMap<String, SourceFile>,
+    /// Refusals found while reading the tree (a missing overlay).
+    pub read_diags: Vec<Diagnostic>,
+    /// One run input per distinct run options: a re-plan with the same
+    /// options reuses every query keyed by the run.
+    run_inputs: std::sync::Mutex<Vec<(RunOptions, RunInput)>>,
+    /// Whether the first load's queries ran on every core already; later
+    /// re-plans recompute little and stay on one.
+    prewarmed: std::sync::atomic::AtomicBool,
+}
+
+/// The identities CSIS_CONFIG_IDENTITY names: an AGE-SECRET-KEY-1 string,
+/// an identity file, or a directory of *.age-identity files.
+fn identities(system: &dyn System) -> std::io::Result<csis_secrets::IdentitySource> {
+    use csis_secrets::{IdentitySource, keys_in};
+    let Some(v) = system.env().get("CSIS_CONFIG_IDENTITY").cloned() else {
+        return Ok(IdentitySource::Unset);
+    };
+    let v = v.trim().to_string();
+    if v.starts_with("AGE-SECRET-KEY-1") {
+        return Ok(IdentitySource::Keys(keys_in(&v)));
+    }
+    let path = Path::new(&v);
+    if system.is_dir(path) {
+        let mut keys = Vec::new();
+        for p in system.list_files(path)? {
+            if p.parent() == Some(path) && p.extension().is_some_and(|e| e == "age-identity") {
+                keys.extend(keys_in(&system.read_to_string(&p)?.unwrap_or_default()));
+            }
+        }
+        return Ok(if keys.is_empty() {
+            IdentitySource::Invalid(format!(
+                "CSIS_CONFIG_IDENTITY={v}: no *.age-identity files in that directory"
+            ))
+        } else {
+            IdentitySource::Keys(keys)
+        });
+    }
+    Ok(match system.read_to_string(path)? {
+        Some(text) if !keys_in(&text).is_empty() => IdentitySource::Keys(keys_in(&text)),
+        _ => IdentitySource::Invalid(format!(
+            "CSIS_CONFIG_IDENTITY={v}: not an AGE-SECRET-KEY-1 string, an identity file or a directory"
+        )),
+    })
+}
+
+/// A diagnostic located in its file.
+pub struct Located {
+    pub file: String,
+    pub text: Arc<str>,
+    pub span: Span,
+}
+
+fn rel(root: &Path, p: &Path) -> String {
+    p.strip_prefix(root)
+        .unwrap_or(p)
+        .to_string_lossy()
+        .replace('\\', "/")
+}
+
+fn is_yaml(p: &Path) -> bool {
+    matches!(
+        p.extension().and_then(|e| e.to_str()),
+        Some("yml") | Some("yaml")
+    )
+}
+
+impl Workspace {
+    pub fn load(
+        system: &dyn System,
+        registry: Arc<Registry>,
+        root: &Path,
+        options: &LoadOptions,
+    ) -> std::io::Result<Workspace> {
+        let dirs = registry.item_dirs();
+        let db = Database::new(registry);
+        let mut files = BTreeMap::new();
+        let mut read_diags = Vec::new();
+        let make = |path: String, text: String, files: &mut BTreeMap<String, SourceFile>| {
+            let f = SourceFile::builder(Arc::from(path.as_str()), Arc::from(text))
+                .durability(durability_for(&path))
+                .new(&db);
+            files.insert(path, f);
+            f
+        };
+        let cfg_dir = root.join("cfg");
+        let mut cfg_files = Vec::new();
+        for p in system.list_files(&cfg_dir)? {
+            // cfg/ is not recursive.
+            if p.parent() != Some(cfg_dir.as_path()) || !is_yaml(&p) {
+                continue;
+            }
+            if let Some(text) = system.read_to_string(&p)? {
+                cfg_files.push(make(rel(root, &p), text, &mut files));
+            }
+        }
+        let mut item_files = Vec::new();
+        for dir in dirs {
+            for p in system.list_files(&root.join(dir))? {
+                if !is_yaml(&p) {
+                    continue;
+                }
+                if let Some(text) = system.read_to_string(&p)? {
+                    let file = make(rel(root, &p), text, &mut files);
+                    item_files.push(ItemFile { dir, file });
+                }
+            }
+        }
+        let mut meta_files = Vec::new();
+        let meta_dir = root.join(crate::state::meta_state::DIR);
+        for p in system.list_files(&meta_dir)? {
+            // The alias pool is the one meta-state file that is not YAML.
+            let pool = p
+                .file_name()
+                .is_some_and(|n| n == crate::state::alias_pool::FILE);
+            if p.parent() == Some(meta_dir.as_path())
+                && (is_yaml(&p) || pool)
+                && let Some(text) = system.read_to_string(&p)?
+            {
+                meta_files.push(make(rel(root, &p), text, &mut files));
+            }
+        }
+        let mut overlays = Vec::new();
+        for p in &options.overlays {
+            let shown = p.to_string_lossy().to_string();
+            match system.read_to_string(p)? {
+                Some(text) => overlays.push(make(shown, text, &mut files)),
+                None => {
+                    read_diags.push(Diagnostic::error(format!("Overlay {shown} does not exist")))
+                }
+            }
+        }
+        let tree = Tree::builder(
+            Arc::from(
+                options
+                    .display_root
+                    .clone()
+                    .unwrap_or_else(|| root.to_string_lossy().to_string())
+                    .as_str(),
+            ),
+            cfg_files,
+            item_files,
+            overlays,
+            options.undeclare.clone(),
+            Arc::new(system.env()),
+            system.now_unix(),
+            meta_files,
+            Vec::new(),
+            identities(system)?,
+            Default::default(),
+        )
+        // What a workspace never changes is HIGH, and item files and
+        // records MEDIUM (see `durability_for`): a query's durability is
+        // the lowest of what it read, so one LOW field read by every item
+        // would make every item re-verified after any edit.
+        .root_display_durability(Durability::HIGH)
+        .cfg_files_durability(Durability::HIGH)
+        .item_files_durability(Durability::MEDIUM)
+        .overlays_durability(Durability::HIGH)
+        .undeclare_durability(Durability::HIGH)
+        .env_durability(Durability::HIGH)
+        .start_unix_durability(Durability::HIGH)
+        .meta_files_durability(Durability::MEDIUM)
+        .identities_durability(Durability::HIGH)
+        .new(&db);
+        let mut db = db;
+        crate::workspace::prewarm::parse_files(&db, tree);
+        let index = crate::load::items::compute_index(&db, tree);
+        tree.set_index(&mut db)
+            .with_durability(Durability::MEDIUM)
+            .to(index);
+        // The files the configuration names (modification scripts) are
+        // known only once it is read: read them now, absent ones stay out.
+        let mut aux = Vec::new();
+        for path in crate::plan::fingerprint::referenced_files(&db, tree).clone() {
+            if let Some(text) = system.read_to_string(&root.join(&path))? {
+                let f = SourceFile::builder(Arc::from(path.as_str()), Arc::from(text))
+                    .durability(durability_for(&path))
+                    .new(&db);
+                files.insert(path, f);
+                aux.push(f);
+            }
+        }
+        tree.set_aux_files(&mut db)
+            .with_durability(Durability::MEDIUM)
+            .to(aux);
+        Ok(Workspace {
+            db,
+            tree,
+            root: root.to_path_buf(),
+            files,
+            read_diags,
+            run_inputs: Default::default(),
+            prewarmed: Default::default(),
+        })
+    }
+
+    /// The run input for `options`: the same one every time they are
+    /// equal, so queries keyed by the run are memoized across re-plans.
+    pub fn run_input(&self, options: &RunOptions) -> RunInput {
+        let mut known = self
+            .run_inputs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, input)) = known.iter().find(|(o, _)| o == options) {
+            return *input;
+        }
+        let input = RunInput::new(&self.db, options.clone());
+        known.push((options.clone(), input));
+        input
+    }
+
+    /// Every load-time refusal and warning.
+    pub fn load_diagnostics(&self) -> Vec<Diagnostic> {
+        if !self
+            .prewarmed
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            crate::workspace::prewarm::structure_items(&self.db, self.tree);
+        }
+        let mut out = self.read_diags.clone();
+        out.extend(load_diagnostics(&self.db, self.tree).iter().cloned());
+        out
+    }
+
+    /// Replace one file's text (an edit). Returns false for a file the tree
+    /// does not hold.
+    pub fn set_file_text(&mut self, path: &str, text: &str) -> bool {
+        let Some(f) = self.files.get(path).copied() else {
+            return false;
+        };
+        if f.text(&self.db).as_ref() == text {
+            return true;
+        }
+        // An edited file is the one being worked on: LOW from now on (a
+        // cfg/ file keeps HIGH: an edit there reaches everything anyway).
+        let durability = if path.starts_with("cfg/") {
+            Durability::HIGH
+        } else {
+            Durability::LOW
+        };
+        // Item names come from the item files (rendered with cfg/): the
+        // index is rebuilt only when the edit may have renamed something.
+        let tree = self.tree;
+        let item_file = tree.item_files(&self.db).iter().any(|i| i.file == f);
+        let names_before = item_file.then(|| item_file_names(&self.db, tree, f).clone());
+        f.set_text(&mut self.db)
+            .with_durability(durability)
+            .to(Arc::from(text));
+        let renamed = match names_before {
+            Some(before) => &before != item_file_names(&self.db, tree, f),
+            // cfg/ and overlays may rename; records and scripts cannot.
+            None => {
+                !tree.meta_files(&self.db).contains(&f) && !tree.aux_files(&self.db).contains(&f)
+            }
+        };
+        if renamed {
+            let index = crate::load::items::compute_index(&self.db, tree);
+            if &index != tree.index(&self.db) {
+                tree.set_index(&mut self.db)
+                    .with_durability(Durability::MEDIUM)
+                    .to(index);
+            }
+        }
+        true
+    }
+
+    /// The configuration's own YAML files (cfg/ and the item
+    /// directories), by path relative to the root, with their text.
+    pub fn config_files(&self) -> Vec<(String, Arc<str>)> {
+        let tree = self.tree;
+        let mut out: Vec<(String, Arc<str>)> = tree
+            .cfg_files(&self.db)
+            .iter()
+            .chain(tree.item_files(&self.db).iter().map(|f| &f.file))
+            .map(|f| (f.path(&self.db).to_string(), f.text(&self.db).clone()))
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// `config.generation_directory` (default `generated`), relative to
+    /// the root.
+    pub fn generation_dir_name(&self) -> String {
+        crate::load::builders::builders(&self.db, self.tree)
+            .config
+            .as_ref()
+            .map_or_else(|| "generated".into(), |c| c.generation_directory.clone())
+    }
+
+    pub fn file(&self, path: &str) -> Option<SourceFile> {
+        self.files.get(path).copied()
+    }
+
+    /// `file:line:col: message` (a warning says so), for logs and
+    /// `--brief`.
+    pub fn describe(&self, d: &Diagnostic) -> String {
+        let level = match d.severity {
+            csis_model::Severity::Error => "",
+            csis_model::Severity::Warning => "warning: ",
+        };
+        match self.locate(d) {
+            Some(loc) => format!(
+                "{}:{}:{}: {level}{}",
+                loc.file, loc.span.line, loc.span.col, d.message
+            ),
+            None => format!("{level}{}", d.message),
+        }
+    }
+
+    /// The file, text and span a diagnostic points at.
+    pub fn locate(&self, d: &Diagnostic) -> Option<Located> {
+        self.locate_origin(d.origin.as_ref()?, d.anchor == csis_model::Anchor::Key)
+    }
+
+    /// `file:line:col` of a node (its key when `key`), or of its nearest
+    /// ancestor the file has.
+    pub fn position(&self, origin: &Origin, key: bool) -> Option<String> {
+        self.locate_origin(origin, key)
+            .map(|l| format!("{}:{}:{}", l.file, l.span.line, l.span.col))
+    }
+
+    fn locate_origin(&self, origin: &Origin, key: bool) -> Option<Located> {
+        let Origin { file, path } = origin;
+        let sf = self.files.get(file.as_ref())?;
+        let parsed = parse_file(&self.db, *sf);
+        let span = if path.is_root() && parsed.error_span.is_some() {
+            parsed.error_span?
+        } else {
+            parsed.positions.nearest(path, key).unwrap_or(Span {
+                offset: 0,
+                len: 0,
+                line: 1,
+                col: 1,
+            })
+        };
+        Some(Located {
+            file: file.to_string(),
+            text: sf.text(&self.db).clone(),
+            span,
+        })
+    }
+}

@@ -1,0 +1,274 @@
+//! The resolution passes: what each may read ([`StageEnv`]) and the two
+//! built-in ones, `interpolate` and `scope-this`.
+
+use std::collections::BTreeMap;
+
+use csis_model::{Map, Value};
+use minijinja::value::Value as JValue;
+
+use crate::{Renderer, Scope, clock, jinja_value};
+
+/// What every pass may read: the environment, the run's execution values
+/// and the document's own `config:`.
+pub struct StageEnv {
+    pub env: JValue,
+    pub execution: JValue,
+    pub config: Map,
+}
+
+impl StageEnv {
+    pub fn new(
+        env: &BTreeMap<String, String>,
+        start_unix: i64,
+        dateformat: &str,
+        config: Map,
+    ) -> StageEnv {
+        StageEnv {
+            env: JValue::from_serialize(env),
+            execution: execution_value(start_unix, dateformat),
+            config,
+        }
+    }
+}
+
+/// `execution.timestamp`, `execution.date`, `execution.dateformat`.
+pub fn execution_value(start_unix: i64, dateformat: &str) -> JValue {
+    let mut m = BTreeMap::new();
+    m.insert("timestamp", clock::strftime(start_unix, dateformat));
+    m.insert("date", clock::iso_date(start_unix));
+    m.insert("dateformat", dateformat.to_string());
+    m.insert("iso", clock::iso_datetime(start_unix));
+    JValue::from_serialize(m)
+}
+
+/// One string-stage pass over the merged cfg/ document.
+#[derive(Clone, Copy)]
+pub struct ResolutionPass {
+    pub name: &'static str,
+    pub order: u32,
+    pub run: fn(&mut Value, &StageEnv, &Renderer),
+}
+
+/// The built-in passes, in order.
+pub fn builtin_passes() -> Vec<ResolutionPass> {
+    vec![
+        ResolutionPass {
+            name: "interpolate",
+            order: 10,
+            run: interpolate,
+        },
+        ResolutionPass {
+            name: "scope-this",
+            order: 20,
+            run: scope_this,
+        },
+    ]
+}
+
+fn map_strings(v: &mut Value, f: &mut dyn FnMut(&str) -> String) {
+    match v {
+        Value::Scalar { text, .. } => {
+            if csis_model::value::has_template(text) {
+                *text = f(text);
+            }
+        }
+        Value::Seq(items) => items.iter_mut().for_each(|i| map_strings(i, f)),
+        Value::Map(m) => m.values_mut().for_each(|i| map_strings(i, f)),
+        Value::Null => {}
+    }
+}
+
+/// Pass 1: ENV, execution and the document's `config:`. Inside the builder
+/// lists `config.*` tags are left to scope-this, where an entry's own
+/// `config:` shadows the document's.
+pub fn interpolate(doc: &mut Value, st: &StageEnv, r: &Renderer) {
+    let full = minijinja::context! {
+        ENV => st.env.clone(),
+        execution => st.execution.clone(),
+        config => jinja_value(&Value::Map(st.config.clone())),
+    };
+    let unscoped = minijinja::context! {
+        ENV => st.env.clone(),
+        execution => st.execution.clone(),
+    };
+    let Value::Map(top) = doc else { return };
+    for (key, v) in top.iter_mut() {
+        let ctx = if is_scoped_key(key) { &unscoped } else { &full };
+        map_strings(v, &mut |t| r.render_tags(t, ctx));
+    }
+}
+
+/// Pass 2: `this` (the nearest enclosing mapping), `this.parent`, and
+/// `config` scoped: each mapping's own `config:` merged over the enclosing
+/// one for its subtree.
+pub fn scope_this(doc: &mut Value, st: &StageEnv, r: &Renderer) {
+    let Value::Map(top) = doc else { return };
+    let root = Scope::value(top, None);
+    let keys: Vec<String> = top.keys().filter(|k| is_scoped_key(k)).cloned().collect();
+    for key in keys {
+        let Some(Value::Seq(items)) = top.get_mut(&key) else {
+            continue;
+        };
+        for item in items.iter_mut() {
+            scope_node(item, Some(root.clone()), &st.config, st, r);
+        }
+    }
+}
+
+fn is_scoped_key(k: &str) -> bool {
+    k == "executables" || csis_model::vct::BUILDER_KEYS.iter().any(|(b, _)| *b == k)
+}
+
+/// Render the strings of one mapping with itself as `this`, recursing into
+/// nested mappings with this one as their parent.
+fn scope_node(node: &mut Value, parent: Option<JValue>, config: &Map, st: &StageEnv, r: &Renderer) {
+    match node {
+        Value::Map(m) => {
+            let mut scoped = config.clone();
+            if let Some(Value::Map(own)) = m.get("config") {
+                for (k, v) in own {
+                    scoped.insert(k.clone(), v.clone());
+                }
+            }
+            let this = Scope::value(m, parent);
+            let ctx = minijinja::context! {
+                this => this.clone(),
+                config => jinja_value(&Value::Map(scoped.clone())),
+                ENV => st.env.clone(),
+                execution => st.execution.clone(),
+            };
+            for v in m.values_mut() {
+                render_in_scope(v, &this, &ctx, &scoped, st, r);
+            }
+        }
+        Value::Seq(items) => {
+            for i in items.iter_mut() {
+                scope_node(i, parent.clone(), config, st, r);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A value directly under the mapping `this`: scalars (also inside lists)
+/// render in its context; mappings open a scope of their own.
+fn render_in_scope(
+    v: &mut Value,
+    this: &JValue,
+    ctx: &JValue,
+    scoped: &Map,
+    st: &StageEnv,
+    r: &Renderer,
+) {
+    match v {
+        Value::Scalar { text, .. } => {
+            if csis_model::value::has_template(text) {
+                *text = r.render_tags(text, ctx);
+            }
+        }
+        Value::Seq(items) => {
+            for i in items.iter_mut() {
+                render_in_scope(i, this, ctx, scoped, st, r);
+            }
+        }
+        nested @ Value::Map(_) => scope_node(nested, Some(this.clone()), scoped, st, r),
+        Value::Null => {}
+    }
+}
+
+/// DEFAULT_DATEFORMAT.
+pub const DEFAULT_DATEFORMAT: &str = "%Y%m%d_%H%M%S";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use csis_yaml::parse;
+
+    fn stage(text: &str, env: &[(&str, &str)]) -> Value {
+        let (mut doc, _) = parse(text).unwrap();
+        let env: BTreeMap<String, String> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let config = doc
+            .get("config")
+            .and_then(Value::as_map)
+            .cloned()
+            .unwrap_or_default();
+        let st = StageEnv::new(&env, 1_796_226_804, DEFAULT_DATEFORMAT, config);
+        let r = Renderer::new();
+        for p in builtin_passes() {
+            (p.run)(&mut doc, &st, &r);
+        }
+        doc
+    }
+
+    #[test]
+    fn env_user_in_config_renders() {
+        let doc = stage(
+            "config:\n  systemuser: \"{{ ENV.USER }}\"\n",
+            &[("USER", "avery")],
+        );
+        assert_eq!(
+            doc.get("config")
+                .unwrap()
+                .get("systemuser")
+                .unwrap()
+                .as_str(),
+            Some("avery")
+        );
+    }
+
+    #[test]
+    fn an_unset_variable_keeps_its_tag() {
+        let doc = stage(
+            "config:\n  a: \"x {{ ENV.NOPE }} {{ execution.timestamp }}\"\n",
+            &[],
+        );
+        assert_eq!(
+            doc.get("config").unwrap().get("a").unwrap().as_str(),
+            Some("x {{ ENV.NOPE }} 20261202_155324")
+        );
+    }
+
+    #[test]
+    fn this_parent_reaches_the_os_builder() {
+        let doc = stage(
+            "os_builders:\n  - name: alma\n    family: alma-linux\n    tags:\n      OS: \"{{ this.parent.family }}\"\n",
+            &[],
+        );
+        let os = &doc.get("os_builders").unwrap().as_seq().unwrap()[0];
+        assert_eq!(
+            os.get("tags").unwrap().get("OS").unwrap().as_str(),
+            Some("alma-linux")
+        );
+    }
+
+    #[test]
+    fn list_items_render_with_their_mapping_as_this() {
+        let doc = stage(
+            "config:\n  team: ops\nos_builders:\n  - name: alma\n    owners: [\"{{ this.name }}\", \"{{ config.team }}\"]\n",
+            &[],
+        );
+        let os = &doc.get("os_builders").unwrap().as_seq().unwrap()[0];
+        let owners = os.get("owners").unwrap().as_seq().unwrap();
+        assert_eq!(owners[0].as_str(), Some("alma"));
+        assert_eq!(owners[1].as_str(), Some("ops"));
+    }
+
+    #[test]
+    fn a_nested_entry_config_shadows_the_enclosing_config() {
+        let doc = stage(
+            "config:\n  flavour: doc\nos_builders:\n  - name: alma\n    config:\n      flavour: builder\n    description: \"{{ config.flavour }}\"\n    runtimes:\n      - image_builder: x\n        config:\n          flavour: entry\n        description: \"{{ config.flavour }} {{ this.parent.name }}\"\n      - image_builder: y\n        description: \"{{ config.flavour }}\"\n",
+            &[],
+        );
+        let os = &doc.get("os_builders").unwrap().as_seq().unwrap()[0];
+        assert_eq!(os.get("description").unwrap().as_str(), Some("builder"));
+        let rts = os.get("runtimes").unwrap().as_seq().unwrap();
+        assert_eq!(
+            rts[0].get("description").unwrap().as_str(),
+            Some("entry alma")
+        );
+        assert_eq!(rts[1].get("description").unwrap().as_str(), Some("builder"));
+    }
+}
