@@ -1,8 +1,13 @@
-//! The salsa database and its inputs.
+//! The salsa database and its inputs, and the doors to the world.
 //!
 //! Inputs are the text of each file of the tree, the tree's listing, the
-//! overlays and `--undeclare` flags, and the environment snapshot with the
-//! run's start time. Everything else is a tracked function of them.
+//! overlays and `--undeclare` flags, the item index, the environment
+//! snapshot with the run's start time, and the run's options. Everything
+//! else is a tracked function of them. [`system::System`] is the only
+//! door to files, the environment and processes.
+//!
+//! May not: know a model, an item or a record beyond its input type. Uses
+//! registry/ only.
 
 pub mod emit;
 pub mod files;

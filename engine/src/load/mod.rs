@@ -1,6 +1,10 @@
 //! Loading: the tree's files become structured items. cfg/ merge, overlays,
 //! the string stage, the item index, builders, template resolution and
-//! structuring, each a query over the database's inputs.
+//! structuring, each a query per file or per item over the database's
+//! inputs, so an edit re-structures only what it reached.
+//!
+//! May not: read meta-state, decide a bake, or judge a rule that spans
+//! items (check/ does). Uses registry/ and db/ only.
 
 pub mod builders;
 pub mod cfg;

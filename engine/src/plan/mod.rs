@@ -1,4 +1,8 @@
-//! Planning: input fingerprints and bake decisions.
+//! Planning: input fingerprints, the image graph and bake decisions, and
+//! the hooks' window on the tree ([`hook_context::EngineContext`]).
+//!
+//! May not: validate (a plan is asked only of a tree that validated),
+//! write anything, or emit. Uses the layers up to state/.
 
 pub mod bakes;
 pub mod fingerprint;

@@ -1,5 +1,8 @@
 //! The plugin registry: built once at start from the plugins the cli links,
 //! immutable afterwards, passed explicitly (no process-wide singleton).
+//!
+//! The lowest layer: it runs no query and reads no file, and knows no
+//! plugin by name.
 
 pub mod lifecycles;
 

@@ -1,6 +1,9 @@
 //! The edge between the world and the query graph: reads a tree through a
 //! [`System`] into salsa inputs, applies changes, and maps diagnostics back
-//! to file positions.
+//! to file positions. The only place inputs change after a load.
+//!
+//! May not: plan, generate or write; the commands in run/ and `csis watch`
+//! hold a workspace.
 
 pub mod prewarm;
 
