@@ -8,38 +8,32 @@ use std::path::Path;
 use std::process::Command;
 
 /// Workspace crates each crate may depend on (dev-dependencies aside).
-fn allowed(krate: &str) -> &'static [&'static str] {
-    const ENGINE: [&str; 7] = [
-        "csis-model",
+fn allowed(krate: &str) -> Vec<&'static str> {
+    let libs = [
         "csis-yaml",
         "csis-cloud-config",
         "csis-public-safe",
         "csis-secrets",
         "csis-string-stage",
-        "csis-plugin-api",
     ];
-    const LINKS_ALL: [&str; 10] = [
-        "csis-model",
-        "csis-yaml",
-        "csis-cloud-config",
-        "csis-public-safe",
-        "csis-secrets",
-        "csis-string-stage",
-        "csis-plugin-api",
-        "csis-engine",
-        "csis-plugin-dummy",
-        "csis-plugin-local",
-    ];
+    let engine: Vec<&str> = ["csis-model", "csis-plugin-api"]
+        .into_iter()
+        .chain(libs)
+        .collect();
     match krate {
-        "csis-model" => &[],
-        "csis-yaml" | "csis-string-stage" => &["csis-model"],
-        "csis-cloud-config" | "csis-public-safe" | "csis-secrets" => &["csis-model", "csis-yaml"],
-        "csis-plugin-api" => &["csis-model"],
-        "csis-engine" => &ENGINE,
-        "csis-plugin-dummy" | "csis-plugin-local" => &["csis-model", "csis-plugin-api"],
-        "csis" | "csis-benches" => &LINKS_ALL,
-        "csis-test-support" => &LINKS_ALL,
-        _ => &[],
+        "csis-model" => vec![],
+        "csis-yaml" | "csis-string-stage" | "csis-plugin-api" => vec!["csis-model"],
+        "csis-cloud-config" | "csis-public-safe" | "csis-secrets" => {
+            vec!["csis-model", "csis-yaml"]
+        }
+        "csis-engine" => engine,
+        "csis-plugin-dummy" | "csis-plugin-local" => vec!["csis-model", "csis-plugin-api"],
+        // The binary, the benches and the test support link everything.
+        "csis" | "csis-benches" | "csis-test-support" => engine
+            .into_iter()
+            .chain(["csis-engine", "csis-plugin-dummy", "csis-plugin-local"])
+            .collect(),
+        _ => vec![],
     }
 }
 
