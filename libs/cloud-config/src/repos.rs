@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use csis_model::{DocPath, Value};
 
 use crate::names::repo_name_problem;
-use crate::values::{bool_of, scalar_text, shown_scalar};
-use crate::{Checker, MAX_CARRIED, REPO_KEYS, Severity};
+use crate::values::{bool_of, carried_problem, scalar_text, shown_scalar};
+use crate::{Checker, REPO_KEYS, Severity};
 
 impl Checker {
     pub(crate) fn repos(&mut self, v: &Value, path: &DocPath) {
@@ -81,24 +81,11 @@ impl Checker {
                 ),
                 _ => {}
             }
-            if let Some(anchor) = entry.get("tuf_root") {
-                let text = scalar_text(anchor);
-                if text.contains('\0') {
-                    refuse(
-                        self,
-                        &at.key("tuf_root"),
-                        "tuf_root holds a NUL byte".into(),
-                    );
-                } else if text.len() > MAX_CARRIED {
-                    refuse(
-                        self,
-                        &at.key("tuf_root"),
-                        format!(
-                            "tuf_root is {} bytes, over the {MAX_CARRIED} a trust anchor can carry",
-                            text.len()
-                        ),
-                    );
-                }
+            if let Some(why) = entry
+                .get("tuf_root")
+                .and_then(|v| carried_problem(&scalar_text(v), "tuf_root", "a trust anchor"))
+            {
+                refuse(self, &at.key("tuf_root"), why);
             }
             if let Some(p) = entry.get("priority")
                 && scalar_text(p).parse::<i64>().is_err()

@@ -2,6 +2,8 @@
 
 use csis_model::Value;
 
+use crate::MAX_CARRIED;
+
 pub(crate) fn scalar_text(v: &Value) -> String {
     match v {
         Value::Scalar { text, .. } => text.clone(),
@@ -24,5 +26,20 @@ pub(crate) fn bool_of(v: &Value) -> Option<bool> {
         "true" | "yes" | "on" => Some(true),
         "false" | "no" | "off" => Some(false),
         _ => None,
+    }
+}
+
+/// Why a carried text (a file's content, a trust anchor) cannot be
+/// written: a NUL byte, or more than the launch script can carry.
+pub(crate) fn carried_problem(text: &str, subject: &str, carrier: &str) -> Option<String> {
+    if text.contains('\0') {
+        Some(format!("{subject} holds a NUL byte"))
+    } else if text.len() > MAX_CARRIED {
+        Some(format!(
+            "{subject} is {} bytes, over the {MAX_CARRIED} {carrier} can carry",
+            text.len()
+        ))
+    } else {
+        None
     }
 }

@@ -4,8 +4,8 @@
 use csis_model::{DocPath, Map, Value};
 
 use crate::names::{hostname_problem, name_problem, path_problem};
-use crate::values::{scalar_text, shown_scalar};
-use crate::{Checker, FILE_KEYS, MAX_CARRIED, Severity};
+use crate::values::{carried_problem, scalar_text, shown_scalar};
+use crate::{Checker, FILE_KEYS, Severity};
 
 impl Checker {
     /// hostname and fqdn mean the same thing; the first valid one wins.
@@ -70,24 +70,11 @@ impl Checker {
                     }
                 }
             }
-            if let Some(content) = entry.get("content") {
-                let text = scalar_text(content);
-                if text.contains('\0') {
-                    refuse(
-                        self,
-                        &at.key("content"),
-                        "the content holds a NUL byte".into(),
-                    );
-                } else if text.len() > MAX_CARRIED {
-                    refuse(
-                        self,
-                        &at.key("content"),
-                        format!(
-                            "the content is {} bytes, over the {MAX_CARRIED} a file can carry",
-                            text.len()
-                        ),
-                    );
-                }
+            if let Some(why) = entry
+                .get("content")
+                .and_then(|v| carried_problem(&scalar_text(v), "the content", "a file"))
+            {
+                refuse(self, &at.key("content"), why);
             }
             if let Some(p) = entry.get("permissions") {
                 let ok = matches!(p, Value::Scalar { text, plain: false }
