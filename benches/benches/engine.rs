@@ -15,8 +15,6 @@
 use std::sync::LazyLock;
 
 use csis_benches::harness::{self, EditKind, Fixture};
-use csis_engine::db::system::MemorySystem;
-use csis_engine::workspace::Workspace;
 use divan::Bencher;
 
 static FIXTURE: LazyLock<Fixture> = LazyLock::new(Fixture::from_env);
@@ -67,16 +65,8 @@ mod cold {
 mod warm {
     use super::*;
 
-    fn warmed() -> (MemorySystem, Workspace) {
-        let fx = &*FIXTURE;
-        let sys = fx.system();
-        let ws = fx.load(&sys);
-        harness::plan(&ws, &sys);
-        (sys, ws)
-    }
-
     fn edit_then_plan(b: Bencher, kind: EditKind) {
-        let (sys, mut ws) = warmed();
+        let (sys, mut ws) = FIXTURE.warmed();
         let mut edit = kind.edit(&FIXTURE);
         b.bench_local(|| {
             edit.apply(&mut ws);
@@ -86,7 +76,7 @@ mod warm {
 
     #[divan::bench(sample_count = 20, sample_size = 1, max_time = 30)]
     fn noop(b: Bencher) {
-        let (sys, ws) = warmed();
+        let (sys, ws) = FIXTURE.warmed();
         b.bench_local(|| harness::plan(&ws, &sys));
     }
 

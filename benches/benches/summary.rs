@@ -155,17 +155,9 @@ fn cold<T>(
     (m, last)
 }
 
-/// A workspace loaded and planned once.
-fn warmed(fx: &Fixture) -> (MemorySystem, Workspace) {
-    let sys = fx.system();
-    let ws = fx.load(&sys);
-    harness::plan(&ws, &sys);
-    (sys, ws)
-}
-
 /// Re-plans of one warm workspace, each after `edit` (if any).
 fn warm(fx: &Fixture, name: &'static str, budget: Budget, kind: Option<EditKind>) -> Measure {
-    let (sys, mut ws) = warmed(fx);
+    let (sys, mut ws) = fx.warmed();
     let mut edit = kind.map(|k| k.edit(fx));
     let mut m = Measure {
         name,
@@ -309,7 +301,7 @@ fn main() {
 
     // Where a warm edit's time goes when it generates too: one warm dry
     // run after a one-image edit, by stage.
-    let (sys, mut ws) = warmed(&fx);
+    let (sys, mut ws) = fx.warmed();
     harness::dry_run(&ws, &sys, false);
     let mut edit = EditKind::ImageModification.edit(&fx);
     let mut warm_dry = Measure {

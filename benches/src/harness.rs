@@ -44,17 +44,6 @@ pub fn size_from_env() -> (&'static str, TreeSize) {
     }
 }
 
-/// The registry `csis` links.
-pub fn registry() -> Arc<Registry> {
-    Arc::new(
-        Registry::build(&[
-            &csis_plugin_dummy::DummyPlugin,
-            &csis_plugin_local::LocalPlugin,
-        ])
-        .expect("the linked plugins register"),
-    )
-}
-
 /// A generated tree and the registry, made once per process.
 pub struct Fixture {
     pub name: &'static str,
@@ -70,7 +59,7 @@ impl Fixture {
             name,
             size,
             files,
-            registry: registry(),
+            registry: csis_test_support::registry(csis_test_support::LINKED),
         }
     }
 
@@ -86,22 +75,25 @@ impl Fixture {
     /// A fresh memory system holding the tree and nothing else (no
     /// generated/ or meta-state/ from an earlier run).
     pub fn system(&self) -> MemorySystem {
-        let sys = MemorySystem::new();
-        for (p, t) in &self.files {
-            sys.write(&Self::root().join(p), t);
-        }
-        sys
+        csis_test_support::memory_system(Self::root(), self.files.iter().map(|(p, t)| (p, t)))
     }
 
     /// `Workspace::load`, as `csis` does at start.
     pub fn load(&self, sys: &MemorySystem) -> Workspace {
-        Workspace::load(
+        csis_test_support::load(
             sys,
             self.registry.clone(),
             Self::root(),
             &LoadOptions::default(),
         )
-        .expect("the memory system reads")
+    }
+
+    /// A workspace loaded and planned once, for warm re-plans.
+    pub fn warmed(&self) -> (MemorySystem, Workspace) {
+        let sys = self.system();
+        let ws = self.load(&sys);
+        plan(&ws, &sys);
+        (sys, ws)
     }
 
     /// A file's generated text.

@@ -2,8 +2,6 @@
 //! move them.
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use csis_engine::plan::fingerprint::{SeriesKey, input_fingerprint};
 
 const TREE: &str = r#"
@@ -46,7 +44,7 @@ images:
 "#;
 
 fn fingerprint(tree: &str, series: &str) -> String {
-    let ws = common::workspace(tree, &[]);
+    let ws = csis_test_support::workspace(tree, &[]);
     let d = ws.load_diagnostics();
     assert!(d.iter().all(|d| !d.is_error()), "{d:?}");
     let key = SeriesKey::new(&ws.db, series.to_string(), "here".to_string());

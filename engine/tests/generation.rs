@@ -2,8 +2,6 @@
 //! spec's messages, run hooks, plugin lifecycles, incremental emission.
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
 use csis_engine::db::run_input::RunOptions;
@@ -17,6 +15,7 @@ use csis_plugin_api::{
     ExecutionLifecyclePhase as P, HookContext, HookResult, LifecycleSpec, ModelSpec, Plugin,
     RunHooks,
 };
+use csis_test_support::{ROOT, load, memory_system, parse, registry, temp_tree, workspace_with};
 
 /// A group builder whose hooks do what its `config:` says:
 /// `fail: before|during|after`, `late: true` (defer to verify),
@@ -179,20 +178,12 @@ struct Outcome {
     sys: MemorySystem,
 }
 
-fn run_tree(fixture: &str, lifecycles: &[&str]) -> Outcome {
-    let ws = common::workspace_with(
-        fixture,
-        &[&csis_plugin_local::LocalPlugin, &ProbePlugin],
-        &[],
-        &LoadOptions::default(),
-    );
-    let sys = MemorySystem::new();
-    for (p, t) in fixture_files(fixture) {
-        sys.write(&p, &t);
-    }
-    // The tree's `sh` executable, for the executables check.
-    sys.write(Path::new("/bin/sh"), "");
-    let req = RunRequest {
+const PLUGINS: &[&dyn Plugin] = &[&csis_plugin_local::LocalPlugin, &ProbePlugin];
+
+/// A dry run of `lifecycles` that records itself and runs the run-now
+/// commands.
+fn request(lifecycles: &[&str]) -> RunRequest {
+    RunRequest {
         lifecycles: lifecycles.iter().map(|s| s.to_string()).collect(),
         options: RunOptions {
             dry_run: true,
@@ -205,7 +196,15 @@ fn run_tree(fixture: &str, lifecycles: &[&str]) -> Outcome {
         stats: false,
         no_state_query: true,
         explain: false,
-    };
+    }
+}
+
+fn run_tree(fixture: &str, lifecycles: &[&str]) -> Outcome {
+    let ws = workspace_with(fixture, PLUGINS, &[], &LoadOptions::default());
+    let sys = memory_system(Path::new(ROOT), &parse(fixture));
+    // The tree's `sh` executable, for the executables check.
+    sys.write(Path::new("/bin/sh"), "");
+    let req = request(lifecycles);
     let mut log = Vec::new();
     let summary = run(&ws, &sys, &req, &mut |level, line| {
         let prefix = match level {
@@ -218,25 +217,8 @@ fn run_tree(fixture: &str, lifecycles: &[&str]) -> Outcome {
     Outcome { summary, log, sys }
 }
 
-fn fixture_files(fixture: &str) -> Vec<(PathBuf, String)> {
-    let mut out = Vec::new();
-    let mut cur: Option<(PathBuf, String)> = None;
-    for line in fixture.lines() {
-        if let Some(p) = line.strip_prefix("--- ") {
-            out.extend(cur.take());
-            cur = Some((Path::new(common::ROOT).join(p), String::new()));
-        } else if let Some((_, t)) = cur.as_mut() {
-            t.push_str(line);
-            t.push('\n');
-        }
-    }
-    out.extend(cur);
-    out
-}
-
 fn gen_file(o: &Outcome, rel: &str) -> String {
-    o.sys
-        .read(&Path::new(common::ROOT).join("generated").join(rel))
+    o.sys.read(&Path::new(ROOT).join("generated").join(rel))
 }
 
 #[test]
@@ -404,47 +386,16 @@ fn an_on_summary_failure_is_a_warning_and_changes_nothing() {
     );
     let summary = gen_file(&o, "run-summary.json");
     assert!(summary.contains("\"ok\": true"), "{summary}");
-    let journal = o
-        .sys
-        .read(&Path::new(common::ROOT).join("meta-state/runs.yaml"));
+    let journal = o.sys.read(&Path::new(ROOT).join("meta-state/runs.yaml"));
     assert!(journal.contains("requested:\n      - storage"), "{journal}");
 }
 
 #[test]
 fn a_failing_run_now_command_fails_generation_with_its_return_code() {
-    let dir = tempfile::tempdir().unwrap();
-    let fixture = tree("{build: \"echo broken >&2; exit 4\"}", "{}");
-    for (p, t) in fixture_files(&fixture) {
-        let rel = p.strip_prefix(common::ROOT).unwrap();
-        let dest = dir.path().join(rel);
-        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
-        std::fs::write(dest, t).unwrap();
-    }
-    let registry =
-        csis_engine::registry::Registry::build(&[&csis_plugin_local::LocalPlugin, &ProbePlugin])
-            .unwrap();
+    let dir = temp_tree(&parse(&tree("{build: \"echo broken >&2; exit 4\"}", "{}")));
     let sys = csis_engine::db::system::OsSystem;
-    let ws = csis_engine::workspace::Workspace::load(
-        &sys,
-        std::sync::Arc::new(registry),
-        dir.path(),
-        &LoadOptions::default(),
-    )
-    .unwrap();
-    let req = RunRequest {
-        lifecycles: vec!["identity".into()],
-        options: RunOptions {
-            dry_run: true,
-            ..RunOptions::default()
-        },
-        no_apply: false,
-        csis: PathBuf::from("csis"),
-        commit: false,
-        record: true,
-        stats: false,
-        no_state_query: true,
-        explain: false,
-    };
+    let ws = load(&sys, registry(PLUGINS), dir.path(), &LoadOptions::default());
+    let req = request(&["identity"]);
     let mut log = Vec::new();
     let summary = run(&ws, &sys, &req, &mut |_, l| log.push(l));
     assert!(!summary.ok);

@@ -2,8 +2,6 @@
 //! cannot be given identities, and validation says so once per group.
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use csis_model::models::BaseModelKind;
 use csis_model::{Fields, Map, Vct};
 use csis_plugin_api::{Builder, BuilderDecl, ModelSpec, Plugin};
@@ -66,7 +64,7 @@ images:
 
 #[test]
 fn a_group_whose_builder_gives_no_identity_type_is_refused_once() {
-    let ws = common::workspace_with(
+    let ws = csis_test_support::workspace_with(
         TREE,
         &[&csis_plugin_local::LocalPlugin, &Roster],
         &[],

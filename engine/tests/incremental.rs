@@ -1,8 +1,6 @@
 //! Incrementality: which queries re-execute after an edit.
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use csis_engine::workspace::Workspace;
 
 const TREE: &str = r#"
@@ -55,7 +53,7 @@ instances:
 "#;
 
 fn workspace() -> Workspace {
-    common::workspace(TREE, &[])
+    csis_test_support::workspace(TREE, &[])
 }
 
 /// The executed queries by name, with the file or item each one was about.

@@ -3,8 +3,6 @@
 //! `--undeclare` know it.
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use csis_engine::load::render::resolved_tree;
 use csis_engine::registry::Registry;
 use csis_engine::workspace::{LoadOptions, Workspace};
@@ -69,7 +67,7 @@ fn load(undeclare: &[&str]) -> Workspace {
         undeclare: undeclare.iter().map(|s| s.to_string()).collect(),
         ..LoadOptions::default()
     };
-    common::workspace_with(
+    csis_test_support::workspace_with(
         TREE,
         &[&csis_plugin_local::LocalPlugin, &Networks],
         &[],

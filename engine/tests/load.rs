@@ -1,13 +1,11 @@
 //! Load refusals that depend on which plugins are linked.
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use csis_engine::workspace::LoadOptions;
 
 #[test]
 fn no_runtime_plugin_linked_means_no_runtime_providers() {
-    let ws = common::workspace_with(
+    let ws = csis_test_support::workspace_with(
         "--- cfg/_config.yml\nid: t\n",
         &[],
         &[],
@@ -23,7 +21,7 @@ fn no_runtime_plugin_linked_means_no_runtime_providers() {
 
 #[test]
 fn a_missing_runtime_declaration_with_plugins_linked() {
-    let ws = common::workspace_with(
+    let ws = csis_test_support::workspace_with(
         "--- cfg/_config.yml\nid: t\n",
         &[&csis_plugin_local::LocalPlugin],
         &[],

@@ -1,8 +1,6 @@
 //! The string stage and template resolution, on the spec's examples.
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use csis_engine::load::render::resolved_tree;
 use serde_json::Value as J;
 
@@ -72,7 +70,7 @@ instances:
 "#;
 
 fn resolved() -> J {
-    let ws = common::workspace(TREE, &[("USER", "avery")]);
+    let ws = csis_test_support::workspace(TREE, &[("USER", "avery")]);
     let diags = ws.load_diagnostics();
     assert!(diags.is_empty(), "{diags:?}");
     resolved_tree(&ws.db, ws.tree)
@@ -154,7 +152,7 @@ fn any_declared_object_by_name_with_either_spelling() {
 
 #[test]
 fn builder_runtimes_are_canonicalized_and_builders_have_global_ids() {
-    let ws = common::workspace(TREE, &[]);
+    let ws = csis_test_support::workspace(TREE, &[]);
     let b = csis_engine::load::builders::builders(&ws.db, ws.tree);
     let ib = b
         .resolve(csis_model::Vct::ImageBuilderModel, "default")

@@ -6,13 +6,10 @@
 //! seed and replays.
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use std::collections::BTreeMap;
-
 use csis_engine::db::run_input::{RunInput, RunOptions};
 use csis_engine::plan::bakes::bake_plan;
 use csis_engine::workspace::Workspace;
+use csis_test_support::{inline, parse, workspace};
 
 const TREE: &str = r#"
 --- cfg/_config.yml
@@ -109,26 +106,6 @@ impl Rng {
     }
 }
 
-fn files_of(tree: &str) -> BTreeMap<String, String> {
-    let mut files = BTreeMap::new();
-    let mut current: Option<String> = None;
-    for line in tree.lines() {
-        if let Some(p) = line.strip_prefix("--- ") {
-            current = Some(p.to_string());
-            files.insert(p.to_string(), String::new());
-        } else if let Some(c) = &current {
-            let f = files.get_mut(c).unwrap();
-            f.push_str(line);
-            f.push('\n');
-        }
-    }
-    files
-}
-
-fn fixture(files: &BTreeMap<String, String>) -> String {
-    files.iter().map(|(p, t)| format!("--- {p}\n{t}")).collect()
-}
-
 /// One random edit of one file's text: what a person does while editing.
 fn edit(rng: &mut Rng, text: &str, original: &str, step: usize) -> String {
     match rng.below(8) {
@@ -199,16 +176,16 @@ fn answers(ws: &Workspace) -> (Vec<String>, Vec<String>, Vec<String>) {
 
 #[test]
 fn after_any_edit_sequence_warm_answers_as_cold() {
-    let original = files_of(TREE);
+    let original = parse(TREE);
     let editable: Vec<&String> = original.keys().filter(|p| !p.starts_with("cfg/")).collect();
-    let initial = answers(&common::workspace(TREE, &[]));
+    let initial = answers(&workspace(TREE, &[]));
     let (mut broken, mut replanned, mut regenerated) = (0, 0, 0);
     // Bounded for CI: 12 sequences of 8 edits, each checked against a
     // cold load.
     for seed in 1..=12u64 {
         let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
         let mut files = original.clone();
-        let mut warm = common::workspace(&fixture(&files), &[]);
+        let mut warm = workspace(&inline(&files), &[]);
         for step in 0..8 {
             let path = editable[rng.below(editable.len())].clone();
             let new = edit(&mut rng, &files[&path], &original[&path], step);
@@ -217,7 +194,7 @@ fn after_any_edit_sequence_warm_answers_as_cold() {
                 warm.set_file_text(&path, &new),
                 "{path} is a file of the tree"
             );
-            let cold = common::workspace(&fixture(&files), &[]);
+            let cold = workspace(&inline(&files), &[]);
             let (w, c) = (answers(&warm), answers(&cold));
             assert_eq!(
                 w.0, c.0,

@@ -18,35 +18,22 @@
 //! `--brief` in the tree's root; stderr must equal the expectation exactly.
 //! `CSIS_UPDATE_EXPECT=1` rewrites expectations (review the diff).
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
+use csis_test_support::{Files, fixture_dir, parse, temp_tree};
+
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/load")
+    fixture_dir("load")
 }
 
 struct Case {
     args: Vec<String>,
     base: bool,
-    files: BTreeMap<String, String>,
+    files: Files,
     exit: i32,
     expected: String,
     head: String,
-}
-
-fn parse_tree(text: &str, files: &mut BTreeMap<String, String>) {
-    let mut current: Option<String> = None;
-    for line in text.lines() {
-        if let Some(p) = line.strip_prefix("--- ") {
-            current = Some(p.trim().to_string());
-            files.insert(p.trim().to_string(), String::new());
-        } else if let Some(c) = &current {
-            let f = files.get_mut(c).unwrap();
-            f.push_str(line);
-            f.push('\n');
-        }
-    }
 }
 
 fn parse_case(text: &str) -> Case {
@@ -57,7 +44,7 @@ fn parse_case(text: &str) -> Case {
     let mut case = Case {
         args: Vec::new(),
         base: true,
-        files: BTreeMap::new(),
+        files: Files::new(),
         exit: code.trim().parse().expect("exit code"),
         expected: expected.to_string(),
         head: tree.to_string(),
@@ -69,23 +56,16 @@ fn parse_case(text: &str) -> Case {
             case.base = false;
         }
     }
-    let mut files = BTreeMap::new();
     if case.base {
         let base = std::fs::read_to_string(fixtures().join("_base.tree")).unwrap();
-        parse_tree(&base, &mut files);
+        case.files = parse(&base);
     }
-    parse_tree(tree, &mut files);
-    case.files = files;
+    case.files.extend(parse(tree));
     case
 }
 
 fn run(case: &Case) -> (i32, String) {
-    let dir = tempfile::tempdir().unwrap();
-    for (path, text) in &case.files {
-        let p = dir.path().join(path);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(&p, text).unwrap();
-    }
+    let dir = temp_tree(&case.files);
     let out = Command::new(env!("CARGO_BIN_EXE_csis"))
         .current_dir(dir.path())
         .env_remove("CSIS_ROOT_DIR")

@@ -5,10 +5,7 @@
 use std::process::Command;
 
 fn check(args: &[&str], files: &[(&str, &str)]) -> (i32, String) {
-    let t = tempfile::tempdir().unwrap();
-    for (name, text) in files {
-        std::fs::write(t.path().join(name), text).unwrap();
-    }
+    let t = csis_test_support::temp_tree(files.iter().copied());
     let out = Command::new(env!("CARGO_BIN_EXE_csis"))
         .current_dir(t.path())
         .args(["cloud-config", "check"])
@@ -119,7 +116,7 @@ nul.yml: refused (3 refused, 0 reported)
 /// CSIS_REQUIRE_CLOUD_INIT, so there a missing tool fails the test).
 #[test]
 fn the_example_user_data_is_valid_cloud_config() {
-    let t = crate::support::tree("config");
+    let t = csis_test_support::tree("config");
     let out = Command::new(env!("CARGO_BIN_EXE_csis"))
         .arg("--root-dir")
         .arg(t.path())
@@ -195,7 +192,7 @@ fn the_example_user_data_is_valid_cloud_config() {
 /// either side of 4095.
 #[test]
 fn a_launch_script_too_big_to_carry_is_refused_at_validate() {
-    let t = crate::support::tree("local-run");
+    let t = csis_test_support::tree("local-run");
     let r = t.path();
     let declared = "echo \"hello from box\" > \"$CSIS_INSTANCE_DIR/greeting\"";
     let run = crate::support::csis_at(r, 1796226804, &["--brief", "run", "instance-image"]);
@@ -206,8 +203,8 @@ fn a_launch_script_too_big_to_carry_is_refused_at_validate() {
         String::from_utf8_lossy(&run.stderr)
     );
     let dir = r.join("generated/instance-image");
-    let script = walk(&dir)
-        .into_iter()
+    let script = csis_test_support::files_below(&dir)
+        .into_values()
         .find(|p| p.to_string_lossy().ends_with("-box.user-data"))
         .unwrap();
     let around = std::fs::read(&script).unwrap().len() - declared.len();
@@ -233,17 +230,4 @@ fn a_launch_script_too_big_to_carry_is_refused_at_validate() {
             );
         }
     }
-}
-
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }

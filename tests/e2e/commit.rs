@@ -1,6 +1,6 @@
 //! `--commit` and `public-safe` in real git repositories.
 
-use crate::support::copy_tree;
+use csis_test_support::tree;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -24,11 +24,7 @@ fn git(root: &Path, args: &[&str]) -> String {
 
 /// fixtures/local-run in a fresh repository with one commit.
 fn repo() -> tempfile::TempDir {
-    let t = tempfile::tempdir().unwrap();
-    copy_tree(
-        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/local-run"),
-        t.path(),
-    );
+    let t = tree("local-run");
     git(t.path(), &["init", "-q", "-b", "main"]);
     git(t.path(), &["add", "-A"]);
     git(t.path(), &["commit", "-q", "-m", "the tree"]);
@@ -124,11 +120,7 @@ fn one_finding_refuses_the_whole_commit_and_stages_nothing() {
 
 #[test]
 fn outside_a_repository_the_commit_is_skipped_with_a_warning() {
-    let t = tempfile::tempdir().unwrap();
-    copy_tree(
-        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/local-run"),
-        t.path(),
-    );
+    let t = tree("local-run");
     let out = csis(t.path(), &["run", "storage", "--commit"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stderr(&out).contains(&format!(

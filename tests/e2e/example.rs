@@ -1,10 +1,11 @@
 //! The example tree, fixtures/config, as a newcomer runs it.
 
-use std::path::Path;
 use std::process::Command;
 
+use csis_test_support::{fixture_dir, temp_tree, write_file};
+
 fn csis(args: &[&str]) -> std::process::Output {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/config");
+    let root = fixture_dir("config");
     Command::new(env!("CARGO_BIN_EXE_csis"))
         .arg("--root-dir")
         .arg(&root)
@@ -41,14 +42,10 @@ fn render_resolves_every_templated_value() {
 
 #[test]
 fn a_refusal_shows_file_line_column_and_the_snippet() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("cfg");
-    std::fs::create_dir_all(&cfg).unwrap();
-    std::fs::write(
-        cfg.join("_config.yml"),
+    let dir = temp_tree([(
+        "cfg/_config.yml",
         "id: t\nruntime_builders:\n  - name: here\n    type: local\n    is_default: true\n    default_machine_type: small\n    colour: blue\n",
-    )
-    .unwrap();
+    )]);
     let out = Command::new(env!("CARGO_BIN_EXE_csis"))
         .arg("--root-dir")
         .arg(dir.path())
@@ -79,17 +76,15 @@ fn executable_versions_are_checked_against_their_specifiers() {
     let silent = dir.path().join("silent");
     std::fs::write(&silent, "#!/bin/sh\necho 'no version here'\n").unwrap();
     std::fs::set_permissions(&silent, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let cfg = dir.path().join("cfg");
-    std::fs::create_dir_all(&cfg).unwrap();
-    std::fs::write(
-        cfg.join("_config.yml"),
-        format!(
+    write_file(
+        dir.path(),
+        "cfg/_config.yml",
+        &format!(
             "id: t\nruntime_builders:\n  - {{name: here, type: local, is_default: true, default_machine_type: s}}\nexecutables:\n  - {{name: good, binary: {t}, version: \">=1.14, <1.15\"}}\n  - {{name: old, binary: {t}, version: \"~=1.15.0\"}}\n  - {{name: mute, binary: {s}, version: \">=1\"}}\n",
             t = tool.display(),
             s = silent.display()
         ),
-    )
-    .unwrap();
+    );
     let out = Command::new(env!("CARGO_BIN_EXE_csis"))
         .arg("--brief")
         .arg("--root-dir")

@@ -2,7 +2,8 @@
 //! causes (the input that changed, where it is declared, the lineage path)
 //! and each rewritten file's changed values traced to their declarations.
 
-use crate::support::{csis_at, edit, ok, tree};
+use crate::support::{csis_at, edit, ok};
+use csis_test_support::tree;
 use std::path::Path;
 
 const T0: i64 = 1_796_226_804;

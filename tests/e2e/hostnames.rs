@@ -2,7 +2,8 @@
 //! registry (the dummy group builder's is a file the test writes) before
 //! anything runs.
 
-use crate::support::{csis_at, edit, ok, tree};
+use crate::support::{csis_at, edit, ok};
+use csis_test_support::tree;
 use std::path::Path;
 
 const T0: i64 = 1_796_226_804;

@@ -1,7 +1,8 @@
 //! The identity read-model and the rule it carries: a managed group never
 //! leaves the YAML.
 
-use crate::support::{csis_at, edit, ok, tree};
+use crate::support::{csis_at, edit, ok};
+use csis_test_support::tree;
 
 const NOW: i64 = 1796226804;
 

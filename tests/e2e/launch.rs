@@ -2,7 +2,8 @@
 //! generates, marked launched after the apply, immutable afterwards except
 //! for a removed mount; forget drops the record of an undeclared instance.
 
-use crate::support::{csis_at, edit, ok, tree};
+use crate::support::{csis_at, edit, ok};
+use csis_test_support::tree;
 
 const NOW: i64 = 1796226804;
 

@@ -1,7 +1,8 @@
 //! The minimal bake plan over real runs on the local runtime: what bakes,
 //! what is current, what pins stay, and the scope refusal.
 
-use crate::support::{csis_at, edit, fixture, ok, tree};
+use crate::support::{csis_at, edit, ok};
+use csis_test_support::{fixture_dir, tree};
 use std::path::Path;
 
 const DAY: i64 = 86_400;
@@ -189,7 +190,7 @@ fn a_real_run_baking_outside_its_apply_scope_is_refused() {
 
 #[test]
 fn plan_as_json_on_the_example() {
-    let root = fixture("config");
+    let root = fixture_dir("config");
     let out = csis_at(&root, T0, &["plan", "--format", "json"]);
     assert_eq!(
         out.status.code(),

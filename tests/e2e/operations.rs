@@ -1,8 +1,8 @@
 //! upgrade, forget, release and dispose over real runs on the local
 //! runtime, with the spec's refusals.
 
-use crate::support::{copy_tree, csis_at, edit, ok};
-use std::path::PathBuf;
+use crate::support::{csis_at, edit, ok};
+use csis_test_support::tree;
 use std::process::Output;
 
 const T0: i64 = 1_796_226_804; // run 2026_12_02T15_53_24
@@ -21,11 +21,7 @@ fn refused(o: Output) -> String {
 /// Two real runs: `mid` re-baked in the second, `top` still pinned to the
 /// first `mid`.
 fn two_runs() -> tempfile::TempDir {
-    let t = tempfile::tempdir().unwrap();
-    copy_tree(
-        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/local-run"),
-        t.path(),
-    );
+    let t = tree("local-run");
     ok(csis_at(t.path(), T0, &["run", "all", "--no-dry-run"]));
     edit(t.path(), "images/chain.yml", "echo mid >", "echo middle >");
     ok(csis_at(t.path(), T1, &["run", "all", "--no-dry-run"]));
@@ -304,11 +300,7 @@ fn require_released_builds_refuses_unreleased_pins_outside_the_grace() {
 
 #[test]
 fn upgrade_with_nothing_recorded_says_to_build_first() {
-    let t = tempfile::tempdir().unwrap();
-    copy_tree(
-        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/local-run"),
-        t.path(),
-    );
+    let t = tree("local-run");
     assert_eq!(
         refused(csis_at(t.path(), T0, &["upgrade", "image", "base"])),
         "error: upgrade: no build of series 'tiny' is recorded in lineage; build it first or pass --to <build id>"
@@ -427,11 +419,7 @@ fn disposing_a_parent_build_unpins_the_images_on_it() {
 
 #[test]
 fn upgrade_on_an_image_of_two_runtimes() {
-    let t = tempfile::tempdir().unwrap();
-    copy_tree(
-        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/config"),
-        t.path(),
-    );
+    let t = tree("config");
     let r = t.path();
     assert_eq!(
         refused(csis_at(r, T0, &["upgrade", "image", "alma-base"])),

@@ -1,7 +1,7 @@
 //! `csis run` end to end: the generated tree of the example (snapshot),
 //! incremental emission, real runs on the local runtime, failures.
 
-use crate::support::{fixture, tree};
+use csis_test_support::{files_below, fixture_dir, tree};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -26,26 +26,8 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).to_string()
 }
 
-/// Every file below `dir` by relative path.
-fn files(dir: &Path) -> BTreeMap<String, PathBuf> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let rel = p.strip_prefix(dir).unwrap().to_string_lossy().to_string();
-                out.insert(rel, p);
-            }
-        }
-    }
-    out
-}
-
 fn mtimes(dir: &Path) -> BTreeMap<String, SystemTime> {
-    files(dir)
+    files_below(dir)
         .into_iter()
         .map(|(rel, p)| (rel, std::fs::metadata(p).unwrap().modified().unwrap()))
         .collect()
@@ -70,11 +52,11 @@ fn the_example_generates_the_reviewed_tree() {
     let t = tree("config");
     let out = csis(t.path(), &["run", "all"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let got: BTreeMap<String, PathBuf> = files(&t.path().join("generated"))
+    let got: BTreeMap<String, PathBuf> = files_below(&t.path().join("generated"))
         .into_iter()
         .map(|(rel, p)| (snapshot_name(&rel), p))
         .collect();
-    let expected_dir = fixture("expected/config-generated");
+    let expected_dir = fixture_dir("expected/config-generated");
     if std::env::var("CSIS_UPDATE_EXPECT").is_ok() {
         let _ = std::fs::remove_dir_all(&expected_dir);
         for (rel, p) in &got {
@@ -84,7 +66,7 @@ fn the_example_generates_the_reviewed_tree() {
         }
         return;
     }
-    let want = files(&expected_dir);
+    let want = files_below(&expected_dir);
     let got_paths: Vec<&String> = got.keys().collect();
     let want_paths: Vec<&String> = want.keys().collect();
     assert_eq!(got_paths, want_paths, "the set of generated files changed");

@@ -4,6 +4,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use age::secrecy::ExposeSecret;
+use csis_test_support::{temp_tree, write_file};
 
 fn keypair() -> (String, String) {
     let id = age::x25519::Identity::generate();
@@ -28,37 +29,27 @@ fn encrypt(plain: &str, recipient: &str) -> String {
     )
 }
 
-fn write(root: &Path, rel: &str, text: &str) {
-    let p = root.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
-}
-
 /// A tree whose users and group rosters are encrypted to `recipient`.
 fn tree(recipient: &str) -> tempfile::TempDir {
-    let t = tempfile::tempdir().unwrap();
-    let r = t.path();
-    write(
-        r,
-        "cfg/_config.yml",
-        &format!("id: secret\nencryption:\n  recipients: [{recipient}]\n"),
-    );
-    write(
-        r,
-        "cfg/builders.yml",
-        "runtime_builders:\n  - {name: here, type: local, is_default: true, default_machine_type: small}\ngroup_builders:\n  - {name: unix, type: basic, is_default: true}\nuser_builders:\n  - {name: people, type: basic, is_default: true, email_as_username: false, email_domain: example.com, default_user_email_template: \"{{ user.name }}@{{ builder.email_domain }}\"}\n",
-    );
-    write(
-        r,
-        "groups/people.yml",
-        &format!(
+    temp_tree([
+        (
+            "cfg/_config.yml",
+            format!("id: secret\nencryption:\n  recipients: [{recipient}]\n"),
+        ),
+        (
+            "cfg/builders.yml",
+            "runtime_builders:\n  - {name: here, type: local, is_default: true, default_machine_type: small}\ngroup_builders:\n  - {name: unix, type: basic, is_default: true}\nuser_builders:\n  - {name: people, type: basic, is_default: true, email_as_username: false, email_domain: example.com, default_user_email_template: \"{{ user.name }}@{{ builder.email_domain }}\"}\n".to_string(),
+        ),
+        (
+            "groups/people.yml",
+            format!(
             "users:\n  - name: \"{}\"\n    first_name: \"{}\"\n    last_name: Quietly\n  - name: blake.bravo\n    first_name: Blake\n    last_name: Bravo\ngroups:\n  - name: ops\n    is_root: true\n    members: [\"{}\", blake.bravo]\n",
             encrypt("sable.secret", recipient),
             encrypt("Sable", recipient),
             encrypt("sable.secret", recipient),
         ),
-    );
-    t
+        ),
+    ])
 }
 
 fn csis(root: &Path, identity: Option<&str>, args: &[&str]) -> Output {
@@ -185,7 +176,7 @@ fn markers_where_none_may_stand_are_refused_without_an_identity() {
     let t = tree(&recipient);
     let r = t.path();
     let m = encrypt("x", &recipient);
-    write(
+    write_file(
         r,
         "storages/s.yml",
         &format!("storages:\n  - name: \"{m}\"\n    description: \"see {m}\"\n"),
@@ -206,7 +197,7 @@ fn encrypt_then_reencrypt_to_a_new_recipient() {
     let (key, recipient) = keypair();
     let t = tempfile::tempdir().unwrap();
     let r = t.path();
-    write(
+    write_file(
         r,
         "cfg/_config.yml",
         &format!(
@@ -214,7 +205,7 @@ fn encrypt_then_reencrypt_to_a_new_recipient() {
         ),
     );
     let roster = "users:\n  - name: quinn.q  # the login\n    first_name: Quinn\n    last_name: 'Q'\n    email: quinn@example.com\n";
-    write(r, "groups/people.yml", roster);
+    write_file(r, "groups/people.yml", roster);
     let out = csis(
         r,
         None,
@@ -247,7 +238,7 @@ fn encrypt_then_reencrypt_to_a_new_recipient() {
 
     // Rotate to a new recipient: the old key no longer opens anything.
     let (new_key, new_recipient) = keypair();
-    write(
+    write_file(
         r,
         "cfg/_config.yml",
         &std::fs::read_to_string(r.join("cfg/_config.yml"))

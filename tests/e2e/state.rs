@@ -2,7 +2,8 @@
 //! meta-state, the hard drift that refuses the next validation, and the
 //! first step of every run.
 
-use crate::support::{csis_at, edit, ok, tree};
+use crate::support::{csis_at, edit, ok};
+use csis_test_support::tree;
 use std::path::Path;
 use std::process::Output;
 
@@ -86,7 +87,7 @@ fn a_pinned_build_gone_is_hard_and_refuses_validation_and_the_next_run() {
 fn foreign_stale_and_missing_instances_are_reported_not_hard() {
     let t = built();
     let images = t.path().join("store/images");
-    crate::support::copy_tree(
+    csis_test_support::copy_tree(
         &images.join(format!("top-here-{B0}")),
         &images.join("top-here-2026_11_01T00_00_00"),
     );

@@ -1,7 +1,8 @@
 //! State locations over real runs: recorded after each run, a move refused
 //! while a storage stands in the root, and `--migrate-state` moving it.
 
-use crate::support::{csis_at, edit, ok, tree};
+use crate::support::{csis_at, edit, ok};
+use csis_test_support::tree;
 
 const T0: i64 = 1_796_226_804;
 

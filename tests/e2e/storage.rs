@@ -1,7 +1,8 @@
 //! The storage state machine over a real local run: transitions recorded in
 //! meta-state/storage-state.yaml, the illegal ones refused at validate.
 
-use crate::support::{csis_at, edit, ok, tree};
+use crate::support::{csis_at, edit, ok};
+use csis_test_support::tree;
 
 const NOW: i64 = 1796226804;
 

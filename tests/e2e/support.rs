@@ -1,34 +1,8 @@
-//! Helpers every end-to-end module shares: fixture trees copied into a
-//! temporary directory, the binary run over them, edits.
+//! Helpers every end-to-end module shares: the binary run over a tree,
+//! edits. The trees themselves come from csis-test-support.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
-
-pub fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../fixtures")
-        .join(name)
-}
-
-pub fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
-}
-
-/// A writable copy of `fixtures/<name>`.
-pub fn tree(name: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    copy_tree(&fixture(name), dir.path());
-    dir
-}
 
 /// `csis --root-dir ROOT ARGS` at a fixed clock.
 pub fn csis_at(root: &Path, now: i64, args: &[&str]) -> Output {

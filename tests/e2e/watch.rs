@@ -1,8 +1,7 @@
 //! `csis watch`: re-plans on edits, survives broken YAML, stops on Ctrl-C.
 
-use crate::support::copy_tree;
+use csis_test_support::tree;
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -25,12 +24,8 @@ fn until(rx: &mpsc::Receiver<String>, want: &str) -> Vec<String> {
 
 #[test]
 fn watch_replans_edits_recovers_from_broken_yaml_and_stops_on_ctrl_c() {
-    let t = tempfile::tempdir().unwrap();
+    let t = tree("local-run");
     let r = t.path();
-    copy_tree(
-        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/local-run"),
-        r,
-    );
     // A real run first, so that an edit moves a decision from current.
     crate::support::ok(crate::support::csis_at(
         r,

@@ -207,27 +207,6 @@ impl MemorySystem {
         }
     }
 
-    /// A tree from a fixture string: `--- path` lines start each file.
-    pub fn from_fixture(root: &Path, fixture: &str) -> MemorySystem {
-        let sys = MemorySystem::new();
-        let mut current: Option<(PathBuf, String)> = None;
-        for line in fixture.lines() {
-            if let Some(p) = line.strip_prefix("--- ") {
-                if let Some((path, text)) = current.take() {
-                    sys.write(&path, &text);
-                }
-                current = Some((root.join(p.trim()), String::new()));
-            } else if let Some((_, text)) = current.as_mut() {
-                text.push_str(line);
-                text.push('\n');
-            }
-        }
-        if let Some((path, text)) = current {
-            sys.write(&path, &text);
-        }
-        sys
-    }
-
     pub fn with_env(mut self, key: &str, value: &str) -> MemorySystem {
         self.env.insert(key.to_string(), value.to_string());
         self

@@ -1,0 +1,212 @@
+//! Fixture trees for csis's tests and benchmarks, loaded one way
+//! everywhere: the engine tests, the end-to-end tests and the benchmarks
+//! take their trees from here instead of each keeping a copy of the setup.
+//!
+//! A tree is a directory under `fixtures/` or an inline map of path to
+//! text ([`Files`], or the `--- <path>` text [`parse`] reads). It goes into
+//! a [`MemorySystem`] and a [`Workspace`] for the engine, or onto disk
+//! (a temporary copy) for the `csis` binary.
+//!
+//! Test code only, never shipped: `publish = false`, and
+//! `tests/e2e/layering.rs` lets no shipped crate depend on it.
+
+// A fixture that cannot be read or loaded is a broken test: panicking at
+// once says so best, and the setup writes its disks directly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use csis_engine::db::system::{MemorySystem, System};
+use csis_engine::registry::Registry;
+use csis_engine::workspace::{LoadOptions, Workspace};
+use csis_plugin_api::Plugin;
+use tempfile::TempDir;
+
+/// A tree: each file's text by its path relative to the root.
+pub type Files = BTreeMap<String, String>;
+
+/// Where [`workspace`] puts an inline tree in its memory system.
+pub const ROOT: &str = "/t";
+
+/// The plugins the `csis` binary links.
+pub const LINKED: &[&dyn Plugin] = &[
+    &csis_plugin_dummy::DummyPlugin,
+    &csis_plugin_local::LocalPlugin,
+];
+
+/// An inline tree: each `--- <path>` line starts a file, and the lines up
+/// to the next one are its text. A path given twice keeps its last text,
+/// so a later tree parsed over an earlier one replaces files by path.
+pub fn parse(tree: &str) -> Files {
+    let mut files = Files::new();
+    let mut current: Option<&mut String> = None;
+    for line in tree.lines() {
+        if let Some(p) = line.strip_prefix("--- ") {
+            let text = files.entry(p.trim().to_string()).or_default();
+            text.clear();
+            current = Some(text);
+        } else if let Some(text) = current.as_mut() {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    files
+}
+
+/// The inline text of `files`, which [`parse`] reads back.
+pub fn inline(files: &Files) -> String {
+    files.iter().map(|(p, t)| format!("--- {p}\n{t}")).collect()
+}
+
+/// `fixtures/<name>` of the workspace.
+pub fn fixture_dir(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(name)
+}
+
+/// Every file below `dir`, by its path relative to `dir`.
+pub fn files_below(dir: &Path) -> BTreeMap<String, PathBuf> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().to_string_lossy().to_string();
+                out.insert(rel, p);
+            }
+        }
+    }
+    out
+}
+
+/// A tree on disk (a fixture directory) as an inline map.
+pub fn read_tree(dir: &Path) -> Files {
+    files_below(dir)
+        .into_iter()
+        .map(|(rel, p)| (rel, std::fs::read_to_string(p).unwrap()))
+        .collect()
+}
+
+/// Copy the directory `from`, empty directories included, into `to`.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), dest).unwrap();
+        }
+    }
+}
+
+/// A writable copy of `fixtures/<name>` in a fresh temporary directory.
+pub fn tree(name: &str) -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&fixture_dir(name), dir.path());
+    dir
+}
+
+/// Write one file of a tree on disk, making its directories.
+pub fn write_file(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(&p, text).unwrap();
+}
+
+/// Write each file of an inline map below `root`.
+pub fn write_tree<P: AsRef<str>, T: AsRef<str>>(
+    root: &Path,
+    files: impl IntoIterator<Item = (P, T)>,
+) {
+    for (rel, text) in files {
+        write_file(root, rel.as_ref(), text.as_ref());
+    }
+}
+
+/// An inline map written into a fresh temporary directory.
+pub fn temp_tree<P: AsRef<str>, T: AsRef<str>>(files: impl IntoIterator<Item = (P, T)>) -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    write_tree(dir.path(), files);
+    dir
+}
+
+/// A memory system holding an inline map below `root`, and nothing else.
+pub fn memory_system<P: AsRef<str>, T: AsRef<str>>(
+    root: &Path,
+    files: impl IntoIterator<Item = (P, T)>,
+) -> MemorySystem {
+    let sys = MemorySystem::new();
+    for (rel, text) in files {
+        sys.write(&root.join(rel.as_ref()), text.as_ref());
+    }
+    sys
+}
+
+/// The registry of `plugins`, which must register.
+pub fn registry(plugins: &[&'static dyn Plugin]) -> Arc<Registry> {
+    Arc::new(Registry::build(plugins).expect("the plugins register"))
+}
+
+/// `Workspace::load` as `csis` starts, on any system.
+pub fn load(
+    sys: &dyn System,
+    registry: Arc<Registry>,
+    root: &Path,
+    options: &LoadOptions,
+) -> Workspace {
+    Workspace::load(sys, registry, root, options).expect("the tree reads")
+}
+
+/// An inline tree (see [`parse`]) loaded from a memory system at [`ROOT`]
+/// whose environment is `env`, with `plugins`.
+pub fn workspace_with(
+    tree: &str,
+    plugins: &[&'static dyn Plugin],
+    env: &[(&str, &str)],
+    options: &LoadOptions,
+) -> Workspace {
+    let root = Path::new(ROOT);
+    let mut sys = memory_system(root, &parse(tree));
+    for (k, v) in env {
+        sys = sys.with_env(k, v);
+    }
+    load(&sys, registry(plugins), root, options)
+}
+
+/// An inline tree loaded with the plugins `csis` links.
+pub fn workspace(tree: &str, env: &[(&str, &str)]) -> Workspace {
+    workspace_with(tree, LINKED, env, &LoadOptions::default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_inline_tree_reads_back_and_a_later_file_replaces_by_path() {
+        let files = parse("ignored\n--- a.yml\nx: 1\n--- b/c.yml\n--- a.yml\ny: 2\n");
+        assert_eq!(files["a.yml"], "y: 2\n");
+        assert_eq!(files["b/c.yml"], "");
+        assert_eq!(parse(&inline(&files)), files);
+    }
+
+    /// The example tree loads from memory as it does from disk.
+    #[test]
+    fn a_fixture_directory_loads_into_a_memory_workspace() {
+        let files = read_tree(&fixture_dir("config"));
+        assert!(files.contains_key("cfg/_config.yml"), "{:?}", files.keys());
+        let root = Path::new(ROOT);
+        let sys = memory_system(root, &files).with_env("USER", "avery");
+        let ws = load(&sys, registry(LINKED), root, &LoadOptions::default());
+        let diags = ws.load_diagnostics();
+        assert!(diags.iter().all(|d| !d.is_error()), "{diags:?}");
+    }
+}
