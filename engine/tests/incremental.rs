@@ -3,35 +3,10 @@
 
 use csis_engine::workspace::Workspace;
 
+/// The tree over csis_test_support::LOCAL_BASE.
 const TREE: &str = r#"
 --- cfg/_config.yml
 id: incr
---- cfg/builders.yml
-runtime_builders:
-  - {name: here, type: local, is_default: true, default_machine_type: small}
-image_builders:
-  - {name: ib, type: local, is_default: true}
-instance_builders:
-  - {name: vm, type: local, is_default: true}
-group_builders:
-  - {name: unix, type: basic, is_default: true}
-user_builders:
-  - {name: people, type: basic, is_default: true, email_as_username: false}
-os_builders:
-  - name: alma
-    type: local
-    is_default: true
-    family: alma-linux
-    family_version: 10
-    identity_types: [unix]
-    runtimes:
-      - image_builder: ib
---- groups/people.yml
-users:
-  - {name: avery.alpha, first_name: Avery, last_name: Alpha}
-  - {name: blake.bravo, first_name: Blake, last_name: Bravo}
-groups:
-  - {name: ops, is_root: true, members: [avery.alpha], description: "{{ group.name }} group"}
 --- images/base.yml
 images:
   - name: base
@@ -53,7 +28,7 @@ instances:
 "#;
 
 fn workspace() -> Workspace {
-    csis_test_support::workspace(TREE, &[])
+    csis_test_support::workspace(&format!("{}{TREE}", csis_test_support::LOCAL_BASE), &[])
 }
 
 /// The executed queries by name, with the file or item each one was about.

@@ -9,44 +9,14 @@
 use csis_engine::db::run_input::{RunInput, RunOptions};
 use csis_engine::plan::bakes::bake_plan;
 use csis_engine::workspace::Workspace;
-use csis_test_support::{inline, parse, workspace};
+use csis_test_support::{LOCAL_BASE, inline, parse, workspace};
 
+/// The tree over csis_test_support::LOCAL_BASE.
 const TREE: &str = r#"
 --- cfg/_config.yml
 id: prop
 config:
   owner: platform
---- cfg/builders.yml
-runtime_builders:
-  - {name: here, type: local, is_default: true, default_machine_type: small}
-image_builders:
-  - {name: ib, type: local, is_default: true}
-instance_builders:
-  - {name: vm, type: local, is_default: true}
-storage_builders:
-  - {name: dirs, type: local, is_default: true}
-mod_builders:
-  - {name: sh, type: bash, is_default: true}
-group_builders:
-  - {name: unix, type: basic, is_default: true}
-user_builders:
-  - {name: people, type: basic, is_default: true, email_as_username: false}
-os_builders:
-  - name: alma
-    type: local
-    is_default: true
-    family: alma-linux
-    family_version: 10
-    identity_types: [unix]
-    storage_types: [local]
-    runtimes:
-      - image_builder: ib
---- groups/people.yml
-users:
-  - {name: avery.alpha, first_name: Avery, last_name: Alpha}
-  - {name: blake.bravo, first_name: Blake, last_name: Bravo}
-groups:
-  - {name: ops, is_root: true, members: [avery.alpha], description: "{{ group.name }} group"}
 --- images/base.yml
 images:
   - name: base
@@ -80,6 +50,10 @@ instances:
   - name: cache
     image: base
 "#;
+
+fn tree() -> String {
+    format!("{LOCAL_BASE}{TREE}")
+}
 
 const LIFECYCLES: [&str; 6] = [
     "identity",
@@ -176,9 +150,9 @@ fn answers(ws: &Workspace) -> (Vec<String>, Vec<String>, Vec<String>) {
 
 #[test]
 fn after_any_edit_sequence_warm_answers_as_cold() {
-    let original = parse(TREE);
+    let original = parse(&tree());
     let editable: Vec<&String> = original.keys().filter(|p| !p.starts_with("cfg/")).collect();
-    let initial = answers(&workspace(TREE, &[]));
+    let initial = answers(&workspace(&tree(), &[]));
     let (mut broken, mut replanned, mut regenerated) = (0, 0, 0);
     // Bounded for CI: 12 sequences of 8 edits, each checked against a
     // cold load.

@@ -36,6 +36,44 @@ pub const LINKED: &[&dyn Plugin] = &[
     &csis_plugin_local::LocalPlugin,
 ];
 
+/// A small tree's declarations on the local runtime (every builder kind,
+/// one OS builder `alma`) and its people (two users, the root group
+/// `ops`): the base the engine tests write their images and instances
+/// over, as `format!("{LOCAL_BASE}{tree}")`.
+pub const LOCAL_BASE: &str = r#"
+--- cfg/builders.yml
+runtime_builders:
+  - {name: here, type: local, is_default: true, default_machine_type: small}
+image_builders:
+  - {name: ib, type: local, is_default: true}
+instance_builders:
+  - {name: vm, type: local, is_default: true}
+storage_builders:
+  - {name: dirs, type: local, is_default: true}
+mod_builders:
+  - {name: sh, type: bash, is_default: true}
+group_builders:
+  - {name: unix, type: basic, is_default: true}
+user_builders:
+  - {name: people, type: basic, is_default: true, email_as_username: false}
+os_builders:
+  - name: alma
+    type: local
+    is_default: true
+    family: alma-linux
+    family_version: 10
+    identity_types: [unix]
+    storage_types: [local]
+    runtimes:
+      - image_builder: ib
+--- groups/people.yml
+users:
+  - {name: avery.alpha, first_name: Avery, last_name: Alpha}
+  - {name: blake.bravo, first_name: Blake, last_name: Bravo}
+groups:
+  - {name: ops, is_root: true, members: [avery.alpha], description: "{{ group.name }} group"}
+"#;
+
 /// An inline tree: each `--- <path>` line starts a file, and the lines up
 /// to the next one are its text. A path given twice keeps its last text,
 /// so a later tree parsed over an earlier one replaces files by path.
