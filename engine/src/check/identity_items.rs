@@ -40,7 +40,7 @@ pub(crate) fn identity_item_of<'db>(
     };
     if let Item::User(u) = item {
         for (i, k) in u.public_keys.iter().enumerate() {
-            if let Some(why) = crate::check::validate::public_key_problem(k) {
+            if let Some(why) = crate::check::formats::public_key_problem(k) {
                 out.push(
                     Diagnostic::error(format!("user '{name}': public key rejected: {why}"))
                         .at_opt(si.origin.as_ref().map(|o| o.key("public_keys").index(i))),

@@ -33,7 +33,7 @@ impl ItemCheck {
         match self {
             ItemCheck::Structure => &crate::load::items_model::structured_item(db, tree, id).diags,
             ItemCheck::Own => crate::check::validate::item_diagnostics(db, tree, id),
-            ItemCheck::Attach => crate::check::validate::attach_diagnostics(db, tree, id),
+            ItemCheck::Attach => crate::check::storages::attach_diagnostics(db, tree, id),
             ItemCheck::LabelKeys => crate::check::labels::label_keys_of(db, tree, id),
             ItemCheck::Zones => crate::check::zones::zones_of(db, tree, id),
             ItemCheck::BakeUsers => crate::check::bake_users::image_bake_users(db, tree, id),

@@ -1,13 +1,28 @@
 //! Checks: every validation rule, each a function over the database.
+//! `report` gathers a load's refusals and `validate` lists the
+//! validate-time families in the order they run; every other module is
+//! one family of rules, or (`context`, `item_checks`, `formats`) what the
+//! families share.
 
 pub mod bake_users;
+mod base_images;
+mod capabilities;
+mod context;
 pub mod executables;
+mod foreign_keys;
+pub mod formats;
 pub mod global_ids;
+pub mod groups;
 pub mod hostname_claims;
+mod hostnames;
 pub mod identity_items;
 pub mod item_checks;
 pub mod labels;
+mod policies;
+pub mod released_pins;
 pub mod report;
+mod storages;
+mod test_specs;
 pub mod user_data;
 pub mod validate;
 pub mod zones;

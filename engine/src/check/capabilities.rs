@@ -1,0 +1,192 @@
+//! Capabilities (the spec's validate row "capabilities"): an image whose
+//! group's identity type, or an attached storage's type, its chain's root
+//! base does not carry is refused, read through the pins to the stamped
+//! build, else the declaration: a machine baked without the capability
+//! could not take the identity or mount the storage. An image's group
+//! whose builder provides no identity type is reported once per group.
+//! One query per image, so an edit re-runs the checks of the images it
+//! reaches only.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use csis_model::models::{BaseBuilder, Item};
+use csis_model::{Diagnostic, ItemKind, Vct};
+
+use crate::check::context::Checks;
+use crate::db::{Db, Tree};
+use crate::load::items::{ItemId, item_index};
+use crate::load::items_model::structured_item;
+
+/// Every image's capability findings, in name order; a group without an
+/// identity builder is reported once, at the first image that meets it.
+pub(super) fn capability_report(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
+    let index = item_index(db, tree);
+    let mut out = Vec::new();
+    let mut no_identity: BTreeSet<&str> = BTreeSet::new();
+    for name in index.names(ItemKind::IMAGES) {
+        let id = ItemId::new(db, ItemKind::IMAGES, name.clone());
+        let found = capability_diagnostics(db, tree, id);
+        if let Some(g) = found.group_without_identity.as_deref()
+            && no_identity.insert(g)
+        {
+            let origin = structured_item(
+                db,
+                tree,
+                ItemId::new(db, ItemKind::GROUPS, csis_model::naming::safe_name(g)),
+            )
+            .origin
+            .clone();
+            out.push(
+                Diagnostic::error(format!("group '{g}' has no identity builder")).at_opt(origin),
+            );
+        }
+        out.extend(found.diagnostics.iter().cloned());
+    }
+    out
+}
+
+/// What one image's capability check found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct CapabilityFindings {
+    /// The image's group, when no identity builder serves it.
+    group_without_identity: Option<String>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+#[salsa::tracked(returns(ref))]
+pub(super) fn capability_diagnostics<'db>(
+    db: &'db dyn Db,
+    tree: Tree,
+    id: ItemId<'db>,
+) -> CapabilityFindings {
+    let mut v = Checks::new(db, tree);
+    let group_without_identity = v.capabilities(id.name(db));
+    CapabilityFindings {
+        group_without_identity,
+        diagnostics: v.out,
+    }
+}
+
+/// Instance names by the (safe) name of the image they launch, each list
+/// in name order.
+#[salsa::tracked(returns(ref))]
+fn instances_by_image(db: &dyn Db, tree: Tree) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for name in item_index(db, tree).names(ItemKind::INSTANCES) {
+        let si = structured_item(db, tree, ItemId::new(db, ItemKind::INSTANCES, name.clone()));
+        if let Some(Item::Instance(inst)) = si.item.as_deref()
+            && let Some(image) = inst.image.as_deref()
+        {
+            out.entry(csis_model::naming::safe_name(image))
+                .or_default()
+                .push(name.clone());
+        }
+    }
+    out
+}
+
+/// The instances of one image: its own query, so an instance edit that
+/// moves no instance between images re-runs no image's checks.
+#[salsa::tracked(returns(ref))]
+fn image_instances<'db>(db: &'db dyn Db, tree: Tree, image: ItemId<'db>) -> Vec<String> {
+    instances_by_image(db, tree)
+        .get(image.name(db))
+        .cloned()
+        .unwrap_or_default()
+}
+
+impl Checks<'_> {
+    /// An image whose group's identity type, or an attached storage's
+    /// type, its chain's root base does not carry: through the pins to the
+    /// stamped build, else the declaration.
+    /// Returns the image's group when no identity builder serves it.
+    fn capabilities(&mut self, name: &str) -> Option<String> {
+        let lineage = &crate::state::lineage::lineage(self.db, self.tree).value;
+        let pins = &crate::state::lineage::pins(self.db, self.tree).value;
+        let Some(Item::Image(img)) = self.structured(ItemKind::IMAGES, name).as_deref().cloned()
+        else {
+            return None;
+        };
+        let (root, chain) = crate::plan::fingerprint::chain_root(self.db, self.tree, name)?;
+        let Some(BaseBuilder::Os(os)) = self
+            .b
+            .resolve(Vct::OsBuilderModel, &root)
+            .map(|d| d.base.clone())
+        else {
+            return None;
+        };
+        // A pinned build's stamp governs: walk the pins toward the root.
+        let stamped = chain.iter().skip(1).find_map(|s| {
+            let pin = pins
+                .images
+                .iter()
+                .find(|(k, _)| k.starts_with(&format!("{s}@")))?
+                .1;
+            let rec = lineage.build(pin)?;
+            Some((rec.capabilities.clone(), format!("pin:{pin}")))
+        });
+        let (ids, sts, source) = match stamped {
+            Some((c, src)) => (c.identity_types, c.storage_types, src),
+            None => (
+                os.identity_types.clone(),
+                os.storage_types.clone(),
+                "declaration".to_string(),
+            ),
+        };
+        let mut group_without_identity = None;
+        if let Some(g) = img.group.as_deref() {
+            let Some(Item::Group(group)) = self.structured(ItemKind::GROUPS, g).as_deref().cloned()
+            else {
+                return None;
+            };
+            let identity = self
+                .builder_of(Vct::GroupBuilderModel, &group.root.named.type_)
+                .and_then(|b| b.identity_type().map(str::to_string));
+            match identity {
+                None => group_without_identity = Some(g.to_string()),
+                Some(t) if !ids.contains(&t) => {
+                    self.err(
+                        format!(
+                            "image '{name}' uses an identity type its base '{root}' does not declare: '{t}' (declared: [{}], via {source}); the cycle is broken -- declare the type on the OS builder and re-bake the chain",
+                            ids.join(", ")
+                        ),
+                        self.origin_of(ItemKind::IMAGES, name).map(|o| o.key("group")),
+                    );
+                }
+                Some(_) => {}
+            }
+        }
+        let mut reported: BTreeSet<String> = BTreeSet::new();
+        let image = ItemId::new(self.db, ItemKind::IMAGES, name.to_string());
+        for inst_name in image_instances(self.db, self.tree, image) {
+            let id = ItemId::new(self.db, ItemKind::INSTANCES, inst_name.clone());
+            let si = structured_item(self.db, self.tree, id);
+            for m in &si.storages {
+                let Some(Item::Storage(st)) = self
+                    .structured(ItemKind::STORAGES, &m.name)
+                    .as_deref()
+                    .cloned()
+                else {
+                    continue;
+                };
+                let Some(t) = self
+                    .builder_of(Vct::StorageBuilderModel, &st.named.type_)
+                    .and_then(|b| b.capability_type().map(str::to_string))
+                else {
+                    continue;
+                };
+                if !sts.contains(&t) && reported.insert(m.name.clone()) {
+                    self.err(
+                        format!(
+                            "image '{name}' attaches storage '{}' of type '{t}' which base '{root}' does not declare (declared: [{}], via {source}) -- declare the type on the OS builder and re-bake the chain",
+                            m.name,
+                            sts.join(", ")
+                        ),
+                        si.origin.as_ref().map(|o| o.key("storages")),
+                    );
+                }
+            }
+        }
+        group_without_identity
+    }
+}

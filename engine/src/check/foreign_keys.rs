@@ -1,0 +1,209 @@
+//! Foreign keys (the spec's validate rows "foreign keys", "a reference
+//! written `none`", "image chains" and "image groups"): every field of an
+//! image, instance or storage that names a builder or an item names one
+//! that is declared. An image's `source_image` chains to a base image or
+//! another image, and its owning group is declared; an instance's image
+//! has an owning group (Q4); a storage's allowed groups are declared.
+//! These are an item's own checks: each reads the one item and the names
+//! it points at, so they run per item (see `item_diagnostics`).
+
+use csis_model::models::{Image, Instance, Item, Storage, StorageMapping};
+use csis_model::{ItemKind, Origin, Vct};
+
+use crate::check::context::Checks;
+use crate::load::items::{ItemId, item_index};
+use crate::load::items_model::structured_item;
+
+/// The classification names messages use for a foreign key's target.
+fn target_name(vct: Vct) -> &'static str {
+    vct.sanitize().as_str()
+}
+
+impl Checks<'_> {
+    /// A foreign key to a builder: `default` resolves to the registered
+    /// default, `none` names nothing.
+    fn fk_builder(
+        &mut self,
+        class: &str,
+        obj: &str,
+        field: &str,
+        value: &str,
+        vct: Vct,
+        at: Option<Origin>,
+    ) {
+        if csis_model::naming::reserved_word(value) == Some("none") {
+            self.err(
+                format!(
+                    "{class} '{obj}': field '{field}' names '{value}', which is no {} -- `none` names nothing and is not this field's default; leave the field out, or write default, for the default",
+                    target_name(vct)
+                ),
+                at,
+            );
+        } else if self.b.resolve(vct, value).is_none() {
+            self.err(
+                format!(
+                    "{class} '{obj}': field '{field}' names '{value}', which is no {} (declared: {})",
+                    target_name(vct),
+                    self.b.declared(vct)
+                ),
+                at,
+            );
+        }
+    }
+
+    /// A foreign key to an item.
+    fn fk_item(
+        &mut self,
+        class: &str,
+        obj: &str,
+        field: &str,
+        value: &str,
+        kind: ItemKind,
+        at: Option<Origin>,
+    ) {
+        let index = item_index(self.db, self.tree);
+        let safe = csis_model::naming::safe_name(value);
+        if csis_model::naming::reserved_word(value) == Some("none") {
+            self.err(
+                format!(
+                    "{class} '{obj}': field '{field}' names '{value}', which is no {} -- `none` names nothing; name a declared {}",
+                    kind.model_vct(),
+                    kind.singular()
+                ),
+                at,
+            );
+        } else if !index.contains(kind, &safe) {
+            let declared: Vec<&str> = index.names(kind).map(String::as_str).collect();
+            self.err(
+                format!(
+                    "{class} '{obj}': field '{field}' names '{value}', which is no {} (declared: [{}])",
+                    kind.model_vct(),
+                    declared.join(", ")
+                ),
+                at,
+            );
+        }
+    }
+
+    /// An image's keys: each runtime entry's image builder, the source
+    /// image it chains to, its owning group.
+    pub(super) fn image_keys(&mut self, img: &Image, origin: Option<&Origin>) {
+        let at = |k: &str| origin.map(|o| o.key(k));
+        let name = img.root.name();
+        for (i, e) in img.runtimes.iter().enumerate() {
+            let place = origin.map(|o| o.key("runtimes").index(i).key("image_builder"));
+            self.fk_builder(
+                "Image",
+                name,
+                "image_builder",
+                &e.image_builder,
+                Vct::ImageBuilderModel,
+                place,
+            );
+        }
+        if let Some(parent) = img.source_image.as_deref() {
+            let safe = csis_model::naming::safe_name(parent);
+            let is_base = self.b.resolve(Vct::OsBuilderModel, &safe).is_some();
+            if !is_base && !item_index(self.db, self.tree).contains(ItemKind::IMAGES, &safe) {
+                self.err(
+                    format!(
+                        "image '{name}' does not chain to a base image (source_image={parent})"
+                    ),
+                    at("source_image"),
+                );
+            }
+        }
+        if let Some(g) = img.group.as_deref()
+            && !item_index(self.db, self.tree)
+                .contains(ItemKind::GROUPS, &csis_model::naming::safe_name(g))
+        {
+            self.err(
+                format!("image '{name}' names unknown owning group '{g}'"),
+                at("group"),
+            );
+        }
+    }
+
+    /// An instance's keys: its image (which has an owning group), its
+    /// runtime, the storages it maps.
+    pub(super) fn instance_keys(
+        &mut self,
+        inst: &Instance,
+        storages: &[StorageMapping],
+        origin: Option<&Origin>,
+    ) {
+        let at = |k: &str| origin.map(|o| o.key(k));
+        let name = inst.root.name();
+        if let Some(image) = inst.image.as_deref() {
+            self.fk_item(
+                "Instance",
+                name,
+                "image",
+                image,
+                ItemKind::IMAGES,
+                at("image"),
+            );
+            let id = ItemId::new(
+                self.db,
+                ItemKind::IMAGES,
+                csis_model::naming::safe_name(image),
+            );
+            if let Some(Item::Image(img)) = structured_item(self.db, self.tree, id).item.as_deref()
+                && img.group.is_none()
+            {
+                self.err(
+                    format!(
+                        "instance '{name}' uses image '{}' which has no owning group; every instance image belongs to exactly one group (Q4)",
+                        img.root.name()
+                    ),
+                    at("image"),
+                );
+            }
+        }
+        self.fk_builder(
+            "Instance",
+            name,
+            "runtime",
+            &inst.runtime,
+            Vct::RuntimeBuilderModel,
+            at("runtime"),
+        );
+        for (i, m) in storages.iter().enumerate() {
+            let place = origin.map(|o| o.key("storages").index(i).key("name"));
+            self.fk_item(
+                "StorageMapping",
+                &m.name,
+                "name",
+                &m.name,
+                ItemKind::STORAGES,
+                place,
+            );
+        }
+    }
+
+    /// A storage's keys: its runtime, the groups it allows.
+    pub(super) fn storage_keys(&mut self, s: &Storage, origin: Option<&Origin>) {
+        let at = |k: &str| origin.map(|o| o.key(k));
+        let name = s.named.name.clone();
+        if !s.runtime.is_empty() {
+            self.fk_builder(
+                "Storage",
+                &name,
+                "runtime",
+                &s.runtime,
+                Vct::RuntimeBuilderModel,
+                at("runtime"),
+            );
+        }
+        let index = item_index(self.db, self.tree);
+        for g in &s.groups {
+            // ALL is refused at load already.
+            if g != "ALL" && !index.contains(ItemKind::GROUPS, &csis_model::naming::safe_name(g)) {
+                self.err(
+                    format!("storage '{name}' allows unknown group '{g}'"),
+                    at("groups"),
+                );
+            }
+        }
+    }
+}

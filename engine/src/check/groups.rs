@@ -1,0 +1,58 @@
+//! Groups across items (configuration.md's load-time refusals "across
+//! items"): exactly one root group (`is_root: true`) when any group is
+//! declared, and every member and admin of a group a declared user. They
+//! look across items, so they run once over the tree, after every item is
+//! structured and before the validate-time checks. Which group an image or
+//! storage names is its foreign keys' check; whether a group's builder
+//! provides an identity, the capabilities'.
+
+use std::collections::BTreeSet;
+
+use csis_model::models::Item;
+use csis_model::{Diagnostic, ItemKind};
+
+use crate::db::{Db, Tree};
+use crate::load::items::{ItemId, item_index};
+use crate::load::items_model::structured_item;
+
+/// Exactly one root group; every member and admin a declared user.
+#[salsa::tracked(returns(ref))]
+pub fn check_groups(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
+    let index = item_index(db, tree);
+    let mut out = Vec::new();
+    let users: BTreeSet<&str> = index.names(ItemKind::USERS).map(String::as_str).collect();
+    let mut roots = 0;
+    let mut any_group = false;
+    for name in index.names(ItemKind::GROUPS) {
+        let id = ItemId::new(db, ItemKind::GROUPS, name.clone());
+        let si = structured_item(db, tree, id);
+        let Some(Item::Group(g)) = si.item.as_deref() else {
+            continue;
+        };
+        any_group = true;
+        if g.is_root {
+            roots += 1;
+        }
+        for member in g.members.iter().chain(g.admins.iter()) {
+            let m = csis_model::naming::safe_name(member);
+            if !users.contains(m.as_str()) {
+                out.push(
+                    Diagnostic::error(format!(
+                        "Group {} has member {member} which is not in the list of defined users.",
+                        g.root.name()
+                    ))
+                    .at_opt(si.origin.clone().map(|o| o.key("members"))),
+                );
+            }
+        }
+    }
+    if any_group && roots != 1 {
+        out.push(
+            Diagnostic::error(format!(
+                "Expected exactly one root group (is_root: true), found {roots}"
+            ))
+            .help("mark exactly one group is_root: true"),
+        );
+    }
+    out
+}

@@ -1,0 +1,106 @@
+//! Test specs (the spec's validate row "test specs"): an image's `tests`
+//! use the known vocabulary (files, packages, commands, services_enabled,
+//! users, and post_bake, which takes the same plus mounts); every files
+//! entry has a path, every commands entry a run, every mounts entry is an
+//! absolute mount point. The tests run on a baked machine; a spec is
+//! checked here, before any machine is baked to run it.
+
+use csis_model::{Map, Origin, Value};
+
+use crate::check::context::Checks;
+
+impl Checks<'_> {
+    /// The tests vocabulary: files, packages, commands, services_enabled,
+    /// users, and post_bake (the same plus mounts).
+    pub(super) fn test_spec(&mut self, where_: &str, tests: &Map, at: Option<Origin>) {
+        const KNOWN: [&str; 6] = [
+            "files",
+            "packages",
+            "commands",
+            "services_enabled",
+            "users",
+            "post_bake",
+        ];
+        self.test_keys(where_, tests, &KNOWN, at.clone());
+        if let Some(pb) = tests.get("post_bake") {
+            match pb.as_map() {
+                None => self.err(
+                    format!("{where_}: tests.post_bake must be a map"),
+                    at.clone(),
+                ),
+                Some(m) => {
+                    const POST: [&str; 6] = [
+                        "files",
+                        "packages",
+                        "commands",
+                        "services_enabled",
+                        "users",
+                        "mounts",
+                    ];
+                    self.test_keys(&format!("{where_} post_bake"), m, &POST, at.clone());
+                    for mp in m
+                        .get("mounts")
+                        .and_then(Value::as_seq)
+                        .into_iter()
+                        .flatten()
+                    {
+                        let p = mp
+                            .as_str()
+                            .or_else(|| mp.get("path").and_then(Value::as_str))
+                            .unwrap_or_default();
+                        if !p.starts_with('/') {
+                            self.err(
+                                format!("{where_}: every mounts entry is an absolute mount point"),
+                                at.clone(),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn test_keys(&mut self, where_: &str, tests: &Map, known: &[&str], at: Option<Origin>) {
+        let unknown: Vec<&str> = tests
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !known.contains(k))
+            .collect();
+        if !unknown.is_empty() {
+            self.err(
+                format!("{where_}: unknown tests keys {unknown:?} (known: {known:?})"),
+                at.clone(),
+            );
+        }
+        for f in tests
+            .get("files")
+            .and_then(Value::as_seq)
+            .into_iter()
+            .flatten()
+        {
+            if let Value::Map(m) = f
+                && !m.contains_key("path")
+            {
+                self.err(
+                    format!("{where_}: every tests.files entry needs a path"),
+                    at.clone(),
+                );
+            }
+        }
+        for c in tests
+            .get("commands")
+            .and_then(Value::as_seq)
+            .into_iter()
+            .flatten()
+        {
+            if let Value::Map(m) = c
+                && !m.contains_key("run")
+            {
+                self.err(
+                    format!("{where_}: every tests.commands entry needs run"),
+                    at.clone(),
+                );
+            }
+        }
+    }
+}
