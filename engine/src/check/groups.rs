@@ -1,19 +1,23 @@
 //! Groups across items (configuration.md's load-time refusals "across
 //! items"): exactly one root group (`is_root: true`) when any group is
-//! declared, and every member and admin of a group a declared user. They
+//! declared, and every member and admin of a group a declared user. And a
+//! group meta-state/identity.yaml records as managed never leaves the YAML
+//! (removing the entry would destroy the group). They
 //! look across items, so they run once over the tree, after every item is
 //! structured and before the validate-time checks. Which group an image or
 //! storage names is its foreign keys' check; whether a group's builder
 //! provides an identity, the capabilities'.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use csis_model::models::Item;
 use csis_model::{Diagnostic, ItemKind};
+use serde::Deserialize;
 
 use crate::db::{Db, Tree};
 use crate::load::items::{ItemId, item_index};
 use crate::load::items_model::structured_item;
+use crate::state::read_models::IDENTITY;
 
 /// Exactly one root group; every member and admin a declared user.
 #[salsa::tracked(returns(ref))]
@@ -55,4 +59,35 @@ pub fn check_groups(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
         );
     }
     out
+}
+
+/// A group the read-model records as managed that the YAML no longer
+/// declares.
+pub fn managed_groups_missing(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
+    let record = crate::state::lineage::read_record::<Recorded>(db, tree, IDENTITY);
+    let index = item_index(db, tree);
+    let declared: Vec<&String> = index.names(ItemKind::GROUPS).collect();
+    let mut out = record.diags;
+    for (name, g) in &record.value.groups {
+        let safe = csis_model::naming::safe_name(name);
+        if g.managed && !declared.iter().any(|d| **d == safe) {
+            out.push(Diagnostic::error(format!(
+                "identity: group '{name}' was managed by the system but is missing from the YAML; groups never leave the configuration (keep the entry with 'unmanaged: true' to stop managing it without destroying it)"
+            )));
+        }
+    }
+    out
+}
+
+/// What the managed-groups rule reads of meta-state/identity.yaml.
+#[derive(Default, Deserialize)]
+struct Recorded {
+    #[serde(default)]
+    groups: BTreeMap<String, RecordedGroup>,
+}
+
+#[derive(Default, Deserialize)]
+struct RecordedGroup {
+    #[serde(default)]
+    managed: bool,
 }

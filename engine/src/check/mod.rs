@@ -18,6 +18,7 @@ mod hostnames;
 pub mod identity_items;
 pub mod item_checks;
 pub mod labels;
+mod launch_params;
 mod policies;
 pub mod released_pins;
 pub mod report;

@@ -46,9 +46,9 @@ pub fn validation_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
             .iter()
             .cloned(),
     );
-    out.extend(crate::state::read_models::managed_groups_missing(db, tree));
+    out.extend(crate::check::groups::managed_groups_missing(db, tree));
     out.extend(crate::check::user_data::user_data_diagnostics(db, tree));
-    out.extend(crate::state::launch_params::immutability_diagnostics(
+    out.extend(crate::check::launch_params::immutability_diagnostics(
         db, tree,
     ));
     out.extend(crate::check::labels::label_key_diagnostics(db, tree));

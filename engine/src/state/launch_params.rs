@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use csis_model::models::Item;
-use csis_model::{Diagnostic, ItemKind, Vct};
+use csis_model::{ItemKind, Vct};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as J, json};
 
@@ -61,7 +61,12 @@ pub fn compute_all(
 
 /// One declared instance's launch parameters; nothing for a name that is
 /// no instance.
-fn compute(db: &dyn Db, tree: Tree, record: &LaunchParams, name: &str) -> Option<Map<String, J>> {
+pub(crate) fn compute(
+    db: &dyn Db,
+    tree: Tree,
+    record: &LaunchParams,
+    name: &str,
+) -> Option<Map<String, J>> {
     let b = builders(db, tree);
     let registry = db.registry();
     let pins = &crate::state::lineage::pins(db, tree).value;
@@ -196,7 +201,7 @@ pub fn canonical_hostname(db: &dyn Db, tree: Tree, name: &str, ephemeral: bool) 
 
 /// The keys whose values differ, sorted; mounts only removed are a detach
 /// and do not count.
-fn changed_keys(before: &Map<String, J>, now: &Map<String, J>) -> Vec<String> {
+pub(crate) fn changed_keys(before: &Map<String, J>, now: &Map<String, J>) -> Vec<String> {
     let mut keys: Vec<&String> = before.keys().chain(now.keys()).collect();
     keys.sort();
     keys.dedup();
@@ -217,53 +222,14 @@ fn changed_keys(before: &Map<String, J>, now: &Map<String, J>) -> Vec<String> {
 
 /// Whether a change is a sanctioned exit: the pin moved from one build to
 /// another (an upgrade, or a follow target), which replaces the machine.
-fn replaced(before: &Map<String, J>, now: &Map<String, J>) -> bool {
+pub(crate) fn replaced(before: &Map<String, J>, now: &Map<String, J>) -> bool {
     let build = |m: &Map<String, J>| m.get("build").and_then(J::as_str).map(str::to_string);
     matches!((build(before), build(now)), (Some(a), Some(b)) if a != b && a != UNBOUND)
 }
 
 /// Binding the pin of a machine launched unbound is no change.
-fn bound_only(before: &Map<String, J>) -> bool {
+pub(crate) fn bound_only(before: &Map<String, J>) -> bool {
     before.get("build").and_then(J::as_str) == Some(UNBOUND)
-}
-
-/// A launched instance whose parameters changed without a sanctioned exit.
-pub fn immutability_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
-    let record = launch_record(db, tree);
-    let mut out = record.diags.clone();
-    let index = item_index(db, tree);
-    for (name, r) in &record.value.instances {
-        if r.launched && index.contains(ItemKind::INSTANCES, name) {
-            let id = ItemId::new(db, ItemKind::INSTANCES, name.clone());
-            out.extend(immutability_of(db, tree, id).iter().cloned());
-        }
-    }
-    out
-}
-
-/// One launched instance's check: its own query, so an edit elsewhere does
-/// not recompute every instance's parameters.
-#[salsa::tracked(returns(ref))]
-fn immutability_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<Diagnostic> {
-    let record = &launch_record(db, tree).value;
-    let name = id.name(db);
-    let r = record.instances.get(name)?;
-    let params = compute(db, tree, record, name)?;
-    if replaced(&r.params, &params) {
-        return None;
-    }
-    let mut keys = changed_keys(&r.params, &params);
-    if bound_only(&r.params) {
-        keys.retain(|k| k != "build");
-    }
-    if keys.is_empty() {
-        return None;
-    }
-    Some(Diagnostic::error(format!(
-        "instance '{name}' was launched (run {}) and its launch parameters changed ({}); launch parameters are immutable after launch -- replace the instance (upgrade instance, or decommission and redeclare) (N26)",
-        r.launched_run.as_deref().unwrap_or(&r.run),
-        keys.join(", ")
-    )))
 }
 
 /// The record after this run generated the instance-image lifecycle: every

@@ -5,15 +5,11 @@
 //! Both are written after their lifecycle generates; storage.yaml again
 //! after a real storage apply moved the current states.
 //!
-//! The record is also what keeps a managed group from leaving the YAML: a
-//! group recorded `managed: true` that is no longer declared refuses
-//! validation, because removing the entry would destroy the group.
-
-use std::collections::BTreeMap;
+//! The record is also what keeps a managed group from leaving the YAML
+//! (check/groups.rs holds that rule).
 
 use csis_model::models::Item;
-use csis_model::{Diagnostic, ItemKind, Value, Vct};
-use serde::Deserialize;
+use csis_model::{ItemKind, Value, Vct};
 use serde_json::{Map, Value as J, json};
 
 use crate::db::{Db, Tree};
@@ -146,34 +142,4 @@ pub fn storage_read_model(db: &dyn Db, tree: Tree, record: &StorageState) -> Map
     let mut out = Map::new();
     out.insert("storages".into(), J::Object(storages));
     redacted(out, &secrets)
-}
-
-#[derive(Default, Deserialize)]
-struct Recorded {
-    #[serde(default)]
-    groups: BTreeMap<String, RecordedGroup>,
-}
-
-#[derive(Default, Deserialize)]
-struct RecordedGroup {
-    #[serde(default)]
-    managed: bool,
-}
-
-/// A group the read-model records as managed that the YAML no longer
-/// declares.
-pub fn managed_groups_missing(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
-    let record = crate::state::lineage::read_record::<Recorded>(db, tree, IDENTITY);
-    let index = item_index(db, tree);
-    let declared: Vec<&String> = index.names(ItemKind::GROUPS).collect();
-    let mut out = record.diags;
-    for (name, g) in &record.value.groups {
-        let safe = csis_model::naming::safe_name(name);
-        if g.managed && !declared.iter().any(|d| **d == safe) {
-            out.push(Diagnostic::error(format!(
-                "identity: group '{name}' was managed by the system but is missing from the YAML; groups never leave the configuration (keep the entry with 'unmanaged: true' to stop managing it without destroying it)"
-            )));
-        }
-    }
-    out
 }
