@@ -9,7 +9,11 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
+use crate::db::Db;
 use crate::db::system::{Process, System};
+use crate::run::steps::Runner;
+use crate::run::{Level, RunSummary};
+use crate::workspace::Workspace;
 use csis_public_safe::{Allow, Finding, refusal, refused_name, scan_bytes};
 
 fn git(system: &dyn System, root: &Path, args: &[&str]) -> Result<String, String> {
@@ -249,4 +253,56 @@ pub fn commit_meta_state(
             .trim()
             .to_string(),
     ))
+}
+
+impl Runner<'_> {
+    /// `--commit`: meta-state/ and the generated tree, after the gate.
+    pub(super) fn commit(&mut self, summary: &mut RunSummary) {
+        let message = format!(
+            "csis run {}: {}",
+            summary.run_id,
+            summary.requested.join(", ")
+        );
+        let plaintexts = decrypted_plaintexts(self.ws);
+        let log = &mut self.log;
+        let outcome = crate::run::commit::commit_meta_state(
+            self.system,
+            &self.ws.root,
+            &self.gen_dir_name,
+            &message,
+            &plaintexts,
+            &mut |w| log(Level::Warn, w),
+        );
+        match outcome {
+            Ok(crate::run::commit::CommitOutcome::Committed(sha)) => {
+                (self.log)(Level::Info, format!("meta-state commit: {sha}"));
+                summary.meta_state_commit = Some(sha);
+            }
+            Ok(crate::run::commit::CommitOutcome::NothingChanged) => {
+                (self.log)(Level::Info, "meta-state commit: nothing changed".into());
+            }
+            Ok(crate::run::commit::CommitOutcome::Skipped(why)) => (self.log)(Level::Warn, why),
+            Err(e) => {
+                (self.log)(Level::Error, e.clone());
+                summary.ok = false;
+                summary.error = Some(e);
+            }
+        }
+    }
+}
+
+/// Every plaintext the load decrypted, for the commit's search.
+fn decrypted_plaintexts(ws: &Workspace) -> Vec<String> {
+    let db = &ws.db;
+    let mut out = Vec::new();
+    for kind in db.registry().item_kinds() {
+        for name in crate::load::items::item_index(db, ws.tree).names(kind) {
+            let id = crate::load::items::ItemId::new(db, kind, name.clone());
+            let si = crate::load::items_model::structured_item(db, ws.tree, id);
+            out.extend(si.secrets.iter().map(|s| s.plaintext.clone()));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
 }

@@ -22,6 +22,8 @@ use serde::{Deserialize, Serialize};
 use crate::db::Db;
 use crate::db::system::System;
 use crate::load::builders::builders;
+use crate::run::steps::Runner;
+use crate::run::{Level, RunSummary};
 use crate::state::launch_params::LaunchParams;
 use crate::state::lineage::{Lineage, Pins, read_json};
 use crate::state::storage_state::StorageState;
@@ -297,4 +299,23 @@ pub fn check_last_report(system: &dyn System, gen_dir: &Path) -> Vec<String> {
             )
         })
         .collect()
+}
+
+impl Runner<'_> {
+    /// Ask the runtimes what exists; the report goes to
+    /// generated/state-report.json and its counts to the summary.
+    pub(super) fn state_query(&mut self, summary: &mut RunSummary) -> Result<(), String> {
+        let report = crate::run::state_query::query(self.ws, self.system)?;
+        crate::run::state_query::write_report(self.system, &self.ws.root, &self.gen_dir, &report)?;
+        for line in report.lines() {
+            let level = if line.starts_with("unavailable: ") {
+                Level::Warn
+            } else {
+                Level::Info
+            };
+            (self.log)(level, format!("state: {line}"));
+        }
+        summary.state = report.counts();
+        Ok(())
+    }
 }

@@ -1,0 +1,167 @@
+//! The apply step: per lifecycle in run order, its deferred commands,
+//! logged in a dry run; in a real run executed phase by phase from the
+//! private mirror ([`crate::run::mirror`]), each phase between the
+//! builders' finalize hooks ([`crate::run::finalize`]), then what the
+//! lifecycle's apply leaves in meta-state/ ([`crate::run::records`]).
+
+use std::collections::BTreeMap;
+
+use csis_plugin_api::{Builder, LifecycleSpec};
+
+use crate::db::Db;
+use crate::load::builders::builders;
+use crate::run::finalize::{builders_in_hook_order, finalize_hooks};
+use crate::run::generate::{Emission, by_phase};
+use crate::run::script;
+use crate::run::steps::Runner;
+use crate::run::{Level, RunSummary};
+
+impl Runner<'_> {
+    /// The apply step: per lifecycle in run order, its deferred commands
+    /// (logged in a dry run, executed in a real one).
+    pub(super) fn apply(
+        &mut self,
+        lifecycles: &[LifecycleSpec],
+        requested: &[LifecycleSpec],
+        emissions: &BTreeMap<String, Emission>,
+        summary: &mut RunSummary,
+    ) {
+        let ws = self.ws;
+        let b = builders(&ws.db, ws.tree);
+        let builder_objs = builders_in_hook_order(ws);
+        let mut failed = false;
+        for spec in lifecycles {
+            let name = spec.name;
+            let Some(em) = emissions.get(name) else {
+                let script_path = self
+                    .gen_dir
+                    .join(name)
+                    .join(script::runner_script_name(name));
+                if requested.iter().all(|r| r.name != name)
+                    && self
+                        .system
+                        .read_bytes(&script_path)
+                        .ok()
+                        .flatten()
+                        .is_some()
+                {
+                    (self.log)(
+                        Level::Warn,
+                        format!(
+                            "[{name}] stale-script-skipped: run-{name}.sh is from an earlier run of a lifecycle not requested now"
+                        ),
+                    );
+                    summary
+                        .apply
+                        .insert(name.into(), "stale-script-skipped".into());
+                }
+                continue;
+            };
+            let generated = summary
+                .lifecycles
+                .get(name)
+                .is_some_and(|o| o.status == "generated");
+            let status = if failed || !generated {
+                // A lifecycle that failed to generate stops the run's
+                // applies as a failed apply does.
+                failed = true;
+                "not-attempted"
+            } else if em.deferred.is_empty() {
+                "no-script"
+            } else if self.req.options.dry_run {
+                if name == "instance-image"
+                    && let Err(e) = self.draw_aliases(true)
+                {
+                    (self.log)(Level::Error, e);
+                }
+                for d in &em.deferred {
+                    let line = script::command_line(&d.command, &b.executables).unwrap_or_default();
+                    self.info(format!(
+                        "[DRY RUN] {name}/{}: would execute {line}",
+                        d.phase.as_str()
+                    ));
+                }
+                "dry-run"
+            } else {
+                if name == "instance-image"
+                    && self.req.record
+                    && let Err(e) = self.draw_aliases(false)
+                {
+                    (self.log)(Level::Error, e);
+                }
+                match self.execute_lifecycle(name, em, &builder_objs) {
+                    Ok(()) => "executed",
+                    Err(e) => {
+                        (self.log)(Level::Error, e.clone());
+                        (self.log)(Level::Error, format!("Apply failed for lifecycle {name}"));
+                        summary.ok = false;
+                        summary.error.get_or_insert(e);
+                        failed = true;
+                        "failed"
+                    }
+                }
+            };
+            let recorded = match (name, status == "executed" && self.req.record) {
+                ("storage", true) => self.record_storage_transitions(),
+                ("instance-image", true) => {
+                    self.mark_launched().and_then(|()| self.forget_ephemerals())
+                }
+                _ => Ok(()),
+            };
+            if let Err(e) = recorded {
+                (self.log)(Level::Error, e.clone());
+                summary.ok = false;
+                summary.error.get_or_insert(e);
+            }
+            summary.apply.insert(name.into(), status.into());
+        }
+    }
+
+    /// A real run's deferred commands, phase by phase, with every builder's
+    /// pre/post_finalize_phase around each phase and the run hooks around
+    /// the whole.
+    fn execute_lifecycle(
+        &mut self,
+        name: &str,
+        em: &Emission,
+        builder_objs: &[Box<dyn Builder>],
+    ) -> Result<(), String> {
+        let hooks = self.ws.db.registry().run_hooks();
+        for h in hooks {
+            h.before_apply(name)
+                .map_err(|e| format!("[{name}] before-apply hook {} failed: {e}", h.name()))?;
+        }
+        let mirror = self.materialize(name, em)?;
+        for (phase, cmds) in by_phase(&em.deferred) {
+            let at = format!("{name}/{}", phase.as_str());
+            finalize_hooks(builder_objs, phase, true).map_err(|e| format!("[{at}] {e}"))?;
+            for cmd in cmds {
+                let b = builders(&self.ws.db, self.ws.tree);
+                let line = script::command_line(cmd, &b.executables)?;
+                self.info(format!("[{at}] executing {line}"));
+                let (line, out) = self
+                    .execute(name, cmd, &mirror)
+                    .map_err(|e| format!("[{at}] {e}"))?;
+                for l in out.stdout.lines() {
+                    self.info(format!("[{at}] {l}"));
+                }
+                if out.code != Some(0) {
+                    for l in out.stderr.lines() {
+                        (self.log)(Level::Warn, format!("[{at}] {l}"));
+                    }
+                    return Err(format!(
+                        "[{at}] command returned {}: {line}",
+                        out.code.map_or("a signal".into(), |c| c.to_string())
+                    ));
+                }
+            }
+            finalize_hooks(builder_objs, phase, false).map_err(|e| format!("[{at}] {e}"))?;
+        }
+        self.copy_back_lock_files(name, &mirror)?;
+        for h in hooks {
+            h.after_apply(name)
+                .map_err(|e| format!("[{name}] after-apply hook {} failed: {e}", h.name()))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,135 @@
+//! The run's head: the requested lifecycles, the selection and the
+//! refusals that need nothing else (before the state query), then the
+//! validation that decides whether the run may go on (after it).
+
+use csis_plugin_api::LifecycleSpec;
+
+use crate::db::Db;
+use crate::db::run_input::RunInput;
+use crate::db::system::System;
+use crate::load::items::item_index;
+use crate::plan::bakes::image_graph;
+use crate::plan::hook_context::EngineContext;
+use crate::registry::lifecycles::parse_lifecycles;
+use crate::run::steps::Runner;
+use crate::run::{Level, RunSummary};
+use crate::workspace::Workspace;
+
+impl Runner<'_> {
+    /// The run's head: the overlays and undeclared items the summary lists,
+    /// the requested lifecycles, the selection, and `--migrate-state`
+    /// refused in a dry run. Every lifecycle, and the requested ones.
+    pub(super) fn head(
+        &mut self,
+        summary: &mut RunSummary,
+    ) -> Result<(Vec<LifecycleSpec>, Vec<LifecycleSpec>), String> {
+        let db = &self.ws.db;
+        let tree = self.ws.tree;
+        summary.overlays = tree
+            .overlays(db)
+            .iter()
+            .map(|f| f.path(db).to_string())
+            .collect();
+        let index = item_index(db, tree);
+        summary.undeclared = index
+            .undeclared
+            .iter()
+            .map(|(k, n)| format!("{}:{n}", k.singular()))
+            .collect();
+        let lifecycles: Vec<LifecycleSpec> = db.registry().lifecycles().to_vec();
+        let requested: Vec<LifecycleSpec> = parse_lifecycles(&lifecycles, &self.req.lifecycles)?
+            .into_iter()
+            .cloned()
+            .collect();
+        summary.requested = requested.iter().map(|l| l.name.to_string()).collect();
+        crate::plan::bakes::check_selection(&self.ws.db, self.ws.tree, &self.req.options)?;
+        if self.req.options.dry_run && !self.req.options.migrate_state.is_empty() {
+            return Err(
+                "--migrate-state moves state and needs --no-dry-run: a dry run never moves state."
+                    .into(),
+            );
+        }
+        Ok((lifecycles, requested))
+    }
+
+    /// What the load refuses, image cycles, run-hook validators, and the
+    /// registries' claims when this run launches. Whether the run may go on.
+    pub(super) fn validate(&mut self, summary: &mut RunSummary, launches: bool) -> bool {
+        let (infos, warnings, mut errors) = validation(self.ws, self.system, self.run_input);
+        if launches {
+            errors.extend(crate::check::hostname_claims::check(
+                &self.ws.db,
+                self.ws.tree,
+                &self.ws.root,
+                &self.req.options,
+            ));
+        }
+        for i in infos {
+            (self.log)(Level::Info, i);
+        }
+        for w in warnings {
+            (self.log)(Level::Warn, w);
+        }
+        if errors.is_empty() {
+            return true;
+        }
+        for e in &errors {
+            (self.log)(Level::Error, format!("validation: {e}"));
+        }
+        summary.ok = false;
+        summary.error = Some(format!("validation failed with {} error(s)", errors.len()));
+        summary.validation_errors = errors;
+        false
+    }
+}
+
+/// The validation at the head of every run: (infos, warnings, errors),
+/// each a `file:line:col: message` line where it has a place. What the load
+/// refuses, the validate checks, image chain cycles, the executables, and
+/// every run hook's validators.
+pub fn validation(
+    ws: &Workspace,
+    system: &dyn System,
+    run: RunInput,
+) -> (Vec<String>, Vec<String>, Vec<String>) {
+    let diags = ws.load_diagnostics();
+    let warnings = diags
+        .iter()
+        .filter(|d| !d.is_error())
+        .map(|d| ws.describe(d).replacen("warning: ", "", 1))
+        .collect();
+    let mut errors: Vec<String> = diags
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| ws.describe(d))
+        .collect();
+    errors.extend(
+        image_graph(&ws.db, ws.tree)
+            .diags
+            .iter()
+            .map(|d| d.message.clone()),
+    );
+    let ctx = EngineContext {
+        db: &ws.db,
+        tree: ws.tree,
+        run: Some(run),
+        lifecycle: String::new(),
+    };
+    for hooks in ws.db.registry().run_hooks() {
+        errors.extend(hooks.validators(&ctx));
+    }
+    let (mut infos, exe_errors) =
+        crate::check::executables::check(&ws.db, ws.tree, &ws.root, system);
+    infos.extend(crate::state::alias_pool::remaining_info(&ws.db, ws.tree));
+    errors.extend(exe_errors.iter().map(|d| ws.describe(d)));
+    errors.extend(
+        crate::state::state_locations::check(&ws.db, ws.tree, &run.options(&ws.db).migrate_state)
+            .iter()
+            .map(|d| ws.describe(d)),
+    );
+    errors.extend(crate::run::state_query::check_last_report(
+        system,
+        &ws.root.join(ws.generation_dir_name()),
+    ));
+    (infos, warnings, errors)
+}

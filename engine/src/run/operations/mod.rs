@@ -1,0 +1,85 @@
+//! The operations on recorded builds and pins, as the cli's `upgrade`,
+//! `forget`, `release`, `dispose` and `lineage bind-instance` commands run
+//! them: each reads the meta-state files it changes, refuses with the
+//! spec's message when it must, and writes each file whole.
+//!
+//! - `pins.rs`: `lineage bind-instance`, `upgrade`, `forget` (and the
+//!   ephemeral instances a real apply forgets).
+//! - `release.rs`: `release` and `release --declared`, with the refusals.
+//! - `builds.rs`: `dispose` (with the retention policy) and
+//!   `lineage restamp`, on lineage's build records.
+
+mod builds;
+mod pins;
+mod release;
+
+use csis_model::models::Item;
+use csis_model::{ItemKind, Vct};
+
+use crate::db::system::System;
+use crate::load::builders::builders;
+use crate::load::items::ItemId;
+use crate::load::items_model::structured_item;
+use crate::state::lineage::{Lineage, PinMove, Pins, read_json};
+use crate::workspace::Workspace;
+
+/// What an operation needs: the loaded tree, the door to the disk and the
+/// run it belongs to (for the journal).
+pub struct Ops<'a> {
+    pub ws: &'a Workspace,
+    pub system: &'a dyn System,
+    pub run: String,
+}
+
+impl Ops<'_> {
+    fn lineage(&self) -> Result<Lineage, String> {
+        read_json(self.system, &self.ws.root, "lineage.yaml")
+    }
+
+    fn pins(&self) -> Result<Pins, String> {
+        read_json(self.system, &self.ws.root, "pins.yaml")
+    }
+
+    fn image(&self, name: &str) -> Option<std::sync::Arc<Item>> {
+        let db = &self.ws.db;
+        let id = ItemId::new(db, ItemKind::IMAGES, csis_model::naming::safe_name(name));
+        structured_item(db, self.ws.tree, id).item.clone()
+    }
+
+    /// The runtimes an image bakes on, in its declared order.
+    fn image_runtimes(&self, name: &str) -> Vec<String> {
+        let b = builders(&self.ws.db, self.ws.tree);
+        let mut out: Vec<String> = Vec::new();
+        if let Some(Item::Image(img)) = self.image(name).as_deref() {
+            for e in &img.runtimes {
+                if let Some(rt) = b
+                    .resolve(Vct::ImageBuilderModel, &e.image_builder)
+                    .and_then(|d| d.base.runtime().map(str::to_string))
+                    && !out.contains(&rt)
+                {
+                    out.push(rt);
+                }
+            }
+        }
+        out
+    }
+
+    fn journal(
+        &self,
+        pins: &mut Pins,
+        kind: &str,
+        name: &str,
+        from: Option<String>,
+        to: Option<String>,
+        op: &str,
+    ) {
+        pins.upgrades.push(PinMove {
+            kind: kind.into(),
+            name: name.into(),
+            from,
+            to,
+            run: self.run.clone(),
+            op: op.into(),
+        });
+    }
+}

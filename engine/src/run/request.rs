@@ -1,0 +1,37 @@
+//! What `csis run` was asked, and the levels of the lines it logs.
+
+use std::path::PathBuf;
+
+use crate::db::run_input::RunOptions;
+
+/// What `csis run` was asked.
+#[derive(Clone, Debug, Default)]
+pub struct RunRequest {
+    pub lifecycles: Vec<String>,
+    pub options: RunOptions,
+    /// `--no-apply`: generate only.
+    pub no_apply: bool,
+    /// The binary deferred `"$CSIS"` steps run (this executable).
+    pub csis: PathBuf,
+    /// `--commit`: commit meta-state/ and the generated tree after the run.
+    pub commit: bool,
+    /// `--stats`: time, executed and reused queries per stage, and peak
+    /// memory, in the summary under `stats`.
+    pub stats: bool,
+    /// `--explain`: every bake's and every rewritten file's causes, logged
+    /// and in the summary under `explain`.
+    pub explain: bool,
+    /// `--no-state-query`: skip asking the runtimes what exists.
+    pub no_state_query: bool,
+    /// Whether the run leaves its records (run-summary.json, the journal,
+    /// the on-summary hooks): `csis watch --generate` does not.
+    pub record: bool,
+}
+
+/// A line of the run's log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    Info,
+    Warn,
+    Error,
+}

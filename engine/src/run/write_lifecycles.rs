@@ -1,0 +1,139 @@
+//! The generation step: each requested lifecycle's emission (computed by
+//! [`crate::run::generate`]) synced to `generated/<lifecycle>/` (with the
+//! causes of each rewrite under `--explain`), its read-models, then its
+//! run-now commands.
+
+use std::collections::BTreeMap;
+
+use csis_plugin_api::LifecycleSpec;
+
+use crate::db::emit::sync_dir;
+use crate::run::generate::Emission;
+use crate::run::steps::Runner;
+use crate::run::{Explained, Level, LifecycleOutcome, RunSummary};
+
+impl Runner<'_> {
+    /// Every requested lifecycle's directory, computed in parallel, written
+    /// in declared order; then its run-now commands.
+    pub(super) fn generate(
+        &mut self,
+        requested: &[LifecycleSpec],
+        summary: &mut RunSummary,
+    ) -> BTreeMap<String, Emission> {
+        let ws = self.ws;
+        let names: Vec<&str> = requested.iter().map(|l| l.name).collect();
+        let generated = crate::run::generate::emissions(&ws.db, ws.tree, self.run_input, &names);
+        let mut emissions = BTreeMap::new();
+        for (spec, em) in requested.iter().zip(generated) {
+            let name = spec.name;
+            let mut outcome = LifecycleOutcome {
+                deferred_commands: em.deferred.len(),
+                runner_script: em
+                    .runner_script(name)
+                    .map(|s| format!("{}/{name}/{s}", self.gen_dir_name)),
+                status: "generated".into(),
+                error: None,
+            };
+            let result = match &em.error {
+                Some(e) => {
+                    summary
+                        .error
+                        .get_or_insert_with(|| format!("Generation failed for lifecycle {name}"));
+                    Err(e.clone())
+                }
+                None => self
+                    .write_lifecycle(name, &em, summary.explain.as_mut())
+                    .and_then(|()| self.write_read_models(name))
+                    .and_then(|()| self.run_build_commands(name, &em)),
+            };
+            if let Err(e) = result {
+                (self.log)(Level::Error, e.clone());
+                outcome.status = "failed".into();
+                outcome.error = Some(e.clone());
+                summary.ok = false;
+                summary.error.get_or_insert(e);
+            }
+            summary.lifecycles.insert(name.to_string(), outcome);
+            emissions.insert(name.to_string(), em);
+        }
+        emissions
+    }
+
+    /// Sync a lifecycle's directory; under a runtime scope, builder
+    /// directories bound to other runtimes stay as they are.
+    fn write_lifecycle(
+        &mut self,
+        name: &str,
+        em: &Emission,
+        explain: Option<&mut Explained>,
+    ) -> Result<(), String> {
+        let dir = self.gen_dir.join(name);
+        let scope = self.req.options.only_runtime.clone();
+        let frozen = |rel: &str| {
+            let Some(scope) = &scope else { return false };
+            let top = rel.split('/').next().unwrap_or_default();
+            em.builder_runtimes.get(top).is_some_and(|rt| rt != scope)
+        };
+        if let Some(explained) = explain {
+            self.explain_rewrites(name, em, &frozen, explained);
+        }
+        let r = sync_dir(self.system, &dir, &em.files, &em.executables, &frozen)
+            .map_err(|e| format!("writing {}: {e}", dir.display()))?;
+        self.info(format!(
+            "[{name}] generated: {} written, {} removed, {} unchanged",
+            r.written.len(),
+            r.removed.len(),
+            r.unchanged
+        ));
+        Ok(())
+    }
+
+    /// Before the sync: why each file it will rewrite differs from the one
+    /// on disk.
+    fn explain_rewrites(
+        &mut self,
+        name: &str,
+        em: &Emission,
+        frozen: &dyn Fn(&str) -> bool,
+        explained: &mut Explained,
+    ) {
+        let dir = self.gen_dir.join(name);
+        for (rel, bytes) in em.files.iter().filter(|(rel, _)| !frozen(rel)) {
+            let old = self.system.read_bytes(&dir.join(rel)).ok().flatten();
+            if old.as_deref() == Some(&bytes[..]) {
+                continue;
+            }
+            let path = format!("{}/{name}/{rel}", self.gen_dir_name);
+            let lines = crate::run::explain::explain_rewrite(
+                self.ws,
+                self.run_input,
+                rel,
+                old.as_deref(),
+                bytes,
+            );
+            self.info(format!("explain: rewrote {path}:"));
+            for line in &lines {
+                self.info(format!("    {line}"));
+            }
+            explained.rewritten.insert(path, lines);
+        }
+    }
+
+    /// Run-now commands (formatters, validators), in hook order.
+    fn run_build_commands(&mut self, lifecycle: &str, em: &Emission) -> Result<(), String> {
+        let dir = self.gen_dir.join(lifecycle);
+        for cmd in &em.build {
+            let (line, out) = self.execute(lifecycle, cmd, &dir)?;
+            if out.code != Some(0) {
+                for l in out.stdout.lines().chain(out.stderr.lines()) {
+                    (self.log)(Level::Warn, format!("[{lifecycle}] {l}"));
+                }
+                return Err(format!(
+                    "[{lifecycle}] Command failed: {line} (Return code: {})",
+                    out.code.map_or("signal".into(), |c| c.to_string())
+                ));
+            }
+        }
+        Ok(())
+    }
+}
