@@ -492,7 +492,7 @@ fn validate(ws: &Workspace, brief: bool) -> ExitCode {
         .diags
         .clone();
     diags.extend(executables);
-    diags.extend(csis_engine::state::state_locations::check(
+    diags.extend(csis_engine::check::state_locations::check(
         &ws.db,
         ws.tree,
         &[],

@@ -4,6 +4,7 @@
 //! one family of rules, or (`context`, `item_checks`, `formats`) what the
 //! families share.
 
+mod aliases;
 pub mod bake_users;
 mod base_images;
 mod capabilities;
@@ -22,6 +23,7 @@ mod launch_params;
 mod policies;
 pub mod released_pins;
 pub mod report;
+pub mod state_locations;
 mod storages;
 mod test_specs;
 pub mod user_data;

@@ -42,7 +42,7 @@ pub fn validation_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     out.extend(storage_diagnostics(db, tree).iter().cloned());
     out.extend(capability_report(db, tree));
     out.extend(
-        crate::state::alias_pool::alias_pool_diagnostics(db, tree)
+        crate::check::aliases::alias_pool_diagnostics(db, tree)
             .iter()
             .cloned(),
     );
