@@ -128,7 +128,7 @@ pub fn command_line(
     })
 }
 
-/// generated/<lifecycle>/run-<lifecycle>.sh: every deferred command of the
+/// `generated/<lifecycle>/run-<lifecycle>.sh`: every deferred command of the
 /// lifecycle, phase by phase, with working directories relative to the
 /// lifecycle directory and the configuration root as "$CSIS_ROOT".
 pub fn runner_script(

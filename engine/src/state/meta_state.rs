@@ -1,5 +1,5 @@
 //! Meta-state: the committed, human-readable YAML records under
-//! <root>/meta-state/ that carry memory between runs. Each write is atomic
+//! `<root>/meta-state/` that carry memory between runs. Each write is atomic
 //! per file; a file whose top level is not a mapping is refused.
 
 use std::path::{Path, PathBuf};
