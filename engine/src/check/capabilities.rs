@@ -162,11 +162,7 @@ impl Checks<'_> {
             let id = ItemId::new(self.db, ItemKind::INSTANCES, inst_name.clone());
             let si = structured_item(self.db, self.tree, id);
             for m in &si.storages {
-                let Some(Item::Storage(st)) = self
-                    .structured(ItemKind::STORAGES, &m.name)
-                    .as_deref()
-                    .cloned()
-                else {
+                let Some(st) = self.storage(&m.name) else {
                     continue;
                 };
                 let Some(t) = self

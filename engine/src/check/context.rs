@@ -4,7 +4,7 @@
 //! declared). Each rule family adds its methods to [`Checks`] in a file of
 //! its own; [`super::validate`] runs them in order.
 
-use csis_model::models::Item;
+use csis_model::models::{Item, Storage};
 use csis_model::{Diagnostic, ItemKind, Origin, Vct};
 
 use crate::db::{Db, Tree};
@@ -51,5 +51,13 @@ impl<'a> Checks<'a> {
     pub(super) fn structured(&self, kind: ItemKind, name: &str) -> Option<std::sync::Arc<Item>> {
         let id = ItemId::new(self.db, kind, csis_model::naming::safe_name(name));
         structured_item(self.db, self.tree, id).item.clone()
+    }
+
+    /// A storage by name, when it structured.
+    pub(super) fn storage(&self, name: &str) -> Option<Storage> {
+        match self.structured(ItemKind::STORAGES, name).as_deref() {
+            Some(Item::Storage(st)) => Some(st.clone()),
+            _ => None,
+        }
     }
 }

@@ -43,11 +43,7 @@ impl Checks<'_> {
         };
         let group = img.group;
         for m in &si.storages {
-            let Some(Item::Storage(st)) = self
-                .structured(ItemKind::STORAGES, &m.name)
-                .as_deref()
-                .cloned()
-            else {
+            let Some(st) = self.storage(&m.name) else {
                 continue;
             };
             if st.public_read || st.groups.is_empty() {
@@ -78,11 +74,7 @@ impl Checks<'_> {
         let attached = crate::state::storage_state::attachments(self.db, self.tree);
         self.storage_transitions(&attached);
         for (storage, instances) in attached {
-            let Some(Item::Storage(st)) = self
-                .structured(ItemKind::STORAGES, &storage)
-                .as_deref()
-                .cloned()
-            else {
+            let Some(st) = self.storage(&storage) else {
                 continue;
             };
             let single = self

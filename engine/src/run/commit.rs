@@ -101,7 +101,13 @@ pub fn scan_tree(
 ) -> Result<(usize, Vec<Finding>), String> {
     let allow = allowances(system, root);
     let files = tree_files(system, root, under)?;
-    let loaded: Vec<(String, Vec<u8>)> = files
+    let loaded = read_all(system, root, &files);
+    Ok((loaded.len(), scan_all(&loaded, &allow)))
+}
+
+/// The bytes of each file (relative to `root`) that can be read, in order.
+fn read_all(system: &dyn System, root: &Path, files: &[String]) -> Vec<(String, Vec<u8>)> {
+    files
         .par_iter()
         .filter_map(|f| {
             system
@@ -110,8 +116,7 @@ pub fn scan_tree(
                 .flatten()
                 .map(|b| (f.clone(), b))
         })
-        .collect();
-    Ok((loaded.len(), scan_all(&loaded, &allow)))
+        .collect()
 }
 
 /// `csis public-safe --staged`: the blobs in git's index.
@@ -208,16 +213,7 @@ pub fn commit_meta_state(
         ));
     }
     let allow = allowances(system, root);
-    let loaded: Vec<(String, Vec<u8>)> = files
-        .iter()
-        .filter_map(|f| {
-            system
-                .read_bytes(&root.join(f))
-                .ok()
-                .flatten()
-                .map(|b| (f.clone(), b))
-        })
-        .collect();
+    let loaded = read_all(system, root, &files);
     let mut findings = scan_all(&loaded, &allow);
     for (path, bytes) in &loaded {
         let text = String::from_utf8_lossy(bytes);

@@ -5,27 +5,18 @@ use csis_plugin_api::{Builder, ExecutionLifecyclePhase};
 
 use crate::db::Db;
 use crate::load::builders::builders;
-use crate::run::generate::HOOK_ORDER;
+use crate::run::generate::decls_in_hook_order;
 use crate::workspace::Workspace;
 
 /// Every builder, constructed, in hook order (for the finalize hooks).
 pub(super) fn builders_in_hook_order(ws: &Workspace) -> Vec<Box<dyn Builder>> {
-    let b = builders(&ws.db, ws.tree);
-    let mut out = Vec::new();
-    for vct in HOOK_ORDER {
-        let mut decls: Vec<_> = b
-            .by_class
-            .get(&vct)
-            .map(|m| m.values().collect())
-            .unwrap_or_default();
-        decls.sort_by(|a, c| a.name().cmp(c.name()));
-        for d in decls {
-            if let Some(spec) = ws.db.registry().model(d.classification, d.model) {
-                out.push((spec.builder)(d));
-            }
-        }
-    }
-    out
+    decls_in_hook_order(builders(&ws.db, ws.tree))
+        .into_iter()
+        .filter_map(|d| {
+            let spec = ws.db.registry().model(d.classification, d.model)?;
+            Some((spec.builder)(d))
+        })
+        .collect()
 }
 
 pub(super) fn finalize_hooks(

@@ -18,7 +18,7 @@ use csis_plugin_api::{
 
 use crate::db::run_input::RunInput;
 use crate::db::{Db, Tree};
-use crate::load::builders::builders;
+use crate::load::builders::{Builders, builders};
 use crate::load::items::{ItemId, item_index};
 use crate::load::items_model::structured_item;
 use crate::plan::hook_context::EngineContext;
@@ -449,18 +449,27 @@ pub fn gitignore_entries(db: &dyn Db, tree: Tree) -> Vec<String> {
         .as_ref()
         .map(|c| c.gitignore.clone())
         .unwrap_or_default();
-    for vct in HOOK_ORDER {
-        let mut decls: Vec<_> = b
-            .by_class
-            .get(&vct)
-            .map(|m| m.values().collect())
-            .unwrap_or_default();
-        decls.sort_by(|a: &&Arc<BuilderDecl>, c| a.name().cmp(c.name()));
-        for d in decls {
-            v.extend(d.base.common().gitignore.iter().cloned());
-        }
+    for d in decls_in_hook_order(b) {
+        v.extend(d.base.common().gitignore.iter().cloned());
     }
     v
+}
+
+/// Every declared builder in hook order: by classification as
+/// [`HOOK_ORDER`] lists them, then by name.
+pub fn decls_in_hook_order(b: &Builders) -> Vec<&Arc<BuilderDecl>> {
+    HOOK_ORDER
+        .iter()
+        .flat_map(|vct| {
+            let mut decls: Vec<&Arc<BuilderDecl>> = b
+                .by_class
+                .get(vct)
+                .map(|m| m.values().collect())
+                .unwrap_or_default();
+            decls.sort_by(|a, c| a.name().cmp(c.name()));
+            decls
+        })
+        .collect()
 }
 
 /// The deferred commands of one phase, for the apply step.

@@ -213,6 +213,22 @@ impl Checker {
         v.as_seq()
     }
 
+    /// A list entry that must be a mapping; anything else is refused and
+    /// skipped.
+    fn entry<'v>(&mut self, item: &'v Value, at: &DocPath, what: &str) -> Option<&'v Map> {
+        if item.as_map().is_none() {
+            self.report(
+                at,
+                Severity::Refused,
+                format!(
+                    "{what}: an entry must be a mapping, not a {}; it is skipped",
+                    item.kind_name()
+                ),
+            );
+        }
+        item.as_map()
+    }
+
     fn document(&mut self, top: &Map) {
         let root = DocPath::root();
         for key in top.keys() {

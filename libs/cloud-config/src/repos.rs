@@ -21,15 +21,7 @@ impl Checker {
         let mut names: Vec<String> = Vec::new();
         for (i, item) in items.iter().enumerate() {
             let at = path.index(i);
-            let Some(entry) = item.as_map() else {
-                self.report(
-                    &at,
-                    Severity::Refused,
-                    format!(
-                        "repos: an entry must be a mapping, not a {}; it is skipped",
-                        item.kind_name()
-                    ),
-                );
+            let Some(entry) = self.entry(item, &at, "repos") else {
                 names.push(String::new());
                 continue;
             };

@@ -29,15 +29,7 @@ impl Checker {
         };
         for (i, item) in items.iter().enumerate() {
             let at = path.index(i);
-            let Some(entry) = item.as_map() else {
-                self.report(
-                    &at,
-                    Severity::Refused,
-                    format!(
-                        "write_files: an entry must be a mapping, not a {}; it is skipped",
-                        item.kind_name()
-                    ),
-                );
+            let Some(entry) = self.entry(item, &at, "write_files") else {
                 continue;
             };
             let shown = entry.get("path").map(scalar_text).unwrap_or_default();
