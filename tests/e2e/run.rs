@@ -180,7 +180,35 @@ fn a_real_run_bakes_the_chain_and_launches_with_the_storage_mounted() {
     assert_eq!(summary["apply"]["instance-image"], "executed");
     assert_eq!(summary["apply"]["base-image"], "executed");
     assert!(err.contains("[instance-image/execution] executing \"$CSIS\" local bake --spec bake/image-generation/bake-image-generation-top.json"), "{err}");
-    assert!(err.contains("sleep_before_finalization=1 is ignored: finalization never waits on a terminal (DESIGN §3G)"), "{err}");
+    // The tree does not set sleep_before_finalization: no word about it.
+    assert!(!err.contains("sleep_before_finalization"), "{err}");
+}
+
+/// A tree that asks for a pause before finalization hears, once, that a
+/// real run does not take it; a dry run says nothing.
+#[test]
+fn a_set_sleep_before_finalization_is_reported_as_ignored() {
+    let t = tree("local-run");
+    let cfg = t.path().join("cfg/_config.yml");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    std::fs::write(&cfg, format!("{text}sleep_before_finalization: 5\n")).unwrap();
+    let notice =
+        "sleep_before_finalization=5 in cfg/ is ignored: csis never pauses before finalization";
+    let dry = csis(t.path(), &["run", "identity"]);
+    assert_eq!(dry.status.code(), Some(0), "{}", stderr(&dry));
+    assert!(
+        !stderr(&dry).contains("sleep_before_finalization"),
+        "{}",
+        stderr(&dry)
+    );
+    let real = csis(t.path(), &["run", "identity", "--no-dry-run"]);
+    assert_eq!(real.status.code(), Some(0), "{}", stderr(&real));
+    assert_eq!(
+        stderr(&real).matches(notice).count(),
+        1,
+        "{}",
+        stderr(&real)
+    );
 }
 
 #[test]

@@ -91,14 +91,16 @@ impl Runner<'_> {
             true,
         )
         .map_err(|e| format!("writing final_execution.sh: {e}"))?;
+        // Only a tree that asks for the pause hears that it is not taken.
         let sleep = builders(db, tree)
             .config
             .as_ref()
-            .map_or(0, |c| c.sleep_before_finalization);
+            .and_then(|c| c.sleep_before_finalization)
+            .filter(|s| *s != 0);
         if !self.req.no_apply {
-            if !self.req.options.dry_run && sleep != 0 {
+            if let Some(sleep) = sleep.filter(|_| !self.req.options.dry_run) {
                 self.info(format!(
-                    "sleep_before_finalization={sleep} is ignored: finalization never waits on a terminal (DESIGN §3G)"
+                    "sleep_before_finalization={sleep} in cfg/ is ignored: csis never pauses before finalization"
                 ));
             }
             self.apply(&lifecycles, &requested, &emissions, summary);

@@ -19,8 +19,9 @@ pub struct IAConfig {
     pub generation_directory: String,
     pub dateformat: String,
     pub gitignore: Vec<String>,
-    /// Read, then ignored.
-    pub sleep_before_finalization: i64,
+    /// Read, then ignored (a run says so only when the tree sets it; the
+    /// spec's default, 1, applies when it does not).
+    pub sleep_before_finalization: Option<i64>,
     pub encryption: EncryptionConfig,
     pub public_safe: PublicSafeConfig,
     pub config: IndexMap<String, Value>,
@@ -78,7 +79,7 @@ impl IAConfig {
             generation_directory: f.str_or("generation_directory", "generated"),
             dateformat: f.str_or("dateformat", DEFAULT_DATEFORMAT),
             gitignore: f.str_list("gitignore"),
-            sleep_before_finalization: f.opt_int("sleep_before_finalization").unwrap_or(1),
+            sleep_before_finalization: f.opt_int("sleep_before_finalization"),
             encryption,
             public_safe,
             config: f.any_map("config"),
@@ -100,7 +101,7 @@ mod tests {
         assert_eq!(c.working_directory, "./workdir");
         assert_eq!(c.generation_directory, "generated");
         assert_eq!(c.dateformat, "%Y%m%d_%H%M%S");
-        assert_eq!(c.sleep_before_finalization, 1);
+        assert_eq!(c.sleep_before_finalization, None);
         assert!(c.encryption.recipients.is_empty());
         assert!(c.public_safe.allow.is_empty());
         assert!(c.config.is_empty());
@@ -122,7 +123,7 @@ mod tests {
         let (c, diags) = read(&m, IAConfig::read);
         assert_eq!(c.encryption.recipients, vec!["age1abc".to_string()]);
         assert_eq!(c.public_safe.allow, vec!["path:docs/*".to_string()]);
-        assert_eq!(c.sleep_before_finalization, 0);
+        assert_eq!(c.sleep_before_finalization, Some(0));
         let errs = errors(&diags);
         assert_eq!(errs.len(), 2, "{errs:?}");
         assert_eq!(errs[0].1, "things[0].public_safe.deny");
