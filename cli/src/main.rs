@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use csis_engine::db::run_input::RunOptions;
-use csis_engine::db::system::OsSystem;
+use csis_engine::db::system::{OsSystem, System};
 use csis_engine::load::render::{raw_tree, resolved_tree};
 use csis_engine::registry::Registry;
 use csis_engine::run::{Level, RunRequest};
@@ -27,9 +27,10 @@ use csis_plugin_api::Plugin;
     about = "Plan and run machine-image builds from a declarative configuration tree"
 )]
 struct Cli {
-    /// The configuration root (holds cfg/).
-    #[arg(long, env = "CSIS_ROOT_DIR", default_value = ".", global = true)]
-    root_dir: PathBuf,
+    /// The configuration root (holds cfg/) [default: the nearest directory
+    /// from here up that holds cfg/ with YAML in it, else .]
+    #[arg(long, env = "CSIS_ROOT_DIR", global = true)]
+    root_dir: Option<PathBuf>,
     /// An overlay file applied for this invocation only (repeatable).
     #[arg(long = "overlay", value_name = "FILE", global = true)]
     overlays: Vec<PathBuf>,
@@ -356,6 +357,30 @@ fn plugins() -> Vec<&'static dyn Plugin> {
     ]
 }
 
+/// Without --root-dir or CSIS_ROOT_DIR, the root is found as git and
+/// cargo find theirs: the nearest directory from the working directory up
+/// whose cfg/ holds YAML; `.` when there is none (the load then says so).
+fn find_root() -> PathBuf {
+    let here = PathBuf::from(".");
+    let Ok(start) = std::env::current_dir() else {
+        return here;
+    };
+    let holds_cfg = |dir: &std::path::Path| {
+        let cfg = dir.join("cfg");
+        OsSystem.list_files(&cfg).is_ok_and(|files| {
+            files.iter().any(|p| {
+                p.parent() == Some(cfg.as_path())
+                    && matches!(p.extension().and_then(|x| x.to_str()), Some("yml" | "yaml"))
+            })
+        })
+    };
+    match start.ancestors().find(|d| holds_cfg(d)) {
+        Some(d) if d == start => here,
+        Some(d) => d.to_path_buf(),
+        None => here,
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match &cli.command {
@@ -373,14 +398,15 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let root_dir = cli.root_dir.clone().unwrap_or_else(find_root);
     let options = LoadOptions {
         overlays: cli.overlays.clone(),
         undeclare: cli.undeclare.clone(),
-        display_root: Some(cli.root_dir.to_string_lossy().to_string()),
+        display_root: Some(root_dir.to_string_lossy().to_string()),
     };
     // Deferred steps run from generated/<lifecycle>/ with CSIS_ROOT set:
     // an absolute root keeps them pointing at the tree.
-    let root = std::path::absolute(&cli.root_dir).unwrap_or_else(|_| cli.root_dir.clone());
+    let root = std::path::absolute(&root_dir).unwrap_or_else(|_| root_dir.clone());
     if let Command::Watch {
         lifecycles,
         generate,
@@ -401,7 +427,7 @@ fn main() -> ExitCode {
     let ws = match Workspace::load(&OsSystem, registry, &root, &options) {
         Ok(ws) => std::mem::ManuallyDrop::new(ws),
         Err(e) => {
-            eprintln!("error: reading {}: {e}", cli.root_dir.display());
+            eprintln!("error: reading {}: {e}", root_dir.display());
             return ExitCode::from(1);
         }
     };
@@ -579,7 +605,13 @@ fn run(ws: &Workspace, args: &RunArgs) -> ExitCode {
             eprintln!("{line}");
         }
     }
-    if summary.ok {
+    if summary.not_started {
+        eprintln!(
+            "error: {}",
+            summary.error.as_deref().unwrap_or("the run did not start")
+        );
+        ExitCode::from(1)
+    } else if summary.ok {
         eprintln!("run {}: ok", summary.run_id);
         ExitCode::SUCCESS
     } else {

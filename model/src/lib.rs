@@ -12,6 +12,7 @@ pub mod kinds;
 pub mod models;
 pub mod naming;
 pub mod path;
+pub mod suggest;
 pub mod value;
 pub mod vct;
 

@@ -424,3 +424,62 @@ fn no_apply_generates_only() {
     assert_eq!(summary["apply"], serde_json::json!({}));
     assert_eq!(summary["lifecycles"]["storage"]["status"], "generated");
 }
+
+/// A root that holds no configuration is refused once, with the hint,
+/// and nothing is written: not the directory, not generated/, not the
+/// journal.
+#[test]
+fn a_missing_root_writes_nothing_and_says_so_once() {
+    let t = tempfile::tempdir().unwrap();
+    let missing = t.path().join("no-such-tree");
+    let out = Command::new(env!("CARGO_BIN_EXE_csis"))
+        .current_dir(t.path())
+        .arg("--root-dir")
+        .arg(&missing)
+        .args(["run", "all"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "error: Failed to read configuration from {}/cfg: no cfg/ directory or no YAML in it; check --root-dir\n",
+            missing.display()
+        )
+    );
+    assert!(!missing.exists());
+    // An existing directory without cfg/ stays as it was.
+    let out = csis(t.path(), &["run", "all", "--no-dry-run"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 0);
+}
+
+/// A mistyped lifecycle: the names that exist, the nearest one suggested,
+/// and no run recorded (a run that never started is no run).
+#[test]
+fn a_mistyped_lifecycle_suggests_the_name_and_records_no_run() {
+    let t = tree("local-run");
+    let out = csis(t.path(), &["run", "al"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "error: unknown lifecycle 'al'; did you mean 'all'? known: all, identity, storage, base-image, instance-image, release, retention\n"
+    );
+    assert!(!t.path().join("meta-state/runs.yaml").exists());
+    assert!(!t.path().join("generated").exists());
+}
+
+/// From a subdirectory of a tree, without --root-dir, csis finds the root
+/// by walking up to the nearest cfg/ with YAML, as git and cargo do.
+#[test]
+fn the_root_is_found_from_a_subdirectory() {
+    let t = tree("local-run");
+    let out = Command::new(env!("CARGO_BIN_EXE_csis"))
+        .current_dir(t.path().join("images"))
+        .env_remove("CSIS_ROOT_DIR")
+        .args(["--brief", "validate"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).ends_with("validate: ok\n"), "{}", stderr(&out));
+}

@@ -59,18 +59,23 @@ fn is_named_list(key: &str) -> bool {
     key == "executables" || BUILDER_KEYS.iter().any(|(k, _)| *k == key)
 }
 
+/// The refusal of a root with no cfg/ YAML: nothing else can be read.
+pub fn missing_cfg(db: &dyn Db, tree: Tree) -> Option<Diagnostic> {
+    tree.cfg_files(db).is_empty().then(|| {
+        Diagnostic::error(format!(
+            "Failed to read configuration from {}/cfg",
+            tree.root_display(db)
+        ))
+        .help("no cfg/ directory or no YAML in it; check --root-dir")
+    })
+}
+
 #[salsa::tracked(returns(ref))]
 pub fn cfg_document(db: &dyn Db, tree: Tree) -> CfgDocument {
     let files = tree.cfg_files(db);
     let mut doc = CfgDocument::default();
-    if files.is_empty() {
-        doc.diags.push(
-            Diagnostic::error(format!(
-                "Failed to read configuration from {}/cfg",
-                tree.root_display(db)
-            ))
-            .help("no cfg/ directory or no YAML in it; check --root-dir"),
-        );
+    if let Some(missing) = missing_cfg(db, tree) {
+        doc.diags.push(missing);
         return doc;
     }
     let mut merged = Map::new();

@@ -112,8 +112,14 @@ pub fn parse_lifecycles<'a>(
             Some(i) => wanted[i] = true,
             None => {
                 let known: Vec<&str> = lifecycles.iter().map(|l| l.name).collect();
+                let names = std::iter::once("all")
+                    .chain(known.iter().copied())
+                    .chain(lifecycles.iter().flat_map(|l| l.aliases.iter().copied()));
+                let hint = csis_model::suggest::did_you_mean(r, names)
+                    .map(|m| format!(" did you mean '{m}'?"))
+                    .unwrap_or_default();
                 return Err(format!(
-                    "unknown lifecycle '{r}'; known: all, {}",
+                    "unknown lifecycle '{r}';{hint} known: all, {}",
                     known.join(", ")
                 ));
             }

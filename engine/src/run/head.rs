@@ -16,15 +16,21 @@ use crate::run::{Level, RunSummary};
 use crate::workspace::Workspace;
 
 impl Runner<'_> {
-    /// The run's head: the overlays and undeclared items the summary lists,
-    /// the requested lifecycles, the selection, and `--migrate-state`
-    /// refused in a dry run. Every lifecycle, and the requested ones.
+    /// The run's head: a root with no configuration, the overlays and
+    /// undeclared items the summary lists, the requested lifecycles, the
+    /// selection, and `--migrate-state` refused in a dry run. Every
+    /// lifecycle, and the requested ones. A refusal here means the run
+    /// never started: it leaves nothing behind.
     pub(super) fn head(
         &mut self,
         summary: &mut RunSummary,
     ) -> Result<(Vec<LifecycleSpec>, Vec<LifecycleSpec>), String> {
         let db = &self.ws.db;
         let tree = self.ws.tree;
+        if let Some(missing) = crate::load::cfg::missing_cfg(db, tree) {
+            let help = missing.help.as_deref().unwrap_or_default();
+            return Err(format!("{}: {help}", missing.message));
+        }
         summary.overlays = tree
             .overlays(db)
             .iter()

@@ -84,7 +84,17 @@ pub fn run(
         explain: req.explain.then(Explained::default),
         ..RunSummary::default()
     };
-    if let Err(e) = runner.steps(&mut summary) {
+    let head = match runner.head(&mut summary) {
+        Ok(head) => head,
+        // A run that never started is no run: no journal entry, no files.
+        Err(e) => {
+            summary.ok = false;
+            summary.not_started = true;
+            summary.error = Some(e);
+            return summary;
+        }
+    };
+    if let Err(e) = runner.steps(&mut summary, head) {
         (runner.log)(Level::Error, e.clone());
         summary.ok = false;
         summary.error = Some(e);

@@ -4,6 +4,8 @@
 
 use std::path::PathBuf;
 
+use csis_plugin_api::LifecycleSpec;
+
 use crate::db::emit::write_if_changed;
 use crate::db::run_input::RunInput;
 use crate::db::stats::StageClock;
@@ -40,8 +42,11 @@ impl Runner<'_> {
 
     /// The run in the spec's order. An `Err` stops the run with that
     /// error; failures that let the run go on are recorded in `summary`.
-    pub(super) fn steps(&mut self, summary: &mut RunSummary) -> Result<(), String> {
-        let (lifecycles, requested) = self.head(summary)?;
+    pub(super) fn steps(
+        &mut self,
+        summary: &mut RunSummary,
+        (lifecycles, requested): (Vec<LifecycleSpec>, Vec<LifecycleSpec>),
+    ) -> Result<(), String> {
         let db = &self.ws.db;
         let tree = self.ws.tree;
         let root_ignore = script::gitignore(&gitignore_entries(db, tree), &RUN_LOCAL_FILES);

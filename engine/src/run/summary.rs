@@ -49,6 +49,11 @@ pub struct RunSummary {
     pub stats: Option<Stats>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub explain: Option<Explained>,
+    /// Refused before its first step (no configuration, an unknown
+    /// lifecycle, a bad selection): nothing was written, not even the
+    /// journal entry or this summary.
+    #[serde(skip)]
+    pub not_started: bool,
 }
 
 /// `--explain`: the causes of each bake (`<series>@<runtime>`) and of each
