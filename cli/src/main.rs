@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use csis_engine::db::run_input::RunOptions;
 use csis_engine::db::system::{OsSystem, System};
 use csis_engine::load::render::{raw_tree, resolved_tree};
@@ -181,6 +181,14 @@ enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Print a shell completion script for csis (bash, zsh, fish,
+    /// powershell, elvish) on stdout.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print csis's man page (roff) on stdout.
+    Man,
 }
 
 #[derive(clap::Args)]
@@ -389,6 +397,19 @@ fn main() -> ExitCode {
         Command::CloudConfig {
             command: CloudConfigCommand::Check { offline, files },
         } => return cloud_config_check(files, *offline),
+        Command::Completions { shell } => {
+            clap_complete::generate(*shell, &mut Cli::command(), "csis", &mut std::io::stdout());
+            return ExitCode::SUCCESS;
+        }
+        Command::Man => {
+            return match clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: writing the man page: {e}");
+                    ExitCode::from(1)
+                }
+            };
+        }
         _ => {}
     }
     let registry = match Registry::build(&plugins()) {
@@ -493,10 +514,13 @@ fn main() -> ExitCode {
         Command::Config {
             command: ConfigCommand::Render { raw, format },
         } => render(&ws, cli.brief, *raw, *format),
+        // Answered before the tree is loaded.
         Command::Local { .. }
         | Command::Dummy { .. }
         | Command::Watch { .. }
-        | Command::CloudConfig { .. } => ExitCode::from(2),
+        | Command::CloudConfig { .. }
+        | Command::Completions { .. }
+        | Command::Man => ExitCode::from(2),
     }
 }
 

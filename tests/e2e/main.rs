@@ -14,6 +14,7 @@ mod lineage;
 mod operations;
 mod run;
 mod secrets;
+mod shell;
 mod state;
 mod state_locations;
 mod storage;
