@@ -40,6 +40,10 @@ struct Cli {
     /// Diagnostics as `file:line:col: message` lines instead of snippets.
     #[arg(long, global = true)]
     brief: bool,
+    /// Colour in diagnostics: auto (on a terminal, unless NO_COLOR is
+    /// set), always or never.
+    #[arg(long, value_enum, default_value_t = report::ColorChoice::Auto, global = true)]
+    color: report::ColorChoice,
     #[command(subcommand)]
     command: Command,
 }
@@ -452,6 +456,8 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let style = report::Style::new(cli.brief, cli.color, no_color);
     match &cli.command {
         Command::Run(args) => run(&ws, args),
         Command::Plan {
@@ -510,10 +516,10 @@ fn main() -> ExitCode {
             retention,
             ..
         } => outcome(ops(&ws).dispose(builds, *all, runtime.as_deref(), *retention)),
-        Command::Validate => validate(&ws, cli.brief),
+        Command::Validate => validate(&ws, style),
         Command::Config {
             command: ConfigCommand::Render { raw, format },
-        } => render(&ws, cli.brief, *raw, *format),
+        } => render(&ws, style, *raw, *format),
         // Answered before the tree is loaded.
         Command::Local { .. }
         | Command::Dummy { .. }
@@ -527,8 +533,8 @@ fn main() -> ExitCode {
 /// `csis validate`: the load's diagnostics, then the checks that read the
 /// machine or the records (executables, state locations, the last state
 /// report), all printed; exit 1 on any error.
-fn validate(ws: &Workspace, brief: bool) -> ExitCode {
-    let mut errors = print_load_diagnostics(ws, brief);
+fn validate(ws: &Workspace, style: report::Style) -> ExitCode {
+    let mut errors = print_load_diagnostics(ws, style);
     let (mut infos, executables) =
         csis_engine::check::executables::check(&ws.db, ws.tree, &ws.root, &OsSystem);
     infos.extend(csis_engine::state::alias_pool::remaining_info(
@@ -553,7 +559,7 @@ fn validate(ws: &Workspace, brief: bool) -> ExitCode {
     );
     diags.extend(drift.into_iter().map(csis_model::Diagnostic::error));
     for d in &diags {
-        print_diagnostic(ws, d, brief);
+        print_diagnostic(ws, d, style);
     }
     errors += diags.len();
     if errors > 0 {
@@ -565,25 +571,25 @@ fn validate(ws: &Workspace, brief: bool) -> ExitCode {
     }
 }
 
-fn print_diagnostic(ws: &Workspace, d: &csis_model::Diagnostic, brief: bool) {
-    if brief {
+fn print_diagnostic(ws: &Workspace, d: &csis_model::Diagnostic, style: report::Style) {
+    if style.brief {
         eprintln!("{}", ws.describe(d));
     } else {
-        eprint!("{}", report::render(ws, d));
+        eprint!("{}", report::render(ws, d, style));
     }
 }
 
 /// Print every load diagnostic; the number of errors.
-fn print_load_diagnostics(ws: &Workspace, brief: bool) -> usize {
+fn print_load_diagnostics(ws: &Workspace, style: report::Style) -> usize {
     let diags = ws.load_diagnostics();
     for d in &diags {
-        print_diagnostic(ws, d, brief);
+        print_diagnostic(ws, d, style);
     }
     diags.iter().filter(|d| d.is_error()).count()
 }
 
-fn render(ws: &Workspace, brief: bool, raw: bool, format: Format) -> ExitCode {
-    let errors = print_load_diagnostics(ws, brief);
+fn render(ws: &Workspace, style: report::Style, raw: bool, format: Format) -> ExitCode {
+    let errors = print_load_diagnostics(ws, style);
     if errors > 0 && !raw {
         eprintln!("config render: {errors} error(s); fix them or use --raw");
         return ExitCode::from(1);

@@ -78,3 +78,61 @@ fn the_cli_reference_lists_every_command() {
         );
     }
 }
+
+/// `validate` of a tree with one refusal, under a pseudo-terminal
+/// (`script`), with the given environment and flags.
+fn on_a_terminal(env: &[(&str, &str)], flags: &str) -> String {
+    let t = csis_test_support::tree("local-run");
+    let builders = t.path().join("cfg/builders.yml");
+    let text = std::fs::read_to_string(&builders).unwrap();
+    std::fs::write(&builders, text.replacen("type: local", "type: lcoal", 1)).unwrap();
+    let cmd = format!(
+        "{} --root-dir {} {flags} validate",
+        env!("CARGO_BIN_EXE_csis"),
+        t.path().display()
+    );
+    let out = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .env_remove("NO_COLOR")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+/// Colour on a terminal, unless NO_COLOR (any non-empty value) or
+/// `--color never`; `--color always` colours a pipe too, which is plain
+/// and unwrapped by default.
+#[test]
+fn colour_follows_the_terminal_no_color_and_the_flag() {
+    const ESC: &str = "\u{1b}[";
+    let plain = on_a_terminal(&[], "");
+    assert!(plain.contains("lcoal"), "{plain}");
+    assert!(plain.contains(ESC), "no colour on a terminal:\n{plain}");
+    assert!(!on_a_terminal(&[("NO_COLOR", "1")], "").contains(ESC));
+    assert!(!on_a_terminal(&[], "--color never").contains(ESC));
+    assert!(on_a_terminal(&[("NO_COLOR", "")], "").contains(ESC));
+
+    let t = csis_test_support::tree("config");
+    let piped = |flags: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_csis"))
+            .arg("--root-dir")
+            .arg(t.path())
+            .args(flags)
+            .arg("validate")
+            .env_remove("NO_COLOR")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let default = piped(&[]);
+    assert!(!default.contains(ESC), "{default}");
+    // Not wrapped: a long warning stays one line.
+    assert!(
+        default.lines().any(|l| l.contains(
+            "user-data account 'casey.charlie' is granted sudo, but its name holds a dot, so instance-setup skips the grant at boot"
+        )),
+        "{default}"
+    );
+    assert!(piped(&["--color", "always"]).contains(ESC));
+}
