@@ -51,7 +51,12 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Load the tree and print every refusal; exit 1 on any.
-    Validate,
+    Validate {
+        /// human (snippets on stderr), json (one object per diagnostic on
+        /// stdout) or github (GitHub Actions annotations on stdout).
+        #[arg(long, value_enum, default_value_t = report::DiagnosticFormat::Human)]
+        format: report::DiagnosticFormat,
+    },
     /// Validate, plan, generate the tree under generated/, and apply it
     /// (a dry run unless --no-dry-run).
     Run(RunArgs),
@@ -516,7 +521,7 @@ fn main() -> ExitCode {
             retention,
             ..
         } => outcome(ops(&ws).dispose(builds, *all, runtime.as_deref(), *retention)),
-        Command::Validate => validate(&ws, style),
+        Command::Validate { format } => validate(&ws, style, *format),
         Command::Config {
             command: ConfigCommand::Render { raw, format },
         } => render(&ws, style, *raw, *format),
@@ -533,8 +538,15 @@ fn main() -> ExitCode {
 /// `csis validate`: the load's diagnostics, then the checks that read the
 /// machine or the records (executables, state locations, the last state
 /// report), all printed; exit 1 on any error.
-fn validate(ws: &Workspace, style: report::Style) -> ExitCode {
-    let mut errors = print_load_diagnostics(ws, style);
+fn validate(ws: &Workspace, style: report::Style, format: report::DiagnosticFormat) -> ExitCode {
+    // The load's diagnostics come before the infos the checks below log.
+    let load = ws.load_diagnostics();
+    let prefix = ws.tree.root_display(&ws.db).to_string();
+    let show = |d: &csis_model::Diagnostic| match format {
+        report::DiagnosticFormat::Human => print_diagnostic(ws, d, style),
+        machine => println!("{}", report::machine_line(ws, d, machine, &prefix)),
+    };
+    load.iter().for_each(show);
     let (mut infos, executables) =
         csis_engine::check::executables::check(&ws.db, ws.tree, &ws.root, &OsSystem);
     infos.extend(csis_engine::state::alias_pool::remaining_info(
@@ -558,10 +570,8 @@ fn validate(ws: &Workspace, style: report::Style) -> ExitCode {
         &ws.root.join(ws.generation_dir_name()),
     );
     diags.extend(drift.into_iter().map(csis_model::Diagnostic::error));
-    for d in &diags {
-        print_diagnostic(ws, d, style);
-    }
-    errors += diags.len();
+    diags.iter().for_each(show);
+    let errors = load.iter().filter(|d| d.is_error()).count() + diags.len();
     if errors > 0 {
         eprintln!("validate: {errors} error(s)");
         ExitCode::from(1)

@@ -86,3 +86,143 @@ pub fn render(ws: &Workspace, d: &Diagnostic, style: Style) -> String {
     }
     out
 }
+
+/// `validate --format`: for people, or one record per diagnostic for CI and
+/// editors.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum DiagnosticFormat {
+    /// Snippets on stderr (or `--brief` lines).
+    #[default]
+    Human,
+    /// One JSON object per line on stdout.
+    Json,
+    /// GitHub Actions workflow commands (`::error file=...::message`) on
+    /// stdout, shown in place on a pull request.
+    Github,
+}
+
+/// A diagnostic with its place resolved: what the machine formats print.
+struct Placed<'a> {
+    severity: &'static str,
+    code: Option<&'a str>,
+    message: &'a str,
+    file: Option<String>,
+    line: Option<usize>,
+    column: Option<usize>,
+    help: Option<&'a str>,
+}
+
+fn placed<'a>(ws: &Workspace, d: &'a Diagnostic) -> Placed<'a> {
+    let loc = ws.locate(d);
+    Placed {
+        severity: match d.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        },
+        code: rule_code(&d.message),
+        message: &d.message,
+        file: loc.as_ref().map(|l| l.file.clone()),
+        line: loc.as_ref().map(|l| l.span.line),
+        column: loc.as_ref().map(|l| l.span.col),
+        help: d.help.as_deref(),
+    }
+}
+
+/// Where the spec numbers the rule a message states (`... (N26)`,
+/// `(Q4)`), that number is the diagnostic's code.
+fn rule_code(message: &str) -> Option<&str> {
+    let (_, tail) = message.rsplit_once('(')?;
+    let code = tail.split(')').next()?;
+    (code.len() > 1
+        && code.starts_with(|x: char| x.is_ascii_uppercase())
+        && code[1..].chars().all(|x| x.is_ascii_digit()))
+    .then_some(code)
+}
+
+/// One line for `format`: a JSON object, or a GitHub workflow command.
+/// `prefix` is the root as given, so a file names its place in the
+/// repository the command ran in.
+pub fn machine_line(
+    ws: &Workspace,
+    d: &Diagnostic,
+    format: DiagnosticFormat,
+    prefix: &str,
+) -> String {
+    let p = placed(ws, d);
+    let file = p.file.map(|f| match prefix {
+        "" | "." => f,
+        root => format!("{}/{f}", root.trim_end_matches('/')),
+    });
+    match format {
+        DiagnosticFormat::Json | DiagnosticFormat::Human => serde_json::json!({
+            "severity": p.severity,
+            "code": p.code,
+            "message": p.message,
+            "file": file,
+            "line": p.line,
+            "column": p.column,
+            "help": p.help,
+        })
+        .to_string(),
+        DiagnosticFormat::Github => {
+            let mut props = Vec::new();
+            if let Some(f) = &file {
+                props.push(format!("file={}", github_property(f)));
+            }
+            if let Some(l) = p.line {
+                props.push(format!("line={l}"));
+            }
+            if let Some(c) = p.column {
+                props.push(format!("col={c}"));
+            }
+            props.push(format!(
+                "title={}",
+                github_property(&format!("csis {}", p.severity))
+            ));
+            let mut message = p.message.to_string();
+            if let Some(h) = p.help {
+                message.push_str("\nhelp: ");
+                message.push_str(h);
+            }
+            format!(
+                "::{} {}::{}",
+                p.severity,
+                props.join(","),
+                github_data(&message)
+            )
+        }
+    }
+}
+
+/// A workflow command's message: `%`, CR and LF escaped.
+fn github_data(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// A workflow command's property value: also `:` and `,`.
+fn github_property(s: &str) -> String {
+    github_data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_codes_and_github_escapes() {
+        assert_eq!(
+            rule_code("launch parameters are immutable after launch -- replace the instance (N26)"),
+            Some("N26")
+        );
+        assert_eq!(
+            rule_code("belongs to exactly one group (Q4); fix it"),
+            Some("Q4")
+        );
+        assert_eq!(rule_code("Extra inputs are not permitted (Extra)"), None);
+        assert_eq!(rule_code("no code here"), None);
+        assert_eq!(github_data("50% done\nnext"), "50%25 done%0Anext");
+        assert_eq!(github_property("a:b,c"), "a%3Ab%2Cc");
+    }
+}
