@@ -94,6 +94,7 @@ enum Command {
     Plan {
         #[command(flatten)]
         selection: Selection,
+        /// text (a line per decision) or json (the plan report on stdout).
         #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
         format: PlanFormat,
         /// Under each bake, the chain of inputs that caused it: the input
@@ -209,6 +210,9 @@ struct RunArgs {
     /// Execute the deferred commands (the default only logs them).
     #[arg(long)]
     no_dry_run: bool,
+    /// Let a real run bake outside its apply scope.
+    #[arg(long)]
+    allow_unscoped_bakes: bool,
     /// Generate only: skip the apply step.
     #[arg(long)]
     no_apply: bool,
@@ -256,9 +260,6 @@ struct Selection {
     /// --only-runtime unless --only selects images.
     #[arg(long, value_name = "RUNTIME")]
     apply_runtime: Option<String>,
-    /// Let a real run bake outside its apply scope.
-    #[arg(long)]
-    allow_unscoped_bakes: bool,
 }
 
 impl Selection {
@@ -280,7 +281,7 @@ impl Selection {
             only_runtime,
             force_bake: self.force_bake.clone(),
             apply_runtime: self.apply_runtime.clone(),
-            allow_unscoped_bakes: self.allow_unscoped_bakes,
+            allow_unscoped_bakes: false,
             migrate_state: Vec::new(),
         }
     }
@@ -624,6 +625,7 @@ fn render(ws: &Workspace, style: report::Style, raw: bool, format: Format) -> Ex
 fn run(ws: &Workspace, args: &RunArgs) -> ExitCode {
     let mut options = args.selection.options(!args.no_dry_run);
     options.migrate_state = args.migrate_state.clone();
+    options.allow_unscoped_bakes = args.allow_unscoped_bakes;
     let req = RunRequest {
         lifecycles: args.lifecycles.clone(),
         options,

@@ -136,3 +136,17 @@ fn colour_follows_the_terminal_no_color_and_the_flag() {
     );
     assert!(piped(&["--color", "always"]).contains(ESC));
 }
+
+/// `plan --help` says what `--format` takes and offers no flag that only
+/// a real run reads.
+#[test]
+fn plan_help_describes_format_and_offers_no_run_only_flag() {
+    let help = String::from_utf8(csis(&["plan", "--help"]).stdout).unwrap();
+    assert!(
+        help.contains("text (a line per decision) or json (the plan report on stdout)"),
+        "{help}"
+    );
+    assert!(!help.contains("--allow-unscoped-bakes"), "{help}");
+    let run = String::from_utf8(csis(&["run", "--help"]).stdout).unwrap();
+    assert!(run.contains("--allow-unscoped-bakes"), "{run}");
+}
