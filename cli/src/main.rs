@@ -692,6 +692,9 @@ fn plan(
                     println!("    {line}");
                 }
             }
+            for line in report.summary.iter().flat_map(|s| s.lines()) {
+                println!("{line}");
+            }
             for line in report
                 .stats
                 .iter()

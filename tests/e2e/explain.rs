@@ -43,6 +43,7 @@ fn a_first_plan_explains_every_bake_by_the_missing_build() {
             "top@here: bake: no build yet",
             "    meta-state/lineage.yaml records no build of top@here (declared at images/chain.yml:17:5)",
             "    lineage: tiny (no build) -> base (no build) -> mid (no build) -> top (no build)",
+            "Plan: 4 to bake, 0 current, 1 instance to launch.",
         ]
     );
 }
@@ -65,7 +66,12 @@ fn a_changed_modification_names_its_field_file_and_line() {
     );
     assert_eq!(p[4], lineage_line(&["tiny", "base", "mid"]));
     assert_eq!(p[5], "top@here: skip: current", "a skip is not explained");
-    assert_eq!(p.len(), 6);
+    assert_eq!(p[6], "Plan: 1 to bake, 3 current, 0 instances to launch.");
+    assert!(
+        p[7].starts_with("image 'top' on here stays on build mid-here-"),
+        "{p:?}"
+    );
+    assert_eq!(p.len(), 8);
 }
 
 #[test]

@@ -30,6 +30,7 @@ fn the_first_run_bakes_everything_and_the_second_nothing() {
             "base@here: bake: no build yet",
             "mid@here: bake: no build yet",
             "top@here: bake: no build yet",
+            "Plan: 4 to bake, 0 current, 1 instance to launch.",
         ]
     );
     ok(csis_at(t.path(), T0, &["run", "all", "--no-dry-run"]));
@@ -40,6 +41,7 @@ fn the_first_run_bakes_everything_and_the_second_nothing() {
             "base@here: skip: current",
             "mid@here: skip: current",
             "top@here: skip: current",
+            "Plan: 0 to bake, 4 current, 0 instances to launch.",
         ]
     );
     let log = ok(csis_at(t.path(), T0 + 60, &["run", "all", "--no-dry-run"]));
@@ -143,6 +145,8 @@ fn force_bake_and_only_image_at_runtime() {
             "base@here: skip: not selected",
             "mid@here: bake: forced (--force-bake)",
             "top@here: skip: not selected",
+            "Plan: 1 to bake, 0 current, 3 skipped, 0 instances to launch.",
+            "image 'top' on here stays on build mid-here-2026_12_02T15_53_24 while 'mid' re-bakes (parent_policy: pinned); to move it after the bake: csis upgrade image top --runtime here",
         ]
     );
     let out = csis_at(t.path(), T0 + 60, &["plan", "--force-bake", "nope"]);

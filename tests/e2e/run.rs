@@ -483,3 +483,47 @@ fn the_root_is_found_from_a_subdirectory() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stderr(&out).ends_with("validate: ok\n"), "{}", stderr(&out));
 }
+
+/// `csis plan` ends with terraform's kind of summary, and names what a
+/// re-baked parent leaves on its old build, with the command that moves it.
+#[test]
+fn the_plan_summarizes_and_names_what_stays_on_an_old_build() {
+    let t = tree("local-run");
+    let first = csis(t.path(), &["plan"]);
+    assert!(
+        String::from_utf8_lossy(&first.stdout)
+            .ends_with("Plan: 4 to bake, 0 current, 1 instance to launch.\n"),
+        "{}",
+        String::from_utf8_lossy(&first.stdout)
+    );
+    let out = csis(t.path(), &["run", "all", "--no-dry-run"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let chain = t.path().join("images/chain.yml");
+    let text = std::fs::read_to_string(&chain).unwrap();
+    std::fs::write(&chain, text.replace("echo mid >", "echo mid2 >")).unwrap();
+    let plan = csis(t.path(), &["plan"]);
+    assert_eq!(plan.status.code(), Some(0), "{}", stderr(&plan));
+    let stdout = String::from_utf8_lossy(&plan.stdout);
+    let tail: Vec<&str> = stdout.lines().rev().take(2).collect();
+    assert_eq!(
+        tail,
+        [
+            "image 'top' on here stays on build mid-here-2026_12_02T15_53_24 while 'mid' re-bakes (parent_policy: pinned); to move it after the bake: csis upgrade image top --runtime here",
+            "Plan: 1 to bake, 3 current, 0 instances to launch.",
+        ]
+    );
+    std::fs::write(
+        &chain,
+        text.replace(
+            "> \"$CSIS_IMAGE_ROOT/etc/layer-top\"",
+            "> \"$CSIS_IMAGE_ROOT/etc/layer-top2\"",
+        ),
+    )
+    .unwrap();
+    let plan = csis(t.path(), &["plan"]);
+    let stdout = String::from_utf8_lossy(&plan.stdout);
+    assert!(
+        stdout.ends_with("Plan: 1 to bake, 3 current, 0 instances to launch.\ninstance 'box' stays on build top-here-2026_12_02T15_53_24 while 'top' re-bakes; to move it after the bake: csis upgrade instance box\n"),
+        "{stdout}"
+    );
+}

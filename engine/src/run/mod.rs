@@ -45,6 +45,7 @@ pub mod explain;
 pub mod generate;
 pub mod operations;
 pub mod plan_report;
+pub mod plan_summary;
 pub mod record_build;
 pub mod script;
 pub mod state_query;

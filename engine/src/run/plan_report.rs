@@ -8,6 +8,7 @@ use crate::db::stats::{StageClock, Stats, peak_memory_kib};
 use crate::db::system::System;
 use crate::plan::bakes::{bake_plan, check_selection};
 use crate::plan::fingerprint::{SeriesKey, input_fingerprint};
+use crate::run::plan_summary::{PlanSummary, summarize};
 use crate::workspace::Workspace;
 
 /// `csis plan`: the bake plan alone, computed without generating anything.
@@ -17,6 +18,9 @@ pub struct PlanReport {
     pub error: Option<String>,
     pub validation_errors: Vec<String>,
     pub plan: Vec<PlanEntry>,
+    /// The closing summary (when the plan was computed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<PlanSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stats: Option<Stats>,
 }
@@ -58,6 +62,7 @@ pub fn plan_report(
         error: None,
         validation_errors: Vec::new(),
         plan: Vec::new(),
+        summary: None,
         stats: None,
     };
     if let Err(e) = check_selection(&ws.db, ws.tree, &options) {
@@ -98,6 +103,7 @@ pub fn plan_report(
                 }
             })
             .collect();
+        report.summary = Some(summarize(&ws.db, ws.tree, &report.plan));
         clock.mark(&ws.db, stats.as_mut(), "plan");
     }
     if let Some(stats) = stats.as_mut() {
