@@ -585,6 +585,10 @@ fn validate(ws: &Workspace, style: report::Style, format: report::DiagnosticForm
 fn print_diagnostic(ws: &Workspace, d: &csis_model::Diagnostic, style: report::Style) {
     if style.brief {
         eprintln!("{}", ws.describe(d));
+        // The help is what to write instead: a brief line keeps it.
+        if let Some(help) = &d.help {
+            eprintln!("  help: {help}");
+        }
     } else {
         eprint!("{}", report::render(ws, d, style));
     }

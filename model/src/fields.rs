@@ -312,8 +312,11 @@ impl<'a> Fields<'a> {
         allowed.dedup();
         for key in self.map.keys() {
             if !self.known.iter().any(|k| k == key) {
+                let hint = crate::suggest::did_you_mean(key, allowed.iter().copied())
+                    .map(|m| format!("; did you mean '{m}'?"))
+                    .unwrap_or_default();
                 let msg = format!(
-                    "{}: unknown key '{key}' (Extra inputs are not permitted); allowed: [{}]",
+                    "{}: unknown key '{key}' (Extra inputs are not permitted); allowed: [{}]{hint}",
                     self.owner,
                     allowed.join(", ")
                 );

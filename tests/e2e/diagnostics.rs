@@ -40,7 +40,7 @@ fn validate_json_is_one_object_per_diagnostic() {
             "file": "cfg/builders.yml",
             "line": 2,
             "column": 24,
-            "help": "Runtime builder 'here': type 'lcoal' names no registered model (the plugin is not installed or the name is misspelt); known: [dummy, local]"
+            "help": "Runtime builder 'here': type 'lcoal' names no registered model (the plugin is not installed or the name is misspelt); known: [dummy, local]; did you mean 'local'?"
         })
     );
     for l in &lines {
@@ -69,7 +69,7 @@ fn validate_github_prints_workflow_commands() {
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert_eq!(
         stdout.lines().next().unwrap(),
-        "::error file=cfg/builders.yml,line=2,col=24,title=csis error::KeyError: lcoal%0Ahelp: Runtime builder 'here': type 'lcoal' names no registered model (the plugin is not installed or the name is misspelt); known: [dummy, local]"
+        "::error file=cfg/builders.yml,line=2,col=24,title=csis error::KeyError: lcoal%0Ahelp: Runtime builder 'here': type 'lcoal' names no registered model (the plugin is not installed or the name is misspelt); known: [dummy, local]; did you mean 'local'?"
     );
     assert!(
         stdout

@@ -19,6 +19,13 @@ fn target_name(vct: Vct) -> &'static str {
     vct.sanitize().as_str()
 }
 
+/// ` -- did you mean '<name>'?` when a declared name is one slip away.
+fn suggestion<'a>(value: &str, names: impl IntoIterator<Item = &'a str>) -> String {
+    csis_model::suggest::did_you_mean(value, names)
+        .map(|m| format!(" -- did you mean '{m}'?"))
+        .unwrap_or_default()
+}
+
 impl Checks<'_> {
     /// A foreign key to a builder: `default` resolves to the registered
     /// default, `none` names nothing.
@@ -40,9 +47,10 @@ impl Checks<'_> {
                 at,
             );
         } else if self.b.resolve(vct, value).is_none() {
+            let hint = suggestion(value, self.b.names(vct));
             self.err(
                 format!(
-                    "{class} '{obj}': field '{field}' names '{value}', which is no {} (declared: {})",
+                    "{class} '{obj}': field '{field}' names '{value}', which is no {} (declared: {}){hint}",
                     target_name(vct),
                     self.b.declared(vct)
                 ),
@@ -74,9 +82,10 @@ impl Checks<'_> {
             );
         } else if !index.contains(kind, &safe) {
             let declared: Vec<&str> = index.names(kind).map(String::as_str).collect();
+            let hint = suggestion(value, declared.iter().copied());
             self.err(
                 format!(
-                    "{class} '{obj}': field '{field}' names '{value}', which is no {} (declared: [{}])",
+                    "{class} '{obj}': field '{field}' names '{value}', which is no {} (declared: [{}]){hint}",
                     kind.model_vct(),
                     declared.join(", ")
                 ),

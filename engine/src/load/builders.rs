@@ -236,10 +236,16 @@ fn read_builder_list(
             out.diags.push(
                 Diagnostic::error(format!("KeyError: {type_name}"))
                     .at(origin.key("type"))
-                    .help(format!(
-                        "{label} '{name}': type '{type_name}' names no registered model (the plugin is not installed or the name is misspelt); known: [{}]",
-                        db.registry().model_names(vct).join(", ")
-                    )),
+                    .help({
+                        let known = db.registry().model_names(vct);
+                        let hint = csis_model::suggest::did_you_mean(type_name, known.iter().copied())
+                            .map(|m| format!("; did you mean '{m}'?"))
+                            .unwrap_or_default();
+                        format!(
+                            "{label} '{name}': type '{type_name}' names no registered model (the plugin is not installed or the name is misspelt); known: [{}]{hint}",
+                            known.join(", ")
+                        )
+                    }),
             );
             continue;
         };
