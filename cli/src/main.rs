@@ -191,6 +191,16 @@ enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// The image chains, instances, storages and groups as a graph (with
+    /// --lineage, the recorded builds and pins) on stdout.
+    Graph {
+        /// dot (Graphviz) or mermaid (renders in a GitHub README).
+        #[arg(long, value_enum, default_value_t = GraphFormat::Dot)]
+        format: GraphFormat,
+        /// Add the recorded builds, their parents and the pins.
+        #[arg(long)]
+        lineage: bool,
+    },
     /// Print a shell completion script for csis (bash, zsh, fish,
     /// powershell, elvish) on stdout.
     Completions {
@@ -362,6 +372,12 @@ enum PlanFormat {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+enum GraphFormat {
+    Dot,
+    Mermaid,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 enum Format {
     Yaml,
     Json,
@@ -523,6 +539,17 @@ fn main() -> ExitCode {
             ..
         } => outcome(ops(&ws).dispose(builds, *all, runtime.as_deref(), *retention)),
         Command::Validate { format } => validate(&ws, style, *format),
+        Command::Graph { format, lineage } => {
+            let g = csis_engine::plan::graph::graph(&ws.db, ws.tree, *lineage);
+            print!(
+                "{}",
+                match format {
+                    GraphFormat::Dot => g.dot(),
+                    GraphFormat::Mermaid => g.mermaid(),
+                }
+            );
+            ExitCode::SUCCESS
+        }
         Command::Config {
             command: ConfigCommand::Render { raw, format },
         } => render(&ws, style, *raw, *format),

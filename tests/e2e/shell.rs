@@ -150,3 +150,60 @@ fn plan_help_describes_format_and_offers_no_run_only_flag() {
     let run = String::from_utf8(csis(&["run", "--help"]).stdout).unwrap();
     assert!(run.contains("--allow-unscoped-bakes"), "{run}");
 }
+
+/// `csis graph` of the example, in both formats, equals the reviewed
+/// drawings in fixtures/expected/ (`CSIS_UPDATE_EXPECT=1` rewrites them).
+#[test]
+fn the_example_graph_in_dot_and_mermaid() {
+    let t = csis_test_support::tree("config");
+    for (format, file) in [("dot", "config-graph.dot"), ("mermaid", "config-graph.mmd")] {
+        let out = Command::new(env!("CARGO_BIN_EXE_csis"))
+            .arg("--root-dir")
+            .arg(t.path())
+            .args(["graph", "--format", format])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{format}");
+        let got = String::from_utf8(out.stdout).unwrap();
+        let path = csis_test_support::fixture_dir("expected").join(file);
+        if std::env::var("CSIS_UPDATE_EXPECT").is_ok() {
+            std::fs::write(&path, &got).unwrap();
+        }
+        assert_eq!(got, std::fs::read_to_string(&path).unwrap(), "{format}");
+    }
+}
+
+/// With --lineage, the recorded builds, their parents and the pins.
+#[test]
+fn the_graph_with_lineage_draws_builds_and_pins() {
+    let t = csis_test_support::tree("local-run");
+    let run = Command::new(env!("CARGO_BIN_EXE_csis"))
+        .arg("--root-dir")
+        .arg(t.path())
+        .args(["run", "all", "--no-dry-run"])
+        .env("CSIS_NOW", "1796226804")
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_csis"))
+        .arg("--root-dir")
+        .arg(t.path())
+        .args(["graph", "--lineage"])
+        .output()
+        .unwrap();
+    let dot = String::from_utf8(out.stdout).unwrap();
+    for line in [
+        "  \"build:top-here-2026_12_02T15_53_24\" [label=\"top-here-2026_12_02T15_53_24\", shape=note];",
+        "  \"build:top-here-2026_12_02T15_53_24\" -> \"build:mid-here-2026_12_02T15_53_24\" [label=\"parent\"];",
+        "  \"build:top-here-2026_12_02T15_53_24\" -> \"image:top\" [label=\"of\"];",
+        "  \"image:top\" -> \"build:mid-here-2026_12_02T15_53_24\" [label=\"pin top@here\"];",
+        "  \"instance:box\" -> \"build:top-here-2026_12_02T15_53_24\" [label=\"pin\"];",
+    ] {
+        assert!(dot.lines().any(|l| l == line), "no {line} in:\n{dot}");
+    }
+}

@@ -6,4 +6,5 @@
 
 pub mod bakes;
 pub mod fingerprint;
+pub mod graph;
 pub mod hook_context;
