@@ -187,17 +187,8 @@ pub fn check(
             _ => {}
         }
     }
-    for (s, users) in attached {
-        if !users.is_empty() && !declared.iter().any(|d| &d.name == s) {
-            err(
-                format!(
-                    "storage: instances [{}] attach unknown storage '{s}'",
-                    users.join(", ")
-                ),
-                None,
-            );
-        }
-    }
+    // An instance attaching a storage nobody declares is the foreign
+    // key's refusal, with its place; it is not said twice.
     for (s, r) in &record.storages {
         if r.state != "destroyed" && r.builder.is_none() && !declared.iter().any(|d| &d.name == s) {
             err(
