@@ -70,7 +70,7 @@ pub(super) fn capability_diagnostics<'db>(
 /// Instance names by the (safe) name of the image they launch, each list
 /// in name order.
 #[salsa::tracked(returns(ref))]
-fn instances_by_image(db: &dyn Db, tree: Tree) -> BTreeMap<String, Vec<String>> {
+pub(crate) fn instances_by_image(db: &dyn Db, tree: Tree) -> BTreeMap<String, Vec<String>> {
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for name in item_index(db, tree).names(ItemKind::INSTANCES) {
         let si = structured_item(db, tree, ItemId::new(db, ItemKind::INSTANCES, name.clone()));

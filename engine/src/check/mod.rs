@@ -7,7 +7,7 @@
 mod aliases;
 pub mod bake_users;
 mod base_images;
-mod capabilities;
+pub(crate) mod capabilities;
 mod context;
 pub mod executables;
 mod foreign_keys;

@@ -102,7 +102,11 @@ pub struct ImageSeries {
 }
 
 #[salsa::tracked(returns(ref))]
-fn image_series<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<ImageSeries> {
+pub(crate) fn image_series<'db>(
+    db: &'db dyn Db,
+    tree: Tree,
+    id: ItemId<'db>,
+) -> Option<ImageSeries> {
     let Some(Item::Image(img)) = structured_item(db, tree, id).item.as_deref() else {
         return None;
     };

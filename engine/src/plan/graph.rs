@@ -4,7 +4,7 @@
 //! storages and images with their groups; with `lineage`, the recorded
 //! builds with their parents and the pins that hold images and instances.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use csis_model::models::Item;
 use csis_model::{ItemKind, Vct};
@@ -181,17 +181,20 @@ impl Graph {
     /// A Mermaid flowchart; node ids are positions in the sorted node list
     /// (Mermaid ids take no punctuation), labels carry the names.
     pub fn mermaid(&self) -> String {
-        let ids: Vec<&String> = self.nodes.iter().map(|(id, _, _)| id).collect();
-        let short = |id: &str| {
-            ids.iter().position(|i| *i == id).map_or_else(
-                || {
-                    format!(
-                        "x_{}",
-                        id.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
-                    )
-                },
-                |n| format!("n{n}"),
-            )
+        let ids: BTreeMap<&str, usize> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(n, (id, _, _))| (id.as_str(), n))
+            .collect();
+        // An edge to something not drawn (a group nobody declares) gets a
+        // node of its own, named by its id.
+        let short = |id: &str| match ids.get(id) {
+            Some(n) => format!("n{n}"),
+            None => format!(
+                "x_{}",
+                id.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+            ),
         };
         let mut out = String::from("flowchart LR\n");
         for (n, (_, label, shape)) in self.nodes.iter().enumerate() {

@@ -8,7 +8,7 @@ use crate::db::stats::{StageClock, Stats, peak_memory_kib};
 use crate::db::system::System;
 use crate::plan::bakes::{bake_plan, check_selection};
 use crate::plan::fingerprint::{SeriesKey, input_fingerprint};
-use crate::run::plan_summary::{PlanSummary, summarize};
+use crate::run::plan_summary::{PlanSummary, plan_summary};
 use crate::workspace::Workspace;
 
 /// `csis plan`: the bake plan alone, computed without generating anything.
@@ -103,7 +103,7 @@ pub fn plan_report(
                 }
             })
             .collect();
-        report.summary = Some(summarize(&ws.db, ws.tree, &report.plan));
+        report.summary = Some(plan_summary(&ws.db, ws.tree, run).clone());
         clock.mark(&ws.db, stats.as_mut(), "plan");
     }
     if let Some(stats) = stats.as_mut() {

@@ -3,14 +3,16 @@
 //! for a parent that re-bakes, what stays on its old build under
 //! `parent_policy: pinned` with the `csis upgrade` that moves it.
 
+use std::collections::BTreeMap;
+
 use csis_model::ItemKind;
-use csis_model::models::Item;
 use serde::Serialize;
 
+use crate::check::capabilities::instances_by_image;
+use crate::db::run_input::RunInput;
 use crate::db::{Db, Tree};
 use crate::load::items::{ItemId, item_index};
-use crate::load::items_model::structured_item;
-use crate::run::plan_report::PlanEntry;
+use crate::plan::bakes::{bake_plan, image_series};
 use crate::state::launch_params::launch_record;
 use crate::state::lineage::pins;
 
@@ -45,21 +47,23 @@ pub struct Stay {
     pub upgrade: String,
 }
 
-pub fn summarize(db: &dyn Db, tree: Tree, plan: &[PlanEntry]) -> PlanSummary {
+/// The summary of the run's plan: a query, so a re-plan that changed
+/// nothing it reads costs a lookup. Children and instances come from one
+/// pass over the images' series and the instances-by-image index, not a
+/// scan of every item per re-baked series.
+#[salsa::tracked(returns(ref))]
+pub fn plan_summary(db: &dyn Db, tree: Tree, run: RunInput) -> PlanSummary {
     let index = item_index(db, tree);
     let record = &launch_record(db, tree).value;
     let pins = &pins(db, tree).value;
-    let item = |kind: ItemKind, name: &str| {
-        structured_item(db, tree, ItemId::new(db, kind, name.to_string()))
-            .item
-            .clone()
-    };
+    let decisions = &bake_plan(db, tree, run).decisions;
+    let is_current = |d: &csis_plugin_api::BakeDecision| d.reason == "skip: current";
     let mut summary = PlanSummary {
-        bake: plan.iter().filter(|p| p.decision == "bake").count(),
-        current: plan.iter().filter(|p| p.reason == "skip: current").count(),
-        skipped: plan
+        bake: decisions.iter().filter(|(_, _, d)| d.bake).count(),
+        current: decisions.iter().filter(|(_, _, d)| is_current(d)).count(),
+        skipped: decisions
             .iter()
-            .filter(|p| p.decision != "bake" && p.reason != "skip: current")
+            .filter(|(_, _, d)| !d.bake && !is_current(d))
             .count(),
         launch: index
             .names(ItemKind::INSTANCES)
@@ -67,38 +71,44 @@ pub fn summarize(db: &dyn Db, tree: Tree, plan: &[PlanEntry]) -> PlanSummary {
             .count(),
         stays: Vec::new(),
     };
-    for p in plan.iter().filter(|p| p.decision == "bake") {
-        for child in index.names(ItemKind::IMAGES) {
-            let Some(Item::Image(img)) = item(ItemKind::IMAGES, child).as_deref().cloned() else {
-                continue;
-            };
-            let pin = pins.images.get(&format!("{child}@{}", p.runtime));
-            if img.source_image.as_deref() == Some(p.series.as_str())
-                && img.parent_policy != "follow"
-                && let Some(build) = pin
-            {
+    // Images pinned to their parent's build, by parent series.
+    let mut pinned_children: BTreeMap<&str, Vec<(&String, &String)>> = BTreeMap::new();
+    let series: Vec<_> = index
+        .names(ItemKind::IMAGES)
+        .map(|name| {
+            let id = ItemId::new(db, ItemKind::IMAGES, name.clone());
+            (name, image_series(db, tree, id))
+        })
+        .collect();
+    for (child, s) in &series {
+        if let Some((parent, policy)) = s.as_ref().and_then(|s| s.parent.as_ref())
+            && policy != "follow"
+        {
+            pinned_children
+                .entry(parent.as_str())
+                .or_default()
+                .push((child, policy));
+        }
+    }
+    let instances = instances_by_image(db, tree);
+    for (series, runtime, _) in decisions.iter().filter(|(_, _, d)| d.bake) {
+        for (child, policy) in pinned_children.get(series.as_str()).into_iter().flatten() {
+            if let Some(build) = pins.images.get(&format!("{child}@{runtime}")) {
                 summary.stays.push(Stay {
-                    what: format!("image '{child}' on {}", p.runtime),
+                    what: format!("image '{child}' on {runtime}"),
                     build: build.clone(),
-                    parent: p.series.clone(),
-                    policy: Some(format!("parent_policy: {}", img.parent_policy)),
-                    upgrade: format!("csis upgrade image {child} --runtime {}", p.runtime),
+                    parent: series.clone(),
+                    policy: Some(format!("parent_policy: {policy}")),
+                    upgrade: format!("csis upgrade image {child} --runtime {runtime}"),
                 });
             }
         }
-        for instance in index.names(ItemKind::INSTANCES) {
-            let Some(Item::Instance(inst)) =
-                item(ItemKind::INSTANCES, instance).as_deref().cloned()
-            else {
-                continue;
-            };
-            if inst.image.as_deref() == Some(p.series.as_str())
-                && let Some(build) = pins.instances.get(instance)
-            {
+        for instance in instances.get(series).into_iter().flatten() {
+            if let Some(build) = pins.instances.get(instance) {
                 summary.stays.push(Stay {
                     what: format!("instance '{instance}'"),
                     build: build.clone(),
-                    parent: p.series.clone(),
+                    parent: series.clone(),
                     policy: None,
                     upgrade: format!("csis upgrade instance {instance}"),
                 });
