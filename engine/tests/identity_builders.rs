@@ -46,7 +46,7 @@ group_builders:
   - {name: unix, type: basic, is_default: true}
   - {name: sheet, type: roster}
 user_builders:
-  - {name: people, type: basic, is_default: true, email_domain: example.com, default_user_email_template: "{{ user.name }}@{{ builder.email_domain }}"}
+  - {name: people, type: basic, is_default: true, email_as_username: false, email_domain: example.com, default_user_email_template: "{{ user.name }}@{{ builder.email_domain }}"}
 os_builders:
   - {name: alma, type: local, is_default: true, family: alma-linux, family_version: 10, identity_types: [unix], runtimes: [{image_builder: ib}]}
 --- groups/g.yml

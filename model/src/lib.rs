@@ -9,6 +9,7 @@
 pub mod diag;
 pub mod fields;
 pub mod kinds;
+pub mod login;
 pub mod models;
 pub mod naming;
 pub mod path;

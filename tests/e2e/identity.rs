@@ -27,11 +27,19 @@ groups:
     managed: true
     is_root: true
     members:
-      - avery.alpha
-    admins: []
+      - \"avery.alpha@example.com\"
+      - \"blake.bravo@example.com\"
+    admins:
+      - \"avery.alpha@example.com\"
 users:
-  avery.alpha:
+  \"avery.alpha@example.com\":
     builder: people
+    login: avery_alpha
+    is_service_account: false
+    is_enabled: true
+  \"blake.bravo@example.com\":
+    builder: people
+    login: blake_bravo
     is_service_account: false
     is_enabled: true
 user_builders:
@@ -52,11 +60,16 @@ fn a_managed_group_never_leaves_the_yaml() {
         r,
         groups,
         "  - {name: ops,",
-        "  - {name: lab, members: [avery.alpha]}\n  - {name: ops,",
+        "  - {name: lab, members: [avery.alpha@example.com]}\n  - {name: ops,",
     );
     ok(csis_at(r, NOW, &["run", "identity"]));
     let recorded = read(r);
-    edit(r, groups, "  - {name: lab, members: [avery.alpha]}\n", "");
+    edit(
+        r,
+        groups,
+        "  - {name: lab, members: [avery.alpha@example.com]}\n",
+        "",
+    );
 
     let message = "identity: group 'lab' was managed by the system but is missing from the YAML; groups never leave the configuration (keep the entry with 'unmanaged: true' to stop managing it without destroying it)";
     let v = csis_at(r, NOW + 60, &["--brief", "validate"]);
@@ -79,14 +92,14 @@ fn a_managed_group_never_leaves_the_yaml() {
         r,
         groups,
         "  - {name: ops,",
-        "  - {name: lab, members: [avery.alpha], unmanaged: true}\n  - {name: ops,",
+        "  - {name: lab, members: [avery.alpha@example.com], unmanaged: true}\n  - {name: ops,",
     );
     ok(csis_at(r, NOW + 120, &["run", "identity"]));
     assert!(read(r).contains("  lab:\n    builder: unix\n    identity_type: unix\n    gid_policy: config-time\n    managed: false\n"));
     edit(
         r,
         groups,
-        "  - {name: lab, members: [avery.alpha], unmanaged: true}\n",
+        "  - {name: lab, members: [avery.alpha@example.com], unmanaged: true}\n",
         "",
     );
     ok(csis_at(r, NOW + 180, &["validate"]));

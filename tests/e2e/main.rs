@@ -20,4 +20,5 @@ mod state;
 mod state_locations;
 mod storage;
 mod support;
+mod users;
 mod watch;

@@ -20,6 +20,7 @@ pub mod identity_items;
 pub mod item_checks;
 pub mod labels;
 mod launch_params;
+pub mod logins;
 mod policies;
 pub mod released_pins;
 pub mod report;

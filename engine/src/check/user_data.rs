@@ -112,10 +112,22 @@ pub(crate) fn user_data_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) ->
         accounts.sort();
         accounts.dedup();
         for user in accounts {
-            if let Some(why) = name_problem(user) {
+            // The account is the user's login; an empty or dash-first
+            // login is refused where the user is declared (check/logins.rs).
+            let login = match item(ItemKind::USERS, user).item.as_deref() {
+                Some(Item::User(u)) if csis_model::login::problem(&u.login).is_some() => continue,
+                Some(Item::User(u)) => u.login.clone(),
+                _ => user.clone(),
+            };
+            let account = if &login == user {
+                format!("'{user}'")
+            } else {
+                format!("'{login}' (user '{user}')")
+            };
+            if let Some(why) = name_problem(&login) {
                 out.push(
                     Diagnostic::error(format!(
-                        "instance '{name}': user-data account '{user}' (group '{group}') {why}; instance-setup would skip the account at boot ({NAME_RULE}) -- rename the user"
+                        "instance '{name}': user-data account {account} (group '{group}') {why}; instance-setup would skip the account at boot ({NAME_RULE}) -- rename the user"
                     ))
                     .at_opt(at("image")),
                 );

@@ -5,9 +5,9 @@
 //! storages' transitions and cardinality with the unique global ids, the
 //! capabilities, the alias pool, managed groups, user-data, the
 //! immutability of launched instances, label keys, availability zones,
-//! identity items, bake users. Each family is in a file of its own; this
-//! one only lists them. Each refusal is a diagnostic with the spec's
-//! wording, placed where the offending value is.
+//! identity items, users' logins, bake users. Each family is in a file of
+//! its own; this one only lists them. Each refusal is a diagnostic with
+//! the spec's wording, placed where the offending value is.
 
 use csis_model::models::Item;
 use csis_model::{Diagnostic, ItemKind};
@@ -56,6 +56,7 @@ pub fn validation_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     out.extend(crate::check::identity_items::identity_item_diagnostics(
         db, tree,
     ));
+    out.extend(crate::check::logins::login_diagnostics(db, tree));
     out.extend(crate::check::bake_users::bake_user_diagnostics(db, tree));
     out
 }

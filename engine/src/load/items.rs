@@ -58,8 +58,11 @@ pub fn item_file_entries(db: &dyn Db, tree: Tree, file: SourceFile) -> ItemFileE
         return out;
     };
     let (dir, kinds) = kinds_for(db, &path);
-    out.diags
-        .extend(refuse_reserved_names(&path, doc, &DocPath::root()));
+    out.diags.extend(
+        refuse_reserved_names(&path, doc, &DocPath::root())
+            .into_iter()
+            .filter(|d| !is_blank_user_name_with_email(doc, d)),
+    );
     out.diags.extend(
         csis_secrets::refuse_markers_at(&path, doc, false)
             .into_iter()
@@ -106,7 +109,7 @@ pub fn item_file_entries(db: &dyn Db, tree: Tree, file: SourceFile) -> ItemFileE
                     continue;
                 }
             };
-            let Some(name) = name else {
+            let Some(name) = name.or_else(|| named_by_email(kind, item)) else {
                 // A null name is already refused as a reserved word.
                 if item.get("name").is_none() {
                     out.diags.push(
@@ -127,7 +130,12 @@ pub fn item_file_entries(db: &dyn Db, tree: Tree, file: SourceFile) -> ItemFileE
                 &mut secrets,
                 &mut out.diags,
             );
-            let name = value.get("name").and_then(Value::as_str).unwrap_or(name);
+            let name = value
+                .get("name")
+                .and_then(Value::as_str)
+                .filter(|n| !n.trim().is_empty())
+                .or_else(|| named_by_email(kind, &value))
+                .unwrap_or(name);
             out.items.push(RawItem {
                 kind,
                 secrets,
@@ -138,6 +146,44 @@ pub fn item_file_entries(db: &dyn Db, tree: Tree, file: SourceFile) -> ItemFileE
         }
     }
     out
+}
+
+/// A user whose name is blank (absent, null or empty) is named by its
+/// email: email_as_username's "a blank name is set from the email". The
+/// user's builder decides at structuring whether that is allowed.
+fn named_by_email(kind: ItemKind, item: &Value) -> Option<&str> {
+    if kind != ItemKind::USERS
+        || item
+            .get("name")
+            .and_then(Value::as_str)
+            .is_some_and(|n| !n.trim().is_empty())
+    {
+        return None;
+    }
+    item.get("email")
+        .and_then(Value::as_str)
+        .filter(|e| !e.trim().is_empty())
+}
+
+/// The reserved-word refusal of a blank user name that its email names.
+fn is_blank_user_name_with_email(doc: &Value, d: &Diagnostic) -> bool {
+    let Some(o) = &d.origin else { return false };
+    let [
+        csis_model::Seg::Key(k),
+        csis_model::Seg::Index(i),
+        csis_model::Seg::Key(n),
+    ] = o.path.0.as_slice()
+    else {
+        return false;
+    };
+    k == "users"
+        && n == "name"
+        && doc
+            .get("users")
+            .and_then(Value::as_seq)
+            .and_then(|users| users.get(*i))
+            .and_then(|u| named_by_email(ItemKind::USERS, u))
+            .is_some()
 }
 
 /// A user's own name is an encrypted field, unlike any other declaration's.

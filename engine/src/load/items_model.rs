@@ -16,6 +16,7 @@ use crate::db::{Db, Tree};
 use crate::load::builders::{Builders, builders};
 use crate::load::items::{ItemId, item_index, raw_item};
 use crate::load::resolve::{SmartContext, fill_defaults, resolve_item};
+use crate::load::user_identity::UserRule;
 use csis_string_stage::passes::{DEFAULT_DATEFORMAT, execution_value};
 use csis_string_stage::{Renderer, jinja_value};
 
@@ -70,6 +71,9 @@ pub fn structured_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Str
     let ctx = smart_context(db, tree, kind, &value, b);
     Renderer::shared(|r| resolve_item(kind, &mut value, &ctx, r));
     let mut secrets = raw.secrets.clone();
+    let user_rule = (kind == ItemKind::USERS)
+        .then(|| UserRule::of(b, &value))
+        .flatten();
     if kind == ItemKind::USERS {
         open_derived_email(
             db,
@@ -80,6 +84,10 @@ pub fn structured_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Str
             &mut out.diags,
         );
     }
+    if let Some(rule) = &user_rule {
+        out.diags
+            .extend(rule.fill_blank_name(&mut value, &raw.origin));
+    }
     let Some(map) = value.as_map() else {
         return out;
     };
@@ -87,7 +95,15 @@ pub fn structured_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Str
     let owner = format!("{} '{name}'", label(kind));
     let mut f = Fields::new(map, raw.origin.clone(), owner, &mut out.diags);
     let item = match kind {
-        ItemKind::USERS => Item::User(Box::new(User::read(&mut f))),
+        ItemKind::USERS => {
+            let mut user = User::read(&mut f);
+            if let Some(rule) = &user_rule
+                && let Some(refusal) = rule.set_login(&mut user, &raw.origin, &secrets)
+            {
+                f.error(refusal);
+            }
+            Item::User(Box::new(user))
+        }
         ItemKind::GROUPS => Item::Group(Group::read(&mut f)),
         ItemKind::STORAGES => Item::Storage(Storage::read(&mut f)),
         ItemKind::IMAGES => Item::Image(Box::new(Image::read(&mut f))),

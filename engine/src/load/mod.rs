@@ -15,3 +15,4 @@ pub mod render;
 pub mod reserved;
 pub mod resolve;
 pub mod strings;
+pub mod user_identity;

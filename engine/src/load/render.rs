@@ -73,6 +73,7 @@ pub fn resolved_tree(db: &dyn Db, tree: Tree) -> J {
                 // Decrypted values print as their markers.
                 redact(&mut j, &si.secrets);
                 if let J::Object(m) = &mut j {
+                    login_beside_name(m);
                     if !si.mods.is_empty() {
                         m.insert("modifications".into(), serde_json::to_value(&si.mods).ok()?);
                     }
@@ -88,6 +89,20 @@ pub fn resolved_tree(db: &dyn Db, tree: Tree) -> J {
         }
     }
     J::Object(out)
+}
+
+/// A user's login reads next to its name (it is derived from it).
+fn login_beside_name(m: &mut JMap<String, J>) {
+    let Some(login) = m.shift_remove("login") else {
+        return;
+    };
+    *m = std::mem::take(m)
+        .into_iter()
+        .flat_map(|(k, v)| {
+            let after = (k == "name").then(|| ("login".to_string(), login.clone()));
+            std::iter::once((k, v)).chain(after)
+        })
+        .collect();
 }
 
 fn ids<'db>(db: &'db dyn Db, tree: Tree, kind: ItemKind) -> Vec<ItemId<'db>> {

@@ -73,6 +73,7 @@ pub fn identity_read_model(db: &dyn Db, tree: Tree) -> Map<String, J> {
             u.root.name().to_string(),
             json!({
                 "builder": decl.map(|d| d.name().to_string()),
+                "login": u.login,
                 "is_service_account": u.is_service_account,
                 "is_enabled": u.is_enabled,
             }),

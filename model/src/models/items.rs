@@ -477,6 +477,11 @@ fn read_gid(f: &mut Fields<'_>, name: &str) -> Option<i64> {
 pub struct User {
     #[serde(flatten)]
     pub root: RootItem,
+    /// The account an instance gives the user: the name as declared, or,
+    /// when its builder sets `email_as_username`, the login derived from
+    /// its email ([`crate::login::from_email`]); set by the engine, which
+    /// knows the builder.
+    pub login: String,
     pub first_name: String,
     pub last_name: String,
     pub middle_name: Option<String>,
@@ -530,6 +535,7 @@ impl User {
         let first_name = required_name_part(f, &name, "first_name");
         let last_name = required_name_part(f, &name, "last_name");
         User {
+            login: root.named.display_name.trim().to_string(),
             first_name,
             last_name,
             middle_name: f.opt_str("middle_name"),

@@ -457,7 +457,7 @@ pub fn identity(
         let e = |s: &str| view.emit(s);
         let all = |v: &[String]| v.iter().map(|s| e(s)).collect::<Vec<_>>();
         entries.push(match view.item.as_ref() {
-            Item::User(u) => json!({"name": e(u.root.name()), "first_name": e(&u.first_name), "last_name": e(&u.last_name), "email": u.email.as_deref().map(e), "enabled": u.is_enabled}),
+            Item::User(u) => json!({"name": e(u.root.name()), "login": e(&u.login), "first_name": e(&u.first_name), "last_name": e(&u.last_name), "email": u.email.as_deref().map(e), "enabled": u.is_enabled}),
             Item::Group(g) => json!({"name": g.root.name(), "is_root": g.is_root, "members": all(&g.members), "admins": all(&g.admins), "gid": g.gid}),
             _ => continue,
         });
@@ -498,19 +498,24 @@ fn user_data_document(
         let mut members: Vec<String> = g.members.iter().chain(&g.admins).cloned().collect();
         members.sort();
         members.dedup();
+        let mut logins = Vec::new();
         for m in &members {
-            let (gecos, keys) = ctx
+            // The account is the user's login (its email's local part
+            // under email_as_username), not its name.
+            let (login, gecos, keys) = ctx
                 .item(ItemKind::USERS, m)
                 .and_then(|u| match u.item.as_ref() {
                     Item::User(user) => Some((
+                        u.emit(&user.login),
                         u.emit(&format!("{} {}", user.first_name, user.last_name)),
                         user.public_keys.iter().map(|k| u.emit(k)).collect(),
                     )),
                     _ => None,
                 })
-                .unwrap_or_default();
+                .unwrap_or_else(|| (view.emit(m), String::new(), Vec::new()));
+            logins.push(login.clone());
             doc.users.push(Account {
-                name: view.emit(m),
+                name: login,
                 gecos,
                 groups: vec![gname.clone()],
                 // The accounts are key-only (lock_passwd): a grant that
@@ -522,8 +527,7 @@ fn user_data_document(
                 ssh_authorized_keys: keys,
             });
         }
-        doc.groups
-            .push((gname, members.iter().map(|m| view.emit(m)).collect()));
+        doc.groups.push((gname, logins));
     }
     doc.write_files = vec![
         WriteFile {

@@ -1,0 +1,182 @@
+//! The spec's default user model on the local runtime: users named by
+//! their emails (email_as_username), each given the login derived from the
+//! email's local part on the instances it reaches.
+
+use std::process::Command;
+
+use crate::support::{csis_at, edit, ok};
+use csis_test_support::tree;
+
+const NOW: i64 = 1796226804;
+
+/// fixtures/local-run names its users by email: it validates, plans and
+/// runs for real, and the instance's user-data carries the derived logins
+/// (the admin's with its sudo grant) and passes `cloud-init schema`.
+#[test]
+fn email_named_users_run_for_real_with_derived_logins() {
+    let t = tree("local-run");
+    let r = t.path();
+    ok(csis_at(r, NOW, &["validate"]));
+    let plan = ok(csis_at(r, NOW, &["plan"]));
+    assert!(plan.contains("Plan: 4 to bake"), "{plan}");
+    ok(csis_at(r, NOW, &["run", "all", "--no-dry-run"]));
+
+    let doc = r.join(
+        "generated/instance-image/vm/instance-generation/vm-instance-generation-box.cloud-config",
+    );
+    let text = std::fs::read_to_string(&doc).unwrap();
+    let body: serde_json::Value =
+        serde_json::from_str(text.strip_prefix("#cloud-config\n").unwrap()).unwrap();
+    let accounts: Vec<(&str, Option<&str>)> = body["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| (u["name"].as_str().unwrap(), u["sudo"].as_str()))
+        .collect();
+    assert_eq!(
+        accounts,
+        [
+            ("avery_alpha", Some("ALL=(ALL) NOPASSWD:ALL")),
+            ("blake_bravo", None)
+        ]
+    );
+    assert_eq!(
+        body["groups"],
+        serde_json::json!([{ "ops": ["avery_alpha", "blake_bravo"] }])
+    );
+    if csis_test_support::tool_available("cloud-init", "CSIS_REQUIRE_CLOUD_INIT", "cloud-init") {
+        let schema = Command::new("cloud-init")
+            .args(["schema", "--config-file"])
+            .arg(&doc)
+            .output()
+            .unwrap();
+        assert!(
+            schema.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&schema.stdout),
+            String::from_utf8_lossy(&schema.stderr)
+        );
+    }
+
+    let identity = std::fs::read_to_string(r.join("meta-state/identity.yaml")).unwrap();
+    assert!(
+        identity.contains(
+            "  \"blake.bravo@example.com\":\n    builder: people\n    login: blake_bravo\n"
+        ),
+        "{identity}"
+    );
+    let render = ok(csis_at(r, NOW, &["config", "render"]));
+    assert!(
+        render.contains("  - name: \"avery.alpha@example.com\"\n    login: avery_alpha\n"),
+        "{render}"
+    );
+}
+
+fn refused(r: &std::path::Path) -> String {
+    let v = csis_at(r, NOW, &["--brief", "validate"]);
+    assert_eq!(v.status.code(), Some(1));
+    String::from_utf8_lossy(&v.stderr).to_string()
+}
+
+fn add_user(r: &std::path::Path, entry: &str) {
+    edit(
+        r,
+        "groups/people.yml",
+        "groups:\n",
+        &format!("  - {entry}\ngroups:\n"),
+    );
+}
+
+#[test]
+fn two_users_with_one_login_are_refused_naming_both() {
+    let t = tree("local-run");
+    let r = t.path();
+    add_user(
+        r,
+        "{name: Avery.Alpha@example.org, first_name: Avery, last_name: Other}",
+    );
+    assert_eq!(
+        refused(r),
+        "groups/people.yml:8:12: users 'avery.alpha@example.com' and 'Avery.Alpha@example.org' both log in as 'avery_alpha'; an instance can give only one of them that account
+  help: a login is the email's local part, lower-cased, other characters as '_'; give one of them an email with another local part ('avery.alpha@example.com' is declared at groups/people.yml: users[0].name)
+validate: 1 error(s)
+"
+    );
+}
+
+#[test]
+fn a_login_that_is_no_account_name_is_refused() {
+    let t = tree("local-run");
+    let r = t.path();
+    add_user(
+        r,
+        "{name: \"-ops@example.com\", first_name: Ops, last_name: Team}",
+    );
+    assert_eq!(
+        refused(r),
+        "groups/people.yml:8:12: user '-ops@example.com' would log in as '-ops', which starts with '-'; no instance can create that account
+  help: give user '-ops@example.com' an email whose local part begins with a letter, a digit or '_'
+validate: 1 error(s)
+"
+    );
+    edit(
+        r,
+        "groups/people.yml",
+        "\"-ops@example.com\"",
+        "\"@example.com\"",
+    );
+    assert!(
+        refused(r).contains("user '@example.com' would log in as '', which is empty;"),
+        "an empty local part is no login"
+    );
+}
+
+#[test]
+fn a_name_that_is_not_the_email_is_refused_where_it_is_written() {
+    let t = tree("local-run");
+    let r = t.path();
+    add_user(
+        r,
+        "{name: casey@example.com, email: c.casey@example.com, first_name: Casey, last_name: C}",
+    );
+    assert_eq!(
+        refused(r),
+        "groups/people.yml:8:12: User 'casey@example.com': its name must equal its email 'c.casey@example.com' (case-insensitively), because user builder 'people' sets email_as_username: true
+  help: write `name: c.casey@example.com`, or set `email_as_username: false` on user builder 'people' to keep names that are logins
+validate: 1 error(s)
+"
+    );
+    // Case does not matter.
+    edit(
+        r,
+        "groups/people.yml",
+        "name: casey@example.com",
+        "name: C.Casey@Example.com",
+    );
+    ok(csis_at(r, NOW, &["validate"]));
+}
+
+/// Names that are logins stay as they were under `email_as_username:
+/// false`, where a blank name is not taken from the email.
+#[test]
+fn without_email_as_username_names_are_logins() {
+    let t = tree("local-run");
+    let r = t.path();
+    edit(
+        r,
+        "cfg/builders.yml",
+        "{name: people, type: basic, is_default: true}",
+        "{name: people, type: basic, is_default: true, email_as_username: false}",
+    );
+    let out = refused(r);
+    assert!(
+        out.starts_with("groups/people.yml:7:5: User at users[1] has a blank name; user builder 'people' sets email_as_username: false, so the name is not taken from the email
+  help: write the user's login as `name:`
+"),
+        "{out}"
+    );
+    assert!(
+        out.contains("instance 'box': user-data account 'avery.alpha@example.com' (group 'ops') has characters outside [A-Za-z0-9._-]"),
+        "{out}"
+    );
+}
