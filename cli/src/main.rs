@@ -616,6 +616,9 @@ fn print_diagnostic(ws: &Workspace, d: &csis_model::Diagnostic, style: report::S
         if let Some(help) = &d.help {
             eprintln!("  help: {help}");
         }
+        if let Some(note) = d.consequences_note() {
+            eprintln!("  note: {note}");
+        }
     } else {
         eprint!("{}", report::render(ws, d, style));
     }

@@ -82,7 +82,10 @@ pub fn render(ws: &Workspace, d: &Diagnostic, style: Style) -> String {
         None => handler.render_report(&mut out, &md),
     };
     if result.is_err() {
-        return format!("error: {}\n", d.message);
+        out = format!("error: {}\n", d.message);
+    }
+    if let Some(note) = d.consequences_note() {
+        out.push_str(&format!("  note: {note}\n"));
     }
     out
 }
@@ -110,6 +113,8 @@ struct Placed<'a> {
     line: Option<usize>,
     column: Option<usize>,
     help: Option<&'a str>,
+    /// Errors folded under this one (they follow from it).
+    consequences: usize,
 }
 
 fn placed<'a>(ws: &Workspace, d: &'a Diagnostic) -> Placed<'a> {
@@ -125,6 +130,7 @@ fn placed<'a>(ws: &Workspace, d: &'a Diagnostic) -> Placed<'a> {
         line: loc.as_ref().map(|l| l.span.line),
         column: loc.as_ref().map(|l| l.span.col),
         help: d.help.as_deref(),
+        consequences: d.consequences,
     }
 }
 
@@ -162,6 +168,7 @@ pub fn machine_line(
             "line": p.line,
             "column": p.column,
             "help": p.help,
+            "consequences": p.consequences,
         })
         .to_string(),
         DiagnosticFormat::Github => {
@@ -183,6 +190,10 @@ pub fn machine_line(
             if let Some(h) = p.help {
                 message.push_str("\nhelp: ");
                 message.push_str(h);
+            }
+            if let Some(note) = d.consequences_note() {
+                message.push_str("\nnote: ");
+                message.push_str(&note);
             }
             format!(
                 "::{} {}::{}",

@@ -7,6 +7,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::cause::Subject;
 use crate::path::DocPath;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -70,6 +71,19 @@ pub struct Diagnostic {
     pub anchor: Anchor,
     /// What to write instead, when there is something to say.
     pub help: Option<String>,
+    /// What it refuses and what it follows from ([`crate::cause`]);
+    /// boxed, as most diagnostics have neither.
+    pub links: Option<Box<Links>>,
+    /// How many errors that follow from this one were folded under it.
+    pub consequences: usize,
+}
+
+/// The declarations a diagnostic refuses (what fails with them is a
+/// consequence, folded under it) and those whose refusal would explain it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Links {
+    pub refuses: Vec<Subject>,
+    pub follows: Vec<Subject>,
 }
 
 impl Diagnostic {
@@ -80,6 +94,8 @@ impl Diagnostic {
             origin: None,
             anchor: Anchor::Value,
             help: None,
+            links: None,
+            consequences: 0,
         }
     }
 
@@ -108,6 +124,36 @@ impl Diagnostic {
     pub fn help(mut self, help: impl Into<String>) -> Diagnostic {
         self.help = Some(help.into());
         self
+    }
+
+    /// This diagnostic refuses `subject`: errors that only follow from it
+    /// are folded under it.
+    pub fn refusing(mut self, subject: Subject) -> Diagnostic {
+        self.links.get_or_insert_default().refuses.push(subject);
+        self
+    }
+
+    /// This diagnostic is a consequence when `subject` was refused.
+    pub fn following(mut self, subject: Subject) -> Diagnostic {
+        self.links.get_or_insert_default().follows.push(subject);
+        self
+    }
+
+    pub fn refuses(&self) -> &[Subject] {
+        self.links.as_ref().map_or(&[], |l| &l.refuses)
+    }
+
+    pub fn follows(&self) -> &[Subject] {
+        self.links.as_ref().map_or(&[], |l| &l.follows)
+    }
+
+    /// The line a person reads under a diagnostic with folded consequences.
+    pub fn consequences_note(&self) -> Option<String> {
+        match self.consequences {
+            0 => None,
+            1 => Some("1 more error follows from this; fix it first".to_string()),
+            n => Some(format!("{n} more errors follow from this; fix it first")),
+        }
     }
 
     pub fn is_error(&self) -> bool {

@@ -6,6 +6,7 @@
 //! edge. Every model is read through [`fields::Fields`], which refuses
 //! unknown keys.
 
+pub mod cause;
 pub mod diag;
 pub mod fields;
 pub mod kinds;
@@ -17,6 +18,7 @@ pub mod suggest;
 pub mod value;
 pub mod vct;
 
+pub use cause::Subject;
 pub use diag::{Anchor, Diagnostic, Diagnostics, Origin, Severity};
 pub use fields::Fields;
 pub use kinds::ItemKind;

@@ -1,4 +1,5 @@
-//! Diagnostics for machines: `validate --format json` and `--format github`.
+//! One cause, one error; diagnostics for machines: `validate --format
+//! json` and `--format github`.
 
 use std::process::Command;
 
@@ -40,7 +41,8 @@ fn validate_json_is_one_object_per_diagnostic() {
             "file": "cfg/builders.yml",
             "line": 2,
             "column": 24,
-            "help": "Runtime builder 'here': type 'lcoal' names no registered model (the plugin is not installed or the name is misspelt); known: [dummy, local]; did you mean 'local'?"
+            "help": "Runtime builder 'here': type 'lcoal' names no registered model (the plugin is not installed or the name is misspelt); known: [dummy, local]; did you mean 'local'?",
+            "consequences": 7
         })
     );
     for l in &lines {
@@ -48,7 +50,14 @@ fn validate_json_is_one_object_per_diagnostic() {
         assert_eq!(
             keys,
             [
-                "severity", "code", "message", "file", "line", "column", "help"
+                "severity",
+                "code",
+                "message",
+                "file",
+                "line",
+                "column",
+                "help",
+                "consequences"
             ]
         );
     }
@@ -69,11 +78,93 @@ fn validate_github_prints_workflow_commands() {
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert_eq!(
         stdout.lines().next().unwrap(),
-        "::error file=cfg/builders.yml,line=2,col=24,title=csis error::KeyError: lcoal%0Ahelp: Runtime builder 'here': type 'lcoal' names no registered model (the plugin is not installed or the name is misspelt); known: [dummy, local]; did you mean 'local'?"
+        "::error file=cfg/builders.yml,line=2,col=24,title=csis error::KeyError: lcoal%0Ahelp: Runtime builder 'here': type 'lcoal' names no registered model (the plugin is not installed or the name is misspelt); known: [dummy, local]; did you mean 'local'?%0Anote: 7 more errors follow from this; fix it first"
     );
     assert!(
         stdout
             .lines()
             .all(|l| l.starts_with("::error ") || l.starts_with("::warning "))
+    );
+}
+
+fn brief(root: &std::path::Path) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_csis"))
+        .args(["--root-dir"])
+        .arg(root)
+        .args(["--brief", "validate"])
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+/// A misspelt runtime type refuses the one runtime builder; the errors
+/// that follow (no runtime builders, fields naming the default runtime,
+/// no bake user on it) are folded under it.
+#[test]
+fn a_refused_builder_is_the_one_error() {
+    let t = misspelt();
+    assert_eq!(
+        brief(t.path()),
+        (
+            Some(1),
+            "cfg/builders.yml:2:24: KeyError: lcoal
+  help: Runtime builder 'here': type 'lcoal' names no registered model (the plugin is not installed or the name is misspelt); known: [dummy, local]; did you mean 'local'?
+  note: 7 more errors follow from this; fix it first
+validate: 1 error(s)
+"
+            .to_string()
+        )
+    );
+    let run = Command::new(env!("CARGO_BIN_EXE_csis"))
+        .arg("--root-dir")
+        .arg(t.path())
+        .args(["run", "all"])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(stderr.matches("validation: ").count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("validation: cfg/builders.yml:2:24: KeyError: lcoal (7 more errors follow from this; fix it first)"),
+        "{stderr}"
+    );
+}
+
+/// A file that does not parse declares nothing: what names its images
+/// or its groups follows from it.
+#[test]
+fn a_broken_file_is_the_one_error() {
+    let t = csis_test_support::tree("local-run");
+    let chain = t.path().join("images/chain.yml");
+    let text = std::fs::read_to_string(&chain).unwrap();
+    std::fs::write(
+        &chain,
+        text.replacen("  - name: mid\n", "  - name: mid\n   bad: [\n", 1),
+    )
+    .unwrap();
+    assert_eq!(
+        brief(t.path()),
+        (
+            Some(1),
+            "images/chain.yml:10:4: images/chain.yml: invalid YAML: while parsing a block collection, did not find expected '-' indicator
+  note: 1 more error follows from this; fix it first
+validate: 1 error(s)
+"
+            .to_string()
+        )
+    );
+
+    let t = csis_test_support::tree("local-run");
+    std::fs::write(t.path().join("groups/people.yml"), "users:\n  - {name: [\n").unwrap();
+    let (code, out) = brief(t.path());
+    assert_eq!(code, Some(1));
+    assert!(
+        out.ends_with(
+            "  note: 4 more errors follow from this; fix it first\nvalidate: 1 error(s)\n"
+        ),
+        "{out}"
     );
 }

@@ -7,7 +7,7 @@
 //! chain root's.
 
 use csis_model::models::{BaseBuilder, Item};
-use csis_model::{Diagnostic, ItemKind, Vct};
+use csis_model::{Diagnostic, ItemKind, Subject, Vct};
 
 use crate::check::item_checks::{ItemCheck, each_item};
 use crate::db::{Db, Tree};
@@ -106,7 +106,8 @@ pub fn bake_user_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
                         d.name(),
                         e.image_builder
                     ))
-                    .at_opt(b.origins.get(&(Vct::OsBuilderModel, d.name().to_string())).map(|o| o.key("runtimes").index(i))),
+                    .at_opt(b.origins.get(&(Vct::OsBuilderModel, d.name().to_string())).map(|o| o.key("runtimes").index(i)))
+                    .following(Subject::builder(Vct::RuntimeBuilderModel, &rt)),
                 );
             }
         }
@@ -157,7 +158,8 @@ pub(crate) fn image_bake_users<'db>(
                     "image '{name}' runtimes[{i}] (image builder '{}', runtime '{rt}'): no bake user -- {HELP}",
                     e.image_builder
                 ))
-                .at_opt(at),
+                .at_opt(at)
+                .following(Subject::builder(Vct::RuntimeBuilderModel, &rt)),
             ),
             Some(user) => {
                 let one = answers.runtime(&rt, &family).1;

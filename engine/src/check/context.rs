@@ -5,7 +5,7 @@
 //! its own; [`super::validate`] runs them in order.
 
 use csis_model::models::{Item, Storage};
-use csis_model::{Diagnostic, ItemKind, Origin, Vct};
+use csis_model::{Diagnostic, ItemKind, Origin, Subject, Vct};
 
 use crate::db::{Db, Tree};
 use crate::load::builders::{Builders, builders};
@@ -31,6 +31,12 @@ impl<'a> Checks<'a> {
 
     pub(super) fn err(&mut self, msg: String, at: Option<Origin>) {
         self.out.push(Diagnostic::error(msg).at_opt(at));
+    }
+
+    /// An error that is a consequence when `cause` was refused.
+    pub(super) fn err_following(&mut self, msg: String, at: Option<Origin>, cause: Subject) {
+        self.out
+            .push(Diagnostic::error(msg).at_opt(at).following(cause));
     }
 
     pub(super) fn builder_of(

@@ -8,7 +8,7 @@
 //! it points at, so they run per item (see `item_diagnostics`).
 
 use csis_model::models::{Image, Instance, Item, Storage, StorageMapping};
-use csis_model::{ItemKind, Origin, Vct};
+use csis_model::{Diagnostic, ItemKind, Origin, Subject, Vct};
 
 use crate::check::context::Checks;
 use crate::load::items::{ItemId, item_index};
@@ -48,13 +48,14 @@ impl Checks<'_> {
             );
         } else if self.b.resolve(vct, value).is_none() {
             let hint = suggestion(value, self.b.names(vct));
-            self.err(
+            self.err_following(
                 format!(
                     "{class} '{obj}': field '{field}' names '{value}', which is no {} (declared: {}){hint}",
                     target_name(vct),
                     self.b.declared(vct)
                 ),
                 at,
+                Subject::builder(vct, value),
             );
         }
     }
@@ -83,13 +84,14 @@ impl Checks<'_> {
         } else if !index.contains(kind, &safe) {
             let declared: Vec<&str> = index.names(kind).map(String::as_str).collect();
             let hint = suggestion(value, declared.iter().copied());
-            self.err(
+            self.err_following(
                 format!(
                     "{class} '{obj}': field '{field}' names '{value}', which is no {} (declared: [{}]){hint}",
                     kind.model_vct(),
                     declared.join(", ")
                 ),
                 at,
+                Subject::item(kind, value),
             );
         }
     }
@@ -114,11 +116,13 @@ impl Checks<'_> {
             let safe = csis_model::naming::safe_name(parent);
             let is_base = self.b.resolve(Vct::OsBuilderModel, &safe).is_some();
             if !is_base && !item_index(self.db, self.tree).contains(ItemKind::IMAGES, &safe) {
-                self.err(
-                    format!(
+                self.out.push(
+                    Diagnostic::error(format!(
                         "image '{name}' does not chain to a base image (source_image={parent})"
-                    ),
-                    at("source_image"),
+                    ))
+                    .at_opt(at("source_image"))
+                    .following(Subject::item(ItemKind::IMAGES, parent))
+                    .following(Subject::builder(Vct::OsBuilderModel, parent)),
                 );
             }
         }
@@ -126,9 +130,10 @@ impl Checks<'_> {
             && !item_index(self.db, self.tree)
                 .contains(ItemKind::GROUPS, &csis_model::naming::safe_name(g))
         {
-            self.err(
+            self.err_following(
                 format!("image '{name}' names unknown owning group '{g}'"),
                 at("group"),
+                Subject::item(ItemKind::GROUPS, g),
             );
         }
     }
@@ -208,9 +213,10 @@ impl Checks<'_> {
         for g in &s.groups {
             // ALL is refused at load already.
             if g != "ALL" && !index.contains(ItemKind::GROUPS, &csis_model::naming::safe_name(g)) {
-                self.err(
+                self.err_following(
                     format!("storage '{name}' allows unknown group '{g}'"),
                     at("groups"),
+                    Subject::item(ItemKind::GROUPS, g),
                 );
             }
         }

@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use csis_model::models::Item;
-use csis_model::{Diagnostic, ItemKind};
+use csis_model::{Diagnostic, ItemKind, Subject};
 use serde::Deserialize;
 
 use crate::db::{Db, Tree};
@@ -45,7 +45,8 @@ pub fn check_groups(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
                         "Group {} has member {member} which is not in the list of defined users.",
                         g.root.name()
                     ))
-                    .at_opt(si.origin.clone().map(|o| o.key("members"))),
+                    .at_opt(si.origin.clone().map(|o| o.key("members")))
+                    .following(Subject::item(ItemKind::USERS, member)),
                 );
             }
         }

@@ -13,7 +13,8 @@ use crate::load::overlay::overlay_document;
 use crate::load::reserved::is_reserved_refusal;
 
 /// The diagnostics of a load, in reading order: cfg/, the builders, the
-/// item files, each item, then the checks across items.
+/// item files, each item, then the checks across items; what only follows
+/// from an earlier refusal is folded under it (csis_model::cause).
 #[salsa::tracked(returns(ref))]
 pub fn load_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     let mut out: Vec<Diagnostic> = cfg_document(db, tree).diags.clone();
@@ -50,7 +51,7 @@ pub fn load_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
             .iter()
             .cloned(),
     );
-    drop_backstop_repeats(out)
+    csis_model::cause::fold_consequences(drop_backstop_repeats(out))
 }
 
 /// Drop the model backstop's repeat of a reserved-name refusal at the same

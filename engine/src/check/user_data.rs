@@ -7,7 +7,7 @@
 //! as well; this catches the cause where it is written.
 
 use csis_model::models::Item;
-use csis_model::{Diagnostic, ItemKind, Vct};
+use csis_model::{Diagnostic, ItemKind, Subject, Vct};
 
 use crate::check::item_checks::{ItemCheck, each_item};
 use crate::db::{Db, Tree};
@@ -129,7 +129,8 @@ pub(crate) fn user_data_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) ->
                     Diagnostic::error(format!(
                         "instance '{name}': user-data account {account} (group '{group}') {why}; instance-setup would skip the account at boot ({NAME_RULE}) -- rename the user"
                     ))
-                    .at_opt(at("image")),
+                    .at_opt(at("image"))
+                    .following(Subject::item(ItemKind::USERS, user)),
                 );
             }
         }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use csis_model::models::{ExecutableModel, IAConfig};
 use csis_model::vct::BUILDER_KEYS;
-use csis_model::{Diagnostic, DocPath, Fields, Map, Origin, Value, Vct};
+use csis_model::{Diagnostic, DocPath, Fields, Map, Origin, Subject, Value, Vct};
 use csis_plugin_api::BuilderDecl;
 use indexmap::IndexMap;
 
@@ -124,9 +124,13 @@ pub fn builders(db: &dyn Db, tree: Tree) -> Builders {
         } else {
             "No runtime builders found in config file."
         };
+        // Every runtime builder refused leaves none: then this follows.
+        let runtimes = Subject::Builder(Vct::RuntimeBuilderModel, None);
         out.diags.push(
             Diagnostic::error(msg)
-                .help("declare a runtime_builders: entry in cfg/, for example type: local"),
+                .help("declare a runtime_builders: entry in cfg/, for example type: local")
+                .refusing(runtimes.clone())
+                .following(runtimes),
         );
     }
     check_builder_runtimes(&mut out);
@@ -220,6 +224,7 @@ fn read_builder_list(
             out.diags.push(
                 Diagnostic::error(format!("{label} '{name}' must have a type specified"))
                     .at(origin)
+                    .refusing(Subject::builder(vct, &name))
                     .help(format!(
                         "name the model with type:, one of {:?}",
                         db.registry().model_names(vct)
@@ -236,6 +241,7 @@ fn read_builder_list(
             out.diags.push(
                 Diagnostic::error(format!("KeyError: {type_name}"))
                     .at(origin.key("type"))
+                    .refusing(Subject::builder(vct, &name))
                     .help({
                         let known = db.registry().model_names(vct);
                         let hint = csis_model::suggest::did_you_mean(type_name, known.iter().copied())
@@ -321,11 +327,14 @@ fn check_builder_runtimes(out: &mut Builders) {
             };
             match out.resolve(Vct::RuntimeBuilderModel, rt) {
                 Some(runtime) => moves.push((*vct, name.clone(), runtime.name().to_string())),
-                None => out.diags.push(Diagnostic::error(format!(
-                    "{} '{name}': field 'runtime' names '{rt}', which is no runtime_builder_model (declared: {})",
-                    list_label(*vct),
-                    out.declared(Vct::RuntimeBuilderModel)
-                ))),
+                None => out.diags.push(
+                    Diagnostic::error(format!(
+                        "{} '{name}': field 'runtime' names '{rt}', which is no runtime_builder_model (declared: {})",
+                        list_label(*vct),
+                        out.declared(Vct::RuntimeBuilderModel)
+                    ))
+                    .following(Subject::builder(Vct::RuntimeBuilderModel, rt)),
+                ),
             }
         }
     }

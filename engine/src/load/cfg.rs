@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use csis_model::vct::BUILDER_KEYS;
-use csis_model::{Diagnostic, DocPath, Map, Origin, Seg, Value};
+use csis_model::{Diagnostic, DocPath, Map, Origin, Seg, Subject, Value};
 use indexmap::IndexMap;
 
 use crate::db::files::file_document;
@@ -81,10 +81,16 @@ pub fn cfg_document(db: &dyn Db, tree: Tree) -> CfgDocument {
     let mut merged = Map::new();
     for file in files {
         let fd = file_document(db, *file);
-        doc.diags.extend(fd.diags.iter().cloned());
         let Some(value) = fd.value.as_deref() else {
+            // What the file declared is missing: what names it follows.
+            doc.diags.extend(
+                fd.diags
+                    .iter()
+                    .map(|d| d.clone().refusing(Subject::Declarations)),
+            );
             continue;
         };
+        doc.diags.extend(fd.diags.iter().cloned());
         let path = file.path(db).clone();
         doc.diags
             .extend(refuse_reserved_names(&path, value, &DocPath::root()));

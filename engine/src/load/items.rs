@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use csis_model::naming::safe_name;
-use csis_model::{Diagnostic, DocPath, ItemKind, Origin, Value};
+use csis_model::{Diagnostic, DocPath, ItemKind, Origin, Subject, Value};
 use indexmap::IndexMap;
 
 use crate::db::files::file_document;
@@ -53,11 +53,18 @@ pub fn item_file_entries(db: &dyn Db, tree: Tree, file: SourceFile) -> ItemFileE
     let mut out = ItemFileEntries::default();
     let path = file.path(db).clone();
     let fd = file_document(db, file);
-    out.diags.extend(fd.diags.iter().cloned());
+    let (dir, kinds) = kinds_for(db, &path);
     let Some(doc) = fd.value.as_deref() else {
+        // The items the file declared are missing: what names one of the
+        // kinds its directory holds follows from this.
+        out.diags.extend(fd.diags.iter().map(|d| {
+            kinds
+                .iter()
+                .fold(d.clone(), |d, k| d.refusing(Subject::Item(*k, None)))
+        }));
         return out;
     };
-    let (dir, kinds) = kinds_for(db, &path);
+    out.diags.extend(fd.diags.iter().cloned());
     out.diags.extend(
         refuse_reserved_names(&path, doc, &DocPath::root())
             .into_iter()

@@ -8,7 +8,7 @@ use csis_model::models::{
     BaseImage, Group, Image, Instance, Item, ItemView, ModItem, ModItemModel, NameTyped,
     PluginItem, Storage, StorageMapping, User,
 };
-use csis_model::{Diagnostic, Fields, ItemKind, Origin, Value, Vct};
+use csis_model::{Diagnostic, Fields, ItemKind, Origin, Subject, Value, Vct};
 
 use csis_plugin_api::BuilderDecl;
 
@@ -355,7 +355,8 @@ fn check_builder(
     diags.push(
         Diagnostic::error(msg)
             .at(origin.key("type"))
-            .help(format!("declared: {}", b.declared(vct))),
+            .help(format!("declared: {}", b.declared(vct)))
+            .following(Subject::builder(vct, type_name)),
     );
 }
 
@@ -380,7 +381,8 @@ fn structure_mods(
                     "mod builder '{type_name}' specified for modifications[{i}] not configured"
                 ))
                 .at(here.key("type"))
-                .help(format!("declared: {}", b.declared(Vct::ModBuilderModel))),
+                .help(format!("declared: {}", b.declared(Vct::ModBuilderModel)))
+                .following(Subject::builder(Vct::ModBuilderModel, type_name)),
             );
             continue;
         };

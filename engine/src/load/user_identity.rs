@@ -6,7 +6,7 @@
 //! the login.
 
 use csis_model::models::{BaseBuilder, Secret, User, emit_with};
-use csis_model::{Diagnostic, Origin, Value, Vct};
+use csis_model::{Diagnostic, ItemKind, Origin, Subject, Value, Vct};
 
 use crate::load::builders::Builders;
 
@@ -51,19 +51,20 @@ impl<'b> UserRule<'b> {
         if email.is_empty() {
             return None;
         }
-        if self.email_as_username {
-            let email = email.to_string();
-            m.insert("name".into(), Value::str(email));
-            return None;
-        }
-        Some(
+        let email = email.to_string();
+        let refusal = (!self.email_as_username).then(|| {
             Diagnostic::error(format!(
                 "User at {} has a blank name; user builder '{}' sets email_as_username: false, so the name is not taken from the email",
                 origin.path, self.builder
             ))
             .at(origin.key("name"))
-            .help("write the user's login as `name:`"),
-        )
+            .help("write the user's login as `name:`")
+            .refusing(Subject::item(ItemKind::USERS, &email))
+        });
+        // Refused or not, the user reads on under the name its index
+        // entry has, so the refusal is its only error.
+        m.insert("name".into(), Value::str(email));
+        refusal
     }
 
     /// The user's login; under `email_as_username`, the refusal of a name

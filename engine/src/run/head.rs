@@ -107,7 +107,10 @@ pub fn validation(
     let mut errors: Vec<String> = diags
         .iter()
         .filter(|d| d.is_error())
-        .map(|d| ws.describe(d))
+        .map(|d| match d.consequences_note() {
+            Some(note) => format!("{} ({note})", ws.describe(d)),
+            None => ws.describe(d),
+        })
         .collect();
     errors.extend(
         image_graph(&ws.db, ws.tree)
