@@ -81,13 +81,16 @@ fn a_plugin_item_kind_loads_validates_and_renders() {
     let msgs: Vec<_> = ws
         .load_diagnostics()
         .into_iter()
-        .map(|d| d.message)
+        .map(|d| (d.message, d.help))
         .collect();
     assert_eq!(
         msgs,
         [
-            "cidr '192.0.2.1' needs a prefix length (/NN)",
-            "network 'odd': unknown key 'colour' (Extra inputs are not permitted); allowed: [aliases, cidr, description, name, type]",
+            ("cidr '192.0.2.1' needs a prefix length (/NN)".to_string(), None),
+            (
+                "network 'odd': unknown key 'colour' (Extra inputs are not permitted)".to_string(),
+                Some("unknown key 'colour' in network 'odd'; allowed: [aliases, cidr, description, name, type]".to_string())
+            ),
         ]
     );
     let t = resolved_tree(&ws.db, ws.tree);

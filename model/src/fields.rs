@@ -316,14 +316,33 @@ impl<'a> Fields<'a> {
                     .map(|m| format!("; did you mean '{m}'?"))
                     .unwrap_or_default();
                 let msg = format!(
-                    "{}: unknown key '{key}' (Extra inputs are not permitted); allowed: [{}]{hint}",
-                    self.owner,
+                    "{}: unknown key '{key}' (Extra inputs are not permitted)",
+                    self.owner
+                );
+                let help = format!(
+                    "unknown key '{key}' in {}; allowed: [{}]{hint}",
+                    in_sentence(&self.owner),
                     allowed.join(", ")
                 );
-                let d = Diagnostic::error(msg).at(self.origin.key(key)).on_key();
+                let d = Diagnostic::error(msg)
+                    .at(self.origin.key(key))
+                    .on_key()
+                    .help(help);
                 self.diags.push(d);
             }
         }
+    }
+}
+
+/// An owner as it reads inside a sentence: "Modification 'm'" becomes
+/// "modification 'm'"; "OS builder 'alma'" keeps its acronym.
+fn in_sentence(owner: &str) -> String {
+    let mut chars = owner.chars();
+    match (chars.next(), chars.next()) {
+        (Some(first), Some(second)) if !second.is_uppercase() => {
+            first.to_lowercase().chain(owner.chars().skip(1)).collect()
+        }
+        _ => owner.to_string(),
     }
 }
 
@@ -379,8 +398,14 @@ mod tests {
         assert_eq!(diags.len(), 1);
         assert_eq!(
             diags[0].message,
-            "X 'a': unknown key 'colour' (Extra inputs are not permitted); allowed: [name]"
+            "X 'a': unknown key 'colour' (Extra inputs are not permitted)"
         );
+        assert_eq!(
+            diags[0].help.as_deref(),
+            Some("unknown key 'colour' in x 'a'; allowed: [name]")
+        );
+        assert_eq!(in_sentence("Modification 'm'"), "modification 'm'");
+        assert_eq!(in_sentence("OS builder 'alma'"), "OS builder 'alma'");
         assert_eq!(
             diags[0]
                 .origin

@@ -20,6 +20,26 @@ pub fn did_you_mean<'a>(
     best.map(|(_, c)| c)
 }
 
+/// The plain sentence beside a message in the spec's internal names
+/// (`which is no image_model`): `<referrer> names <what> '<value>', which
+/// is not declared (declared: [...])`, then `; did you mean '<name>'?` when
+/// a declared name is one slip away.
+pub fn undeclared<'a>(
+    referrer: &str,
+    what: &str,
+    value: &str,
+    names: impl IntoIterator<Item = &'a str>,
+) -> String {
+    let names: Vec<&str> = names.into_iter().collect();
+    let hint = did_you_mean(value, names.iter().copied())
+        .map(|m| format!("; did you mean '{m}'?"))
+        .unwrap_or_default();
+    format!(
+        "{referrer} names {what} '{value}', which is not declared (declared: [{}]){hint}",
+        names.join(", ")
+    )
+}
+
 /// Edit distance in characters, a swap of two neighbours counting as one
 /// edit (optimal string alignment): `bsae` is one slip from `base`.
 fn distance(a: &str, b: &str) -> usize {

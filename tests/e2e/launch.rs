@@ -41,7 +41,7 @@ fn launched_instances_are_immutable_but_may_detach() {
     assert_eq!(v.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&v.stderr),
-        "instance 'box' was launched (run 2026_12_02T15_53_24) and its launch parameters changed (userdata); launch parameters are immutable after launch -- replace the instance (upgrade instance, or decommission and redeclare) (N26)\nvalidate: 1 error(s)\n"
+        "instance 'box' was launched (run 2026_12_02T15_53_24) and its launch parameters changed (userdata); launch parameters are immutable after launch -- replace the instance (upgrade instance, or decommission and redeclare) (N26)\n  help: a running machine keeps what it was launched with: undo the change to userdata, or let a new machine take it (`csis upgrade instance box`, or remove the instance, run, and declare it again)\nvalidate: 1 error(s)\n"
     );
     edit(r, "instances/box.yml", "hello again", "hello from box");
 

@@ -11,19 +11,13 @@ use csis_model::models::{Image, Instance, Item, Storage, StorageMapping};
 use csis_model::{Diagnostic, ItemKind, Origin, Subject, Vct};
 
 use crate::check::context::Checks;
+use crate::load::builders::list_label;
 use crate::load::items::{ItemId, item_index};
 use crate::load::items_model::structured_item;
 
 /// The classification names messages use for a foreign key's target.
 fn target_name(vct: Vct) -> &'static str {
     vct.sanitize().as_str()
-}
-
-/// ` -- did you mean '<name>'?` when a declared name is one slip away.
-fn suggestion<'a>(value: &str, names: impl IntoIterator<Item = &'a str>) -> String {
-    csis_model::suggest::did_you_mean(value, names)
-        .map(|m| format!(" -- did you mean '{m}'?"))
-        .unwrap_or_default()
 }
 
 impl Checks<'_> {
@@ -47,20 +41,24 @@ impl Checks<'_> {
                 at,
             );
         } else if self.b.resolve(vct, value).is_none() {
-            let hint = suggestion(value, self.b.names(vct));
-            self.err_following(
-                format!(
-                    "{class} '{obj}': field '{field}' names '{value}', which is no {} (declared: {}){hint}",
+            let what = list_label(vct).to_lowercase().replace("os ", "OS ");
+            let referrer = format!("{} '{obj}'", class.to_lowercase());
+            let help = csis_model::suggest::undeclared(&referrer, &what, value, self.b.names(vct));
+            self.out.push(
+                Diagnostic::error(format!(
+                    "{class} '{obj}': field '{field}' names '{value}', which is no {}",
                     target_name(vct),
-                    self.b.declared(vct)
-                ),
-                at,
-                Subject::builder(vct, value),
+                ))
+                .at_opt(at)
+                .help(help)
+                .following(Subject::builder(vct, value)),
             );
         }
     }
 
-    /// A foreign key to an item.
+    /// A foreign key to an item; `referrer` says in plain words who holds
+    /// it ("instance 'box' (storages[0])").
+    #[allow(clippy::too_many_arguments)]
     fn fk_item(
         &mut self,
         class: &str,
@@ -69,6 +67,7 @@ impl Checks<'_> {
         value: &str,
         kind: ItemKind,
         at: Option<Origin>,
+        referrer: &str,
     ) {
         let index = item_index(self.db, self.tree);
         let safe = csis_model::naming::safe_name(value);
@@ -82,16 +81,16 @@ impl Checks<'_> {
                 at,
             );
         } else if !index.contains(kind, &safe) {
-            let declared: Vec<&str> = index.names(kind).map(String::as_str).collect();
-            let hint = suggestion(value, declared.iter().copied());
-            self.err_following(
-                format!(
-                    "{class} '{obj}': field '{field}' names '{value}', which is no {} (declared: [{}]){hint}",
+            let declared = index.names(kind).map(String::as_str);
+            let help = csis_model::suggest::undeclared(referrer, kind.singular(), value, declared);
+            self.out.push(
+                Diagnostic::error(format!(
+                    "{class} '{obj}': field '{field}' names '{value}', which is no {}",
                     kind.model_vct(),
-                    declared.join(", ")
-                ),
-                at,
-                Subject::item(kind, value),
+                ))
+                .at_opt(at)
+                .help(help)
+                .following(Subject::item(kind, value)),
             );
         }
     }
@@ -156,6 +155,7 @@ impl Checks<'_> {
                 image,
                 ItemKind::IMAGES,
                 at("image"),
+                &format!("instance '{name}'"),
             );
             let id = ItemId::new(
                 self.db,
@@ -191,6 +191,7 @@ impl Checks<'_> {
                 &m.name,
                 ItemKind::STORAGES,
                 place,
+                &format!("instance '{name}' (storages[{i}])"),
             );
         }
     }

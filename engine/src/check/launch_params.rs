@@ -42,9 +42,15 @@ fn immutability_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<
     if keys.is_empty() {
         return None;
     }
-    Some(Diagnostic::error(format!(
-        "instance '{name}' was launched (run {}) and its launch parameters changed ({}); launch parameters are immutable after launch -- replace the instance (upgrade instance, or decommission and redeclare) (N26)",
-        r.launched_run.as_deref().unwrap_or(&r.run),
-        keys.join(", ")
-    )))
+    Some(
+        Diagnostic::error(format!(
+            "instance '{name}' was launched (run {}) and its launch parameters changed ({}); launch parameters are immutable after launch -- replace the instance (upgrade instance, or decommission and redeclare) (N26)",
+            r.launched_run.as_deref().unwrap_or(&r.run),
+            keys.join(", ")
+        ))
+        .help(format!(
+            "a running machine keeps what it was launched with: undo the change to {}, or let a new machine take it (`csis upgrade instance {name}`, or remove the instance, run, and declare it again)",
+            keys.join(", ")
+        )),
+    )
 }

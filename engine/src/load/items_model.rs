@@ -125,7 +125,15 @@ pub fn structured_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Str
     check_builder(kind, &item, &raw.origin, b, &mut out.diags);
     match &item {
         Item::Image(img) => {
-            out.mods = structure_mods(db, &img.modifications, &raw.origin, b, &mut out.diags);
+            let owner = img.root.name();
+            out.mods = structure_mods(
+                db,
+                owner,
+                &img.modifications,
+                &raw.origin,
+                b,
+                &mut out.diags,
+            );
         }
         Item::Instance(inst) => {
             out.storages = structure_storages(&inst.storages, &raw.origin, &mut out.diags);
@@ -352,16 +360,40 @@ fn check_builder(
             kind.singular()
         )
     };
+    let what = crate::load::builders::list_label(vct).to_lowercase();
+    let help = if type_name == "default" && b.names(vct).is_empty() {
+        format!(
+            "no {what} is declared: declare one in cfg/ under {}: with is_default: true",
+            csis_model::vct::BUILDER_KEYS
+                .iter()
+                .find(|(_, v)| *v == vct.sanitize())
+                .map_or("its builder list", |(key, _)| *key)
+        )
+    } else if type_name == "default" {
+        format!(
+            "{} '{name}' names no type and no {what} is marked is_default: true (declared: {}) -- write type: <one of them>, or mark one is_default: true",
+            kind.singular(),
+            b.declared(vct)
+        )
+    } else {
+        csis_model::suggest::undeclared(
+            &format!("{} '{name}'", kind.singular()),
+            &what,
+            type_name,
+            b.names(vct),
+        )
+    };
     diags.push(
         Diagnostic::error(msg)
             .at(origin.key("type"))
-            .help(format!("declared: {}", b.declared(vct)))
+            .help(help)
             .following(Subject::builder(vct, type_name)),
     );
 }
 
 fn structure_mods(
     db: &dyn Db,
+    image: &str,
     raw: &[Value],
     origin: &Origin,
     b: &Builders,
@@ -381,13 +413,23 @@ fn structure_mods(
                     "mod builder '{type_name}' specified for modifications[{i}] not configured"
                 ))
                 .at(here.key("type"))
-                .help(format!("declared: {}", b.declared(Vct::ModBuilderModel)))
+                .help(csis_model::suggest::undeclared(
+                    &format!("modifications[{i}] of image '{image}'"),
+                    "mod builder",
+                    type_name,
+                    b.names(Vct::ModBuilderModel),
+                ))
                 .following(Subject::builder(Vct::ModBuilderModel, type_name)),
             );
             continue;
         };
         let name = m.get("name").and_then(Value::as_str).unwrap_or_default();
-        let mut f = Fields::new(m, here.clone(), format!("Modification '{name}'"), diags);
+        let mut f = Fields::new(
+            m,
+            here.clone(),
+            format!("Modification '{name}' of image '{image}'"),
+            diags,
+        );
         let model = ModItemModel::read(&mut f);
         let extra = db
             .registry()
