@@ -54,7 +54,7 @@ use crate::db::stats::{StageClock, Stats};
 use crate::db::system::System;
 use crate::workspace::Workspace;
 pub use head::validation;
-pub use request::{Level, RunRequest};
+pub use request::{Level, Progress, RunLog, RunRequest};
 use steps::Runner;
 pub use summary::{Explained, LifecycleOutcome, RunSummary};
 
@@ -63,7 +63,7 @@ pub fn run(
     ws: &Workspace,
     system: &dyn System,
     req: &RunRequest,
-    log: &mut dyn FnMut(Level, String),
+    log: &mut dyn RunLog,
 ) -> RunSummary {
     let gen_dir_name = ws.generation_dir_name();
     let mut runner = Runner {
@@ -96,7 +96,7 @@ pub fn run(
         }
     };
     if let Err(e) = runner.steps(&mut summary, head) {
-        (runner.log)(Level::Error, e.clone());
+        runner.log.line(Level::Error, e.clone());
         summary.ok = false;
         summary.error = Some(e);
     }
