@@ -192,7 +192,7 @@ impl Runner<'_> {
 /// A step's wall time as the `done in` line gives it: seconds with one
 /// decimal (`0.3s`, `4.0s`), minutes and seconds from a minute on
 /// (`2m05s`).
-pub(crate) fn wall_time(d: Duration) -> String {
+fn wall_time(d: Duration) -> String {
     let tenths = d.as_millis() / 100;
     if tenths < 600 {
         format!("{}.{}s", tenths / 10, tenths % 10)

@@ -15,7 +15,9 @@
 //!    commands (`execute.rs`); `records.rs` records the state locations;
 //!    `script.rs` is the shell of the runner scripts and final_execution.sh.
 //! 7. `apply.rs`: each lifecycle's deferred commands, logged in a dry run;
-//!    in a real one executed (`execute.rs`) from the private mirror
+//!    in a real one executed (`execute.rs`, each line the command prints
+//!    logged as it comes, its wall time after it, the [`Progress`] to the
+//!    [`RunLog`]) from the private mirror
 //!    (`mirror.rs`), each phase between the builders' finalize hooks
 //!    (`finalize.rs`), then what the apply leaves in meta-state/
 //!    (`records.rs`: storage transitions, launched and ephemeral instances,
