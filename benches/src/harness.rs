@@ -14,7 +14,7 @@ use csis_engine::db::run_input::{RunInput, RunOptions};
 use csis_engine::db::system::MemorySystem;
 use csis_engine::registry::Registry;
 use csis_engine::run::plan_report::{PlanReport, plan_report};
-use csis_engine::run::{RunRequest, RunSummary};
+use csis_engine::run::{Level, RunRequest, RunSummary};
 use csis_engine::workspace::{LoadOptions, Workspace};
 
 use crate::{TreeSize, generate};
@@ -182,7 +182,7 @@ pub fn dry_run(ws: &Workspace, sys: &MemorySystem, stats: bool) -> RunSummary {
         explain: false,
         no_state_query: true,
     };
-    let summary = csis_engine::run::run(ws, sys, &req, &mut |_, _| {});
+    let summary = csis_engine::run::run(ws, sys, &req, &mut |_: Level, _: String| {});
     assert!(
         summary.ok,
         "dry run failed: {:?}; {:?}; {:?}",

@@ -4,6 +4,7 @@
 //! Each command is a thin wrapper over one engine operation. The registry
 //! is assembled here from the plugins this binary links.
 
+mod progress;
 mod report;
 mod watch;
 
@@ -16,7 +17,7 @@ use csis_engine::db::run_input::RunOptions;
 use csis_engine::db::system::{OsSystem, System};
 use csis_engine::load::render::{raw_tree, resolved_tree};
 use csis_engine::registry::Registry;
-use csis_engine::run::{Level, RunRequest};
+use csis_engine::run::RunRequest;
 use csis_engine::workspace::{LoadOptions, Workspace};
 use csis_plugin_api::Plugin;
 
@@ -671,11 +672,9 @@ fn run(ws: &Workspace, args: &RunArgs) -> ExitCode {
         explain: args.explain,
         no_state_query: args.no_state_query,
     };
-    let summary = csis_engine::run::run(ws, &OsSystem, &req, &mut |level, line| match level {
-        Level::Info => eprintln!("{line}"),
-        Level::Warn => eprintln!("warning: {line}"),
-        Level::Error => eprintln!("error: {line}"),
-    });
+    let mut view = progress::RunView::new(progress::wanted());
+    let summary = csis_engine::run::run(ws, &OsSystem, &req, &mut view);
+    view.finish();
     if let Some(stats) = &summary.stats {
         for line in csis_engine::db::stats::describe(stats) {
             eprintln!("{line}");

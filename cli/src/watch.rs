@@ -265,7 +265,7 @@ fn generate(ws: &Workspace, args: &WatchArgs, explain: bool) {
     // Each rewritten file with its causes; bake explanations were printed
     // with the plan.
     let mut in_rewrite = false;
-    let summary = csis_engine::run::run(ws, &OsSystem, &req, &mut |level, line| {
+    let summary = csis_engine::run::run(ws, &OsSystem, &req, &mut |level: Level, line: String| {
         if let Some(path) = line
             .strip_prefix("explain: rewrote ")
             .and_then(|p| p.strip_suffix(':'))

@@ -206,7 +206,7 @@ fn run_tree(fixture: &str, lifecycles: &[&str]) -> Outcome {
     sys.write(Path::new("/bin/sh"), "");
     let req = request(lifecycles);
     let mut log = Vec::new();
-    let summary = run(&ws, &sys, &req, &mut |level, line| {
+    let summary = run(&ws, &sys, &req, &mut |level: Level, line: String| {
         let prefix = match level {
             Level::Info => "",
             Level::Warn => "warning: ",
@@ -397,7 +397,7 @@ fn a_failing_run_now_command_fails_generation_with_its_return_code() {
     let ws = load(&sys, registry(PLUGINS), dir.path(), &LoadOptions::default());
     let req = request(&["identity"]);
     let mut log = Vec::new();
-    let summary = run(&ws, &sys, &req, &mut |_, l| log.push(l));
+    let summary = run(&ws, &sys, &req, &mut |_: Level, l: String| log.push(l));
     assert!(!summary.ok);
     assert_eq!(
         summary.lifecycles["identity"].error.as_deref(),

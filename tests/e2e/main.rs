@@ -12,6 +12,7 @@ mod identity;
 mod launch;
 mod layering;
 mod lineage;
+mod live;
 mod operations;
 mod run;
 mod secrets;

@@ -226,7 +226,8 @@ fn a_failing_modification_fails_the_run_and_records_nothing_for_that_build() {
     );
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("modification 'boom' of image 'top' failed (exit 3); nothing was recorded for this build"), "{err}");
+    // The step's stderr, streamed with the step's prefix before its failure.
+    assert!(err.contains("[instance-image/execution] csis local: modification 'boom' of image 'top' failed (exit 3); nothing was recorded for this build\nerror: [instance-image/execution] command returned 1"), "{err}");
     assert!(
         err.contains("error: [instance-image/execution] command returned 1: \"$CSIS\" local bake --spec bake/image-generation/bake-image-generation-top.json"),
         "{err}"

@@ -5,6 +5,7 @@
 //! lifecycle's apply leaves in meta-state/ ([`crate::run::records`]).
 
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 use csis_plugin_api::{Builder, LifecycleSpec};
 
@@ -14,7 +15,7 @@ use crate::run::finalize::{builders_in_hook_order, finalize_hooks};
 use crate::run::generate::{Emission, by_phase};
 use crate::run::script;
 use crate::run::steps::Runner;
-use crate::run::{Level, RunSummary};
+use crate::run::{Level, Progress, RunSummary};
 
 impl Runner<'_> {
     /// The apply step: per lifecycle in run order, its deferred commands
@@ -30,6 +31,19 @@ impl Runner<'_> {
         let b = builders(&ws.db, ws.tree);
         let builder_objs = builders_in_hook_order(ws);
         let mut failed = false;
+        let mut steps = Progress {
+            done: 0,
+            total: if self.req.options.dry_run {
+                0
+            } else {
+                lifecycles
+                    .iter()
+                    .filter_map(|l| emissions.get(l.name))
+                    .map(|em| em.deferred.len())
+                    .sum()
+            },
+            current: None,
+        };
         for spec in lifecycles {
             let name = spec.name;
             let Some(em) = emissions.get(name) else {
@@ -45,7 +59,7 @@ impl Runner<'_> {
                         .flatten()
                         .is_some()
                 {
-                    (self.log)(
+                    self.log.line(
                         Level::Warn,
                         format!(
                             "[{name}] stale-script-skipped: run-{name}.sh is from an earlier run of a lifecycle not requested now"
@@ -72,7 +86,7 @@ impl Runner<'_> {
                 if name == "instance-image"
                     && let Err(e) = self.draw_aliases(true)
                 {
-                    (self.log)(Level::Error, e);
+                    self.log.line(Level::Error, e);
                 }
                 for d in &em.deferred {
                     let line = script::command_line(&d.command, &b.executables).unwrap_or_default();
@@ -87,13 +101,14 @@ impl Runner<'_> {
                     && self.req.record
                     && let Err(e) = self.draw_aliases(false)
                 {
-                    (self.log)(Level::Error, e);
+                    self.log.line(Level::Error, e);
                 }
-                match self.execute_lifecycle(name, em, &builder_objs) {
+                match self.execute_lifecycle(name, em, &builder_objs, &mut steps) {
                     Ok(()) => "executed",
                     Err(e) => {
-                        (self.log)(Level::Error, e.clone());
-                        (self.log)(Level::Error, format!("Apply failed for lifecycle {name}"));
+                        self.log.line(Level::Error, e.clone());
+                        self.log
+                            .line(Level::Error, format!("Apply failed for lifecycle {name}"));
                         summary.ok = false;
                         summary.error.get_or_insert(e);
                         failed = true;
@@ -109,22 +124,28 @@ impl Runner<'_> {
                 _ => Ok(()),
             };
             if let Err(e) = recorded {
-                (self.log)(Level::Error, e.clone());
+                self.log.line(Level::Error, e.clone());
                 summary.ok = false;
                 summary.error.get_or_insert(e);
             }
             summary.apply.insert(name.into(), status.into());
         }
+        if steps.total > 0 {
+            steps.current = None;
+            self.log.progress(&steps);
+        }
     }
 
     /// A real run's deferred commands, phase by phase, with every builder's
     /// pre/post_finalize_phase around each phase and the run hooks around
-    /// the whole.
+    /// the whole. Each command's output is logged as it comes, then its
+    /// wall time; `steps` counts the commands done for the progress.
     fn execute_lifecycle(
         &mut self,
         name: &str,
         em: &Emission,
         builder_objs: &[Box<dyn Builder>],
+        steps: &mut Progress,
     ) -> Result<(), String> {
         let hooks = self.ws.db.registry().run_hooks();
         for h in hooks {
@@ -138,22 +159,24 @@ impl Runner<'_> {
             for cmd in cmds {
                 let b = builders(&self.ws.db, self.ws.tree);
                 let line = script::command_line(cmd, &b.executables)?;
+                steps.current = Some(format!("{at}: {line}"));
+                self.log.progress(steps);
                 self.info(format!("[{at}] executing {line}"));
+                let started = Instant::now();
                 let (line, out) = self
-                    .execute(name, cmd, &mirror)
+                    .execute_streaming(name, &at, cmd, &mirror)
                     .map_err(|e| format!("[{at}] {e}"))?;
-                for l in out.stdout.lines() {
-                    self.info(format!("[{at}] {l}"));
-                }
                 if out.code != Some(0) {
-                    for l in out.stderr.lines() {
-                        (self.log)(Level::Warn, format!("[{at}] {l}"));
-                    }
                     return Err(format!(
                         "[{at}] command returned {}: {line}",
                         out.code.map_or("a signal".into(), |c| c.to_string())
                     ));
                 }
+                self.info(format!(
+                    "[{at}] done in {}: {line}",
+                    wall_time(started.elapsed())
+                ));
+                steps.done += 1;
             }
             finalize_hooks(builder_objs, phase, false).map_err(|e| format!("[{at}] {e}"))?;
         }
@@ -163,5 +186,35 @@ impl Runner<'_> {
                 .map_err(|e| format!("[{name}] after-apply hook {} failed: {e}", h.name()))?;
         }
         Ok(())
+    }
+}
+
+/// A step's wall time as the `done in` line gives it: seconds with one
+/// decimal (`0.3s`, `4.0s`), minutes and seconds from a minute on
+/// (`2m05s`).
+fn wall_time(d: Duration) -> String {
+    let tenths = d.as_millis() / 100;
+    if tenths < 600 {
+        format!("{}.{}s", tenths / 10, tenths % 10)
+    } else {
+        let secs = tenths / 10;
+        format!("{}m{:02}s", secs / 60, secs % 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wall_times_read_as_seconds_then_minutes() {
+        let ms = Duration::from_millis;
+        assert_eq!(wall_time(ms(0)), "0.0s");
+        assert_eq!(wall_time(ms(349)), "0.3s");
+        assert_eq!(wall_time(ms(4_012)), "4.0s");
+        assert_eq!(wall_time(ms(59_999)), "59.9s");
+        assert_eq!(wall_time(ms(60_000)), "1m00s");
+        assert_eq!(wall_time(ms(125_400)), "2m05s");
+        assert_eq!(wall_time(ms(7_325_000)), "122m05s");
     }
 }

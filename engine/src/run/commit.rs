@@ -267,19 +267,21 @@ impl Runner<'_> {
             &self.gen_dir_name,
             &message,
             &plaintexts,
-            &mut |w| log(Level::Warn, w),
+            &mut |w| log.line(Level::Warn, w),
         );
         match outcome {
             Ok(crate::run::commit::CommitOutcome::Committed(sha)) => {
-                (self.log)(Level::Info, format!("meta-state commit: {sha}"));
+                self.log
+                    .line(Level::Info, format!("meta-state commit: {sha}"));
                 summary.meta_state_commit = Some(sha);
             }
             Ok(crate::run::commit::CommitOutcome::NothingChanged) => {
-                (self.log)(Level::Info, "meta-state commit: nothing changed".into());
+                self.log
+                    .line(Level::Info, "meta-state commit: nothing changed".into());
             }
-            Ok(crate::run::commit::CommitOutcome::Skipped(why)) => (self.log)(Level::Warn, why),
+            Ok(crate::run::commit::CommitOutcome::Skipped(why)) => self.log.line(Level::Warn, why),
             Err(e) => {
-                (self.log)(Level::Error, e.clone());
+                self.log.line(Level::Error, e.clone());
                 summary.ok = false;
                 summary.error = Some(e);
             }

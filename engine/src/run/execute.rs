@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use crate::db::system::{Process, ProcessOutput};
 use crate::load::builders::builders;
+use crate::run::Level;
 use crate::run::script;
 use crate::run::steps::Runner;
 
@@ -23,14 +24,14 @@ impl Runner<'_> {
         ]
     }
 
-    /// Execute one command from the lifecycle directory: its shell line and
-    /// what it printed.
-    pub(super) fn execute(
+    /// One command as the process that runs it from `dir`, and its shell
+    /// line.
+    fn process(
         &self,
         lifecycle: &str,
         cmd: &csis_plugin_api::Command,
         dir: &std::path::Path,
-    ) -> Result<(String, ProcessOutput), String> {
+    ) -> Result<(String, Process), String> {
         let b = builders(&self.ws.db, self.ws.tree);
         let line = script::command_line(cmd, &b.executables)?;
         let (binary, args) = script::argv(cmd, &b.executables)?;
@@ -48,9 +49,42 @@ impl Runner<'_> {
             },
             env,
         };
+        Ok((line, process))
+    }
+
+    /// Execute one command from the lifecycle directory: its shell line and
+    /// what it printed.
+    pub(super) fn execute(
+        &self,
+        lifecycle: &str,
+        cmd: &csis_plugin_api::Command,
+        dir: &std::path::Path,
+    ) -> Result<(String, ProcessOutput), String> {
+        let (line, process) = self.process(lifecycle, cmd, dir)?;
         let out = self
             .system
             .run(&process)
+            .map_err(|e| format!("[{lifecycle}] command failed: {line}: {e}"))?;
+        Ok((line, out))
+    }
+
+    /// Execute one command as [`Runner::execute`] does, logging each line
+    /// it prints, stdout and stderr alike, as `[at] line` the moment it
+    /// comes.
+    pub(super) fn execute_streaming(
+        &mut self,
+        lifecycle: &str,
+        at: &str,
+        cmd: &csis_plugin_api::Command,
+        dir: &std::path::Path,
+    ) -> Result<(String, ProcessOutput), String> {
+        let (line, process) = self.process(lifecycle, cmd, dir)?;
+        let system = self.system;
+        let log = &mut *self.log;
+        let out = system
+            .run_streaming(&process, &mut |_, l| {
+                log.line(Level::Info, format!("[{at}] {l}"))
+            })
             .map_err(|e| format!("[{lifecycle}] command failed: {line}: {e}"))?;
         Ok((line, out))
     }

@@ -71,16 +71,16 @@ impl Runner<'_> {
             ));
         }
         for i in infos {
-            (self.log)(Level::Info, i);
+            self.log.line(Level::Info, i);
         }
         for w in warnings {
-            (self.log)(Level::Warn, w);
+            self.log.line(Level::Warn, w);
         }
         if errors.is_empty() {
             return true;
         }
         for e in &errors {
-            (self.log)(Level::Error, format!("validation: {e}"));
+            self.log.line(Level::Error, format!("validation: {e}"));
         }
         summary.ok = false;
         summary.error = Some(format!("validation failed with {} error(s)", errors.len()));

@@ -15,7 +15,9 @@
 //!    commands (`execute.rs`); `records.rs` records the state locations;
 //!    `script.rs` is the shell of the runner scripts and final_execution.sh.
 //! 7. `apply.rs`: each lifecycle's deferred commands, logged in a dry run;
-//!    in a real one executed (`execute.rs`) from the private mirror
+//!    in a real one executed (`execute.rs`, each line the command prints
+//!    logged as it comes, its wall time after it, the [`Progress`] to the
+//!    [`RunLog`]) from the private mirror
 //!    (`mirror.rs`), each phase between the builders' finalize hooks
 //!    (`finalize.rs`), then what the apply leaves in meta-state/
 //!    (`records.rs`: storage transitions, launched and ephemeral instances,
@@ -54,7 +56,7 @@ use crate::db::stats::{StageClock, Stats};
 use crate::db::system::System;
 use crate::workspace::Workspace;
 pub use head::validation;
-pub use request::{Level, RunRequest};
+pub use request::{Level, Progress, RunLog, RunRequest};
 use steps::Runner;
 pub use summary::{Explained, LifecycleOutcome, RunSummary};
 
@@ -63,7 +65,7 @@ pub fn run(
     ws: &Workspace,
     system: &dyn System,
     req: &RunRequest,
-    log: &mut dyn FnMut(Level, String),
+    log: &mut dyn RunLog,
 ) -> RunSummary {
     let gen_dir_name = ws.generation_dir_name();
     let mut runner = Runner {
@@ -96,7 +98,7 @@ pub fn run(
         }
     };
     if let Err(e) = runner.steps(&mut summary, head) {
-        (runner.log)(Level::Error, e.clone());
+        runner.log.line(Level::Error, e.clone());
         summary.ok = false;
         summary.error = Some(e);
     }

@@ -105,14 +105,14 @@ impl Runner<'_> {
                     } else {
                         "alias pool: instance '{name}' takes"
                     };
-                    (self.log)(
+                    self.log.line(
                         Level::Info,
                         format!("{} '{alias}'", verb.replace("{name}", name)),
                     );
                     r.params.insert("alias".into(), json!(alias));
                     pool = rest;
                 }
-                None => (self.log)(
+                None => self.log.line(
                     Level::Warn,
                     format!(
                         "alias pool {}: EMPTY -- instance '{name}' launches without an alias; append names to refill",

@@ -35,3 +35,29 @@ pub enum Level {
     Warn,
     Error,
 }
+
+/// How far a real run's apply has got, for a progress display: sent
+/// before each executed step (`current` names it) and once after the
+/// apply (`current` is `None`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// Steps finished.
+    pub done: usize,
+    /// Steps this run's apply would execute.
+    pub total: usize,
+    /// The step now running: `lifecycle/phase: command line`.
+    pub current: Option<String>,
+}
+
+/// What hears a run: every line of its log, and its progress. A closure
+/// `FnMut(Level, String)` is one that ignores the progress.
+pub trait RunLog {
+    fn line(&mut self, level: Level, line: String);
+    fn progress(&mut self, _progress: &Progress) {}
+}
+
+impl<F: FnMut(Level, String)> RunLog for F {
+    fn line(&mut self, level: Level, line: String) {
+        self(level, line)
+    }
+}

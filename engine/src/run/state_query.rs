@@ -313,7 +313,7 @@ impl Runner<'_> {
             } else {
                 Level::Info
             };
-            (self.log)(level, format!("state: {line}"));
+            self.log.line(level, format!("state: {line}"));
         }
         summary.state = report.counts();
         Ok(())

@@ -13,7 +13,7 @@ use crate::db::system::System;
 use crate::load::builders::builders;
 use crate::run::generate::gitignore_entries;
 use crate::run::script::{self, RUN_LOCAL_FILES};
-use crate::run::{Level, RunRequest, RunSummary};
+use crate::run::{Level, RunLog, RunRequest, RunSummary};
 use crate::workspace::Workspace;
 
 /// What every step of one run shares.
@@ -25,14 +25,14 @@ pub(super) struct Runner<'a> {
     pub(super) run_id: String,
     pub(super) gen_dir: PathBuf,
     pub(super) gen_dir_name: String,
-    pub(super) log: &'a mut dyn FnMut(Level, String),
+    pub(super) log: &'a mut dyn RunLog,
     /// Where the current stage started, for `--stats`.
     pub(super) clock: StageClock,
 }
 
 impl Runner<'_> {
     pub(super) fn info(&mut self, line: String) {
-        (self.log)(Level::Info, line);
+        self.log.line(Level::Info, line);
     }
 
     /// Close a stage for `--stats`.
@@ -79,7 +79,7 @@ impl Runner<'_> {
                 if !self.req.options.dry_run {
                     return Err(refusal);
                 }
-                (self.log)(Level::Warn, refusal);
+                self.log.line(Level::Warn, refusal);
             }
             self.mark(summary, "plan");
         }

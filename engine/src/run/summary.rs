@@ -80,7 +80,8 @@ impl Runner<'_> {
             "error": summary.error,
         });
         if let Err(e) = meta_state::record_run(self.system, &self.ws.root, entry) {
-            (self.log)(Level::Error, format!("Could not write run summary: {e}"));
+            self.log
+                .line(Level::Error, format!("Could not write run summary: {e}"));
         }
         let mut summary = summary;
         if self.req.commit && summary.ok {
@@ -92,11 +93,12 @@ impl Runner<'_> {
             format!("{json}\n").as_bytes(),
             false,
         ) {
-            (self.log)(Level::Error, format!("Could not write run summary: {e}"));
+            self.log
+                .line(Level::Error, format!("Could not write run summary: {e}"));
         }
         for h in self.ws.db.registry().run_hooks() {
             if let Err(e) = h.on_summary(&json) {
-                (self.log)(
+                self.log.line(
                     Level::Warn,
                     format!("on-summary hook {} failed: {e}", h.name()),
                 );

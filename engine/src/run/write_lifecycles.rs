@@ -47,7 +47,7 @@ impl Runner<'_> {
                     .and_then(|()| self.run_build_commands(name, &em)),
             };
             if let Err(e) = result {
-                (self.log)(Level::Error, e.clone());
+                self.log.line(Level::Error, e.clone());
                 outcome.status = "failed".into();
                 outcome.error = Some(e.clone());
                 summary.ok = false;
@@ -126,7 +126,7 @@ impl Runner<'_> {
             let (line, out) = self.execute(lifecycle, cmd, &dir)?;
             if out.code != Some(0) {
                 for l in out.stdout.lines().chain(out.stderr.lines()) {
-                    (self.log)(Level::Warn, format!("[{lifecycle}] {l}"));
+                    self.log.line(Level::Warn, format!("[{lifecycle}] {l}"));
                 }
                 return Err(format!(
                     "[{lifecycle}] Command failed: {line} (Return code: {})",
