@@ -589,6 +589,9 @@ fn validate(ws: &Workspace, style: report::Style, format: report::DiagnosticForm
         .diags
         .clone();
     diags.extend(executables);
+    diags.extend(csis_engine::check::owned_directories::check(
+        &ws.db, ws.tree, &ws.root, &OsSystem,
+    ));
     diags.extend(csis_engine::check::state_locations::check(
         &ws.db,
         ws.tree,

@@ -20,6 +20,7 @@ mod shell;
 mod state;
 mod state_locations;
 mod storage;
+mod store_root;
 mod support;
 mod users;
 mod watch;

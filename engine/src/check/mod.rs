@@ -21,6 +21,7 @@ pub mod item_checks;
 pub mod labels;
 mod launch_params;
 pub mod logins;
+pub mod owned_directories;
 mod policies;
 pub mod released_pins;
 pub mod report;

@@ -30,6 +30,9 @@ pub trait System: Send + Sync {
     /// Remove every empty directory below `dir` (and `dir` itself when it
     /// ends up empty).
     fn remove_empty_dirs(&self, dir: &Path) -> io::Result<()>;
+    /// The path with every symlink resolved; an error when it does not
+    /// exist.
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
     /// Run a process to completion, handing `on_line` each line of its
     /// stdout and stderr (without the line end) as it arrives, in the order
     /// it arrives; the whole output is returned too.
@@ -196,6 +199,10 @@ impl System for OsSystem {
     /// Spawned with both outputs piped; a thread per output reads lines and
     /// sends them through one channel, so `on_line` hears them here, on the
     /// caller's thread, as they come.
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        std::fs::canonicalize(path)
+    }
+
     fn run_streaming(
         &self,
         process: &Process,
@@ -355,6 +362,16 @@ impl System for MemorySystem {
 
     fn remove_empty_dirs(&self, _dir: &Path) -> io::Result<()> {
         Ok(()) // directories exist only through their files here
+    }
+
+    /// A memory tree has no symlinks: a path that exists is its own.
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        let exists = self.is_dir(path) || self.read_bytes(path)?.is_some();
+        if exists {
+            Ok(path.to_path_buf())
+        } else {
+            Err(io::Error::new(io::ErrorKind::NotFound, "no such path"))
+        }
     }
 
     fn run_streaming(

@@ -132,6 +132,11 @@ pub fn validation(
     infos.extend(crate::state::alias_pool::remaining_info(&ws.db, ws.tree));
     errors.extend(exe_errors.iter().map(|d| ws.describe(d)));
     errors.extend(
+        crate::check::owned_directories::check(&ws.db, ws.tree, &ws.root, system)
+            .iter()
+            .map(|d| ws.describe(d)),
+    );
+    errors.extend(
         crate::check::state_locations::check(&ws.db, ws.tree, &run.options(&ws.db).migrate_state)
             .iter()
             .map(|d| ws.describe(d)),

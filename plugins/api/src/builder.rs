@@ -346,6 +346,23 @@ pub trait Builder: Send + Sync {
     fn observe(&self, _root: &std::path::Path) -> Result<Observed, String> {
         Err("this runtime cannot be asked what exists".into())
     }
+    /// A directory this builder writes, as declared (relative to the
+    /// configuration root): validation refuses one that resolves, after
+    /// symlinks, outside the root unless the declaration opts out.
+    fn owned_directory(&self) -> Option<OwnedDirectory> {
+        None
+    }
+}
+
+/// A directory a builder writes, and how the tree declared it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OwnedDirectory {
+    /// The key that declares it (`store`).
+    pub key: &'static str,
+    pub path: String,
+    /// The key that lets it leave the root, and whether the tree set it.
+    pub allow_key: &'static str,
+    pub outside_allowed: bool,
 }
 
 /// What a runtime reports exists: builds (by their lineage tags), storages

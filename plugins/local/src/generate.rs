@@ -33,6 +33,16 @@ pub fn store_of(runtime: Option<&BuilderDecl>) -> String {
         .to_string()
 }
 
+/// The store as a runner script names it: under `${CSIS_ROOT}` unless the
+/// tree declared an absolute path (allow_store_outside_root).
+fn store_in_script(store: &str) -> String {
+    if store.starts_with('/') {
+        store.to_string()
+    } else {
+        format!("${{CSIS_ROOT}}/{store}")
+    }
+}
+
 fn pretty(v: &J) -> String {
     format!("{}\n", serde_json::to_string_pretty(v).unwrap_or_default())
 }
@@ -52,7 +62,8 @@ fn step(builder: &str, phase: P, name: &str, spec: J, verb: &str) -> Step {
 fn bake_step(builder: &str, phase: P, series: &str, runtime: &str, store: &str, spec: J) -> Step {
     let mut s = step(builder, phase, series, spec, "bake");
     let manifest = format!(
-        "${{CSIS_ROOT}}/{store}/images/{}/manifest.json",
+        "{}/images/{}/manifest.json",
+        store_in_script(store),
         crate::build_id(series, runtime, "${CSIS_RUN_ID}")
     );
     s.commands.push(Command::csis([
@@ -351,7 +362,7 @@ pub fn launches(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Step>
             ),
             cloud_config,
         ));
-        let launched = format!("${{CSIS_ROOT}}/{store}/instances/{name}/instance.json");
+        let launched = format!("{}/instances/{name}/instance.json", store_in_script(&store));
         st.commands.push(Command::csis([
             "--root-dir",
             "${CSIS_ROOT}",

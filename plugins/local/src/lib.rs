@@ -110,6 +110,24 @@ impl Builder for LocalBuilder {
         let store = root.join(generate::store_of(Some(&self.decl)));
         exec::observe(&store, self.decl.name())
     }
+
+    fn owned_directory(&self) -> Option<csis_plugin_api::OwnedDirectory> {
+        (self.classification == Vct::RuntimeBuilderModel).then(|| csis_plugin_api::OwnedDirectory {
+            key: "store",
+            path: generate::store_of(Some(&self.decl)),
+            allow_key: ALLOW_OUTSIDE,
+            outside_allowed: store_outside_allowed(&self.decl),
+        })
+    }
+}
+
+/// The runtime key that lets a store leave the configuration root.
+const ALLOW_OUTSIDE: &str = "allow_store_outside_root";
+
+fn store_outside_allowed(decl: &BuilderDecl) -> bool {
+    decl.extra
+        .get(ALLOW_OUTSIDE)
+        .is_some_and(|v| v.typed() == csis_model::value::Typed::Bool(true))
 }
 
 fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {
@@ -124,11 +142,22 @@ fn no_extra(_: &mut Fields<'_>) -> Map {
 }
 
 /// `store`: the directory under the root where the runtime keeps its
-/// images, instances and storages.
+/// images, instances and storages; `allow_store_outside_root` lets it
+/// resolve elsewhere.
 fn runtime_extra(f: &mut Fields<'_>) -> Map {
     let mut m = Map::new();
     let store = f.str_or("store", DEFAULT_STORE);
     m.insert("store".into(), Value::str(store));
+    // Kept only when set, so a tree without it reads as it always did.
+    if f.bool_or(ALLOW_OUTSIDE, false) {
+        m.insert(
+            ALLOW_OUTSIDE.into(),
+            Value::Scalar {
+                text: "true".into(),
+                plain: true,
+            },
+        );
+    }
     m
 }
 

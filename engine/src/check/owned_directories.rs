@@ -1,0 +1,93 @@
+//! The directories builders write (the local runtime's `store`) stay
+//! inside the configuration root: a path that resolves, after `..` and
+//! symlinks, anywhere else is refused at validate and at every run's head
+//! with the place it resolved to, unless the declaration opts out. A store
+//! outside the root would take builds, storages and instances out of the
+//! tree that records them.
+
+use std::path::{Component, Path, PathBuf};
+
+use csis_model::Diagnostic;
+
+use crate::db::system::System;
+use crate::db::{Db, Tree};
+use crate::load::builders::{builders, list_label};
+
+pub fn check(db: &dyn Db, tree: Tree, root: &Path, system: &dyn System) -> Vec<Diagnostic> {
+    let b = builders(db, tree);
+    let registry = db.registry();
+    let root = resolved(system, root);
+    let mut out = Vec::new();
+    for (vct, decls) in &b.by_class {
+        for decl in decls.values() {
+            let Some(owned) = registry
+                .model(decl.classification, decl.model)
+                .and_then(|spec| (spec.builder)(decl).owned_directory())
+            else {
+                continue;
+            };
+            let at = resolved(system, &root.join(&owned.path));
+            if owned.outside_allowed || at.starts_with(&root) {
+                continue;
+            }
+            let who = format!("{} '{}'", list_label(*vct).to_lowercase(), decl.name());
+            out.push(
+                Diagnostic::error(format!(
+                    "{who}: {} '{}' resolves to {}, outside the configuration root {}",
+                    owned.key,
+                    owned.path,
+                    at.display(),
+                    root.display()
+                ))
+                .at_opt(
+                    b.origins
+                        .get(&(*vct, decl.name().to_string()))
+                        .map(|o| o.key(owned.key)),
+                )
+                .help(format!(
+                    "keep the {} under the root (a relative path that stays inside it), or set {}: true on {who} to keep it elsewhere",
+                    owned.key, owned.allow_key
+                )),
+            );
+        }
+    }
+    out
+}
+
+/// Where `path` leads: symlinks resolved in the part that exists, `.` and
+/// `..` folded in the part that does not yet.
+fn resolved(system: &dyn System, path: &Path) -> PathBuf {
+    if let Ok(real) = system.canonicalize(path) {
+        return real;
+    }
+    let mut rest = path.components();
+    match rest.next_back() {
+        Some(Component::Normal(name)) => resolved(system, rest.as_path()).join(name),
+        Some(Component::CurDir) => resolved(system, rest.as_path()),
+        Some(Component::ParentDir) => {
+            let mut parent = resolved(system, rest.as_path());
+            parent.pop();
+            parent
+        }
+        _ => path.to_path_buf(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::system::MemorySystem;
+
+    #[test]
+    fn paths_that_do_not_exist_yet_fold_their_dots() {
+        let sys = MemorySystem::default();
+        assert_eq!(
+            resolved(&sys, Path::new("/t/./store/../../../tmp/x")),
+            PathBuf::from("/tmp/x")
+        );
+        assert_eq!(
+            resolved(&sys, Path::new("/t/store")),
+            PathBuf::from("/t/store")
+        );
+    }
+}
