@@ -87,10 +87,6 @@ fn a_pinned_build_gone_is_hard_and_refuses_validation_and_the_next_run() {
 fn foreign_stale_and_missing_instances_are_reported_not_hard() {
     let t = built();
     let images = t.path().join("store/images");
-    csis_test_support::copy_tree(
-        &images.join(format!("top-here-{B0}")),
-        &images.join("top-here-2026_11_01T00_00_00"),
-    );
     // A second build of top; box moves to it, so the first is stale.
     ok(csis_at(
         t.path(),
@@ -105,6 +101,11 @@ fn foreign_stale_and_missing_instances_are_reported_not_hard() {
     ));
     ok(csis_at(t.path(), T0 + 40, &["upgrade", "instance", "box"]));
     std::fs::remove_dir_all(t.path().join("store/instances/box")).unwrap();
+    // A build lineage does not record (a real run would remove it first).
+    csis_test_support::copy_tree(
+        &images.join(format!("top-here-{B0}")),
+        &images.join("top-here-2026_11_01T00_00_00"),
+    );
     let out = query(t.path(), &[]);
     assert_eq!(
         stdout(&out),

@@ -6,6 +6,11 @@
 //! | missing | meta-state records it, the runtime does not have it |
 //! | foreign | the runtime has it (with lineage tags), meta-state does not record it |
 //! | stale | a recorded build still standing that neither is a head nor is pinned: retention's to dispose |
+//! | debris | what an interrupted step left (a bake's partial directory, a temporary file) |
+//!
+//! A real run, before it asks, has each runtime remove its debris and the
+//! builds lineage does not record (a run killed between a bake and its
+//! record leaves one): the tree is locked, so nothing else is baking.
 //!
 //! Hard drift makes the next validation refuse: a pinned build gone, a
 //! storage recorded live but absent, a pin to a build lineage does not
@@ -151,6 +156,16 @@ pub fn query(ws: &Workspace, system: &dyn System) -> Result<StateReport, String>
             }
         };
         compare_images(&lineage, &pinned_by, rt, &seen, &mut report);
+        for (path, what) in &seen.debris {
+            report.entries.push(drift(
+                "debris",
+                "file",
+                path,
+                rt,
+                format!("{what}; the next real run removes it"),
+                false,
+            ));
+        }
         let seen_storages: BTreeSet<&String> = seen.storages.iter().collect();
         for (name, rec) in &storages.storages {
             let runtime = rec
@@ -257,6 +272,47 @@ fn compare_images(
     }
 }
 
+/// Have every runtime remove its debris and the builds of it lineage does
+/// not record; what each did.
+fn clean(ws: &Workspace, system: &dyn System) -> Result<Vec<String>, String> {
+    let lineage: Lineage = read_json(system, &ws.root, "lineage.yaml")?;
+    let b = builders(&ws.db, ws.tree);
+    let mut done = Vec::new();
+    for decl in b
+        .by_class
+        .get(&Vct::RuntimeBuilderModel)
+        .into_iter()
+        .flat_map(|m| m.values())
+    {
+        let Some(spec) = ws.db.registry().model(decl.classification, decl.model) else {
+            continue;
+        };
+        let builder = (spec.builder)(decl);
+        // A runtime that cannot be asked is reported by the query.
+        let Ok(seen) = builder.observe(&ws.root) else {
+            continue;
+        };
+        let orphans: Vec<String> = seen
+            .images
+            .iter()
+            .filter(|i| lineage.build(&i.build_id).is_none())
+            .map(|i| i.build_id.clone())
+            .collect();
+        if seen.debris.is_empty() && orphans.is_empty() {
+            continue;
+        }
+        let rt = decl.name();
+        done.extend(
+            builder
+                .clean(&ws.root, &orphans)
+                .map_err(|e| format!("state: cleaning runtime '{rt}': {e}"))?
+                .into_iter()
+                .map(|l| format!("{rt}: {l}")),
+        );
+    }
+    Ok(done)
+}
+
 /// Write generated/state-report.json whole when it changed, after the
 /// public-safe hard rules (a refused write writes nothing).
 pub fn write_report(
@@ -305,6 +361,11 @@ impl Runner<'_> {
     /// Ask the runtimes what exists; the report goes to
     /// generated/state-report.json and its counts to the summary.
     pub(super) fn state_query(&mut self, summary: &mut RunSummary) -> Result<(), String> {
+        if !self.req.options.dry_run {
+            for line in clean(self.ws, self.system)? {
+                self.log.line(Level::Info, format!("state: {line}"));
+            }
+        }
         let report = crate::run::state_query::query(self.ws, self.system)?;
         crate::run::state_query::write_report(self.system, &self.ws.root, &self.gen_dir, &report)?;
         for line in report.lines() {

@@ -346,6 +346,13 @@ pub trait Builder: Send + Sync {
     fn observe(&self, _root: &std::path::Path) -> Result<Observed, String> {
         Err("this runtime cannot be asked what exists".into())
     }
+    /// Runtime builders, in a real run before anything else (the tree is
+    /// locked): remove the debris `observe` reported and the given builds
+    /// that lineage does not record (baked by a run that ended before it
+    /// recorded them). Returns a line per thing done.
+    fn clean(&self, _root: &std::path::Path, _orphans: &[String]) -> Result<Vec<String>, String> {
+        Ok(Vec::new())
+    }
     /// A directory this builder writes, as declared (relative to the
     /// configuration root): validation refuses one that resolves, after
     /// symlinks, outside the root unless the declaration opts out.
@@ -372,6 +379,10 @@ pub struct Observed {
     pub images: Vec<ObservedImage>,
     pub storages: Vec<String>,
     pub instances: Vec<String>,
+    /// What an interrupted step left behind (a bake's partial directory, a
+    /// temporary file): `(path, what it is)`, the path as the runtime
+    /// names it.
+    pub debris: Vec<(String, String)>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -111,6 +111,11 @@ impl Builder for LocalBuilder {
         exec::observe(&store, self.decl.name())
     }
 
+    fn clean(&self, root: &std::path::Path, orphans: &[String]) -> Result<Vec<String>, String> {
+        let store = root.join(generate::store_of(Some(&self.decl)));
+        exec::clean(&store, self.decl.name(), orphans)
+    }
+
     fn owned_directory(&self) -> Option<csis_plugin_api::OwnedDirectory> {
         (self.classification == Vct::RuntimeBuilderModel).then(|| csis_plugin_api::OwnedDirectory {
             key: "store",

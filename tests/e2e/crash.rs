@@ -1,0 +1,150 @@
+//! What a killed run leaves in the local store, and the next real run
+//! cleaning it: a bake's partial directory, temporary files, a build that
+//! was baked but never recorded.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::{csis_at, edit, ok};
+use csis_test_support::tree;
+
+const NOW: i64 = 1796226804;
+
+fn entries(dir: &Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+/// SIGKILL every process whose working directory is inside `root`: the
+/// steps a run started there, and nothing else on the machine.
+fn kill_processes_working_in(root: &Path) {
+    let root = root.canonicalize().unwrap();
+    let me = std::process::id().to_string();
+    for entry in std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()) {
+        let pid = entry.file_name().to_string_lossy().to_string();
+        if pid.is_empty() || !pid.chars().all(|c| c.is_ascii_digit()) || pid == me || pid == "1" {
+            continue;
+        }
+        let inside =
+            std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| cwd.starts_with(&root));
+        if inside {
+            Command::new("kill").args(["-9", &pid]).status().unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_bake_killed_midway_leaves_debris_the_next_real_run_removes() {
+    let t = tree("local-run");
+    let r = t.path();
+    edit(
+        r,
+        "images/chain.yml",
+        "script: echo mid > \"$CSIS_IMAGE_ROOT/etc/layer-mid\"",
+        "script: echo mid > \"$CSIS_IMAGE_ROOT/etc/layer-mid\"; sleep 30",
+    );
+    let mut run = Command::new(env!("CARGO_BIN_EXE_csis"))
+        .arg("--root-dir")
+        .arg(r)
+        .args(["run", "all", "--no-dry-run"])
+        .env("CSIS_NOW", NOW.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let images = r.join("store/images");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !entries(&images)
+        .iter()
+        .any(|n| n.starts_with(".mid-") && n.ends_with(".partial"))
+    {
+        assert!(Instant::now() < deadline, "the bake of mid never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The run, then every process working in the tree (the bake step and
+    // its script), as a crash of the machine would take them all.
+    run.kill().unwrap();
+    let _ = run.wait();
+    kill_processes_working_in(r);
+    let partial = ".mid-here-2026_12_02T15_53_24.partial";
+    assert!(entries(&images).contains(&partial.to_string()));
+
+    edit(r, "images/chain.yml", "; sleep 30", "");
+    let query = ok(csis_at(r, NOW + 60, &["state", "query"]));
+    assert!(
+        query.contains(&format!("debris file {}/{partial} (here): a bake that never finished; the next real run removes it", images.display())),
+        "{query}"
+    );
+    let next = ok(csis_at(r, NOW + 60, &["run", "all", "--no-dry-run"]));
+    assert!(
+        next.contains(&format!(
+            "state: here: removed {}/{partial} (a bake that never finished)",
+            images.display()
+        )),
+        "{next}"
+    );
+    assert!(
+        entries(&images).iter().all(|n| !n.starts_with('.')),
+        "{:?}",
+        entries(&images)
+    );
+    let lineage = std::fs::read_to_string(r.join("meta-state/lineage.yaml")).unwrap();
+    for id in entries(&images) {
+        assert!(lineage.contains(&id), "{id} is not recorded: {lineage}");
+    }
+}
+
+/// A build baked but never recorded (the run died between the bake and
+/// `lineage record`) and a temporary file: listed by `state query`,
+/// removed by the next real run, the series head put back on a recorded
+/// build; a dry run touches nothing.
+#[test]
+fn an_unrecorded_build_and_a_temporary_file_are_removed() {
+    let t = tree("local-run");
+    let r = t.path();
+    ok(csis_at(r, NOW, &["run", "all", "--no-dry-run"]));
+    let store = r.join("store");
+    let recorded = "top-here-2026_12_02T15_53_24";
+    let orphan = "top-here-2026_12_02T16_00_00";
+    let from = store.join("images").join(recorded);
+    let to = store.join("images").join(orphan);
+    Command::new("cp")
+        .arg("-r")
+        .arg(&from)
+        .arg(&to)
+        .status()
+        .unwrap();
+    let manifest = std::fs::read_to_string(to.join("manifest.json")).unwrap();
+    std::fs::write(to.join("manifest.json"), manifest.replace(recorded, orphan)).unwrap();
+    std::fs::write(store.join("heads/top@here"), format!("{orphan}\n")).unwrap();
+    std::fs::write(store.join("heads/.top@here.tmp"), "").unwrap();
+
+    let query = ok(csis_at(r, NOW + 60, &["state", "query"]));
+    assert!(
+        query.contains(&format!("foreign image {orphan} (here)")),
+        "{query}"
+    );
+    assert!(query.contains("debris file"), "{query}");
+    ok(csis_at(r, NOW + 60, &["run", "all"]));
+    assert!(to.exists(), "a dry run removed a build");
+
+    let next = ok(csis_at(r, NOW + 120, &["run", "all", "--no-dry-run"]));
+    assert!(
+        next.contains(&format!("state: here: removed build {orphan}, which lineage does not record (its run ended before recording it)")),
+        "{next}"
+    );
+    assert!(!to.exists());
+    assert!(!store.join("heads/.top@here.tmp").exists());
+    assert_eq!(
+        std::fs::read_to_string(store.join("heads/top@here")).unwrap(),
+        format!("{recorded}\n")
+    );
+}
