@@ -148,3 +148,65 @@ fn an_unrecorded_build_and_a_temporary_file_are_removed() {
         format!("{recorded}\n")
     );
 }
+
+/// `chattr +i` on a directory for as long as it lives: not even root may
+/// create or rename files in it (a read-only root, as a test can make one).
+struct Immutable(std::path::PathBuf);
+
+impl Immutable {
+    /// `None` (with a notice) where the file system or the user cannot.
+    fn set(dir: &Path) -> Option<Immutable> {
+        let done = Command::new("chattr")
+            .arg("+i")
+            .arg(dir)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !done {
+            eprintln!("notice: chattr +i is not available here; the read-only check is skipped");
+        }
+        done.then(|| Immutable(dir.to_path_buf()))
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = Command::new("chattr").arg("-i").arg(&self.0).status();
+    }
+}
+
+/// A command that cannot write what it promises fails and names the file:
+/// a state query whose report changed, a run whose summary cannot be
+/// written.
+#[test]
+fn a_report_or_summary_that_cannot_be_written_fails_the_command() {
+    let t = tree("local-run");
+    let r = t.path();
+    ok(csis_at(r, NOW, &["run", "all", "--no-dry-run"]));
+    // Something new to report, so the report must be rewritten.
+    std::fs::write(r.join("store/heads/.top@here.tmp"), "").unwrap();
+    let generated = r.join("generated");
+    let Some(_locked) = Immutable::set(&generated) else {
+        return;
+    };
+    let query = csis_at(r, NOW + 60, &["state", "query"]);
+    assert_eq!(query.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&query.stderr);
+    assert!(
+        err.starts_with(&format!(
+            "error: state query: could not write the state report: {}/state-report.json: ",
+            generated.display()
+        )),
+        "{err}"
+    );
+    let run = csis_at(r, NOW + 60, &["run", "identity", "--no-state-query"]);
+    assert_eq!(run.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        err.contains(&format!(
+            "error: could not write the run summary: {}/run-summary.json: ",
+            generated.display()
+        )),
+        "{err}"
+    );
+}

@@ -324,9 +324,10 @@ pub fn write_report(
     let text = serde_json::to_string_pretty(report).map_err(|e| e.to_string())? + "\n";
     crate::state::meta_state::gate(system, root, &format!("generated/{REPORT}"), &text)?;
     let path = gen_dir.join(REPORT);
+    // The system's errors name the file.
     crate::db::emit::write_if_changed(system, &path, text.as_bytes(), false)
         .map(|_| ())
-        .map_err(|e| format!("{}: {e}", path.display()))
+        .map_err(|e| format!("could not write the state report: {e}"))
 }
 
 /// The hard drift of the last report, as validation errors.

@@ -66,8 +66,9 @@ pub struct Explained {
 
 impl Runner<'_> {
     /// Record the run in the journal, commit when asked, write the summary,
-    /// then call the on-summary hooks.
-    pub(super) fn finish(mut self, summary: RunSummary) -> RunSummary {
+    /// then call the on-summary hooks. A record or summary csis cannot
+    /// write fails the run, naming the file.
+    pub(super) fn finish(mut self, mut summary: RunSummary) -> RunSummary {
         if !self.req.record {
             return summary;
         }
@@ -80,21 +81,22 @@ impl Runner<'_> {
             "error": summary.error,
         });
         if let Err(e) = meta_state::record_run(self.system, &self.ws.root, entry) {
-            self.log
-                .line(Level::Error, format!("Could not write run summary: {e}"));
+            self.failed_to_write(&mut summary, format!("could not record the run: {e}"));
         }
-        let mut summary = summary;
         if self.req.commit && summary.ok {
             self.commit(&mut summary);
         }
+        let path = self.gen_dir.join("run-summary.json");
         let json = serde_json::to_string_pretty(&summary).unwrap_or_else(|_| "{}".into());
-        if let Err(e) = self.system.write_atomic(
-            &self.gen_dir.join("run-summary.json"),
-            format!("{json}\n").as_bytes(),
-            false,
-        ) {
-            self.log
-                .line(Level::Error, format!("Could not write run summary: {e}"));
+        if let Err(e) = self
+            .system
+            .write_atomic(&path, format!("{json}\n").as_bytes(), false)
+        {
+            // The error names the file.
+            self.failed_to_write(
+                &mut summary,
+                format!("could not write the run summary: {e}"),
+            );
         }
         for h in self.ws.db.registry().run_hooks() {
             if let Err(e) = h.on_summary(&json) {
@@ -105,5 +107,11 @@ impl Runner<'_> {
             }
         }
         summary
+    }
+
+    fn failed_to_write(&mut self, summary: &mut RunSummary, error: String) {
+        self.log.line(Level::Error, error.clone());
+        summary.ok = false;
+        summary.error.get_or_insert(error);
     }
 }
