@@ -8,6 +8,7 @@ mod crash;
 mod diagnostics;
 mod example;
 mod explain;
+mod generation_gate;
 mod hostnames;
 mod identity;
 mod launch;

@@ -77,6 +77,14 @@ impl Runner<'_> {
         if let Some(explained) = explain {
             self.explain_rewrites(name, em, &frozen, explained);
         }
+        // The generated tree is committed: the public-safe hard rules see
+        // every file before any is written (a template that renders a
+        // secret, from the environment say, stops here).
+        let gate = crate::state::meta_state::Gate::load(self.system, &self.ws.root);
+        for (rel, bytes) in &em.files {
+            let path = format!("{}/{name}/{rel}", self.gen_dir_name);
+            gate.check(&path, &String::from_utf8_lossy(bytes))?;
+        }
         let r = sync_dir(self.system, &dir, &em.files, &em.executables, &frozen)
             .map_err(|e| format!("writing {}: {e}", dir.display()))?;
         self.info(format!(

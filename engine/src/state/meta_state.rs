@@ -66,17 +66,35 @@ pub fn write(
 /// Refused when a hard public-safe rule matches what would be written to
 /// `rel` (relative to the root): the caller then writes nothing.
 pub fn gate(system: &dyn System, root: &Path, rel: &str, text: &str) -> Result<(), String> {
-    let config = system
-        .read_to_string(&root.join("cfg/_config.yml"))
-        .ok()
-        .flatten()
-        .unwrap_or_default();
-    let allow = csis_public_safe::Allow::from_config_text(&config);
-    let findings = csis_public_safe::scan_text(rel, text, &allow, true);
-    if findings.is_empty() {
-        Ok(())
-    } else {
-        Err(csis_public_safe::refusal(rel, &findings))
+    Gate::load(system, root).check(rel, text)
+}
+
+/// The public-safe hard rules with the tree's allowances, read once for
+/// many files (a lifecycle's generated tree).
+pub struct Gate {
+    allow: csis_public_safe::Allow,
+}
+
+impl Gate {
+    pub fn load(system: &dyn System, root: &Path) -> Gate {
+        let config = system
+            .read_to_string(&root.join("cfg/_config.yml"))
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        Gate {
+            allow: csis_public_safe::Allow::from_config_text(&config),
+        }
+    }
+
+    /// `rel` (as the message names it) may be written with `text`.
+    pub fn check(&self, rel: &str, text: &str) -> Result<(), String> {
+        let findings = csis_public_safe::scan_text(rel, text, &self.allow, true);
+        if findings.is_empty() {
+            Ok(())
+        } else {
+            Err(csis_public_safe::refusal(rel, &findings))
+        }
     }
 }
 
