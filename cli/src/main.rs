@@ -429,7 +429,7 @@ fn main() -> ExitCode {
             // under the run's lock, a standalone one takes it.
             let root = OsSystem.env().get("CSIS_ROOT").map(PathBuf::from);
             let _lock = match root.map(|r| take_lock(&r, cli.lock_timeout)).transpose() {
-                Ok(lock) => lock,
+                Ok(lock) => lock.flatten(),
                 Err(code) => return code,
             };
             return ExitCode::from(csis_plugin_local::exec::main(args));
@@ -489,7 +489,7 @@ fn main() -> ExitCode {
     // records among it) until it exits.
     let lock = if writes_tree(&cli.command) {
         match take_lock(&root, cli.lock_timeout) {
-            Ok(lock) => Some(lock),
+            Ok(lock) => lock,
             Err(code) => return code,
         }
     } else {
@@ -627,12 +627,13 @@ fn writes_tree(command: &Command) -> bool {
     }
 }
 
-/// The tree's lock for this invocation, waiting up to `timeout` seconds;
-/// a refusal is printed and is the exit code (1).
+/// The tree's lock for this invocation, waiting up to `timeout` seconds
+/// (none for a root that holds no tree); a refusal is printed and is the
+/// exit code (1).
 fn take_lock(
     root: &std::path::Path,
     timeout: u64,
-) -> Result<csis_engine::db::lock::Lock, ExitCode> {
+) -> Result<Option<csis_engine::db::lock::Lock>, ExitCode> {
     let command = command_line();
     let req = csis_engine::db::lock::Request {
         command: &command,

@@ -13,12 +13,17 @@ use crate::state::meta_state;
 
 /// Take the tree's lock for `req.command`, waiting up to `req.timeout`;
 /// notices go to `notice`. The error is the refusal, to print as it is.
+/// `None` when `root` holds no tree (no cfg/): there is nothing to guard,
+/// the command refuses such a root itself, and no lock file is left there.
 pub fn lock_tree(
     system: &dyn System,
     root: &Path,
     req: &Request,
     notice: &mut dyn FnMut(String),
-) -> Result<Lock, String> {
+) -> Result<Option<Lock>, String> {
+    if !system.is_dir(&root.join("cfg")) {
+        return Ok(None);
+    }
     let lock = acquire(
         system,
         &meta_state::path(root, meta_state::LOCK_FILE),
@@ -28,7 +33,7 @@ pub fn lock_tree(
     if lock.is_held() {
         ignore_in_git(system, root, &meta_state::lock_rel())?;
     }
-    Ok(lock)
+    Ok(Some(lock))
 }
 
 /// In a git repository, `line` is appended to the root's .gitignore unless
@@ -68,15 +73,31 @@ mod tests {
         let root = Path::new("/r");
         sys.write(&root.join(".git/HEAD"), "ref: refs/heads/main\n");
         sys.write(&root.join(".gitignore"), "_private/");
+        sys.write(&root.join("cfg/_config.yml"), "id: x\n");
         let req = Request {
             command: "csis run all",
             timeout: Duration::ZERO,
         };
-        drop(lock_tree(&sys, root, &req, &mut |_| {}).unwrap());
-        drop(lock_tree(&sys, root, &req, &mut |_| {}).unwrap());
+        drop(lock_tree(&sys, root, &req, &mut |_| {}).unwrap().unwrap());
+        drop(lock_tree(&sys, root, &req, &mut |_| {}).unwrap().unwrap());
         assert_eq!(
             sys.read(&root.join(".gitignore")),
             "_private/\nmeta-state/.csis.lock\n"
         );
+    }
+
+    #[test]
+    fn a_root_without_a_tree_is_not_locked_and_left_as_it_was() {
+        let sys = MemorySystem::new();
+        let req = Request {
+            command: "csis run all",
+            timeout: Duration::ZERO,
+        };
+        assert!(
+            lock_tree(&sys, Path::new("/nothing"), &req, &mut |_| {})
+                .unwrap()
+                .is_none()
+        );
+        assert!(sys.list_files(Path::new("/nothing")).unwrap().is_empty());
     }
 }
