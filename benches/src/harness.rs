@@ -181,6 +181,7 @@ pub fn dry_run(ws: &Workspace, sys: &MemorySystem, stats: bool) -> RunSummary {
         stats,
         explain: false,
         no_state_query: true,
+        lock_token: None,
     };
     let summary = csis_engine::run::run(ws, sys, &req, &mut |_: Level, _: String| {});
     assert!(

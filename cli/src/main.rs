@@ -45,6 +45,11 @@ struct Cli {
     /// set), always or never.
     #[arg(long, value_enum, default_value_t = report::ColorChoice::Auto, global = true)]
     color: report::ColorChoice,
+    /// How long a command that writes the tree waits for another one
+    /// holding the tree's lock before refusing (exit 1, nothing written);
+    /// 0 refuses at once.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0, global = true)]
+    lock_timeout: u64,
     #[command(subcommand)]
     command: Command,
 }
@@ -419,7 +424,16 @@ fn find_root() -> PathBuf {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match &cli.command {
-        Command::Local { args } => return ExitCode::from(csis_plugin_local::exec::main(args)),
+        Command::Local { args } => {
+            // The local store is the tree's: a step a run executes goes on
+            // under the run's lock, a standalone one takes it.
+            let root = OsSystem.env().get("CSIS_ROOT").map(PathBuf::from);
+            let _lock = match root.map(|r| take_lock(&r, cli.lock_timeout)).transpose() {
+                Ok(lock) => lock.flatten(),
+                Err(code) => return code,
+            };
+            return ExitCode::from(csis_plugin_local::exec::main(args));
+        }
         Command::Dummy { args } => return ExitCode::from(csis_plugin_dummy::exec::main(args)),
         Command::CloudConfig {
             command: CloudConfigCommand::Check { offline, files },
@@ -468,8 +482,20 @@ fn main() -> ExitCode {
             lifecycles: lifecycles.clone(),
             generate: *generate,
             selection: selection.options(true),
+            lock_timeout: cli.lock_timeout,
         });
     }
+    // A writer holds the tree's lock from before it reads the tree (its
+    // records among it) until it exits.
+    let lock = if writes_tree(&cli.command) {
+        match take_lock(&root, cli.lock_timeout) {
+            Ok(lock) => lock,
+            Err(code) => return code,
+        }
+    } else {
+        None
+    };
+    let lock_token = lock.as_ref().map(|l| l.token().to_string());
     // Never dropped: freeing every memoized query of a large tree takes a
     // tenth of a plan's time, and the process is about to exit.
     let ws = match Workspace::load(&OsSystem, registry, &root, &options) {
@@ -482,7 +508,7 @@ fn main() -> ExitCode {
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let style = report::Style::new(cli.brief, cli.color, no_color);
     match &cli.command {
-        Command::Run(args) => run(&ws, args),
+        Command::Run(args) => run(&ws, args, lock_token),
         Command::Plan {
             selection,
             format,
@@ -562,6 +588,80 @@ fn main() -> ExitCode {
         | Command::Completions { .. }
         | Command::Man => ExitCode::from(2),
     }
+}
+
+/// Whether a command writes the tree -- generated/, the private mirror,
+/// meta-state/, a local store, or its configuration files -- and so holds
+/// the tree's lock (docs/reliability.md lists the decisions).
+fn writes_tree(command: &Command) -> bool {
+    match command {
+        Command::Run(_)
+        | Command::Upgrade { .. }
+        | Command::Forget { .. }
+        | Command::Release { .. }
+        | Command::Dispose { .. }
+        | Command::Encrypt { .. }
+        | Command::Reencrypt
+        // Writes generated/state-report.json.
+        | Command::State { .. } => true,
+        Command::Lineage { command } => match command {
+            LineageCommand::Show => false,
+            LineageCommand::Restamp { commit, .. } => *commit,
+            LineageCommand::Record { .. } | LineageCommand::BindInstance { .. } => true,
+        },
+        Command::Validate { .. }
+        | Command::Plan { .. }
+        | Command::DecryptCheck
+        // The hook install writes under .git/ only.
+        | Command::PublicSafe { .. }
+        | Command::Config { .. }
+        | Command::Graph { .. } => false,
+        // Answered before the tree is loaded: local and watch lock for
+        // themselves; the others write no tree.
+        Command::Local { .. }
+        | Command::Dummy { .. }
+        | Command::Watch { .. }
+        | Command::CloudConfig { .. }
+        | Command::Completions { .. }
+        | Command::Man => false,
+    }
+}
+
+/// The tree's lock for this invocation, waiting up to `timeout` seconds
+/// (none for a root that holds no tree); a refusal is printed and is the
+/// exit code (1).
+fn take_lock(
+    root: &std::path::Path,
+    timeout: u64,
+) -> Result<Option<csis_engine::db::lock::Lock>, ExitCode> {
+    let command = command_line();
+    let req = csis_engine::db::lock::Request {
+        command: &command,
+        timeout: std::time::Duration::from_secs(timeout),
+    };
+    csis_engine::run::lock::lock_tree(&OsSystem, root, &req, &mut |n| eprintln!("{n}")).map_err(
+        |e| {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        },
+    )
+}
+
+/// This invocation as the lock file names it: `csis run all`.
+pub(crate) fn command_line() -> String {
+    let mut args = std::env::args();
+    let program = args
+        .next()
+        .and_then(|a| {
+            std::path::Path::new(&a)
+                .file_name()
+                .map(|n| n.to_string_lossy().to_string())
+        })
+        .unwrap_or_else(|| "csis".into());
+    std::iter::once(program)
+        .chain(args)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// `csis validate`: the load's diagnostics, then the checks that read the
@@ -660,7 +760,7 @@ fn render(ws: &Workspace, style: report::Style, raw: bool, format: Format) -> Ex
     ExitCode::SUCCESS
 }
 
-fn run(ws: &Workspace, args: &RunArgs) -> ExitCode {
+fn run(ws: &Workspace, args: &RunArgs, lock_token: Option<String>) -> ExitCode {
     let mut options = args.selection.options(!args.no_dry_run);
     options.migrate_state = args.migrate_state.clone();
     options.allow_unscoped_bakes = args.allow_unscoped_bakes;
@@ -674,6 +774,7 @@ fn run(ws: &Workspace, args: &RunArgs) -> ExitCode {
         stats: args.stats,
         explain: args.explain,
         no_state_query: args.no_state_query,
+        lock_token,
     };
     let mut view = progress::RunView::new(progress::wanted());
     let summary = csis_engine::run::run(ws, &OsSystem, &req, &mut view);

@@ -85,6 +85,8 @@ pub struct WatchArgs {
     pub lifecycles: Vec<String>,
     pub generate: bool,
     pub selection: RunOptions,
+    /// The global lock timeout: how long a generation waits for the lock.
+    pub lock_timeout: u64,
 }
 
 pub fn watch(args: WatchArgs) -> ExitCode {
@@ -251,6 +253,22 @@ fn generate(ws: &Workspace, args: &WatchArgs, explain: bool) {
     if !args.generate || args.lifecycles.is_empty() {
         return;
     }
+    // The lock is held while generated/ is written, not while watching.
+    let command = crate::command_line();
+    let lock_req = csis_engine::db::lock::Request {
+        command: &command,
+        timeout: Duration::from_secs(args.lock_timeout),
+    };
+    let _lock =
+        match csis_engine::run::lock::lock_tree(&OsSystem, &args.root, &lock_req, &mut |n| {
+            eprintln!("{n}")
+        }) {
+            Ok(lock) => lock,
+            Err(e) => {
+                eprintln!("  generated/ not refreshed: {e}");
+                return;
+            }
+        };
     let req = RunRequest {
         lifecycles: args.lifecycles.clone(),
         options: args.selection.clone(),
@@ -260,6 +278,7 @@ fn generate(ws: &Workspace, args: &WatchArgs, explain: bool) {
         record: false,
         stats: false,
         no_state_query: true,
+        lock_token: None,
         explain,
     };
     // Each rewritten file with its causes; bake explanations were printed

@@ -195,6 +195,7 @@ fn request(lifecycles: &[&str]) -> RunRequest {
         record: true,
         stats: false,
         no_state_query: true,
+        lock_token: None,
         explain: false,
     }
 }

@@ -4,6 +4,7 @@
 mod cases;
 mod cloud_config;
 mod commit;
+mod concurrency;
 mod crash;
 mod diagnostics;
 mod example;

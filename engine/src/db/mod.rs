@@ -12,6 +12,7 @@
 pub mod emit;
 pub mod files;
 pub mod index;
+pub mod lock;
 pub mod run_input;
 pub mod stats;
 pub mod system;

@@ -45,6 +45,18 @@ pub trait System: Send + Sync {
     fn run(&self, process: &Process) -> io::Result<ProcessOutput> {
         self.run_streaming(process, &mut |_, _| {})
     }
+    /// Take an exclusive advisory lock (flock) on `path` without waiting,
+    /// creating the file (and its directory) when absent and leaving its
+    /// text as it is: the held lock, or `None` while another holder has
+    /// it. Dropping the lock releases it; so does the holder's death.
+    fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn HeldLock>>>;
+}
+
+/// An advisory lock this process holds, released when dropped.
+pub trait HeldLock: Send {
+    /// Replace the locked file's text in place (never by a rename: the
+    /// lock belongs to the file as it was opened).
+    fn set_text(&mut self, text: &str) -> io::Result<()>;
 }
 
 /// Which of a process's outputs a line came from.
@@ -145,7 +157,11 @@ impl System for OsSystem {
             .file_name()
             .map(|n| n.to_string_lossy().to_string())
             .unwrap_or_default();
-        let tmp = dir.join(format!(".{name}.csis-tmp-{}", std::process::id()));
+        // Unique per process and per write, so two writers (processes, or
+        // threads of one) never share a temporary.
+        static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = dir.join(format!(".{name}.csis-tmp-{}-{n}", std::process::id()));
         let result = (|| {
             let mut f = std::fs::File::create(&tmp)?;
             f.write_all(bytes)?;
@@ -265,12 +281,48 @@ impl System for OsSystem {
         }
         Ok(out)
     }
+
+    fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn HeldLock>>> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+        match fs4::FileExt::try_lock(&file) {
+            Ok(()) => Ok(Some(Box::new(OsLock { file }))),
+            Err(fs4::TryLockError::WouldBlock) => Ok(None),
+            Err(fs4::TryLockError::Error(e)) => {
+                Err(io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+            }
+        }
+    }
+}
+
+/// A flock held through an open file; closing the file releases it.
+struct OsLock {
+    file: std::fs::File,
+}
+
+impl HeldLock for OsLock {
+    fn set_text(&mut self, text: &str) -> io::Result<()> {
+        use std::io::{Seek, Write};
+        self.file.set_len(0)?;
+        self.file.seek(io::SeekFrom::Start(0))?;
+        self.file.write_all(text.as_bytes())?;
+        self.file.sync_data()
+    }
 }
 
 /// An in-memory tree for tests: paths map to file contents.
 #[derive(Debug, Default, Clone)]
 pub struct MemorySystem {
     files: Arc<Mutex<BTreeMap<PathBuf, String>>>,
+    locks: Arc<Mutex<std::collections::BTreeSet<PathBuf>>>,
     env: BTreeMap<String, String>,
     now: i64,
 }
@@ -383,6 +435,44 @@ impl System for MemorySystem {
             "the in-memory system runs no processes ({})",
             process.program.display()
         )))
+    }
+
+    fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn HeldLock>>> {
+        let mut locks = self
+            .locks
+            .lock()
+            .map_err(|_| io::Error::other("memory system poisoned"))?;
+        if !locks.insert(path.to_path_buf()) {
+            return Ok(None);
+        }
+        if self.read_to_string(path)?.is_none() {
+            self.write(path, "");
+        }
+        Ok(Some(Box::new(MemoryLock {
+            system: self.clone(),
+            path: path.to_path_buf(),
+        })))
+    }
+}
+
+/// A lock of the in-memory system, released when dropped.
+struct MemoryLock {
+    system: MemorySystem,
+    path: PathBuf,
+}
+
+impl HeldLock for MemoryLock {
+    fn set_text(&mut self, text: &str) -> io::Result<()> {
+        self.system.write(&self.path, text);
+        Ok(())
+    }
+}
+
+impl Drop for MemoryLock {
+    fn drop(&mut self) {
+        if let Ok(mut locks) = self.system.locks.lock() {
+            locks.remove(&self.path);
+        }
     }
 }
 

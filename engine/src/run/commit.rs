@@ -78,7 +78,8 @@ fn tree_files(system: &dyn System, root: &Path, under: &Path) -> Result<Vec<Stri
             })
             .collect()
     };
-    files.retain(|f| !f.starts_with("_private/") && !f.starts_with(".git/"));
+    let lock = crate::state::meta_state::lock_rel();
+    files.retain(|f| !f.starts_with("_private/") && !f.starts_with(".git/") && *f != lock);
     files.sort();
     Ok(files)
 }
@@ -204,6 +205,9 @@ pub fn commit_meta_state(
     candidates.extend(git(system, root, &tracked)?.lines().map(str::to_string));
     candidates.sort();
     candidates.dedup();
+    // The tree's lock names the process holding it: never a record.
+    let lock = crate::state::meta_state::lock_rel();
+    candidates.retain(|f| *f != lock);
     let (refused, files): (Vec<String>, Vec<String>) =
         candidates.into_iter().partition(|f| refused_name(f));
     if !refused.is_empty() {

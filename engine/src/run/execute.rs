@@ -13,7 +13,12 @@ use crate::run::steps::Runner;
 impl Runner<'_> {
     /// The environment every executed command sees.
     fn command_env(&self, lifecycle: &str) -> Vec<(String, String)> {
-        vec![
+        let lock = self
+            .req
+            .lock_token
+            .iter()
+            .map(|t| (crate::db::lock::HELD_ENV.to_string(), t.clone()));
+        let mut env = vec![
             (
                 "CSIS_ROOT".into(),
                 self.ws.root.to_string_lossy().to_string(),
@@ -21,7 +26,9 @@ impl Runner<'_> {
             ("CSIS".into(), self.req.csis.to_string_lossy().to_string()),
             ("CSIS_RUN_ID".into(), self.run_id.clone()),
             ("CSIS_LIFECYCLE".into(), lifecycle.to_string()),
-        ]
+        ];
+        env.extend(lock);
+        env
     }
 
     /// One command as the process that runs it from `dir`, and its shell

@@ -33,26 +33,7 @@ impl Runner<'_> {
         let mirror = self.ws.root.join("_private").join(name);
         sync_dir(self.system, &mirror, &files, &em.executables, &|_| false)
             .map_err(|e| format!("[{name}] materialise: {e}"))?;
-        if self.system.is_dir(&self.ws.root.join(".git")) {
-            let ignore = self.ws.root.join(".gitignore");
-            let current = self
-                .system
-                .read_to_string(&ignore)
-                .ok()
-                .flatten()
-                .unwrap_or_default();
-            if !current.lines().any(|l| l.trim() == "_private/") {
-                let sep = if current.is_empty() || current.ends_with('\n') {
-                    ""
-                } else {
-                    "\n"
-                };
-                let updated = format!("{current}{sep}_private/\n");
-                self.system
-                    .write_atomic(&ignore, updated.as_bytes(), false)
-                    .map_err(|e| e.to_string())?;
-            }
-        }
+        crate::run::lock::ignore_in_git(self.system, &self.ws.root, "_private/")?;
         Ok(mirror)
     }
 

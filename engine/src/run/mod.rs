@@ -45,6 +45,7 @@ mod write_lifecycles;
 pub mod commit;
 pub mod explain;
 pub mod generate;
+pub mod lock;
 pub mod operations;
 pub mod plan_report;
 pub mod plan_summary;

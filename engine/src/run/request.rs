@@ -26,6 +26,10 @@ pub struct RunRequest {
     /// Whether the run leaves its records (run-summary.json, the journal,
     /// the on-summary hooks): `csis watch --generate` does not.
     pub record: bool,
+    /// The token of the tree's lock this run holds (`run::lock`), handed
+    /// to every command it executes in `CSIS_LOCK_HELD`, so a `"$CSIS"
+    /// lineage record ...` of its runner scripts proceeds under it.
+    pub lock_token: Option<String>,
 }
 
 /// A line of the run's log.

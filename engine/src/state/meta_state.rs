@@ -13,6 +13,15 @@ pub const DIR: &str = "meta-state";
 /// How many runs the journal keeps.
 pub const RUNS_KEPT: usize = 200;
 
+/// The tree's lock (see `run::lock`): under meta-state/, never a record,
+/// never committed.
+pub const LOCK_FILE: &str = ".csis.lock";
+
+/// `meta-state/.csis.lock`, relative to the root.
+pub fn lock_rel() -> String {
+    format!("{DIR}/{LOCK_FILE}")
+}
+
 pub fn path(root: &Path, file: &str) -> PathBuf {
     root.join(DIR).join(file)
 }

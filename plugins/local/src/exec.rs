@@ -95,12 +95,19 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
         .parent()
         .ok_or_else(|| format!("{} has no parent", path.display()))?;
     fs::create_dir_all(dir).map_err(io_err(dir))?;
+    // Unique per process and per write: two writers never share one.
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let tmp = dir.join(format!(
-        ".{}.tmp",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("f")
+        ".{}.tmp-{}-{n}",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("f"),
+        std::process::id()
     ));
     fs::write(&tmp, bytes).map_err(io_err(&tmp))?;
-    fs::rename(&tmp, path).map_err(io_err(path))
+    fs::rename(&tmp, path).map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        io_err(path)(e)
+    })
 }
 
 fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
