@@ -126,6 +126,9 @@ fn an_unrecorded_build_and_a_temporary_file_are_removed() {
     std::fs::write(to.join("manifest.json"), manifest.replace(recorded, orphan)).unwrap();
     std::fs::write(store.join("heads/top@here"), format!("{orphan}\n")).unwrap();
     std::fs::write(store.join("heads/.top@here.tmp"), "").unwrap();
+    // And one of csis's own records, cut off before its rename.
+    let record_tmp = r.join("meta-state/.pins.yaml.csis-tmp-4242-0");
+    std::fs::write(&record_tmp, "pins: {").unwrap();
 
     let query = ok(csis_at(r, NOW + 60, &["state", "query"]));
     assert!(
@@ -143,6 +146,14 @@ fn an_unrecorded_build_and_a_temporary_file_are_removed() {
     );
     assert!(!to.exists());
     assert!(!store.join("heads/.top@here.tmp").exists());
+    assert!(
+        next.contains(&format!(
+            "state: removed {} (a write that never finished)",
+            record_tmp.display()
+        )),
+        "{next}"
+    );
+    assert!(!record_tmp.exists());
     assert_eq!(
         std::fs::read_to_string(store.join("heads/top@here")).unwrap(),
         format!("{recorded}\n")

@@ -59,6 +59,16 @@ pub trait HeldLock: Send {
     fn set_text(&mut self, text: &str) -> io::Result<()>;
 }
 
+/// What names a temporary of [`System::write_atomic`]: one still standing
+/// is a write that never reached its rename (a kill, a full disk).
+pub const TEMP_MARK: &str = ".csis-tmp-";
+
+pub fn is_unfinished_write(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| {
+        n.to_string_lossy().starts_with('.') && n.to_string_lossy().contains(TEMP_MARK)
+    })
+}
+
 /// Which of a process's outputs a line came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stream {
@@ -161,7 +171,7 @@ impl System for OsSystem {
         // threads of one) never share a temporary.
         static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let tmp = dir.join(format!(".{name}.csis-tmp-{}-{n}", std::process::id()));
+        let tmp = dir.join(format!(".{name}{TEMP_MARK}{}-{n}", std::process::id()));
         let result = (|| {
             let mut f = std::fs::File::create(&tmp)?;
             f.write_all(bytes)?;

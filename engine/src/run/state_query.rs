@@ -207,6 +207,16 @@ pub fn query(ws: &Workspace, system: &dyn System) -> Result<StateReport, String>
             }
         }
     }
+    for path in unfinished_writes(ws, system) {
+        report.entries.push(drift(
+            "debris",
+            "file",
+            &path.display().to_string(),
+            "-",
+            "a write that never finished; the next real run removes it".into(),
+            false,
+        ));
+    }
     report.entries.sort_by(|a, b| {
         (&a.runtime, &a.kind, &a.name, &a.class).cmp(&(&b.runtime, &b.kind, &b.name, &b.class))
     });
@@ -272,12 +282,33 @@ fn compare_images(
     }
 }
 
-/// Have every runtime remove its debris and the builds of it lineage does
-/// not record; what each did.
+/// csis's own temporaries left in meta-state/ and the generated directory.
+fn unfinished_writes(ws: &Workspace, system: &dyn System) -> Vec<std::path::PathBuf> {
+    [
+        ws.root.join(crate::state::meta_state::DIR),
+        ws.root.join(ws.generation_dir_name()),
+    ]
+    .iter()
+    .flat_map(|dir| system.list_files(dir).unwrap_or_default())
+    .filter(|p| crate::db::system::is_unfinished_write(p))
+    .collect()
+}
+
+/// Remove csis's own unfinished writes, then have every runtime remove its
+/// debris and the builds of it lineage does not record; what each did.
 fn clean(ws: &Workspace, system: &dyn System) -> Result<Vec<String>, String> {
+    let mut done = Vec::new();
+    for path in unfinished_writes(ws, system) {
+        system
+            .remove_file(&path)
+            .map_err(|e| format!("state: {e}"))?;
+        done.push(format!(
+            "removed {} (a write that never finished)",
+            path.display()
+        ));
+    }
     let lineage: Lineage = read_json(system, &ws.root, "lineage.yaml")?;
     let b = builders(&ws.db, ws.tree);
-    let mut done = Vec::new();
     for decl in b
         .by_class
         .get(&Vct::RuntimeBuilderModel)
