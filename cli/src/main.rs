@@ -35,6 +35,10 @@ struct Cli {
     /// An overlay file applied for this invocation only (repeatable).
     #[arg(long = "overlay", value_name = "FILE", global = true)]
     overlays: Vec<PathBuf>,
+    /// The most bytes csis reads from one file (a number, or with KiB,
+    /// MiB or GiB); a larger file is refused unread [default: 16MiB]
+    #[arg(long, env = "CSIS_MAX_FILE_SIZE", value_name = "BYTES", global = true, value_parser = parse_size)]
+    max_file_size: Option<u64>,
     /// Remove an item for this invocation only: KIND:NAME (repeatable).
     #[arg(long = "undeclare", value_name = "KIND:NAME", global = true)]
     undeclare: Vec<String>,
@@ -52,6 +56,27 @@ struct Cli {
     lock_timeout: u64,
     #[command(subcommand)]
     command: Command,
+}
+
+/// `--max-file-size`: bytes, or a number with K/KiB, M/MiB or G/GiB
+/// (powers of 1024).
+fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kib" => 10,
+        "m" | "mib" => 20,
+        "g" | "gib" => 30,
+        _ => return Err(format!("'{text}': unit is none of B, KiB, MiB, GiB")),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("'{text}' is not a positive number of bytes"))
 }
 
 #[derive(Subcommand)]
@@ -465,6 +490,9 @@ fn main() -> ExitCode {
         overlays: cli.overlays.clone(),
         undeclare: cli.undeclare.clone(),
         display_root: Some(root_dir.to_string_lossy().to_string()),
+        max_file_size: cli
+            .max_file_size
+            .unwrap_or(csis_engine::workspace::DEFAULT_MAX_FILE_SIZE),
     };
     // Deferred steps run from generated/<lifecycle>/ with CSIS_ROOT set:
     // an absolute root keeps them pointing at the tree.
@@ -718,7 +746,7 @@ fn print_diagnostic(ws: &Workspace, d: &csis_model::Diagnostic, style: report::S
         eprintln!("{}", ws.describe(d));
         // The help is what to write instead: a brief line keeps it.
         if let Some(help) = &d.help {
-            eprintln!("  help: {help}");
+            eprintln!("  help: {}", csis_model::escape_controls(help));
         }
         if let Some(note) = d.consequences_note() {
             eprintln!("  note: {note}");

@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 
 use clap::ValueEnum;
 use csis_engine::workspace::Workspace;
-use csis_model::{Diagnostic, Severity};
+use csis_model::{Diagnostic, Severity, escape_controls};
 use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic, NamedSource};
 
 /// `--color`: as cargo has it.
@@ -51,9 +51,12 @@ pub fn render(ws: &Workspace, d: &Diagnostic, style: Style) -> String {
         Severity::Error => miette::Severity::Error,
         Severity::Warning => miette::Severity::Warning,
     };
-    let mut md = MietteDiagnostic::new(d.message.clone()).with_severity(severity);
+    // A file's name in the message or the help prints escaped: it cannot
+    // fake a line of its own.
+    let mut md =
+        MietteDiagnostic::new(escape_controls(&d.message).into_owned()).with_severity(severity);
     if let Some(h) = &d.help {
-        md = md.with_help(h.clone());
+        md = md.with_help(escape_controls(h).into_owned());
     }
     let theme = if style.color {
         GraphicalTheme::unicode()
@@ -66,7 +69,8 @@ pub fn render(ws: &Workspace, d: &Diagnostic, style: Style) -> String {
     let mut out = String::new();
     let result = match ws.locate(d) {
         Some(loc) => {
-            let label = format!("{}:{}:{}", loc.file, loc.span.line, loc.span.col);
+            let file = escape_controls(&loc.file).into_owned();
+            let label = format!("{file}:{}:{}", loc.span.line, loc.span.col);
             md = md.with_label(LabeledSpan::new(
                 Some(label),
                 loc.span.offset,
@@ -76,13 +80,13 @@ pub fn render(ws: &Workspace, d: &Diagnostic, style: Style) -> String {
                     .min(loc.text.len().saturating_sub(loc.span.offset).max(1)),
             ));
             let report = miette::Report::new(md)
-                .with_source_code(NamedSource::new(loc.file.clone(), loc.text.to_string()));
+                .with_source_code(NamedSource::new(file, loc.text.to_string()));
             handler.render_report(&mut out, report.as_ref())
         }
         None => handler.render_report(&mut out, &md),
     };
     if result.is_err() {
-        out = format!("error: {}\n", d.message);
+        out = format!("error: {}\n", escape_controls(&d.message));
     }
     if let Some(note) = d.consequences_note() {
         out.push_str(&format!("  note: {note}\n"));
@@ -174,7 +178,7 @@ pub fn machine_line(
         DiagnosticFormat::Github => {
             let mut props = Vec::new();
             if let Some(f) = &file {
-                props.push(format!("file={}", github_property(f)));
+                props.push(format!("file={}", github_property(&escape_controls(f))));
             }
             if let Some(l) = p.line {
                 props.push(format!("line={l}"));
@@ -186,10 +190,10 @@ pub fn machine_line(
                 "title={}",
                 github_property(&format!("csis {}", p.severity))
             ));
-            let mut message = p.message.to_string();
+            let mut message = escape_controls(p.message).into_owned();
             if let Some(h) = p.help {
                 message.push_str("\nhelp: ");
-                message.push_str(h);
+                message.push_str(&escape_controls(h));
             }
             if let Some(note) = d.consequences_note() {
                 message.push_str("\nnote: ");

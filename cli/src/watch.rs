@@ -16,7 +16,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use csis_engine::db::run_input::RunOptions;
-use csis_engine::db::system::{OsSystem, System};
+use csis_engine::db::system::{OsSystem, SourceRead, System};
 use csis_engine::plan::bakes::bake_plan;
 use csis_engine::registry::Registry;
 use csis_engine::run::explain::explain_bakes;
@@ -177,8 +177,11 @@ pub fn watch(args: WatchArgs) -> ExitCode {
         ws.db.query_log().start();
         let mut reload = false;
         for rel in &changed {
-            match OsSystem.read_to_string(&args.root.join(rel)) {
-                Ok(Some(text)) if ws.set_file_text(rel, &text) => {}
+            // Under the load's limits: a FIFO or an oversized file is left
+            // to the reload, which refuses it by name.
+            let max = args.options.max_file_size;
+            match OsSystem.read_source(&args.root.join(rel), max) {
+                SourceRead::Text { text, link: false } if ws.set_file_text(rel, &text) => {}
                 // A new or removed file changes the listing.
                 _ => {
                     reload |=

@@ -25,6 +25,25 @@ pub enum Anchor {
     Key,
 }
 
+/// Text with every control character escaped as Rust writes it (`\n`,
+/// `\t`, `\u{1b}`): a file name holding a newline or a terminal escape
+/// must not start a line of its own or drive the terminal when a
+/// diagnostic naming it is printed.
+pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// A place in the configuration tree: a file (relative to the root) and a
 /// node inside it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -169,3 +188,15 @@ impl fmt::Display for Diagnostic {
 
 /// A list of diagnostics gathered by one stage.
 pub type Diagnostics = Vec<Diagnostic>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_escaped_and_nothing_else() {
+        assert_eq!(escape_controls("images/a\nb.yml"), "images/a\\nb.yml");
+        assert_eq!(escape_controls("x\u{1b}[31m\ty"), "x\\u{1b}[31m\\ty");
+        assert_eq!(escape_controls("été/\"q\\"), "été/\"q\\");
+    }
+}

@@ -19,7 +19,7 @@ pub mod value;
 pub mod vct;
 
 pub use cause::Subject;
-pub use diag::{Anchor, Diagnostic, Diagnostics, Origin, Severity};
+pub use diag::{Anchor, Diagnostic, Diagnostics, Origin, Severity, escape_controls};
 pub use fields::Fields;
 pub use kinds::ItemKind;
 pub use path::{DocPath, Seg};

@@ -12,6 +12,13 @@ use std::sync::{Arc, Mutex};
 pub trait System: Send + Sync {
     /// The text of a file; `Ok(None)` when it does not exist.
     fn read_to_string(&self, path: &Path) -> io::Result<Option<String>>;
+    /// A file of the configuration, read under csis's limits on input: only
+    /// a regular file (after following symlinks; its type is checked
+    /// before it is opened, so a FIFO or a device is never read), at most
+    /// `max_bytes` bytes, UTF-8.
+    fn read_source(&self, path: &Path, max_bytes: u64) -> SourceRead;
+    /// The path with every symlink followed (`realpath`).
+    fn resolve(&self, path: &Path) -> io::Result<PathBuf>;
     /// Every file below `dir`, recursively, sorted; empty when `dir` is
     /// missing.
     fn list_files(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
@@ -69,6 +76,65 @@ pub fn is_unfinished_write(path: &Path) -> bool {
     })
 }
 
+/// What [`System::read_source`] found at a path.
+#[derive(Debug)]
+pub enum SourceRead {
+    /// The text, and whether the path was a symlink.
+    Text { text: String, link: bool },
+    /// Nothing there (not even a symlink).
+    Missing,
+    /// A symlink to nothing.
+    Dangling { target: PathBuf },
+    /// A FIFO, a device, a directory or a socket: refused unread.
+    NotRegular { kind: &'static str },
+    /// More bytes than the limit (`size` as the file system reports it).
+    TooLarge { size: u64 },
+    /// Not UTF-8: the first bad byte's 1-based line and column.
+    NotUtf8 { line: usize, col: usize },
+    /// What the file system said (permission denied, a symlink loop, a
+    /// name too long...).
+    Failed(io::Error),
+}
+
+/// The kind of a file that is not a regular file, for messages.
+fn kind_of(ty: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if ty.is_fifo() {
+            return "a FIFO";
+        }
+        if ty.is_char_device() {
+            return "a character device";
+        }
+        if ty.is_block_device() {
+            return "a block device";
+        }
+        if ty.is_socket() {
+            return "a socket";
+        }
+    }
+    if ty.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Bytes as UTF-8 text, or where the first byte that is not.
+fn utf8(bytes: Vec<u8>, link: bool) -> SourceRead {
+    match String::from_utf8(bytes) {
+        Ok(text) => SourceRead::Text { text, link },
+        Err(e) => {
+            let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+            let line = good.iter().filter(|b| **b == b'\n').count() + 1;
+            let start = good.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+            let col = String::from_utf8_lossy(&good[start..]).chars().count() + 1;
+            SourceRead::NotUtf8 { line, col }
+        }
+    }
+}
+
 /// Which of a process's outputs a line came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stream {
@@ -108,6 +174,75 @@ impl System for OsSystem {
         }
     }
 
+    fn read_source(&self, path: &Path, max_bytes: u64) -> SourceRead {
+        use std::io::Read;
+        let link = match std::fs::symlink_metadata(path) {
+            Ok(m) => m.file_type().is_symlink(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return SourceRead::Missing,
+            Err(e) => return SourceRead::Failed(e),
+        };
+        // Followed, and looked at before anything is opened: opening a
+        // FIFO for reading blocks until a writer comes.
+        let meta = match std::fs::metadata(path) {
+            Ok(m) => m,
+            Err(e) if link && e.kind() == io::ErrorKind::NotFound => {
+                return SourceRead::Dangling {
+                    target: std::fs::read_link(path).unwrap_or_default(),
+                };
+            }
+            Err(e) => return SourceRead::Failed(e),
+        };
+        if !meta.is_file() {
+            return SourceRead::NotRegular {
+                kind: kind_of(meta.file_type()),
+            };
+        }
+        if meta.len() > max_bytes {
+            return SourceRead::TooLarge { size: meta.len() };
+        }
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true);
+        // Should the file have become a FIFO since, the open must not wait
+        // for a writer; the type is checked again on what was opened.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.custom_flags(libc::O_NONBLOCK);
+        }
+        let file = match options.open(path) {
+            Ok(f) => f,
+            Err(e) => return SourceRead::Failed(e),
+        };
+        match file.metadata() {
+            Ok(m) if !m.is_file() => {
+                return SourceRead::NotRegular {
+                    kind: kind_of(m.file_type()),
+                };
+            }
+            Err(e) => return SourceRead::Failed(e),
+            Ok(_) => {}
+        }
+        // At most one byte past the limit: a file that grows while it is
+        // read is still cut off.
+        let mut bytes = Vec::new();
+        if let Err(e) = file
+            .take(max_bytes.saturating_add(1))
+            .read_to_end(&mut bytes)
+        {
+            return SourceRead::Failed(e);
+        }
+        if bytes.len() as u64 > max_bytes {
+            return SourceRead::TooLarge {
+                size: bytes.len() as u64,
+            };
+        }
+        utf8(bytes, link)
+    }
+
+    fn resolve(&self, path: &Path) -> io::Result<PathBuf> {
+        std::fs::canonicalize(path)
+    }
+
     fn list_files(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
         let mut out = Vec::new();
         if !dir.is_dir() {
@@ -115,9 +250,11 @@ impl System for OsSystem {
         }
         let mut stack = vec![dir.to_path_buf()];
         while let Some(d) = stack.pop() {
-            for entry in std::fs::read_dir(&d)? {
-                let entry = entry?;
-                let ty = entry.file_type()?;
+            // An error names the directory, not only the root.
+            let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", d.display()));
+            for entry in std::fs::read_dir(&d).map_err(named)? {
+                let entry = entry.map_err(named)?;
+                let ty = entry.file_type().map_err(named)?;
                 if ty.is_dir() {
                     stack.push(entry.path());
                 } else {
@@ -379,6 +516,21 @@ impl System for MemorySystem {
             .lock()
             .map_err(|_| io::Error::other("memory system poisoned"))?;
         Ok(files.get(path).cloned())
+    }
+
+    fn read_source(&self, path: &Path, max_bytes: u64) -> SourceRead {
+        match self.read_to_string(path) {
+            Ok(Some(text)) if text.len() as u64 > max_bytes => SourceRead::TooLarge {
+                size: text.len() as u64,
+            },
+            Ok(Some(text)) => SourceRead::Text { text, link: false },
+            Ok(None) => SourceRead::Missing,
+            Err(e) => SourceRead::Failed(e),
+        }
+    }
+
+    fn resolve(&self, path: &Path) -> io::Result<PathBuf> {
+        Ok(path.to_path_buf())
     }
 
     fn list_files(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {

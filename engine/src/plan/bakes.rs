@@ -271,12 +271,12 @@ fn decide(
     }
     if let Some(days) = refresh_days(db, tree, series)
         && let Some(built) = run_time(&head.run)
-        && now - built >= days * 86_400
+        && now.saturating_sub(built) >= days.saturating_mul(86_400)
     {
         return format!(
             "bake: refresh due (update.refresh_days: {days}; {} is {} days old)",
             head.build_id,
-            (now - built) / 86_400
+            now.saturating_sub(built) / 86_400
         );
     }
     "skip: current".into()

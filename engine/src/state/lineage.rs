@@ -191,6 +191,17 @@ pub fn run_time(run_id: &str) -> Option<i64> {
     let [y, mo, d, h, mi, s] = digits.as_slice() else {
         return None;
     };
+    // A record's run id from years 1 to 9999: anything else is no time
+    // (and would overflow the arithmetic below).
+    let fits = (1..=9999).contains(y)
+        && (1..=12).contains(mo)
+        && (1..=31).contains(d)
+        && (0..24).contains(h)
+        && (0..60).contains(mi)
+        && (0..=60).contains(s);
+    if !fits {
+        return None;
+    }
     Some(
         csis_string_stage::clock::days_from_civil(*y, *mo as u32, *d as u32) * 86_400
             + h * 3600
@@ -282,5 +293,7 @@ mod tests {
         let t = 1_796_226_804;
         assert_eq!(run_time(&run_id(t)), Some(t));
         assert_eq!(run_time("nonsense"), None);
+        assert_eq!(run_time("9223372036854775807_01_01T00_00_00"), None);
+        assert_eq!(run_time("2026_13_01T00_00_00"), None);
     }
 }

@@ -24,13 +24,131 @@ use crate::registry::Registry;
 use csis_yaml::Span;
 
 /// What a load is asked to read besides the root.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct LoadOptions {
     pub overlays: Vec<PathBuf>,
     pub undeclare: Vec<String>,
     /// How messages name the root, when not as the path given to `load`
     /// (the cli loads an absolute root but names it as the user wrote it).
     pub display_root: Option<String>,
+    /// The most bytes read from one file (`--max-file-size`); a larger
+    /// file is refused unread.
+    pub max_file_size: u64,
+}
+
+/// 16 MiB: far above any hand-written configuration file, far below what
+/// would exhaust memory once parsed.
+pub const DEFAULT_MAX_FILE_SIZE: u64 = 16 * 1024 * 1024;
+
+impl Default for LoadOptions {
+    fn default() -> LoadOptions {
+        LoadOptions {
+            overlays: Vec::new(),
+            undeclare: Vec::new(),
+            display_root: None,
+            max_file_size: DEFAULT_MAX_FILE_SIZE,
+        }
+    }
+}
+
+/// A byte count as people write it: `16 MiB`, `512 KiB`, `100 bytes`.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    for (size, unit) in UNITS {
+        if n >= size && n.is_multiple_of(size) {
+            return format!("{} {unit}", n / size);
+        }
+        if n >= size {
+            return format!("{:.1} {unit}", n as f64 / size as f64);
+        }
+    }
+    format!("{n} bytes")
+}
+
+/// Where a file is read from, for the refusals of [`read_limited`].
+enum Place<'a> {
+    /// Inside the tree (its real path must stay below `root`).
+    Tree { root: &'a Path },
+    /// Named on the command line or in the environment: anywhere.
+    Given,
+}
+
+/// A file read under the limits on input. A refusal (a FIFO, a device, a
+/// file over the size limit, not UTF-8, a symlink out of the tree or to
+/// nothing, an I/O error) is a diagnostic naming the file, and the file
+/// is left out. `Ok(None)` also when the file does not exist.
+fn read_limited(
+    system: &dyn System,
+    path: &Path,
+    shown: &str,
+    place: Place<'_>,
+    max_bytes: u64,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<String> {
+    use crate::db::system::SourceRead;
+    let refuse = |diags: &mut Vec<Diagnostic>, why: String| {
+        diags.push(Diagnostic::error(format!("{shown}: {why}")));
+        None
+    };
+    match system.read_source(path, max_bytes) {
+        SourceRead::Text { text, link } => {
+            if let (true, Place::Tree { root }) = (link, place) {
+                match system.resolve(path) {
+                    Ok(real) if real.starts_with(root) => {}
+                    Ok(real) => {
+                        return refuse(
+                            diags,
+                            format!(
+                                "a symlink to {}, outside the configuration root; csis reads only \
+files inside the tree (copy the file in, or give it with --overlay)",
+                                real.display()
+                            ),
+                        );
+                    }
+                    Err(e) => return refuse(diags, format!("cannot be read: {e}")),
+                }
+            }
+            Some(text)
+        }
+        SourceRead::Missing => None,
+        SourceRead::Dangling { target } => {
+            let why = format!(
+                "a symlink to {}, which does not exist; csis skips it",
+                target.display()
+            );
+            match place {
+                Place::Tree { .. } => {
+                    diags.push(Diagnostic::warning(format!("{shown}: {why}")));
+                    None
+                }
+                Place::Given => refuse(
+                    diags,
+                    format!("a symlink to {}, which does not exist", target.display()),
+                ),
+            }
+        }
+        SourceRead::NotRegular { kind } => refuse(
+            diags,
+            format!("{kind}, not a regular file; csis reads only regular files"),
+        ),
+        SourceRead::TooLarge { size } => refuse(
+            diags,
+            format!(
+                "{} is over the limit of {} csis reads from one file; raise it with \
+--max-file-size BYTES (or CSIS_MAX_FILE_SIZE)",
+                human_bytes(size),
+                human_bytes(max_bytes)
+            ),
+        ),
+        SourceRead::NotUtf8 { line, col } => refuse(
+            diags,
+            format!(
+                "not UTF-8 text (the first invalid byte is at line {line}, column {col}); csis \
+reads configuration files as UTF-8"
+            ),
+        ),
+        SourceRead::Failed(e) => refuse(diags, format!("cannot be read: {e}")),
+    }
 }
 
 /// A loaded tree: the database, its inputs, and the files by path.
@@ -51,7 +169,10 @@ pub struct Workspace {
 
 /// The identities CSIS_CONFIG_IDENTITY names: an AGE-SECRET-KEY-1 string,
 /// an identity file, or a directory of *.age-identity files.
-fn identities(system: &dyn System) -> std::io::Result<csis_secrets::IdentitySource> {
+fn identities(
+    system: &dyn System,
+    max_bytes: u64,
+) -> std::io::Result<csis_secrets::IdentitySource> {
     use csis_secrets::{IdentitySource, keys_in};
     let Some(v) = system.env().get("CSIS_CONFIG_IDENTITY").cloned() else {
         return Ok(IdentitySource::Unset);
@@ -65,7 +186,16 @@ fn identities(system: &dyn System) -> std::io::Result<csis_secrets::IdentitySour
         let mut keys = Vec::new();
         for p in system.list_files(path)? {
             if p.parent() == Some(path) && p.extension().is_some_and(|e| e == "age-identity") {
-                keys.extend(keys_in(&system.read_to_string(&p)?.unwrap_or_default()));
+                let mut refused = Vec::new();
+                let shown = p.to_string_lossy().to_string();
+                let text = read_limited(system, &p, &shown, Place::Given, max_bytes, &mut refused);
+                if let Some(d) = refused.first() {
+                    return Ok(IdentitySource::Invalid(format!(
+                        "CSIS_CONFIG_IDENTITY={v}: {}",
+                        d.message
+                    )));
+                }
+                keys.extend(keys_in(&text.unwrap_or_default()));
             }
         }
         return Ok(if keys.is_empty() {
@@ -76,7 +206,15 @@ fn identities(system: &dyn System) -> std::io::Result<csis_secrets::IdentitySour
             IdentitySource::Keys(keys)
         });
     }
-    Ok(match system.read_to_string(path)? {
+    let mut refused = Vec::new();
+    let text = read_limited(system, path, &v, Place::Given, max_bytes, &mut refused);
+    if let Some(d) = refused.first() {
+        return Ok(IdentitySource::Invalid(format!(
+            "CSIS_CONFIG_IDENTITY={}",
+            d.message
+        )));
+    }
+    Ok(match text {
         Some(text) if !keys_in(&text).is_empty() => IdentitySource::Keys(keys_in(&text)),
         _ => IdentitySource::Invalid(format!(
             "CSIS_CONFIG_IDENTITY={v}: not an AGE-SECRET-KEY-1 string, an identity file or a directory"
@@ -123,51 +261,78 @@ impl Workspace {
             files.insert(path, f);
             f
         };
+        let max = options.max_file_size;
+        // Symlinks inside the tree may point anywhere inside it.
+        let real_root = system.resolve(root).unwrap_or_else(|_| root.to_path_buf());
+        // A directory of the tree that is itself a symlink out of it is
+        // refused whole, with where it points.
+        let listed =
+            |dir: &str, read_diags: &mut Vec<Diagnostic>| -> std::io::Result<Vec<PathBuf>> {
+                let path = root.join(dir);
+                if let Ok(real) = system.resolve(&path)
+                    && !real.starts_with(&real_root)
+                {
+                    read_diags.push(Diagnostic::error(format!(
+                        "{dir}/: a symlink to {}, outside the configuration root; csis reads only \
+files inside the tree",
+                        real.display()
+                    )));
+                    return Ok(Vec::new());
+                }
+                system.list_files(&path)
+            };
+        let read = |p: &Path, read_diags: &mut Vec<Diagnostic>| {
+            let shown = rel(root, p);
+            let place = Place::Tree { root: &real_root };
+            read_limited(system, p, &shown, place, max, read_diags).map(|text| (shown, text))
+        };
         let cfg_dir = root.join("cfg");
         let mut cfg_files = Vec::new();
-        for p in system.list_files(&cfg_dir)? {
+        for p in listed("cfg", &mut read_diags)? {
             // cfg/ is not recursive.
             if p.parent() != Some(cfg_dir.as_path()) || !is_yaml(&p) {
                 continue;
             }
-            if let Some(text) = system.read_to_string(&p)? {
-                cfg_files.push(make(rel(root, &p), text, &mut files));
+            if let Some((shown, text)) = read(&p, &mut read_diags) {
+                cfg_files.push(make(shown, text, &mut files));
             }
         }
         let mut item_files = Vec::new();
         for dir in dirs {
-            for p in system.list_files(&root.join(dir))? {
+            for p in listed(dir, &mut read_diags)? {
                 if !is_yaml(&p) {
                     continue;
                 }
-                if let Some(text) = system.read_to_string(&p)? {
-                    let file = make(rel(root, &p), text, &mut files);
+                if let Some((shown, text)) = read(&p, &mut read_diags) {
+                    let file = make(shown, text, &mut files);
                     item_files.push(ItemFile { dir, file });
                 }
             }
         }
         let mut meta_files = Vec::new();
         let meta_dir = root.join(crate::state::meta_state::DIR);
-        for p in system.list_files(&meta_dir)? {
+        for p in listed(crate::state::meta_state::DIR, &mut read_diags)? {
             // The alias pool is the one meta-state file that is not YAML.
             let pool = p
                 .file_name()
                 .is_some_and(|n| n == crate::state::alias_pool::FILE);
             if p.parent() == Some(meta_dir.as_path())
                 && (is_yaml(&p) || pool)
-                && let Some(text) = system.read_to_string(&p)?
+                && let Some((shown, text)) = read(&p, &mut read_diags)
             {
-                meta_files.push(make(rel(root, &p), text, &mut files));
+                meta_files.push(make(shown, text, &mut files));
             }
         }
         let mut overlays = Vec::new();
         for p in &options.overlays {
             let shown = p.to_string_lossy().to_string();
-            match system.read_to_string(p)? {
+            let before = read_diags.len();
+            match read_limited(system, p, &shown, Place::Given, max, &mut read_diags) {
                 Some(text) => overlays.push(make(shown, text, &mut files)),
-                None => {
+                None if read_diags.len() == before => {
                     read_diags.push(Diagnostic::error(format!("Overlay {shown} does not exist")))
                 }
+                None => {}
             }
         }
         let tree = Tree::builder(
@@ -186,7 +351,7 @@ impl Workspace {
             system.now_unix(),
             meta_files,
             Vec::new(),
-            identities(system)?,
+            identities(system, max)?,
             Default::default(),
         )
         // What a workspace never changes is HIGH, and item files and
@@ -213,7 +378,15 @@ impl Workspace {
         // known only once it is read: read them now, absent ones stay out.
         let mut aux = Vec::new();
         for path in crate::plan::fingerprint::referenced_files(&db, tree).clone() {
-            if let Some(text) = system.read_to_string(&root.join(&path))? {
+            let place = Place::Tree { root: &real_root };
+            if let Some(text) = read_limited(
+                system,
+                &root.join(&path),
+                &path,
+                place,
+                max,
+                &mut read_diags,
+            ) {
                 let f = SourceFile::builder(Arc::from(path.as_str()), Arc::from(text))
                     .durability(durability_for(&path))
                     .new(&db);
@@ -333,19 +506,21 @@ impl Workspace {
     }
 
     /// `file:line:col: message` (a warning says so), for logs and
-    /// `--brief`.
+    /// `--brief`: one line, whatever the file's name or the message holds
+    /// (control characters are escaped).
     pub fn describe(&self, d: &Diagnostic) -> String {
         let level = match d.severity {
             csis_model::Severity::Error => "",
             csis_model::Severity::Warning => "warning: ",
         };
-        match self.locate(d) {
+        let line = match self.locate(d) {
             Some(loc) => format!(
                 "{}:{}:{}: {level}{}",
                 loc.file, loc.span.line, loc.span.col, d.message
             ),
             None => format!("{level}{}", d.message),
-        }
+        };
+        csis_model::escape_controls(&line).into_owned()
     }
 
     /// The file, text and span a diagnostic points at.
@@ -356,8 +531,10 @@ impl Workspace {
     /// `file:line:col` of a node (its key when `key`), or of its nearest
     /// ancestor the file has.
     pub fn position(&self, origin: &Origin, key: bool) -> Option<String> {
-        self.locate_origin(origin, key)
-            .map(|l| format!("{}:{}:{}", l.file, l.span.line, l.span.col))
+        self.locate_origin(origin, key).map(|l| {
+            let file = csis_model::escape_controls(&l.file);
+            format!("{file}:{}:{}", l.span.line, l.span.col)
+        })
     }
 
     fn locate_origin(&self, origin: &Origin, key: bool) -> Option<Located> {

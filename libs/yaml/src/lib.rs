@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use csis_model::{DocPath, Map, Value};
+use csis_model::{DocPath, Map, Seg, Value};
 use saphyr_parser::{Event, Parser, ScalarStyle, Span as PSpan};
 
 pub mod emit;
@@ -22,35 +22,78 @@ pub struct Span {
 
 /// Where each node of one document sits: its value and, for mapping
 /// entries, its key.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+///
+/// A tree of nodes, each knowing its parent and the step from it: memory
+/// is linear in the document however deep it nests (a map from whole
+/// paths would copy every ancestor's path into each node, quadratic in
+/// the depth).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Positions {
-    values: HashMap<DocPath, Span>,
-    keys: HashMap<DocPath, Span>,
+    /// Node 0 is the document's root.
+    nodes: Vec<Node>,
+    /// A node's child by (parent, step).
+    children: HashMap<(usize, Seg), usize>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Node {
+    value: Option<Span>,
+    key: Option<Span>,
+}
+
+impl Default for Positions {
+    fn default() -> Positions {
+        Positions {
+            nodes: vec![Node::default()],
+            children: HashMap::new(),
+        }
+    }
 }
 
 impl Positions {
     pub fn value(&self, path: &DocPath) -> Option<Span> {
-        self.values.get(path).copied()
+        self.node(&path.0).and_then(|n| n.value)
     }
 
     pub fn key(&self, path: &DocPath) -> Option<Span> {
-        self.keys.get(path).copied()
+        self.node(&path.0).and_then(|n| n.key)
     }
 
     /// The span of the nearest node at or above `path` that has one.
     pub fn nearest(&self, path: &DocPath, key: bool) -> Option<Span> {
-        let mut p = path.clone();
-        loop {
-            let found = if key {
-                self.key(&p).or_else(|| self.value(&p))
-            } else {
-                self.value(&p)
+        // The nodes along the path, as far as the document has them.
+        let mut along = vec![0];
+        for seg in &path.0 {
+            let Some(&next) = along
+                .last()
+                .and_then(|&id| self.children.get(&(id, seg.clone())))
+            else {
+                break;
             };
-            if found.is_some() {
-                return found;
-            }
-            p.0.pop()?;
+            along.push(next);
         }
+        along.iter().rev().find_map(|&id| {
+            let n = &self.nodes[id];
+            if key { n.key.or(n.value) } else { n.value }
+        })
+    }
+
+    fn node(&self, path: &[Seg]) -> Option<&Node> {
+        let mut id = 0;
+        for seg in path {
+            id = *self.children.get(&(id, seg.clone()))?;
+        }
+        self.nodes.get(id)
+    }
+
+    /// The node `seg` below `parent`, made when new.
+    fn child(&mut self, parent: usize, seg: Seg) -> usize {
+        let next = self.nodes.len();
+        let id = *self.children.entry((parent, seg)).or_insert(next);
+        if id == next {
+            self.nodes.push(Node::default());
+        }
+        id
     }
 }
 
@@ -63,21 +106,32 @@ pub struct YamlError {
 
 /// Converts saphyr's character indices to byte offsets.
 struct Offsets {
+    /// Empty for ASCII text, where the two are the same.
     char_to_byte: Vec<usize>,
+    len: usize,
 }
 
 impl Offsets {
     fn new(text: &str) -> Offsets {
-        let mut char_to_byte: Vec<usize> = text.char_indices().map(|(b, _)| b).collect();
-        char_to_byte.push(text.len());
-        Offsets { char_to_byte }
+        let char_to_byte = if text.is_ascii() {
+            Vec::new()
+        } else {
+            text.char_indices().map(|(b, _)| b).collect()
+        };
+        Offsets {
+            char_to_byte,
+            len: text.len(),
+        }
     }
 
     fn byte(&self, char_index: usize) -> usize {
+        if self.char_to_byte.is_empty() {
+            return char_index.min(self.len);
+        }
         self.char_to_byte
             .get(char_index)
             .copied()
-            .unwrap_or_else(|| self.char_to_byte.last().copied().unwrap_or(0))
+            .unwrap_or(self.len)
     }
 
     fn span(&self, s: &PSpan) -> Span {
@@ -124,8 +178,15 @@ fn parse_documents(
         let (event, span) = next.map_err(|e| {
             let m = e.marker();
             let offset = offsets.byte(m.index());
+            // saphyr's own bound on flow nesting (`[[[...`): the same
+            // refusal as a block document's.
+            let message = if e.info() == "recursion limit exceeded" {
+                depth_message()
+            } else {
+                format!("invalid YAML: {}", e.info())
+            };
             YamlError {
-                message: format!("invalid YAML: {}", e.info()),
+                message,
                 span: Span {
                     offset,
                     len: 0,
@@ -150,13 +211,27 @@ fn parse_documents(
     Ok((builder.root.unwrap_or(Value::Null), builder.positions, None))
 }
 
+/// How deeply lists and mappings may nest in one document. Every reader
+/// of a value below (dropping it, comparing it, rendering it to JSON or
+/// Jinja, walking it for reserved names) recurses once per level; this
+/// bound keeps them all far from the end of a thread's stack.
+pub const MAX_DEPTH: usize = 256;
+
+/// The refusal of a document nested deeper than [`MAX_DEPTH`].
+pub fn depth_message() -> String {
+    format!(
+        "nesting deeper than {MAX_DEPTH} levels; csis reads at most {MAX_DEPTH} levels of lists and \
+mappings inside one another (block or flow style)"
+    )
+}
+
 enum Frame {
     Seq {
-        path: DocPath,
+        node: usize,
         items: Vec<Value>,
     },
     Map {
-        path: DocPath,
+        node: usize,
         entries: Map,
         pending_key: Option<(String, Span)>,
     },
@@ -170,16 +245,17 @@ struct Builder {
 }
 
 impl Builder {
-    /// The path the next node will have, or `None` when the next node is a
-    /// mapping key.
-    fn next_path(&self) -> Option<DocPath> {
-        match self.stack.last() {
-            None => Some(DocPath::root()),
-            Some(Frame::Seq { path, items }) => Some(path.index(items.len())),
+    /// The position node the next node will have, or `None` when the next
+    /// node is a mapping key.
+    fn next_node(&mut self) -> Option<usize> {
+        let (parent, seg) = match self.stack.last() {
+            None => return Some(0),
+            Some(Frame::Seq { node, items }) => (*node, Seg::Index(items.len())),
             Some(Frame::Map {
-                path, pending_key, ..
-            }) => pending_key.as_ref().map(|(k, _)| path.key(k)),
-        }
+                node, pending_key, ..
+            }) => (*node, Seg::Key(pending_key.as_ref()?.0.clone())),
+        };
+        Some(self.positions.child(parent, seg))
     }
 
     fn event(&mut self, event: Event<'_>, span: Span) -> Result<(), YamlError> {
@@ -214,17 +290,17 @@ impl Builder {
             }
             Event::SequenceStart(anchor, _) => {
                 refuse_anchor(anchor, span)?;
-                let path = self.open(span)?;
+                let node = self.open(span)?;
                 self.stack.push(Frame::Seq {
-                    path,
+                    node,
                     items: Vec::new(),
                 });
             }
             Event::MappingStart(anchor, _) => {
                 refuse_anchor(anchor, span)?;
-                let path = self.open(span)?;
+                let node = self.open(span)?;
                 self.stack.push(Frame::Map {
-                    path,
+                    node,
                     entries: Map::new(),
                     pending_key: None,
                 });
@@ -242,12 +318,19 @@ impl Builder {
         Ok(())
     }
 
-    /// Record the position of a collection that starts here.
-    fn open(&mut self, span: Span) -> Result<DocPath, YamlError> {
-        match self.next_path() {
-            Some(path) => {
-                self.positions.values.insert(path.clone(), span);
-                Ok(path)
+    /// Record the position of a collection that starts here, refusing one
+    /// nested deeper than [`MAX_DEPTH`].
+    fn open(&mut self, span: Span) -> Result<usize, YamlError> {
+        if self.stack.len() >= MAX_DEPTH {
+            return Err(YamlError {
+                message: depth_message(),
+                span,
+            });
+        }
+        match self.next_node() {
+            Some(node) => {
+                self.positions.nodes[node].value = Some(span);
+                Ok(node)
             }
             None => Err(YamlError {
                 message: "a mapping key must be a plain string, not a list or mapping".to_string(),
@@ -259,7 +342,7 @@ impl Builder {
     /// A scalar: either a mapping key or a value.
     fn push(&mut self, value: Value, span: Span) -> Result<(), YamlError> {
         if let Some(Frame::Map {
-            path,
+            node,
             entries,
             pending_key,
         }) = self.stack.last_mut()
@@ -275,12 +358,14 @@ impl Builder {
                     span,
                 });
             }
-            self.positions.keys.insert(path.key(&key), span);
-            *pending_key = Some((key, span));
+            let parent = *node;
+            *pending_key = Some((key.clone(), span));
+            let child = self.positions.child(parent, Seg::Key(key));
+            self.positions.nodes[child].key = Some(span);
             return Ok(());
         }
-        if let Some(path) = self.next_path() {
-            self.positions.values.insert(path, span);
+        if let Some(node) = self.next_node() {
+            self.positions.nodes[node].value = Some(span);
         }
         self.attach(value, span)
     }
@@ -368,5 +453,66 @@ mod tests {
         assert_eq!(e.span.line, 2);
         let e = parse("a: [1\n").unwrap_err();
         assert!(e.message.starts_with("invalid YAML"), "{}", e.message);
+    }
+
+    /// `- ` repeated: a block sequence in a block sequence, `depth` deep.
+    fn block_seqs(depth: usize) -> String {
+        format!("{}x\n", "- ".repeat(depth))
+    }
+
+    /// One key per line, each indented below the last.
+    fn block_maps(depth: usize) -> String {
+        (0..depth)
+            .map(|i| format!("{}k{i}:\n", " ".repeat(i)))
+            .collect()
+    }
+
+    #[test]
+    fn nesting_stops_at_the_limit_in_block_and_flow_style() {
+        assert!(parse(&block_seqs(MAX_DEPTH)).is_ok());
+        let e = parse(&block_seqs(MAX_DEPTH + 1)).unwrap_err();
+        assert_eq!(e.message, depth_message());
+        assert_eq!((e.span.line, e.span.col), (1, 2 * MAX_DEPTH + 1));
+        let e = parse(&block_seqs(4000)).unwrap_err();
+        assert_eq!(e.message, depth_message());
+
+        // The innermost key holds null: depth nested mappings hold it.
+        assert!(parse(&block_maps(MAX_DEPTH)).is_ok());
+        let e = parse(&block_maps(MAX_DEPTH + 2)).unwrap_err();
+        assert_eq!(e.message, depth_message());
+        assert_eq!(e.span.line, MAX_DEPTH + 1);
+
+        let flow = |n: usize| format!("a: {}{}\n", "[".repeat(n), "]".repeat(n));
+        assert!(parse(&flow(MAX_DEPTH - 1)).is_ok());
+        let e = parse(&flow(MAX_DEPTH)).unwrap_err();
+        assert_eq!(e.message, depth_message());
+        let e = parse(&flow(1000)).unwrap_err();
+        assert_eq!(e.message, depth_message());
+        assert!(e.message.starts_with("nesting deeper than 256 levels"));
+    }
+
+    #[test]
+    fn positions_grow_with_the_nodes_not_with_their_depth() {
+        let text = block_maps(MAX_DEPTH);
+        let (_, pos) = parse(&text).unwrap();
+        // One node per key, plus the root.
+        assert_eq!(pos.nodes.len(), MAX_DEPTH + 1);
+        let mut deep = DocPath::root();
+        for i in 0..MAX_DEPTH {
+            deep = deep.key(&format!("k{i}"));
+        }
+        let k = pos.key(&deep).unwrap();
+        assert_eq!((k.line, k.col), (MAX_DEPTH, MAX_DEPTH));
+        // Below what the document has: the nearest ancestor.
+        let below = deep.key("nothing").index(3);
+        assert_eq!(pos.nearest(&below, true), Some(k));
+        assert_eq!(pos.value(&below), None);
+    }
+
+    #[test]
+    fn byte_offsets_of_non_ascii_text() {
+        let (_, pos) = parse("é: ü\nb: x\n").unwrap();
+        let s = pos.value(&DocPath::root().key("b")).unwrap();
+        assert_eq!((s.offset, s.line, s.col), (10, 2, 4));
     }
 }

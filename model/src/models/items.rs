@@ -446,8 +446,12 @@ impl Group {
     }
 }
 
+/// The largest gid: Unix ids are 32 bits, and 4294967295 is `(gid_t) -1`,
+/// "no group".
+pub const MAX_GID: i64 = 4_294_967_294;
+
 /// `gid:` normalised: None, 0, "0" and "default" defer; otherwise an
-/// integer of at least 1024.
+/// integer from 1024 to [`MAX_GID`].
 fn read_gid(f: &mut Fields<'_>, name: &str) -> Option<i64> {
     let v = f.raw("gid")?;
     let text = match v {
@@ -459,10 +463,10 @@ fn read_gid(f: &mut Fields<'_>, name: &str) -> Option<i64> {
     }
     match (v.as_str(), text.parse::<i64>()) {
         (Some(_), Ok(0)) => None,
-        (Some(_), Ok(n)) if n >= 1024 => Some(n),
+        (Some(_), Ok(n)) if (1024..=MAX_GID).contains(&n) => Some(n),
         _ => {
             let msg = format!(
-                "Group {name} has gid {text}; gid must be an integer of at least 1024, a string representing one, or 'default'/0/None to defer it."
+                "Group {name} has gid {text}; gid must be an integer from 1024 to 4294967294, a string representing one, or 'default'/0/None to defer it."
             );
             f.error_at("gid", msg);
             None
@@ -953,13 +957,20 @@ mod tests {
             let (g, diags) = read(&map(&[("name", plain("g")), ("gid", ok)]), Group::read);
             assert!(diags.is_empty() && g.gid.is_none());
         }
-        for (bad, shown) in [(plain("500"), "500"), (quoted("abc"), "abc")] {
+        for (bad, shown) in [
+            (plain("500"), "500"),
+            (quoted("abc"), "abc"),
+            (plain("4294967295"), "4294967295"),
+            (plain("4294967296"), "4294967296"),
+            (plain("9223372036854775807"), "9223372036854775807"),
+            (plain("99999999999999999999"), "99999999999999999999"),
+        ] {
             let (_, diags) = read(&map(&[("name", plain("g")), ("gid", bad)]), Group::read);
             assert_eq!(
                 errors(&diags),
                 vec![e(
                     &format!(
-                        "Group g has gid {shown}; gid must be an integer of at least 1024, a string representing one, or 'default'/0/None to defer it."
+                        "Group g has gid {shown}; gid must be an integer from 1024 to 4294967294, a string representing one, or 'default'/0/None to defer it."
                     ),
                     "things[0].gid"
                 )]
