@@ -21,5 +21,6 @@ mod state;
 mod state_locations;
 mod storage;
 mod support;
+mod templates_bounded;
 mod users;
 mod watch;
