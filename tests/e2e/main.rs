@@ -26,5 +26,6 @@ mod state_locations;
 mod storage;
 mod store_root;
 mod support;
+mod templates_bounded;
 mod users;
 mod watch;

@@ -103,7 +103,10 @@ pub(crate) fn list_label(vct: Vct) -> &'static str {
 pub fn builders(db: &dyn Db, tree: Tree) -> Builders {
     let doc = cfg_document(db, tree);
     let rendered = rendered_cfg(db, tree);
-    let mut out = Builders::default();
+    let mut out = Builders {
+        diags: rendered.diags.clone(),
+        ..Builders::default()
+    };
     let Some(top) = rendered.value.as_map() else {
         return out;
     };

@@ -15,7 +15,7 @@ use csis_plugin_api::BuilderDecl;
 use crate::db::{Db, Tree};
 use crate::load::builders::{Builders, builders};
 use crate::load::items::{ItemId, item_index, raw_item};
-use crate::load::resolve::{SmartContext, fill_defaults, resolve_item};
+use crate::load::resolve::{SmartContext, fill_defaults, refusal_diagnostic, resolve_item};
 use crate::load::user_identity::UserRule;
 use csis_string_stage::passes::{DEFAULT_DATEFORMAT, execution_value};
 use csis_string_stage::{Renderer, jinja_value};
@@ -69,7 +69,18 @@ pub fn structured_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Str
     let mut value = (*raw.value).clone();
     fill_defaults(kind, &mut value, b);
     let ctx = smart_context(db, tree, kind, &value, b);
-    Renderer::shared(|r| resolve_item(kind, &mut value, &ctx, r));
+    let refused = Renderer::shared(|r| resolve_item(kind, &mut value, &ctx, r));
+    if !refused.is_empty() {
+        let name = value
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let kind_label = label(kind).to_lowercase();
+        out.diags.extend(refused.iter().map(|(path, refusal)| {
+            refusal_diagnostic(&kind_label, &name, &raw.origin, path, refusal)
+        }));
+    }
     let mut secrets = raw.secrets.clone();
     let user_rule = (kind == ItemKind::USERS)
         .then(|| UserRule::of(b, &value))

@@ -1,14 +1,16 @@
 //! Template resolution for items: templated defaults filled in, then up to
 //! five passes over every string that still holds `{{`, each rendered in
-//! the item's SmartContext. A tag that cannot render stays as written.
+//! the item's SmartContext. A tag that cannot render stays as written; a
+//! value whose template hits a limit (csis_string_stage::limits) is
+//! refused, kept as written and not rendered again.
 
 use std::collections::BTreeMap;
 
-use csis_model::{ItemKind, Map, Value, Vct};
+use csis_model::{DocPath, ItemKind, Map, Seg, Value, Vct};
 use minijinja::value::Value as JValue;
 
 use crate::load::builders::Builders;
-use csis_string_stage::{Renderer, jinja_value};
+use csis_string_stage::{Refusal, Renderer, jinja_value};
 
 /// The most passes a value gets: enough for a default that names a field
 /// that is itself a template (description → email → name).
@@ -82,30 +84,77 @@ impl SmartContext {
     }
 }
 
-/// Resolve every template of an item value, at most [`MAX_PASSES`] times.
-pub fn resolve_item(kind: ItemKind, value: &mut Value, ctx: &SmartContext, r: &Renderer) {
+/// Resolve every template of an item value, at most [`MAX_PASSES`] times;
+/// the values refused, by their path inside the item.
+pub fn resolve_item(
+    kind: ItemKind,
+    value: &mut Value,
+    ctx: &SmartContext,
+    r: &Renderer,
+) -> Vec<(DocPath, Refusal)> {
+    let mut refused = Vec::new();
     for _ in 0..MAX_PASSES {
         if !value.contains_template() {
-            return;
+            break;
         }
         let jctx = ctx.context(kind, value);
         let before = value.clone();
-        render_strings(value, &jctx, r);
+        render_strings(value, &mut Vec::new(), &jctx, r, &mut refused);
         if *value == before {
-            return;
+            break;
         }
+    }
+    refused
+}
+
+fn render_strings(
+    v: &mut Value,
+    path: &mut Vec<Seg>,
+    ctx: &JValue,
+    r: &Renderer,
+    refused: &mut Vec<(DocPath, Refusal)>,
+) {
+    match v {
+        Value::Scalar { text, .. } => {
+            if csis_model::value::has_template(text) && !refused.iter().any(|(p, _)| p.0 == *path) {
+                match r.render_tags(text, ctx) {
+                    Ok(t) => *text = t,
+                    Err(refusal) => refused.push((DocPath(path.clone()), refusal)),
+                }
+            }
+        }
+        Value::Seq(items) => {
+            for (i, item) in items.iter_mut().enumerate() {
+                path.push(Seg::Index(i));
+                render_strings(item, path, ctx, r, refused);
+                path.pop();
+            }
+        }
+        Value::Map(m) => {
+            for (k, item) in m.iter_mut() {
+                path.push(Seg::Key(k.clone()));
+                render_strings(item, path, ctx, r, refused);
+                path.pop();
+            }
+        }
+        Value::Null => {}
     }
 }
 
-fn render_strings(v: &mut Value, ctx: &JValue, r: &Renderer) {
-    match v {
-        Value::Scalar { text, .. } => {
-            if csis_model::value::has_template(text) {
-                *text = r.render_tags(text, ctx);
-            }
-        }
-        Value::Seq(items) => items.iter_mut().for_each(|i| render_strings(i, ctx, r)),
-        Value::Map(m) => m.values_mut().for_each(|i| render_strings(i, ctx, r)),
-        Value::Null => {}
-    }
+/// The refusal of a templated value of an item: which field, which item,
+/// which limit.
+pub fn refusal_diagnostic(
+    kind_label: &str,
+    name: &str,
+    origin: &csis_model::Origin,
+    path: &DocPath,
+    refusal: &Refusal,
+) -> csis_model::Diagnostic {
+    let mut at = origin.clone();
+    at.path.0.extend(path.0.iter().cloned());
+    csis_model::Diagnostic::error(format!(
+        "template in field '{path}' of {kind_label} '{name}' {refusal}"
+    ))
+    .help(refusal.help())
+    .at(at)
 }

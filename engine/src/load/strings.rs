@@ -4,12 +4,14 @@
 
 use std::sync::Arc;
 
-use csis_model::{Map, Value};
-use csis_string_stage::Renderer;
+use csis_model::vct::BUILDER_KEYS;
+use csis_model::{Diagnostic, DocPath, Map, Seg, Value};
 use csis_string_stage::passes::{DEFAULT_DATEFORMAT, StageEnv};
+use csis_string_stage::{Refusal, Renderer};
 
 use crate::db::{Db, Tree};
-use crate::load::cfg::cfg_document;
+use crate::load::builders::list_label;
+use crate::load::cfg::{CfgDocument, cfg_document};
 use crate::load::overlay::overlay_config;
 
 /// The merged cfg/ document after the string stage, with every overlay's
@@ -17,11 +19,14 @@ use crate::load::overlay::overlay_config;
 #[derive(Debug, PartialEq, Eq, Clone)]
 pub struct RenderedCfg {
     pub value: Arc<Value>,
+    /// The values the passes refused (a template over its limits).
+    pub diags: Vec<Diagnostic>,
 }
 
 #[salsa::tracked(returns(ref))]
 pub fn rendered_cfg(db: &dyn Db, tree: Tree) -> RenderedCfg {
-    let mut doc = (*cfg_document(db, tree).value).clone();
+    let cfg = cfg_document(db, tree);
+    let mut doc = (*cfg.value).clone();
     if let Some(extra) = overlay_config(db, tree)
         && let Value::Map(top) = &mut doc
     {
@@ -57,7 +62,48 @@ pub fn rendered_cfg(db: &dyn Db, tree: Tree) -> RenderedCfg {
     for pass in db.registry().resolution_passes() {
         (pass.run)(&mut doc, &st, &r);
     }
+    let diags = st
+        .take_refusals()
+        .iter()
+        .map(|(path, refusal)| refusal_diagnostic(cfg, &doc, path, refusal))
+        .collect();
     RenderedCfg {
         value: Arc::new(doc),
+        diags,
     }
+}
+
+/// The refusal of a templated cfg/ value: in a builder or executable
+/// entry, which field of which entry; elsewhere, its path.
+fn refusal_diagnostic(
+    cfg: &CfgDocument,
+    doc: &Value,
+    path: &DocPath,
+    refusal: &Refusal,
+) -> Diagnostic {
+    let owner = match path.0.as_slice() {
+        [Seg::Key(list), Seg::Index(i), rest @ ..] if !rest.is_empty() => {
+            let label = if list == "executables" {
+                Some("executable".to_string())
+            } else {
+                BUILDER_KEYS
+                    .iter()
+                    .find(|(k, _)| k == list)
+                    .map(|(_, vct)| list_label(*vct).to_lowercase())
+            };
+            let name = doc
+                .get(list)
+                .and_then(Value::as_seq)
+                .and_then(|entries| entries.get(*i))
+                .and_then(|e| e.get("name"))
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            label.map(|l| (DocPath(rest.to_vec()), format!(" of {l} '{name}'")))
+        }
+        _ => None,
+    };
+    let (field, owner) = owner.unwrap_or_else(|| (path.clone(), String::new()));
+    Diagnostic::error(format!("template in field '{field}'{owner} {refusal}"))
+        .help(refusal.help())
+        .at_opt(cfg.origin(path))
 }

@@ -7,9 +7,16 @@
 //! tag that cannot render (an unknown name, an unset variable) is kept as
 //! written for a later stage. A string with `{% ... %}` blocks renders
 //! whole or is kept whole.
+//!
+//! Rendering is bounded ([`limits`]): a render that runs out of its
+//! instruction budget, writes more than a value may hold or calls a
+//! function templates do not have is refused ([`Refusal`]), never kept.
 
 pub mod clock;
+pub mod limits;
 pub mod passes;
+
+pub use limits::{MAX_VALUE_BYTES, Refusal, TEMPLATE_FUEL};
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -27,6 +34,7 @@ use minijinja::{AutoEscape, Environment, Template, UndefinedBehavior};
 /// thousands of times. [`Renderer::shared`] is one renderer per thread.
 pub struct Renderer {
     env: RefCell<Environment<'static>>,
+    limits: limits::Limits,
 }
 
 /// Past this many distinct templates the cache starts over, so a
@@ -44,10 +52,24 @@ thread_local! {
 }
 
 impl Renderer {
+    /// A renderer with the fixed limits ([`TEMPLATE_FUEL`],
+    /// [`MAX_VALUE_BYTES`]).
     pub fn new() -> Renderer {
+        Renderer::with_limits(limits::Limits::DEFAULT)
+    }
+
+    /// A renderer with other limits (tests and the fuzz target use smaller
+    /// ones to stay fast).
+    pub fn with_limits(limits: limits::Limits) -> Renderer {
         Renderer {
-            env: RefCell::new(Renderer::environment()),
+            env: RefCell::new(Renderer::environment(&limits)),
+            limits,
         }
+    }
+
+    /// The limits every render of this renderer is held to.
+    pub fn limits(&self) -> limits::Limits {
+        self.limits
     }
 
     /// Runs `f` with this thread's renderer.
@@ -55,8 +77,13 @@ impl Renderer {
         SHARED.with(f)
     }
 
-    fn environment() -> Environment<'static> {
+    fn environment(limits: &limits::Limits) -> Environment<'static> {
         let mut env = Environment::new();
+        // `debug()` prints the whole context (every item a template can
+        // name): megabytes per call. Configuration has no use for it.
+        env.remove_global("debug");
+        env.set_fuel(Some(limits.fuel));
+        limits::guard(&mut env);
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         env.set_keep_trailing_newline(true);
         // Templates are named by their text; no name may turn escaping on.
@@ -69,7 +96,7 @@ impl Renderer {
         if self.env.borrow().get_template(text).is_err() {
             let mut env = self.env.borrow_mut();
             if env.templates().count() >= MAX_TEMPLATES {
-                *env = Renderer::environment();
+                *env = Renderer::environment(&self.limits);
             }
             env.add_template_owned(text.to_string(), text.to_string())
                 .ok()?;
@@ -86,19 +113,39 @@ impl Renderer {
             .unwrap_or_default()
     }
 
-    fn render(&self, text: &str, ctx: &JValue) -> Option<String> {
-        self.with_template(text, |t| t.render(ctx).ok()).flatten()
+    /// `text` rendered whole into at most `room` bytes: `Ok(None)` when it
+    /// does not compile or fails in a way a later stage may mend (an
+    /// unknown name), `Err` when it hit a limit.
+    fn render(&self, text: &str, ctx: &JValue, room: usize) -> Result<Option<String>, Refusal> {
+        self.with_template(text, |t| {
+            let mut out = limits::Bounded::new(room);
+            limits::start(self.limits.fuel);
+            let result = t.render_captured_to(ctx, &mut out).map(|_| ());
+            match result {
+                Ok(()) => Ok(out.into_string()),
+                Err(e) => match limits::refusal(&e, &out, &self.limits) {
+                    Some(refusal) => Err(refusal),
+                    None => Ok(None),
+                },
+            }
+        })
+        .unwrap_or(Ok(None))
     }
 
-    /// `text` with every tag that renders against `ctx` replaced.
-    pub fn render_tags(&self, text: &str, ctx: &JValue) -> String {
+    /// `text` with every tag that renders against `ctx` replaced; refused
+    /// when a tag hits a limit (the whole value is then held to
+    /// [`limits::Limits::max_bytes`]).
+    pub fn render_tags(&self, text: &str, ctx: &JValue) -> Result<String, Refusal> {
         if !csis_model::value::has_template(text) {
-            return text.to_string();
+            return Ok(text.to_string());
         }
+        let cap = self.limits.max_bytes;
         if text.contains("{%") {
-            return self.render(text, ctx).unwrap_or_else(|| text.to_string());
+            return Ok(self
+                .render(text, ctx, cap)?
+                .unwrap_or_else(|| text.to_string()));
         }
-        let mut out = String::with_capacity(text.len());
+        let mut out = String::with_capacity(text.len().min(cap));
         let mut rest = text;
         while let Some(start) = rest.find("{{") {
             let Some(len) = rest[start..].find("}}") else {
@@ -106,14 +153,15 @@ impl Renderer {
             };
             let tag = &rest[start..start + len + 2];
             out.push_str(&rest[..start]);
-            match self.render(tag, ctx) {
+            let room = cap.saturating_sub(out.len());
+            match self.render(tag, ctx, room)? {
                 Some(r) => out.push_str(&r),
                 None => out.push_str(tag),
             }
             rest = &rest[start + len + 2..];
         }
         out.push_str(rest);
-        out
+        Ok(out)
     }
 }
 
@@ -181,5 +229,133 @@ impl Object for Scope {
     fn enumerate(self: &Arc<Self>) -> Enumerator {
         let keys: Vec<JValue> = self.map.keys().map(|k| JValue::from(k.as_str())).collect();
         Enumerator::Iter(Box::new(keys.into_iter()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::Limits;
+
+    fn render(text: &str) -> Result<String, Refusal> {
+        Renderer::new().render_tags(text, &minijinja::context! { name => "web" })
+    }
+
+    #[test]
+    fn debug_is_not_a_function_of_configuration_templates() {
+        assert_eq!(
+            render("{{ debug() }}"),
+            Err(Refusal::UnknownFunction("debug".into()))
+        );
+        assert_eq!(
+            render("{% if true %}{{ debug() }}{% endif %}"),
+            Err(Refusal::UnknownFunction("debug".into()))
+        );
+        assert_eq!(
+            Refusal::UnknownFunction("debug".into()).to_string(),
+            "calls 'debug()', a function configuration templates do not have"
+        );
+    }
+
+    #[test]
+    fn three_nested_loops_run_out_of_fuel() {
+        let text = "{% for a in range(10000) %}{% for b in range(10000) %}{% for c in range(10000) %}x{% endfor %}{% endfor %}{% endfor %}";
+        let r = Renderer::with_limits(Limits {
+            fuel: TEMPLATE_FUEL,
+            max_bytes: usize::MAX,
+        });
+        assert_eq!(
+            r.render_tags(text, &JValue::UNDEFINED),
+            Err(Refusal::Fuel(TEMPLATE_FUEL))
+        );
+        assert_eq!(
+            Refusal::Fuel(TEMPLATE_FUEL).to_string(),
+            "ran out of its budget of 1,000,000 instructions (a loop too large?)"
+        );
+    }
+
+    #[test]
+    fn walking_a_huge_lazy_list_spends_the_budget() {
+        let spent = Err(Refusal::Fuel(TEMPLATE_FUEL));
+        for text in [
+            "{{ [1] * 1000000000000 }}",
+            "{{ [[1] * 1000000000000] }}",
+            "{{ ([1] * 1000000000000)|join }}",
+            "{{ ([1] * 1000000000000)|select('eq', 2)|list }}",
+            "{{ (range(100000) * 100000)|sum }}",
+            "{% for i in range(100000) %}{% set x = range(100000)|sum %}{% endfor %}",
+        ] {
+            assert_eq!(render(text), spent, "{text}");
+        }
+        // A sized sequence's length costs nothing.
+        assert_eq!(
+            render("{{ ([1] * 1000000000000)|length }}").as_deref(),
+            Ok("1000000000000")
+        );
+        // The guarded filters still take their arguments.
+        assert_eq!(
+            render("{{ [3, 1, 2]|sort(reverse=true)|join('-') }} {{ {'b': 1, 'a': 2}|dictsort|first }} {{ [1, 2]|length }}").as_deref(),
+            Ok("3-2-1 [\"a\", 2] 2")
+        );
+    }
+
+    #[test]
+    fn a_loop_within_the_budget_renders() {
+        assert_eq!(
+            render("{% for i in range(3) %}{{ name }}{{ i }} {% endfor %}").as_deref(),
+            Ok("web0 web1 web2 ")
+        );
+    }
+
+    #[test]
+    fn an_oversized_value_is_refused_before_it_is_kept() {
+        let over = Err(Refusal::Size(MAX_VALUE_BYTES));
+        assert_eq!(render("{{ 'x' * 2000000 }}"), over);
+        // Each tag fits; the value does not.
+        assert_eq!(render("a {{ 'x' * 600000 }} b {{ 'y' * 600000 }}"), over);
+        assert_eq!(
+            render("{% for i in range(100000) %}0123456789abcdef{% endfor %}"),
+            over
+        );
+        assert_eq!(
+            Refusal::Size(MAX_VALUE_BYTES).to_string(),
+            "rendered more than the 1 MiB a value may hold"
+        );
+        // Exactly the cap is allowed.
+        let r = Renderer::with_limits(Limits {
+            fuel: TEMPLATE_FUEL,
+            max_bytes: 8,
+        });
+        assert_eq!(
+            r.render_tags("{{ 'x' * 8 }}", &JValue::UNDEFINED)
+                .as_deref(),
+            Ok("xxxxxxxx")
+        );
+        assert_eq!(
+            r.render_tags("{{ 'x' * 9 }}", &JValue::UNDEFINED),
+            Err(Refusal::Size(8))
+        );
+    }
+
+    #[test]
+    fn range_and_repetition_keep_minijinjas_own_caps() {
+        // range() refuses more than 100,000 items and a string repeated
+        // past 100 MB: an error a later stage cannot mend either, kept.
+        assert_eq!(
+            render("{{ range(1000000000) }}").as_deref(),
+            Ok("{{ range(1000000000) }}")
+        );
+        assert_eq!(
+            render("{{ 'x' * 1000000000 }}").as_deref(),
+            Ok("{{ 'x' * 1000000000 }}")
+        );
+    }
+
+    #[test]
+    fn an_unknown_name_is_still_kept_for_a_later_stage() {
+        assert_eq!(
+            render("{{ name }} {{ later.name }}").as_deref(),
+            Ok("web {{ later.name }}")
+        );
     }
 }

@@ -1,19 +1,22 @@
 //! The resolution passes: what each may read ([`StageEnv`]) and the two
 //! built-in ones, `interpolate` and `scope-this`.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 
-use csis_model::{Map, Value};
+use csis_model::{DocPath, Map, Seg, Value};
 use minijinja::value::Value as JValue;
 
-use crate::{Renderer, Scope, clock, jinja_value};
+use crate::{Refusal, Renderer, Scope, clock, jinja_value};
 
 /// What every pass may read: the environment, the run's execution values
-/// and the document's own `config:`.
+/// and the document's own `config:`; and where a pass reports the values
+/// it refused ([`StageEnv::refuse`]).
 pub struct StageEnv {
     pub env: JValue,
     pub execution: JValue,
     pub config: Map,
+    refusals: RefCell<Vec<(DocPath, Refusal)>>,
 }
 
 impl StageEnv {
@@ -27,6 +30,34 @@ impl StageEnv {
             env: JValue::from_serialize(env),
             execution: execution_value(start_unix, dateformat),
             config,
+            refusals: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Record that the value at `path` (in the merged document) was
+    /// refused; the value stays as written.
+    pub fn refuse(&self, path: DocPath, refusal: Refusal) {
+        self.refusals.borrow_mut().push((path, refusal));
+    }
+
+    /// The refusals the passes recorded, in the order they happened.
+    pub fn take_refusals(&self) -> Vec<(DocPath, Refusal)> {
+        std::mem::take(&mut *self.refusals.borrow_mut())
+    }
+
+    /// `text` rendered by `r` against `ctx`; refused (recorded at `path`,
+    /// the text kept) when it hits a limit. A value refused once is not
+    /// rendered again by a later pass.
+    pub fn render(&self, r: &Renderer, text: &str, ctx: &JValue, path: &[Seg]) -> String {
+        if self.refusals.borrow().iter().any(|(p, _)| p.0 == path) {
+            return text.to_string();
+        }
+        match r.render_tags(text, ctx) {
+            Ok(t) => t,
+            Err(refusal) => {
+                self.refuse(DocPath(path.to_vec()), refusal);
+                text.to_string()
+            }
         }
     }
 }
@@ -65,15 +96,29 @@ pub fn builtin_passes() -> Vec<ResolutionPass> {
     ]
 }
 
-fn map_strings(v: &mut Value, f: &mut dyn FnMut(&str) -> String) {
+/// Every templated string below `v` (at `path`) replaced by `f` of its
+/// text and path.
+fn map_strings(v: &mut Value, path: &mut Vec<Seg>, f: &mut dyn FnMut(&str, &[Seg]) -> String) {
     match v {
         Value::Scalar { text, .. } => {
             if csis_model::value::has_template(text) {
-                *text = f(text);
+                *text = f(text, path);
             }
         }
-        Value::Seq(items) => items.iter_mut().for_each(|i| map_strings(i, f)),
-        Value::Map(m) => m.values_mut().for_each(|i| map_strings(i, f)),
+        Value::Seq(items) => {
+            for (i, item) in items.iter_mut().enumerate() {
+                path.push(Seg::Index(i));
+                map_strings(item, path, f);
+                path.pop();
+            }
+        }
+        Value::Map(m) => {
+            for (k, item) in m.iter_mut() {
+                path.push(Seg::Key(k.clone()));
+                map_strings(item, path, f);
+                path.pop();
+            }
+        }
         Value::Null => {}
     }
 }
@@ -94,7 +139,8 @@ pub fn interpolate(doc: &mut Value, st: &StageEnv, r: &Renderer) {
     let Value::Map(top) = doc else { return };
     for (key, v) in top.iter_mut() {
         let ctx = if is_scoped_key(key) { &unscoped } else { &full };
-        map_strings(v, &mut |t| r.render_tags(t, ctx));
+        let mut path = vec![Seg::Key(key.clone())];
+        map_strings(v, &mut path, &mut |t, p| st.render(r, t, ctx, p));
     }
 }
 
@@ -109,8 +155,9 @@ pub fn scope_this(doc: &mut Value, st: &StageEnv, r: &Renderer) {
         let Some(Value::Seq(items)) = top.get_mut(&key) else {
             continue;
         };
-        for item in items.iter_mut() {
-            scope_node(item, Some(root.clone()), &st.config, st, r);
+        for (i, item) in items.iter_mut().enumerate() {
+            let mut path = vec![Seg::Key(key.clone()), Seg::Index(i)];
+            scope_node(item, &mut path, Some(root.clone()), &st.config, st, r);
         }
     }
 }
@@ -121,7 +168,14 @@ fn is_scoped_key(k: &str) -> bool {
 
 /// Render the strings of one mapping with itself as `this`, recursing into
 /// nested mappings with this one as their parent.
-fn scope_node(node: &mut Value, parent: Option<JValue>, config: &Map, st: &StageEnv, r: &Renderer) {
+fn scope_node(
+    node: &mut Value,
+    path: &mut Vec<Seg>,
+    parent: Option<JValue>,
+    config: &Map,
+    st: &StageEnv,
+    r: &Renderer,
+) {
     match node {
         Value::Map(m) => {
             let mut scoped = config.clone();
@@ -137,41 +191,60 @@ fn scope_node(node: &mut Value, parent: Option<JValue>, config: &Map, st: &Stage
                 ENV => st.env.clone(),
                 execution => st.execution.clone(),
             };
-            for v in m.values_mut() {
-                render_in_scope(v, &this, &ctx, &scoped, st, r);
+            let scope = InScope {
+                this: &this,
+                ctx: &ctx,
+                scoped: &scoped,
+            };
+            for (k, v) in m.iter_mut() {
+                path.push(Seg::Key(k.clone()));
+                render_in_scope(v, path, &scope, st, r);
+                path.pop();
             }
         }
         Value::Seq(items) => {
-            for i in items.iter_mut() {
-                scope_node(i, parent.clone(), config, st, r);
+            for (i, item) in items.iter_mut().enumerate() {
+                path.push(Seg::Index(i));
+                scope_node(item, path, parent.clone(), config, st, r);
+                path.pop();
             }
         }
         _ => {}
     }
 }
 
+/// The mapping a value sits directly under, as its templates see it.
+struct InScope<'a> {
+    this: &'a JValue,
+    ctx: &'a JValue,
+    scoped: &'a Map,
+}
+
 /// A value directly under the mapping `this`: scalars (also inside lists)
 /// render in its context; mappings open a scope of their own.
 fn render_in_scope(
     v: &mut Value,
-    this: &JValue,
-    ctx: &JValue,
-    scoped: &Map,
+    path: &mut Vec<Seg>,
+    scope: &InScope,
     st: &StageEnv,
     r: &Renderer,
 ) {
     match v {
         Value::Scalar { text, .. } => {
             if csis_model::value::has_template(text) {
-                *text = r.render_tags(text, ctx);
+                *text = st.render(r, text, scope.ctx, path);
             }
         }
         Value::Seq(items) => {
-            for i in items.iter_mut() {
-                render_in_scope(i, this, ctx, scoped, st, r);
+            for (i, item) in items.iter_mut().enumerate() {
+                path.push(Seg::Index(i));
+                render_in_scope(item, path, scope, st, r);
+                path.pop();
             }
         }
-        nested @ Value::Map(_) => scope_node(nested, Some(this.clone()), scoped, st, r),
+        nested @ Value::Map(_) => {
+            scope_node(nested, path, Some(scope.this.clone()), scope.scoped, st, r)
+        }
         Value::Null => {}
     }
 }
@@ -270,5 +343,40 @@ mod tests {
             Some("entry alma")
         );
         assert_eq!(rts[1].get("description").unwrap().as_str(), Some("builder"));
+    }
+
+    #[test]
+    fn a_refused_value_is_recorded_at_its_path_and_kept() {
+        let (mut doc, _) = parse(
+            "config:\n  big: \"{{ 'x' * 2000000 }}\"\nos_builders:\n  - name: alma\n    tags:\n      loop: \"{% for a in range(10000) %}{% for b in range(10000) %}{{ a }}{% endfor %}{% endfor %}\"\n",
+        )
+        .unwrap();
+        let st = StageEnv::new(&BTreeMap::new(), 0, DEFAULT_DATEFORMAT, Map::new());
+        let r = Renderer::new();
+        for p in builtin_passes() {
+            (p.run)(&mut doc, &st, &r);
+        }
+        let refused: Vec<(String, Refusal)> = st
+            .take_refusals()
+            .into_iter()
+            .map(|(p, r)| (p.to_string(), r))
+            .collect();
+        assert_eq!(
+            refused,
+            [
+                (
+                    "config.big".to_string(),
+                    Refusal::Size(crate::MAX_VALUE_BYTES)
+                ),
+                (
+                    "os_builders[0].tags.loop".to_string(),
+                    Refusal::Fuel(crate::TEMPLATE_FUEL)
+                ),
+            ]
+        );
+        assert_eq!(
+            doc.get("config").unwrap().get("big").unwrap().as_str(),
+            Some("{{ 'x' * 2000000 }}")
+        );
     }
 }
