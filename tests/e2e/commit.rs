@@ -1,26 +1,9 @@
 //! `--commit` and `public-safe` in real git repositories.
 
+use crate::support::git;
 use csis_test_support::tree;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn git(root: &Path, args: &[&str]) -> String {
-    let o = Command::new("git")
-        .current_dir(root)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "Avery Alpha")
-        .env("GIT_AUTHOR_EMAIL", "avery.alpha@example.com")
-        .env("GIT_COMMITTER_NAME", "Avery Alpha")
-        .env("GIT_COMMITTER_EMAIL", "avery.alpha@example.com")
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).to_string()
-}
 
 /// fixtures/local-run in a fresh repository with one commit.
 fn repo() -> tempfile::TempDir {
@@ -38,19 +21,17 @@ fn csis(root: &Path, args: &[&str]) -> Output {
         bin.parent().unwrap().display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    Command::new(&bin)
-        .current_dir(root)
-        .arg("--root-dir")
-        .arg(root)
-        .args(args)
-        .env("CSIS_NOW", "1796226804")
-        .env("PATH", path)
-        .env("GIT_AUTHOR_NAME", "Avery Alpha")
-        .env("GIT_AUTHOR_EMAIL", "avery.alpha@example.com")
-        .env("GIT_COMMITTER_NAME", "Avery Alpha")
-        .env("GIT_COMMITTER_EMAIL", "avery.alpha@example.com")
-        .output()
-        .unwrap()
+    crate::support::with_git_identity(
+        Command::new(&bin)
+            .current_dir(root)
+            .arg("--root-dir")
+            .arg(root)
+            .args(args)
+            .env("CSIS_NOW", "1796226804")
+            .env("PATH", path),
+    )
+    .output()
+    .unwrap()
 }
 
 fn stderr(o: &Output) -> String {

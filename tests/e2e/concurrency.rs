@@ -2,7 +2,7 @@
 //! and never lose each other's records; readers go on; a dead holder's
 //! lock is taken over.
 
-use crate::support::{csis_at, edit, ok};
+use crate::support::{csis_at, edit, git, ok};
 use csis_test_support::tree;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -263,20 +263,6 @@ fn a_stale_token_in_the_environment_is_no_pass() {
     assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
 }
 
-fn git(root: &Path, args: &[&str]) -> String {
-    let o = Command::new("git")
-        .current_dir(root)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "Avery Alpha")
-        .env("GIT_AUTHOR_EMAIL", "avery.alpha@example.com")
-        .env("GIT_COMMITTER_NAME", "Avery Alpha")
-        .env("GIT_COMMITTER_EMAIL", "avery.alpha@example.com")
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "git {args:?}: {}", stderr(&o));
-    String::from_utf8_lossy(&o.stdout).to_string()
-}
-
 #[test]
 fn the_lock_file_is_never_committed_nor_flagged() {
     let t = tree("local-run");
@@ -284,11 +270,7 @@ fn the_lock_file_is_never_committed_nor_flagged() {
     git(r, &["init", "-q", "-b", "main"]);
     git(r, &["add", "-A"]);
     git(r, &["commit", "-q", "-m", "the tree"]);
-    let out = command(r, T0, &["run", "all", "--commit"])
-        .env("GIT_AUTHOR_NAME", "Avery Alpha")
-        .env("GIT_AUTHOR_EMAIL", "avery.alpha@example.com")
-        .env("GIT_COMMITTER_NAME", "Avery Alpha")
-        .env("GIT_COMMITTER_EMAIL", "avery.alpha@example.com")
+    let out = crate::support::with_git_identity(&mut command(r, T0, &["run", "all", "--commit"]))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

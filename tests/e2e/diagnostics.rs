@@ -87,19 +87,6 @@ fn validate_github_prints_workflow_commands() {
     );
 }
 
-fn brief(root: &std::path::Path) -> (Option<i32>, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_csis"))
-        .args(["--root-dir"])
-        .arg(root)
-        .args(["--brief", "validate"])
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
-}
-
 /// A misspelt runtime type refuses the one runtime builder; the errors
 /// that follow (no runtime builders, fields naming the default runtime,
 /// no bake user on it) are folded under it.
@@ -107,7 +94,7 @@ fn brief(root: &std::path::Path) -> (Option<i32>, String) {
 fn a_refused_builder_is_the_one_error() {
     let t = misspelt();
     assert_eq!(
-        brief(t.path()),
+        crate::support::brief_validate(t.path()),
         (
             Some(1),
             "cfg/builders.yml:2:24: KeyError: lcoal
@@ -146,7 +133,7 @@ fn a_broken_file_is_the_one_error() {
     )
     .unwrap();
     assert_eq!(
-        brief(t.path()),
+        crate::support::brief_validate(t.path()),
         (
             Some(1),
             "images/chain.yml:10:4: images/chain.yml: invalid YAML: while parsing a block collection, did not find expected '-' indicator
@@ -159,7 +146,7 @@ validate: 1 error(s)
 
     let t = csis_test_support::tree("local-run");
     std::fs::write(t.path().join("groups/people.yml"), "users:\n  - {name: [\n").unwrap();
-    let (code, out) = brief(t.path());
+    let (code, out) = crate::support::brief_validate(t.path());
     assert_eq!(code, Some(1));
     assert!(
         out.ends_with(

@@ -31,3 +31,39 @@ pub fn edit(root: &Path, file: &str, from: &str, to: &str) {
     assert!(text.contains(from), "{file} has no {from:?}");
     std::fs::write(&p, text.replacen(from, to, 1)).unwrap();
 }
+
+/// The author and committer of every commit a test makes.
+pub fn with_git_identity(cmd: &mut Command) -> &mut Command {
+    cmd.env("GIT_AUTHOR_NAME", "Avery Alpha")
+        .env("GIT_AUTHOR_EMAIL", "avery.alpha@example.com")
+        .env("GIT_COMMITTER_NAME", "Avery Alpha")
+        .env("GIT_COMMITTER_EMAIL", "avery.alpha@example.com")
+}
+
+/// `git ARGS` in `root`, which must succeed; its stdout.
+pub fn git(root: &Path, args: &[&str]) -> String {
+    let o = with_git_identity(Command::new("git").current_dir(root).args(args))
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+/// `csis --root-dir ROOT --brief validate`: its exit code and stderr.
+pub fn brief_validate(root: &Path) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_csis"))
+        .arg("--root-dir")
+        .arg(root)
+        .args(["--brief", "validate"])
+        .env_remove("CSIS_ROOT_DIR")
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}

@@ -3,7 +3,6 @@
 //! refused at its file:line:col with the limit it hit, and the load ends
 //! instead of hanging or exhausting memory.
 
-use std::process::Command;
 
 use crate::support::edit;
 use csis_test_support::tree;
@@ -29,16 +28,7 @@ fn validate_with(template: &str, in_cfg: bool) -> (Option<i32>, String) {
             &format!("  - name: base\n    description: {quoted}\n"),
         );
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_csis"))
-        .current_dir(t.path())
-        .env_remove("CSIS_ROOT_DIR")
-        .args(["--brief", "validate"])
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
+    crate::support::brief_validate(t.path())
 }
 
 #[test]
