@@ -3,7 +3,6 @@
 //! refused at its file:line:col with the limit it hit, and the load ends
 //! instead of hanging or exhausting memory.
 
-
 use crate::support::edit;
 use csis_test_support::tree;
 
@@ -81,4 +80,12 @@ fn a_cfg_template_is_bounded_too() {
          help: a rendered value may hold at most 1 MiB; keep large content in a file the value names\n\
          validate: 1 error(s)\n"
     );
+}
+
+/// A template minijinja's compiler cannot take (found by the fuzz target)
+/// is kept as written, with no panic on the way.
+#[test]
+fn a_template_the_compiler_chokes_on_is_kept_without_a_panic() {
+    let (code, stderr) = validate_with("{% import 'x' as yrange(10000) %}", false);
+    assert_eq!((code, stderr.as_str()), (Some(0), "validate: ok\n"));
 }

@@ -98,8 +98,20 @@ impl Renderer {
             if env.templates().count() >= MAX_TEMPLATES {
                 *env = Renderer::environment(&self.limits);
             }
-            env.add_template_owned(text.to_string(), text.to_string())
-                .ok()?;
+            // minijinja 2.24 reaches an `unreachable!()` compiling some
+            // templates it parsed (`{% import 'x' as f(1) %}`, found by
+            // the fuzz target): such a template does not compile, and the
+            // environment, left mid-compile, is made anew.
+            let compiled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                env.add_template_owned(text.to_string(), text.to_string())
+            }));
+            match compiled {
+                Ok(result) => result.ok()?,
+                Err(_) => {
+                    *env = Renderer::environment(&self.limits);
+                    return None;
+                }
+            }
         }
         let env = self.env.borrow();
         let template = env.get_template(text).ok()?;
@@ -349,6 +361,14 @@ mod tests {
             render("{{ 'x' * 1000000000 }}").as_deref(),
             Ok("{{ 'x' * 1000000000 }}")
         );
+    }
+
+    #[test]
+    fn a_template_minijinja_cannot_compile_is_kept_as_written() {
+        let text = "{% import 'x' as yrange(10000) %}";
+        assert_eq!(render(text), Ok(text.to_string()));
+        assert!(Renderer::new().referenced_names(text).is_empty());
+        assert_eq!(render("{{ 1 + 1 }}"), Ok("2".to_string()));
     }
 
     #[test]
