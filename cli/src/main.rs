@@ -447,7 +447,6 @@ fn find_root() -> PathBuf {
 }
 
 fn main() -> ExitCode {
-    quiet_template_compiler_panics();
     let cli = Cli::parse();
     match &cli.command {
         Command::Local { args } => {
@@ -755,22 +754,6 @@ fn print_diagnostic(ws: &Workspace, d: &csis_model::Diagnostic, style: report::S
     } else {
         eprint!("{}", report::render(ws, d, style));
     }
-}
-
-/// The string stage catches a panic inside minijinja's compiler (a
-/// template it cannot compile is kept as written, see csis-string-stage);
-/// the default hook would still print it as if csis had crashed. Every
-/// other panic is reported as before.
-fn quiet_template_compiler_panics() {
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let in_compiler = info
-            .location()
-            .is_some_and(|l| l.file().contains("/minijinja-") && l.file().contains("/compiler/"));
-        if !in_compiler {
-            default(info);
-        }
-    }));
 }
 
 /// Print every load diagnostic; the number of errors.

@@ -169,6 +169,8 @@ const TEMPLATE_BITS: &[&str] = &[
     "include 'x'",
     "extends 'x'",
     "import 'x' as y",
+    "import 'x' as ",
+    "from 'x' import ",
     "\n",
     " ",
     "text ",
