@@ -336,7 +336,7 @@ impl<'a> Fields<'a> {
 
 /// An owner as it reads inside a sentence: "Modification 'm'" becomes
 /// "modification 'm'"; "OS builder 'alma'" keeps its acronym.
-fn in_sentence(owner: &str) -> String {
+pub fn in_sentence(owner: &str) -> String {
     let mut chars = owner.chars();
     match (chars.next(), chars.next()) {
         (Some(first), Some(second)) if !second.is_uppercase() => {

@@ -11,7 +11,7 @@ use csis_model::models::{Image, Instance, Item, Storage, StorageMapping};
 use csis_model::{Diagnostic, ItemKind, Origin, Subject, Vct};
 
 use crate::check::context::Checks;
-use crate::load::builders::list_label;
+use crate::load::builders::label_in_sentence;
 use crate::load::items::{ItemId, item_index};
 use crate::load::items_model::structured_item;
 
@@ -41,7 +41,7 @@ impl Checks<'_> {
                 at,
             );
         } else if self.b.resolve(vct, value).is_none() {
-            let what = list_label(vct).to_lowercase().replace("os ", "OS ");
+            let what = label_in_sentence(vct);
             let referrer = format!("{} '{obj}'", class.to_lowercase());
             let help = csis_model::suggest::undeclared(&referrer, &what, value, self.b.names(vct));
             self.out.push(

@@ -11,7 +11,7 @@ use csis_model::Diagnostic;
 
 use crate::db::system::System;
 use crate::db::{Db, Tree};
-use crate::load::builders::{builders, list_label};
+use crate::load::builders::{builders, label_in_sentence};
 
 pub fn check(db: &dyn Db, tree: Tree, root: &Path, system: &dyn System) -> Vec<Diagnostic> {
     let b = builders(db, tree);
@@ -30,7 +30,7 @@ pub fn check(db: &dyn Db, tree: Tree, root: &Path, system: &dyn System) -> Vec<D
             if owned.outside_allowed || at.starts_with(&root) {
                 continue;
             }
-            let who = format!("{} '{}'", list_label(*vct).to_lowercase(), decl.name());
+            let who = format!("{} '{}'", label_in_sentence(*vct), decl.name());
             out.push(
                 Diagnostic::error(format!(
                     "{who}: {} '{}' resolves to {}, outside the configuration root {}",

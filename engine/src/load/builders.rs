@@ -99,6 +99,12 @@ pub(crate) fn list_label(vct: Vct) -> &'static str {
     }
 }
 
+/// [`list_label`] as it reads inside a sentence ("image builder", "OS
+/// builder").
+pub(crate) fn label_in_sentence(vct: Vct) -> String {
+    csis_model::fields::in_sentence(list_label(vct))
+}
+
 #[salsa::tracked(returns(ref))]
 pub fn builders(db: &dyn Db, tree: Tree) -> Builders {
     let doc = cfg_document(db, tree);

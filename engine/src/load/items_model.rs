@@ -371,7 +371,7 @@ fn check_builder(
             kind.singular()
         )
     };
-    let what = crate::load::builders::list_label(vct).to_lowercase();
+    let what = crate::load::builders::label_in_sentence(vct);
     let help = if type_name == "default" && b.names(vct).is_empty() {
         format!(
             "no {what} is declared: declare one in cfg/ under {}: with is_default: true",

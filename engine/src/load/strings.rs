@@ -10,7 +10,7 @@ use csis_string_stage::passes::{DEFAULT_DATEFORMAT, StageEnv};
 use csis_string_stage::{Refusal, Renderer};
 
 use crate::db::{Db, Tree};
-use crate::load::builders::list_label;
+use crate::load::builders::label_in_sentence;
 use crate::load::cfg::{CfgDocument, cfg_document};
 use crate::load::overlay::overlay_config;
 
@@ -89,7 +89,7 @@ fn refusal_diagnostic(
                 BUILDER_KEYS
                     .iter()
                     .find(|(k, _)| k == list)
-                    .map(|(_, vct)| list_label(*vct).to_lowercase())
+                    .map(|(_, vct)| label_in_sentence(*vct))
             };
             let name = doc
                 .get(list)
