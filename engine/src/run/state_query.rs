@@ -8,9 +8,10 @@
 //! | stale | a recorded build still standing that neither is a head nor is pinned: retention's to dispose |
 //! | debris | what an interrupted step left (a bake's partial directory, a temporary file) |
 //!
-//! A real run, before it asks, has each runtime remove its debris and the
-//! builds lineage does not record (a run killed between a bake and its
-//! record leaves one): the tree is locked, so nothing else is baking.
+//! In a real run, when the answer holds debris or foreign images, each
+//! runtime removes its debris and the builds lineage does not record (a
+//! run killed between a bake and its record leaves one), and the runtimes
+//! are asked again: the tree is locked, so nothing else is baking.
 //!
 //! Hard drift makes the next validation refuse: a pinned build gone, a
 //! storage recorded live but absent, a pin to a build lineage does not
@@ -294,47 +295,40 @@ fn unfinished_writes(ws: &Workspace, system: &dyn System) -> Vec<std::path::Path
     .collect()
 }
 
-/// Remove csis's own unfinished writes, then have every runtime remove its
-/// debris and the builds of it lineage does not record; what each did.
-fn clean(ws: &Workspace, system: &dyn System) -> Result<Vec<String>, String> {
+/// What `report` found to clean, removed: csis's own unfinished writes,
+/// then, per runtime, its debris and the builds of it lineage does not
+/// record (the report's foreign images); what each did.
+fn clean(ws: &Workspace, system: &dyn System, report: &StateReport) -> Result<Vec<String>, String> {
     let mut done = Vec::new();
-    for path in unfinished_writes(ws, system) {
-        system
-            .remove_file(&path)
-            .map_err(|e| format!("state: {e}"))?;
-        done.push(format!(
-            "removed {} (a write that never finished)",
-            path.display()
-        ));
+    let mut runtimes: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for d in &report.entries {
+        match (d.class.as_str(), d.runtime.as_str()) {
+            ("debris", "-") => {
+                let path = std::path::Path::new(&d.name);
+                system
+                    .remove_file(path)
+                    .map_err(|e| format!("state: {e}"))?;
+                done.push(format!("removed {} (a write that never finished)", d.name));
+            }
+            ("debris", rt) => {
+                runtimes.entry(rt).or_default();
+            }
+            ("foreign", rt) if d.kind == "image" => {
+                runtimes.entry(rt).or_default().push(d.name.clone());
+            }
+            _ => {}
+        }
     }
-    let lineage: Lineage = read_json(system, &ws.root, "lineage.yaml")?;
     let b = builders(&ws.db, ws.tree);
-    for decl in b
-        .by_class
-        .get(&Vct::RuntimeBuilderModel)
-        .into_iter()
-        .flat_map(|m| m.values())
-    {
+    for (rt, orphans) in runtimes {
+        let Some(decl) = b.resolve(Vct::RuntimeBuilderModel, rt) else {
+            continue;
+        };
         let Some(spec) = ws.db.registry().model(decl.classification, decl.model) else {
             continue;
         };
-        let builder = (spec.builder)(decl);
-        // A runtime that cannot be asked is reported by the query.
-        let Ok(seen) = builder.observe(&ws.root) else {
-            continue;
-        };
-        let orphans: Vec<String> = seen
-            .images
-            .iter()
-            .filter(|i| lineage.build(&i.build_id).is_none())
-            .map(|i| i.build_id.clone())
-            .collect();
-        if seen.debris.is_empty() && orphans.is_empty() {
-            continue;
-        }
-        let rt = decl.name();
         done.extend(
-            builder
+            (spec.builder)(decl)
                 .clean(&ws.root, &orphans)
                 .map_err(|e| format!("state: cleaning runtime '{rt}': {e}"))?
                 .into_iter()
@@ -393,12 +387,18 @@ impl Runner<'_> {
     /// Ask the runtimes what exists; the report goes to
     /// generated/state-report.json and its counts to the summary.
     pub(super) fn state_query(&mut self, summary: &mut RunSummary) -> Result<(), String> {
-        if !self.req.options.dry_run {
-            for line in clean(self.ws, self.system)? {
+        let mut report = query(self.ws, self.system)?;
+        let cleanable = report
+            .entries
+            .iter()
+            .any(|d| d.class == "debris" || (d.class == "foreign" && d.kind == "image"));
+        if cleanable && !self.req.options.dry_run {
+            for line in clean(self.ws, self.system, &report)? {
                 self.log.line(Level::Info, format!("state: {line}"));
             }
+            // The report says what stands after the cleaning.
+            report = query(self.ws, self.system)?;
         }
-        let report = crate::run::state_query::query(self.ws, self.system)?;
         crate::run::state_query::write_report(self.system, &self.ws.root, &self.gen_dir, &report)?;
         for line in report.lines() {
             let level = if line.starts_with("unavailable: ") {
