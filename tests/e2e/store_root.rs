@@ -1,16 +1,10 @@
 //! The local store stays inside the configuration root unless the runtime
 //! says `allow_store_outside_root: true`.
 
-use crate::support::{csis_at, edit, ok};
+use crate::support::{csis_at, edit, ok, validate_refuses};
 use csis_test_support::tree;
 
 const NOW: i64 = 1796226804;
-
-fn refused(root: &std::path::Path) -> String {
-    let v = csis_at(root, NOW, &["--brief", "validate"]);
-    assert_eq!(v.status.code(), Some(1));
-    String::from_utf8_lossy(&v.stderr).to_string()
-}
 
 #[test]
 fn a_store_that_climbs_out_of_the_root_is_refused_and_nothing_is_written_there() {
@@ -31,7 +25,7 @@ fn a_store_that_climbs_out_of_the_root_is_refused_and_nothing_is_written_there()
     let real_outside = outside.path().canonicalize().unwrap().join("x");
     let root = r.canonicalize().unwrap();
     assert_eq!(
-        refused(r),
+        validate_refuses(r),
         format!(
             "cfg/builders.yml:2:85: runtime builder 'here': store '{escape}' resolves to {}, outside the configuration root {}
   help: keep the store under the root (a relative path that stays inside it), or set allow_store_outside_root: true on runtime builder 'here' to keep it elsewhere
@@ -55,7 +49,7 @@ fn a_symlink_inside_the_root_that_leads_out_is_followed() {
     let r = t.path();
     let outside = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(outside.path(), r.join("store")).unwrap();
-    let out = refused(r);
+    let out = validate_refuses(r);
     assert!(
         out.contains(&format!(
             "runtime builder 'here': store 'store' resolves to {}, outside the configuration root",

@@ -53,6 +53,14 @@ pub fn git(root: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&o.stdout).to_string()
 }
 
+/// The stderr of `csis --root-dir ROOT --brief validate`, which must
+/// refuse the tree (exit 1).
+pub fn validate_refuses(root: &Path) -> String {
+    let (code, stderr) = brief_validate(root);
+    assert_eq!(code, Some(1), "{stderr}");
+    stderr
+}
+
 /// `csis --root-dir ROOT --brief validate`: its exit code and stderr.
 pub fn brief_validate(root: &Path) -> (Option<i32>, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_csis"))

@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use crate::support::{csis_at, edit, ok};
+use crate::support::{csis_at, edit, ok, validate_refuses};
 use csis_test_support::tree;
 
 const NOW: i64 = 1796226804;
@@ -72,12 +72,6 @@ fn email_named_users_run_for_real_with_derived_logins() {
     );
 }
 
-fn refused(r: &std::path::Path) -> String {
-    let v = csis_at(r, NOW, &["--brief", "validate"]);
-    assert_eq!(v.status.code(), Some(1));
-    String::from_utf8_lossy(&v.stderr).to_string()
-}
-
 fn add_user(r: &std::path::Path, entry: &str) {
     edit(
         r,
@@ -96,7 +90,7 @@ fn two_users_with_one_login_are_refused_naming_both() {
         "{name: Avery.Alpha@example.org, first_name: Avery, last_name: Other}",
     );
     assert_eq!(
-        refused(r),
+        validate_refuses(r),
         "groups/people.yml:8:12: users 'avery.alpha@example.com' and 'Avery.Alpha@example.org' both log in as 'avery_alpha'; an instance can give only one of them that account
   help: a login is the email's local part, lower-cased, other characters as '_'; give one of them an email with another local part ('avery.alpha@example.com' is declared at groups/people.yml: users[0].name)
 validate: 1 error(s)
@@ -105,7 +99,7 @@ validate: 1 error(s)
 }
 
 #[test]
-fn a_login_that_is_no_account_name_is_refused() {
+fn a_login_that_is_no_account_name_is_validate_refuses() {
     let t = tree("local-run");
     let r = t.path();
     add_user(
@@ -113,7 +107,7 @@ fn a_login_that_is_no_account_name_is_refused() {
         "{name: \"-ops@example.com\", first_name: Ops, last_name: Team}",
     );
     assert_eq!(
-        refused(r),
+        validate_refuses(r),
         "groups/people.yml:8:12: user '-ops@example.com' would log in as '-ops', which starts with '-'; no instance can create that account
   help: give user '-ops@example.com' an email whose local part begins with a letter, a digit or '_'
 validate: 1 error(s)
@@ -126,7 +120,7 @@ validate: 1 error(s)
         "\"@example.com\"",
     );
     assert!(
-        refused(r).contains("user '@example.com' would log in as '', which is empty;"),
+        validate_refuses(r).contains("user '@example.com' would log in as '', which is empty;"),
         "an empty local part is no login"
     );
 }
@@ -140,7 +134,7 @@ fn a_name_that_is_not_the_email_is_refused_where_it_is_written() {
         "{name: casey@example.com, email: c.casey@example.com, first_name: Casey, last_name: C}",
     );
     assert_eq!(
-        refused(r),
+        validate_refuses(r),
         "groups/people.yml:8:12: User 'casey@example.com': its name must equal its email 'c.casey@example.com' (case-insensitively), because user builder 'people' sets email_as_username: true
   help: write `name: c.casey@example.com`, or set `email_as_username: false` on user builder 'people' to keep names that are logins
 validate: 1 error(s)
@@ -171,7 +165,7 @@ fn without_email_as_username_names_are_logins() {
     // Blake's blank name is refused, and its account's characters follow
     // from that; Avery's email-shaped name is a login of its own.
     assert_eq!(
-        refused(r),
+        validate_refuses(r),
         "groups/people.yml:7:5: User at users[1] has a blank name; user builder 'people' sets email_as_username: false, so the name is not taken from the email
   help: write the user's login as `name:`
   note: 1 more error follows from this; fix it first

@@ -72,34 +72,22 @@ impl Checks<'_> {
                 at.clone(),
             );
         }
-        for f in tests
-            .get("files")
-            .and_then(Value::as_seq)
-            .into_iter()
-            .flatten()
-        {
-            if let Value::Map(m) = f
-                && !m.contains_key("path")
+        // Each list's mapping entries need their key.
+        for (list, key, needs) in [("files", "path", "a path"), ("commands", "run", "run")] {
+            for entry in tests
+                .get(list)
+                .and_then(Value::as_seq)
+                .into_iter()
+                .flatten()
             {
-                self.err(
-                    format!("{where_}: every tests.files entry needs a path"),
-                    at.clone(),
-                );
-            }
-        }
-        for c in tests
-            .get("commands")
-            .and_then(Value::as_seq)
-            .into_iter()
-            .flatten()
-        {
-            if let Value::Map(m) = c
-                && !m.contains_key("run")
-            {
-                self.err(
-                    format!("{where_}: every tests.commands entry needs run"),
-                    at.clone(),
-                );
+                if let Value::Map(m) = entry
+                    && !m.contains_key(key)
+                {
+                    self.err(
+                        format!("{where_}: every tests.{list} entry needs {needs}"),
+                        at.clone(),
+                    );
+                }
             }
         }
     }
