@@ -250,6 +250,41 @@ pub fn tool_available(program: &str, require_var: &str, package: &str) -> bool {
     false
 }
 
+/// Checks the HCL under `dirs` with the independent parser
+/// (tests/hcl/check_hcl.py over python-hcl2): every file parses, every
+/// `var.x` is declared, every local module source exists and every
+/// resource, source and backend argument is one its provider documents.
+/// `Ok(false)` when python-hcl2 is missing and CSIS_REQUIRE_HCL2 is unset
+/// (skipped, with a notice); `Err` carries the checker's problems.
+pub fn check_hcl(dirs: &[&std::path::Path]) -> Result<bool, String> {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../hcl/check_hcl.py");
+    let out = std::process::Command::new("python3")
+        .arg(&script)
+        .args(dirs)
+        .output()
+        .map_err(|e| format!("python3: {e}"))?;
+    match out.status.code() {
+        Some(0) => Ok(true),
+        Some(2) => {
+            assert!(
+                std::env::var_os("CSIS_REQUIRE_HCL2").is_none(),
+                "python-hcl2 is not installed (pip install python-hcl2) and CSIS_REQUIRE_HCL2 is set"
+            );
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
+                "notice: python-hcl2 is not installed (pip install python-hcl2): the HCL check is skipped here and left to CI"
+            );
+            Ok(false)
+        }
+        _ => Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
