@@ -6,6 +6,7 @@
 //! edge. Every model is read through [`fields::Fields`], which refuses
 //! unknown keys.
 
+pub mod apply_flags;
 pub mod cause;
 pub mod diag;
 pub mod fields;

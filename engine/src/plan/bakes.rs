@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use csis_model::models::{BaseBuilder, Item};
-use csis_model::{Diagnostic, ItemKind, Value, Vct};
+use csis_model::{Diagnostic, ItemKind, Vct};
 use csis_plugin_api::BakeDecision;
 use petgraph::algo::toposort;
 use petgraph::graph::DiGraph;
@@ -332,23 +332,10 @@ pub fn apply_scope(db: &dyn Db, tree: Tree, opts: &RunOptions) -> Option<Vec<Str
     } else {
         let config = b.config_map();
         for key in ["apply_storage", "apply_instances"] {
-            let names: Vec<String> = match config.get(key) {
-                Some(v @ Value::Scalar { .. }) => {
-                    match v.as_str().and_then(csis_model::fields::parse_bool) {
-                        Some(true) => return None,
-                        Some(false) => Vec::new(),
-                        None => v
-                            .as_str()
-                            .map(|s| vec![s.trim().to_string()])
-                            .unwrap_or_default(),
-                    }
-                }
-                Some(Value::Seq(items)) => items
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(|s| s.trim().to_string())
-                    .collect(),
-                _ => Vec::new(),
+            let names = match csis_model::apply_flags::apply_flag(&config, key) {
+                csis_model::apply_flags::ApplyFlag::All => return None,
+                csis_model::apply_flags::ApplyFlag::Off => Vec::new(),
+                csis_model::apply_flags::ApplyFlag::Only(names) => names,
             };
             for n in names {
                 let rt = if all.contains(&n.as_str()) {

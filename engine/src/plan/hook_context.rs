@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use csis_model::models::{ExecutableModel, ItemView};
 use csis_model::{ItemKind, Map, Vct};
-use csis_plugin_api::{BakeDecision, BuilderDecl, HookContext};
+use csis_plugin_api::{BakeDecision, BuilderDecl, HookContext, StateRoot};
 
 use crate::db::run_input::RunInput;
 use crate::db::{Db, Tree};
@@ -159,5 +159,34 @@ impl HookContext for EngineContext<'_> {
 
     fn executable(&self, name: &str) -> Option<ExecutableModel> {
         builders(self.db, self.tree).executables.get(name).cloned()
+    }
+
+    fn bake_disk_size(&self, series: &str, runtime: &str) -> Option<String> {
+        let key = SeriesKey::new(self.db, series.to_string(), runtime.to_string());
+        input_fingerprint(self.db, self.tree, key)
+            .as_ref()?
+            .fields
+            .get("bake_disk_size")?
+            .as_str()
+            .map(str::to_string)
+    }
+
+    fn state_root(&self, builder: &str) -> Option<StateRoot> {
+        let b = builders(self.db, self.tree);
+        if !crate::state::state_locations::enabled(b) {
+            return None;
+        }
+        let root = crate::state::state_locations::roots(self.db, self.tree)
+            .into_iter()
+            .find(|r| r.owner.1 == builder)?;
+        let location = root.resolved.ok()?;
+        let backend = b
+            .resolve(Vct::StateBackendModel, &location.backend)?
+            .clone();
+        Some(StateRoot {
+            workspace: root.workspace,
+            backend,
+            location: location.location,
+        })
     }
 }

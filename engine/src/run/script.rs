@@ -97,16 +97,18 @@ pub fn argv(
 ) -> Result<(Option<String>, Vec<String>), String> {
     match &cmd.program {
         Program::Csis => Ok((None, cmd.args.clone())),
-        Program::Executable(name) => {
-            let exe = executables.get(name).ok_or_else(|| {
-                format!("Executable {name} specified for a deferred command not found in executables list.")
-            })?;
-            let binary = exe.binary.clone();
-            let mut args = exe.prepended_arguments.clone();
-            args.extend(cmd.args.iter().cloned());
-            args.extend(exe.appended_arguments.iter().cloned());
-            Ok((Some(binary), args))
-        }
+        // An `executables:` entry of that name (its binary and its
+        // arguments around the command's own), else the name on PATH:
+        // `packer` and `tofu` need no declaration.
+        Program::Executable(name) => match executables.get(name) {
+            Some(exe) => {
+                let mut args = exe.prepended_arguments.clone();
+                args.extend(cmd.args.iter().cloned());
+                args.extend(exe.appended_arguments.iter().cloned());
+                Ok((Some(exe.binary.clone()), args))
+            }
+            None => Ok((Some(name.clone()), cmd.args.clone())),
+        },
     }
 }
 

@@ -159,6 +159,27 @@ pub trait HookContext {
     /// chain root.
     fn capabilities(&self, series: &str) -> (Vec<String>, Vec<String>);
     fn executable(&self, name: &str) -> Option<ExecutableModel>;
+    /// The disk a bake of `<series>@<runtime>` gets, in GiB: the one rule
+    /// (`bake_disk_size`) the input fingerprint hashes, so a packer
+    /// source's volume_size / disk_size is always what was fingerprinted.
+    fn bake_disk_size(&self, series: &str, runtime: &str) -> Option<String>;
+    /// With `config.use_state_backends` on, where builder `builder`'s root
+    /// keeps its state: its workspace and the state backend resolved from
+    /// its own state_configuration, else its runtime's, else the default
+    /// backend. `None` when state backends are off or nothing resolves
+    /// (validation has refused that already).
+    fn state_root(&self, builder: &str) -> Option<StateRoot>;
+}
+
+/// Where one terraform root keeps its state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StateRoot {
+    /// The workspace: the owning builder's super-safe name.
+    pub workspace: String,
+    pub backend: Arc<BuilderDecl>,
+    /// The location meta-state/state-locations.yaml records
+    /// (`<type>://<bucket>/<prefix><workspace>.tfstate`).
+    pub location: String,
 }
 
 /// The path of a phase's asset: `<builder>/<phase>/<builder>-<phase>

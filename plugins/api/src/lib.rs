@@ -21,7 +21,7 @@ use csis_model::{Fields, ItemKind, Map, Vct};
 
 pub use builder::{
     Asset, AssetSet, BakeDecision, Builder, CfExecutables, Command, Deferred, HookContext,
-    HookResult, Observed, ObservedImage, OwnedDirectory, Program, path_for_phase,
+    HookResult, Observed, ObservedImage, OwnedDirectory, Program, StateRoot, path_for_phase,
 };
 pub use lifecycle::{Contribution, LifecycleSpec, RunHooks};
 pub use phase::ExecutionLifecyclePhase;
