@@ -157,6 +157,9 @@ pub fn unmount(ws: &Workspace, system: &dyn System, req: &Unmount) -> Outcome {
             Err(e) => Outcome::failed(FAILED, format!("unmount: {e}")),
         };
     }
+    let runtime = builders(&ws.db, ws.tree)
+        .resolve(Vct::RuntimeBuilderModel, &inst.runtime)
+        .map_or_else(|| inst.runtime.clone(), |d| d.name().to_string());
     let asked = ask_runtime(ws, &inst.runtime, instance, &mount_point);
     let failure = asked.err().map(|(rc, tail)| {
         format!("unmount of {mount_point} on {instance} failed (exit {rc}): {tail}")
@@ -164,7 +167,7 @@ pub fn unmount(ws: &Workspace, system: &dyn System, req: &Unmount) -> Outcome {
     receipt.ok = failure.is_none();
     receipt.detail = failure
         .clone()
-        .unwrap_or_else(|| format!("unmounted by runtime '{}'", inst.runtime));
+        .unwrap_or_else(|| format!("unmounted by runtime '{runtime}'"));
     let path = match write_receipt(system, &ws.root, &receipt) {
         Ok(p) => p,
         Err(e) => {
@@ -175,8 +178,7 @@ pub fn unmount(ws: &Workspace, system: &dyn System, req: &Unmount) -> Outcome {
     };
     match failure {
         None => Outcome::ok(vec![format!(
-            "unmount: {mount_point} on {instance} unmounted (runtime '{}'); receipt {}",
-            inst.runtime,
+            "unmount: {mount_point} on {instance} unmounted (runtime '{runtime}'); receipt {}",
             path.display()
         )]),
         Some(f) => Outcome::failed(
