@@ -212,7 +212,9 @@ enum Command {
         #[command(subcommand)]
         command: LineageCommand,
     },
-    /// Ask every runtime what exists and compare it with meta-state.
+    /// Ask every runtime what exists and compare it with meta-state
+    /// (query); keep a workspace's terraform state before a state rm
+    /// (backup).
     State {
         #[command(subcommand)]
         command: StateCommand,

@@ -431,3 +431,22 @@ pub struct ObservedImage {
     /// The `csis_series` lineage tag.
     pub series: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Bare;
+    impl Builder for Bare {}
+
+    #[test]
+    fn a_runtime_that_cannot_run_commands_on_its_machines_says_to_unmount_by_hand() {
+        assert_eq!(
+            Bare.unmount(std::path::Path::new("/r"), "web", "/srv/data"),
+            Err((
+                1,
+                "this runtime cannot run commands on its machines: unmount /srv/data on web by hand, then run the unmount again with --confirm".to_string()
+            ))
+        );
+    }
+}
