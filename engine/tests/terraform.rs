@@ -157,7 +157,7 @@ const MOVED: &str = r#"{"version":4,"serial":13,"lineage":"lin-a","resources":[{
 /// declared in state-b now.
 fn migrating() -> MemorySystem {
     let builders = "cfg/builders.yml";
-    let sys = system(
+    system(
         &[
             (
                 builders,
@@ -182,8 +182,7 @@ fn migrating() -> MemorySystem {
             ),
             ("_private/storage/bucket/.terraform/terraform.tfstate", "{}"),
         ],
-    );
-    sys
+    )
 }
 
 #[test]
