@@ -343,14 +343,14 @@ fn apply_check_reads_the_flag_now() {
     assert_eq!(o.status.code(), Some(3));
     assert_eq!(
         stderr(&o),
-        "error: apply-check: REFUSED: config.apply_instances is now [\"other\"], which does not let builder 'vm' (runtime 'here') apply; the instance-image root stops after its plan and gate -- to apply it, list 'vm' or 'here' in it, or set it to true\n"
+        "error: apply-check: REFUSED: config.apply_instances is now [other], which does not let builder 'vm' (runtime 'here') apply; the instance-image root stops after its plan and gate -- to apply it, list 'vm' or 'here' in it, or set it to true\n"
     );
     edit(r, "cfg/_config.yml", "[other]", "[other, here]");
     let o = check(&["--builder", "vm", "--runtime", "here"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "apply-check: config.apply_instances is [\"other\",\"here\"]: the instance-image root of builder 'vm' (runtime 'here') applies\n"
+        "apply-check: config.apply_instances is [other, here]: the instance-image root of builder 'vm' (runtime 'here') applies\n"
     );
     edit(r, "cfg/_config.yml", "[other, here]", "true");
     assert_eq!(check(&["--builder", "vm"]).status.code(), Some(0));

@@ -43,11 +43,7 @@ pub fn apply_check(ws: &Workspace, req: &ApplyCheck) -> Outcome {
         );
     }
     let flag = apply_flag(&builders(&ws.db, ws.tree).config_map(), key);
-    let value = match &raw {
-        None | Some(J::Null) => "unset".to_string(),
-        Some(J::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
-    };
+    let value = raw.as_ref().map_or_else(|| "unset".to_string(), shown);
     let root = match req.runtime {
         Some(rt) => format!("builder '{}' (runtime '{rt}')", req.builder),
         None => format!("builder '{}'", req.builder),
@@ -81,6 +77,19 @@ pub fn apply_check(ws: &Workspace, req: &ApplyCheck) -> Outcome {
             req.lifecycle
         ),
     )
+}
+
+/// A flag's value as written: `true`, `[a, b]`, `unset`.
+fn shown(v: &J) -> String {
+    match v {
+        J::Null => "unset".to_string(),
+        J::String(s) => s.clone(),
+        J::Array(items) => format!(
+            "[{}]",
+            items.iter().map(shown).collect::<Vec<_>>().join(", ")
+        ),
+        other => other.to_string(),
+    }
 }
 
 /// Whether a flag's raw value holds an `ENC[age:...]` marker.
