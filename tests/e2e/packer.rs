@@ -319,3 +319,40 @@ fn lineage_record_reads_a_packer_manifest() {
         "error: m3.json: 'web' was baked from the newest build of 'debian12', but lineage records no build of 'debian12' on runtime 'gce1'"
     );
 }
+
+#[test]
+fn required_plugins_override_and_a_runtime_without_a_packer_source() {
+    let t = tree();
+    edit(
+        t.path(),
+        "cfg/_config.yml",
+        "{name: pk-gce, type: packer, runtime: gce1}",
+        "{name: pk-gce, type: packer, runtime: gce1, required_plugins: {googlecompute: \"~> 1.2\"}}",
+    );
+    ok(csis_at(t.path(), NOW, &["run", "all"]));
+    let gce = generated(
+        t.path(),
+        "base-image/pk-gce/image-generation/debian12.pkr.hcl",
+    );
+    assert!(gce.contains("      version = \"~> 1.2\"\n"), "{gce}");
+
+    edit(
+        t.path(),
+        "cfg/_config.yml",
+        "runtime_builders:\n",
+        "runtime_builders:\n  - {name: here, type: local, default_machine_type: small}\n",
+    );
+    edit(
+        t.path(),
+        "cfg/_config.yml",
+        "runtime: aws1, is_default",
+        "runtime: here, is_default",
+    );
+    let out = csis_at(t.path(), NOW, &["run", "all"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("error: [base-image] generation failed for image-generation: pk-aws: image builder 'pk-aws' bakes with packer, but runtime 'here' (type local) has no packer source -- point the image builder's runtime at an aws or gce runtime"),
+        "{err}"
+    );
+}
