@@ -504,6 +504,9 @@ fn plugins() -> Vec<&'static dyn Plugin> {
     vec![
         &csis_plugin_dummy::DummyPlugin,
         &csis_plugin_local::LocalPlugin,
+        &csis_plugin_aws::AwsPlugin,
+        &csis_plugin_gce::GcePlugin,
+        &csis_plugin_packer::PackerPlugin,
     ]
 }
 

@@ -41,7 +41,7 @@ fn validate_json_is_one_object_per_diagnostic() {
             "file": "cfg/builders.yml",
             "line": 2,
             "column": 24,
-            "help": "Runtime builder 'here': type 'lcoal' names no registered model (the plugin is not installed or the name is misspelt); known: [dummy, local]; did you mean 'local'?",
+            "help": "Runtime builder 'here': type 'lcoal' names no registered model (the plugin is not installed or the name is misspelt); known: [aws, dummy, gce, local]; did you mean 'local'?",
             "consequences": 7
         })
     );
@@ -78,7 +78,7 @@ fn validate_github_prints_workflow_commands() {
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert_eq!(
         stdout.lines().next().unwrap(),
-        "::error file=cfg/builders.yml,line=2,col=24,title=csis error::KeyError: lcoal%0Ahelp: Runtime builder 'here': type 'lcoal' names no registered model (the plugin is not installed or the name is misspelt); known: [dummy, local]; did you mean 'local'?%0Anote: 7 more errors follow from this; fix it first"
+        "::error file=cfg/builders.yml,line=2,col=24,title=csis error::KeyError: lcoal%0Ahelp: Runtime builder 'here': type 'lcoal' names no registered model (the plugin is not installed or the name is misspelt); known: [aws, dummy, gce, local]; did you mean 'local'?%0Anote: 7 more errors follow from this; fix it first"
     );
     assert!(
         stdout
@@ -98,7 +98,7 @@ fn a_refused_builder_is_the_one_error() {
         (
             Some(1),
             "cfg/builders.yml:2:24: KeyError: lcoal
-  help: Runtime builder 'here': type 'lcoal' names no registered model (the plugin is not installed or the name is misspelt); known: [dummy, local]; did you mean 'local'?
+  help: Runtime builder 'here': type 'lcoal' names no registered model (the plugin is not installed or the name is misspelt); known: [aws, dummy, gce, local]; did you mean 'local'?
   note: 7 more errors follow from this; fix it first
 validate: 1 error(s)
 "

@@ -22,12 +22,16 @@ fn allowed(krate: &str) -> Vec<&'static str> {
         .collect();
     match krate {
         "csis-model" => vec![],
-        "csis-yaml" | "csis-string-stage" | "csis-plugin-api" => vec!["csis-model"],
+        "csis-yaml" | "csis-string-stage" => vec!["csis-model"],
+        "csis-plugin-api" => vec!["csis-model", "csis-hcl"],
         "csis-cloud-config" | "csis-public-safe" | "csis-secrets" => {
             vec!["csis-model", "csis-yaml"]
         }
         "csis-engine" => engine,
         "csis-plugin-dummy" | "csis-plugin-local" => vec!["csis-model", "csis-plugin-api"],
+        "csis-plugin-aws" | "csis-plugin-gce" | "csis-plugin-packer" => {
+            vec!["csis-model", "csis-plugin-api", "csis-hcl"]
+        }
         // The binary and the test support link everything shipped; the
         // benches load their trees through the test support. Nothing
         // shipped depends on the test support.
@@ -35,6 +39,7 @@ fn allowed(krate: &str) -> Vec<&'static str> {
             let mut all: Vec<&str> = engine
                 .into_iter()
                 .chain(["csis-engine", "csis-plugin-dummy", "csis-plugin-local"])
+                .chain(["csis-plugin-aws", "csis-plugin-gce", "csis-plugin-packer"])
                 .collect();
             if krate == "csis-benches" {
                 all.push("csis-test-support");

@@ -19,6 +19,7 @@ mod layering;
 mod lineage;
 mod live;
 mod operations;
+mod packer;
 mod run;
 mod secrets;
 mod shell;

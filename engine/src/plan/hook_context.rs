@@ -171,6 +171,11 @@ impl HookContext for EngineContext<'_> {
             .map(str::to_string)
     }
 
+    fn builder_hooks(&self, decl: &BuilderDecl) -> Option<Box<dyn csis_plugin_api::Builder>> {
+        let spec = self.db.registry().model(decl.classification, decl.model)?;
+        Some((spec.builder)(decl))
+    }
+
     fn state_root(&self, builder: &str) -> Option<StateRoot> {
         let b = builders(self.db, self.tree);
         if !crate::state::state_locations::enabled(b) {

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::Value as J;
 
 use crate::db::system::System;
+use crate::load::builders::builders;
 use crate::state::lineage::{
     BuildRecord, Capabilities, Lineage, PinMove, Pins, read_json, write_json,
 };
@@ -26,6 +27,11 @@ pub fn record_build(
         .ok_or_else(|| format!("{}: no such build manifest", manifest_path.display()))?;
     let m: J =
         serde_json::from_str(&text).map_err(|e| format!("{}: {e}", manifest_path.display()))?;
+    let m = if m.get("builds").is_some() {
+        from_packer(ws, system, manifest_path, &m)?
+    } else {
+        m
+    };
     let s = |k: &str| m.get(k).and_then(J::as_str).unwrap_or_default().to_string();
     let (build_id, series, runtime, parent) =
         (s("build_id"), s("series"), s("runtime"), s("parent"));
@@ -157,4 +163,101 @@ pub fn record_build(
         }
     }
     Ok(done.join("\n"))
+}
+
+/// A packer manifest (the manifest post-processor's `builds[]` and
+/// `last_run_uuid`) as the build manifest [`record_build`] reads: the last
+/// build of the last run, its `custom_data` (series, runtime, fingerprint,
+/// parent, run, identity_types, storage_types) and its artifact id turned
+/// into the build id by the runtime's `build_id_from_artifact`. A parent
+/// found by filter at bake time (`series:<name>`) is the parent series'
+/// newest recorded build on the runtime.
+fn from_packer(
+    ws: &Workspace,
+    system: &dyn System,
+    path: &std::path::Path,
+    m: &J,
+) -> Result<J, String> {
+    let at = path.display();
+    let last_run = m
+        .get("last_run_uuid")
+        .and_then(J::as_str)
+        .unwrap_or_default();
+    let build = m
+        .get("builds")
+        .and_then(J::as_array)
+        .into_iter()
+        .flatten()
+        .rfind(|b| b.get("packer_run_uuid").and_then(J::as_str) == Some(last_run))
+        .ok_or_else(|| {
+            format!("{at}: the packer manifest has no build of its last run ({last_run})")
+        })?;
+    let data = build.get("custom_data").cloned().unwrap_or(J::Null);
+    let s = |k: &str| {
+        data.get(k)
+            .and_then(J::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let (series, runtime) = (s("series"), s("runtime"));
+    if series.is_empty() || runtime.is_empty() {
+        return Err(format!(
+            "{at}: the packer build's custom_data needs series and runtime (the packer image builder writes them)"
+        ));
+    }
+    let artifact = build
+        .get("artifact_id")
+        .and_then(J::as_str)
+        .unwrap_or_default();
+    let decl = builders(&ws.db, ws.tree)
+        .resolve(csis_model::Vct::RuntimeBuilderModel, &runtime)
+        .ok_or_else(|| format!("{at}: runtime '{runtime}' is not declared"))?;
+    let hooks = crate::db::Db::registry(&ws.db)
+        .model(decl.classification, decl.model)
+        .map(|spec| (spec.builder)(decl))
+        .ok_or_else(|| format!("{at}: runtime '{runtime}' has no registered model"))?;
+    let build_id = hooks.build_id_from_artifact(artifact).ok_or_else(|| {
+        format!(
+            "{at}: artifact id '{artifact}' is not a build of runtime '{runtime}' (type {})",
+            decl.model
+        )
+    })?;
+    let mut parent = s("parent");
+    if let Some(p) = parent.strip_prefix("series:") {
+        let lineage: Lineage = read_json(system, &ws.root, "lineage.yaml")?;
+        parent = lineage
+            .builds
+            .iter()
+            .rfind(|b| b.series == p && b.runtime == runtime)
+            .map(|b| b.build_id.clone())
+            .ok_or_else(|| {
+                format!(
+                    "{at}: '{series}' was baked from the newest build of '{p}', but lineage records no build of '{p}' on runtime '{runtime}'"
+                )
+            })?;
+    }
+    let mods: Vec<J> = {
+        let key = crate::plan::fingerprint::SeriesKey::new(&ws.db, series.clone(), runtime.clone());
+        crate::plan::fingerprint::input_fingerprint(&ws.db, ws.tree, key)
+            .as_ref()
+            .and_then(|f| f.fields.get("modifications").and_then(J::as_array).cloned())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|x| x.get("name").cloned())
+            .map(|name| serde_json::json!({"name": name, "operation": "applied"}))
+            .collect()
+    };
+    Ok(serde_json::json!({
+        "build_id": build_id,
+        "series": series,
+        "runtime": runtime,
+        "parent": parent,
+        "input_fingerprint": s("fingerprint"),
+        "run": s("run"),
+        "modifications": mods,
+        "tags": {
+            "csis_identity_types": s("identity_types"),
+            "csis_storage_types": s("storage_types"),
+        },
+    }))
 }

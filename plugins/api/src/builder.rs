@@ -169,6 +169,10 @@ pub trait HookContext {
     /// backend. `None` when state backends are off or nothing resolves
     /// (validation has refused that already).
     fn state_root(&self, builder: &str) -> Option<StateRoot>;
+    /// The hooks of another declared builder (the packer image builder
+    /// asks its runtime for the packer source): the builder its plugin
+    /// makes from `decl`. `None` when no registered model declares it.
+    fn builder_hooks(&self, decl: &BuilderDecl) -> Option<Box<dyn Builder>>;
 }
 
 /// Where one terraform root keeps its state.
@@ -399,6 +403,100 @@ pub trait Builder: Send + Sync {
     fn owned_directory(&self) -> Option<OwnedDirectory> {
         None
     }
+
+    /// Runtime builders that Packer bakes on (spec: packer_source_type):
+    /// the Packer plugin the source needs, as `packer { required_plugins
+    /// }` names it. `None`: packer cannot bake on this runtime.
+    fn packer_plugin(&self) -> Option<PackerPlugin> {
+        None
+    }
+    /// Runtime builders (spec: packer_source_blocks): the `source` block a
+    /// bake of `bake` runs on this runtime (`source "amazon-ebs" "<name>"`),
+    /// or `None` when the runtime has no packer source. Its arguments come
+    /// from the runtime's declaration and the bake; the disk is
+    /// `bake.disk_size` (the fingerprint's bake_disk_size), the lineage
+    /// tags are `bake.tags`.
+    fn packer_source(&self, _bake: &PackerBake) -> HookResult<Option<csis_hcl::Block>> {
+        Ok(None)
+    }
+    /// Runtime builders: a Packer expression a post-processor reads the
+    /// build's actual parent from (amazon-ebs shares `build.SourceAMI`),
+    /// for a bake whose parent is found by filter at build time. `None`:
+    /// the parent is recorded as `series:<parent>` and bound after the bake
+    /// to the parent series' newest recorded build.
+    fn packer_parent_expression(&self) -> Option<&'static str> {
+        None
+    }
+    /// Runtime builders (spec: build_id_from_artifact): the build id of a
+    /// packer artifact id as the manifest post-processor records it (AWS
+    /// `us-east-1:ami-0abc` is `ami-0abc`). `None`: not an artifact of this
+    /// runtime.
+    fn build_id_from_artifact(&self, _artifact_id: &str) -> Option<String> {
+        None
+    }
+    /// Runtime builders (spec: bake_finalize_commands): shell commands the
+    /// bake runs (as root) after the modifications and before the in-bake
+    /// verification, to leave the machine ready to be captured.
+    fn bake_finalize_commands(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// A Packer plugin: `name = { source = ..., version = ... }` in
+/// `required_plugins`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PackerPlugin {
+    pub name: &'static str,
+    pub source: &'static str,
+    pub version: &'static str,
+}
+
+/// Where a bake starts from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PackerParent {
+    /// A base image: the vendor image the OS builder entry names, by id
+    /// (`image_id`) or by query (`query`, `owners`).
+    Vendor {
+        image_id: Option<String>,
+        /// The merged query (OS builder then entry), values as strings.
+        query: std::collections::BTreeMap<String, String>,
+        /// OS builder owners, then the runtime's default_owners, then the
+        /// entry's.
+        owners: Vec<String>,
+    },
+    /// An instance image pinned to a recorded parent build.
+    Build(String),
+    /// An instance image whose parent is the parent series' newest build
+    /// at bake time (found by its `csis_series` tag or image family).
+    Series(String),
+}
+
+/// One bake as the packer image builder hands it to the runtime's
+/// [`Builder::packer_source`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PackerBake {
+    pub series: String,
+    /// The source block's label: the series as an identifier.
+    pub source_name: String,
+    pub parent: PackerParent,
+    /// The OS family of the chain's root (the vendor image's family).
+    pub family: String,
+    pub machine_type: String,
+    /// GiB: the fingerprint's bake_disk_size.
+    pub disk_size: Option<i64>,
+    pub ssh_username: String,
+    /// The lineage tags and the image's own tags, sorted. A value may be a
+    /// Packer template (`${var.csis_run}`); keys and values are as csis
+    /// names them: a runtime with label rules adapts both.
+    pub tags: Vec<(String, PackerValue)>,
+}
+
+/// A tag value: literal text, or a Packer template kept as written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PackerValue {
+    Literal(String),
+    /// The run id (`var.csis_run`) the build runs under.
+    Run,
 }
 
 /// A directory a builder writes, and how the tree declared it.

@@ -13,6 +13,7 @@
 
 pub mod builder;
 pub mod cloud_config;
+pub mod image_tests;
 pub mod lifecycle;
 pub mod phase;
 
@@ -21,7 +22,8 @@ use csis_model::{Fields, ItemKind, Map, Vct};
 
 pub use builder::{
     Asset, AssetSet, BakeDecision, Builder, CfExecutables, Command, Deferred, HookContext,
-    HookResult, Observed, ObservedImage, OwnedDirectory, Program, StateRoot, path_for_phase,
+    HookResult, Observed, ObservedImage, OwnedDirectory, PackerBake, PackerParent, PackerPlugin,
+    PackerValue, Program, StateRoot, path_for_phase,
 };
 pub use lifecycle::{Contribution, LifecycleSpec, RunHooks};
 pub use phase::ExecutionLifecyclePhase;

@@ -34,6 +34,9 @@ pub const ROOT: &str = "/t";
 pub const LINKED: &[&dyn Plugin] = &[
     &csis_plugin_dummy::DummyPlugin,
     &csis_plugin_local::LocalPlugin,
+    &csis_plugin_aws::AwsPlugin,
+    &csis_plugin_gce::GcePlugin,
+    &csis_plugin_packer::PackerPlugin,
 ];
 
 /// A small tree's declarations on the local runtime (every builder kind,

@@ -1,0 +1,345 @@
+//! The `aws` plugin: runtime `aws`, EC2 in one region, as the `packer`
+//! image builder bakes on it (Packer's `amazon-ebs` source) and the tofu
+//! builders launch on it.
+//!
+//! Declared under `runtime_builders:` with the cloud base model (`region`,
+//! `networking` with its subnets and availability zones) and its own
+//! fields: `profile` (the AWS shared-credentials profile), `vpc_id`,
+//! `default_disk_size` (GiB; the bake disk of every image on this runtime
+//! and part of their fingerprints), `ssh_username` (the bake user of every
+//! OS family), `session` (`ssm`), `root_device_name` (the vendor AMIs'
+//! root device, when the family table below does not know it).
+
+use csis_hcl::{Block, Expr};
+use csis_model::models::{BaseBuilder, BaseModelKind, CloudBuilderModel};
+use csis_model::{Diagnostic, Fields, Map, Value, Vct};
+use csis_plugin_api::{
+    Builder, BuilderDecl, HookResult, ModelSpec, PackerBake, PackerParent, PackerPlugin,
+    PackerValue, Plugin,
+};
+
+pub struct AwsPlugin;
+
+/// The model name `type:` selects.
+pub const MODEL: &str = "aws";
+
+struct AwsRuntime {
+    decl: BuilderDecl,
+}
+
+fn extra_str<'a>(decl: &'a BuilderDecl, key: &str) -> Option<&'a str> {
+    decl.extra.get(key).and_then(Value::as_str)
+}
+
+impl AwsRuntime {
+    fn cloud(&self) -> Option<&CloudBuilderModel> {
+        match &self.decl.base {
+            BaseBuilder::Cloud(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+/// The default login of the vendor AMIs of an OS family, from AWS's table
+/// "Default user names" (EC2 User Guide, "Manage system users on your
+/// Amazon EC2 Linux instance":
+/// <https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/managing-users.html>):
+/// Amazon Linux, RHEL, CentOS, Fedora, SUSE, Oracle, FreeBSD and AlmaLinux
+/// `ec2-user`; Debian `admin`; Ubuntu `ubuntu`; Rocky Linux `rocky`;
+/// Bitnami `bitnami`.
+pub fn default_user(family: &str) -> Option<&'static str> {
+    let f = family.trim().to_ascii_lowercase();
+    let is = |prefixes: &[&str]| prefixes.iter().any(|p| f.starts_with(p));
+    if is(&["ubuntu"]) {
+        Some("ubuntu")
+    } else if is(&["debian"]) {
+        Some("admin")
+    } else if is(&["rocky"]) {
+        Some("rocky")
+    } else if is(&["bitnami"]) {
+        Some("bitnami")
+    } else if is(&[
+        "amazon", "al2", "amzn", "rhel", "redhat", "red-hat", "centos", "fedora", "suse", "sles",
+        "oracle", "ol", "freebsd", "alma",
+    ]) {
+        Some("ec2-user")
+    } else {
+        None
+    }
+}
+
+/// The root device of a family's vendor AMIs, which
+/// `launch_block_device_mappings` must name to resize the root volume
+/// rather than add a second one: Amazon Linux and Debian register
+/// `/dev/xvda`, Ubuntu, RHEL and its rebuilds `/dev/sda1`.
+pub fn root_device(family: &str) -> Option<&'static str> {
+    let f = family.trim().to_ascii_lowercase();
+    let is = |prefixes: &[&str]| prefixes.iter().any(|p| f.starts_with(p));
+    if is(&["amazon", "al2", "amzn", "debian", "fedora"]) {
+        Some("/dev/xvda")
+    } else if is(&[
+        "ubuntu", "rhel", "redhat", "red-hat", "centos", "alma", "rocky", "suse", "sles", "oracle",
+    ]) {
+        Some("/dev/sda1")
+    } else {
+        None
+    }
+}
+
+fn tag_value(v: &PackerValue) -> Expr {
+    match v {
+        PackerValue::Literal(s) => Expr::str(s.as_str()),
+        PackerValue::Run => Expr::template("${var.csis_run}"),
+    }
+}
+
+fn tags_expr(tags: &[(String, PackerValue)]) -> Expr {
+    let mut v: Vec<(String, Expr)> = tags
+        .iter()
+        .map(|(k, x)| (k.clone(), tag_value(x)))
+        .collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    Expr::Object(v)
+}
+
+fn refuse<T>(msg: String) -> HookResult<T> {
+    Err(vec![Diagnostic::error(msg)])
+}
+
+impl AwsRuntime {
+    /// The `amazon-ebs` source of one bake. Arguments as the Amazon
+    /// plugin's EBS builder documents them
+    /// (<https://developer.hashicorp.com/packer/integrations/hashicorp/amazon/latest/components/builder/ebs>).
+    fn source(&self, bake: &PackerBake) -> HookResult<Block> {
+        let me = self.decl.name();
+        let Some(cloud) = self.cloud() else {
+            return refuse(format!("runtime '{me}' is not a cloud runtime"));
+        };
+        let mut b = Block::new("source", ["amazon-ebs", bake.source_name.as_str()])
+            .attr("region", cloud.region.as_str())
+            .opt_attr("profile", extra_str(&self.decl, "profile"))
+            .attr("instance_type", bake.machine_type.as_str());
+        match &bake.parent {
+            PackerParent::Vendor {
+                image_id: Some(id), ..
+            }
+            | PackerParent::Build(id) => b = b.attr("source_ami", id.as_str()),
+            PackerParent::Vendor {
+                image_id: None,
+                query,
+                owners,
+            } => {
+                if query.is_empty() {
+                    return refuse(format!(
+                        "image '{}' on runtime '{me}': the OS builder entry names no vendor AMI -- set image_id (an ami-... id) or query (EC2 DescribeImages filters such as name) with owners",
+                        bake.series
+                    ));
+                }
+                if owners.is_empty() {
+                    return refuse(format!(
+                        "image '{}' on runtime '{me}': a vendor AMI found by query needs owners (the AMI owner's account id or alias, such as amazon or 099720109477) on the OS builder, its entry or the runtime's default_owners",
+                        bake.series
+                    ));
+                }
+                b = b.block(
+                    Block::new("source_ami_filter", Vec::<String>::new())
+                        .attr(
+                            "filters",
+                            Expr::string_map(query.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
+                        )
+                        .attr("owners", Expr::strs(owners.iter().map(String::as_str)))
+                        .attr("most_recent", true),
+                );
+            }
+            PackerParent::Series(parent) => {
+                b = b.block(
+                    Block::new("source_ami_filter", Vec::<String>::new())
+                        .attr(
+                            "filters",
+                            Expr::string_map([("tag:csis_series", parent.as_str())]),
+                        )
+                        .attr("owners", Expr::strs(["self"]))
+                        .attr("most_recent", true),
+                );
+            }
+        }
+        let device =
+            extra_str(&self.decl, "root_device_name").or_else(|| root_device(&bake.family));
+        let Some(device) = device else {
+            return refuse(format!(
+                "image '{}' on runtime '{me}': no known root device for OS family '{}' -- set root_device_name on the runtime (the vendor AMI's RootDeviceName, such as /dev/xvda)",
+                bake.series, bake.family
+            ));
+        };
+        let mut disk = Block::new("launch_block_device_mappings", Vec::<String>::new())
+            .attr("device_name", device);
+        if let Some(size) = bake.disk_size {
+            disk = disk.attr("volume_size", size);
+        }
+        disk = disk
+            .attr("volume_type", "gp3")
+            .attr("delete_on_termination", true);
+        b = b
+            .attr(
+                "ami_name",
+                Expr::template(format!("{}-${{var.csis_run}}", ami_name_part(&bake.series))),
+            )
+            .attr("ssh_username", bake.ssh_username.as_str())
+            .opt_attr("vpc_id", extra_str(&self.decl, "vpc_id"));
+        if let Some(subnet) = cloud.networking.default_subnet() {
+            b = b.attr("subnet_id", subnet.subnet_id.as_str());
+        }
+        Ok(b.block(disk)
+            .attr("tags", tags_expr(&bake.tags))
+            .attr("run_tags", tags_expr(&bake.tags)))
+    }
+}
+
+/// A series as it may appear in an AMI name: letters, digits and
+/// `( ) [ ] . / - ' @ _` (EC2 CreateImage's Name rule); anything else
+/// becomes `-`.
+fn ami_name_part(series: &str) -> String {
+    series
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "()[]./-'@_".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+impl Builder for AwsRuntime {
+    fn default_bake_user(&self, family: &str) -> Option<String> {
+        extra_str(&self.decl, "ssh_username")
+            .map(str::to_string)
+            .or_else(|| default_user(family).map(str::to_string))
+    }
+
+    /// EC2 tag keys (EC2 User Guide, "Tag restrictions",
+    /// <https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/Using_Tags.html#tag-restrictions>):
+    /// 1 to 128 characters, and the `aws:` prefix is reserved.
+    fn label_key_problem(&self, key: &str) -> Option<String> {
+        let n = key.chars().count();
+        if n == 0 || n > 128 {
+            return Some(format!(
+                "an EC2 tag key has 1 to 128 characters ('{key}' has {n})"
+            ));
+        }
+        key.to_ascii_lowercase()
+            .starts_with("aws:")
+            .then(|| "the aws: prefix of an EC2 tag key is reserved for AWS".to_string())
+    }
+
+    /// `ssm` (the default): csis reaches instances through AWS Systems
+    /// Manager Session Manager, with no inbound port and no SSH key to
+    /// distribute, access governed by IAM.
+    fn session_mechanism(&self) -> Option<&str> {
+        Some(extra_str(&self.decl, "session").unwrap_or("ssm"))
+    }
+
+    fn packer_plugin(&self) -> Option<PackerPlugin> {
+        Some(PackerPlugin {
+            name: "amazon",
+            source: "github.com/hashicorp/amazon",
+            version: ">= 1.3",
+        })
+    }
+
+    fn packer_source(&self, bake: &PackerBake) -> HookResult<Option<Block>> {
+        self.source(bake).map(Some)
+    }
+
+    /// amazon-ebs shares the AMI it launched from with post-processors as
+    /// `build.SourceAMI` (the EBS builder's "Build Shared Information
+    /// Variables").
+    fn packer_parent_expression(&self) -> Option<&'static str> {
+        Some("${build.SourceAMI}")
+    }
+
+    /// The amazon-ebs artifact id is `<region>:<ami-id>` per region the AMI
+    /// exists in, comma-separated: the build id is the AMI of this
+    /// runtime's region (else the first).
+    fn build_id_from_artifact(&self, artifact_id: &str) -> Option<String> {
+        let region = self.cloud().map(|c| c.region.as_str()).unwrap_or_default();
+        let pairs: Vec<(&str, &str)> = artifact_id
+            .split(',')
+            .filter_map(|p| p.trim().split_once(':'))
+            .filter(|(_, ami)| ami.starts_with("ami-") && ami.len() > 4)
+            .collect();
+        pairs
+            .iter()
+            .find(|(r, _)| *r == region)
+            .or_else(|| pairs.first())
+            .map(|(_, ami)| ami.to_string())
+    }
+
+    /// cloud-init, when the image has it, forgets this machine so an
+    /// instance launched from the image runs its user-data afresh.
+    fn bake_finalize_commands(&self) -> Vec<String> {
+        vec![CLOUD_INIT_CLEAN.to_string()]
+    }
+}
+
+/// The bake's last step before the verification on images with cloud-init.
+pub const CLOUD_INIT_CLEAN: &str =
+    "if command -v cloud-init >/dev/null 2>&1; then cloud-init clean --logs; fi";
+
+fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {
+    Box::new(AwsRuntime { decl: decl.clone() })
+}
+
+fn scalar(text: String) -> Value {
+    Value::Scalar { text, plain: true }
+}
+
+/// `profile`, `vpc_id`, `default_disk_size`, `ssh_username`, `session`,
+/// `root_device_name`: kept only when declared (session defaults to ssm).
+fn runtime_extra(f: &mut Fields<'_>) -> Map {
+    let mut m = Map::new();
+    for key in ["profile", "vpc_id", "ssh_username", "root_device_name"] {
+        if let Some(v) = f.opt_str(key) {
+            m.insert(key.into(), Value::str(v));
+        }
+    }
+    if let Some(size) = f.opt_int("default_disk_size") {
+        if size < 1 {
+            f.error_at(
+                "default_disk_size",
+                format!("default_disk_size is a size in GiB, at least 1 (not {size})"),
+            );
+        }
+        m.insert("default_disk_size".into(), scalar(size.to_string()));
+    }
+    let session = f.str_or("session", "ssm");
+    if session != "ssm" {
+        f.error_at(
+            "session",
+            format!("runtime aws knows the session mechanism ssm only (not '{session}') -- remove session or write ssm"),
+        );
+    }
+    m.insert("session".into(), Value::str(session));
+    m
+}
+
+impl Plugin for AwsPlugin {
+    fn name(&self) -> &'static str {
+        "aws"
+    }
+
+    fn models(&self) -> Vec<ModelSpec> {
+        vec![ModelSpec {
+            name: MODEL,
+            aliases: &[],
+            classification: Vct::CloudBuilderModel,
+            base: BaseModelKind::Cloud,
+            read_extra: runtime_extra,
+            builder,
+        }]
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,385 @@
+//! The `gce` plugin: runtime `gce`, Compute Engine in one project and
+//! region, as the `packer` image builder bakes on it (Packer's
+//! `googlecompute` source) and the tofu builders launch on it.
+//!
+//! Declared under `runtime_builders:` with the cloud base model (`region`;
+//! `networking.network` is the VPC network, `subnets[].subnet_id` the
+//! subnetwork name) and its own fields: `project` (required), `zone` (else
+//! the default availability zone, else `<region>-a`), `default_disk_size`
+//! (GiB; the bake disk of every image on this runtime and part of their
+//! fingerprints), `ssh_username` (the bake user), `session` (`iap`).
+//!
+//! Labels follow Compute Engine's rules ("Requirements for labels",
+//! <https://cloud.google.com/compute/docs/labeling-resources#requirements>):
+//! keys and values have at most 63 characters of lowercase letters,
+//! digits, underscores and dashes (international characters allowed); a
+//! key starts with a lowercase letter and has at least one character.
+
+use csis_hcl::{Block, Expr};
+use csis_model::models::{BaseBuilder, BaseModelKind, CloudBuilderModel};
+use csis_model::{Diagnostic, Fields, Map, Value, Vct};
+use csis_plugin_api::{
+    Builder, BuilderDecl, HookResult, ModelSpec, PackerBake, PackerParent, PackerPlugin,
+    PackerValue, Plugin,
+};
+
+pub struct GcePlugin;
+
+/// The model name `type:` selects.
+pub const MODEL: &str = "gce";
+
+/// The bake user when the tree declares none. Compute Engine images have
+/// no fixed login: the guest environment creates the account an SSH key in
+/// the instance metadata names, and the googlecompute builder puts its
+/// temporary key there for `ssh_username` (its documentation's examples
+/// use `packer`). One name, whatever the family.
+pub const DEFAULT_BAKE_USER: &str = "packer";
+
+/// The Packer local that turns the run id into label and image-name
+/// characters (`2026_12_02T15_53_24` -> `2026-12-02t15-53-24`).
+pub const RUN_LOCAL: &str = "csis_run_label";
+
+struct GceRuntime {
+    decl: BuilderDecl,
+}
+
+fn extra_str<'a>(decl: &'a BuilderDecl, key: &str) -> Option<&'a str> {
+    decl.extra.get(key).and_then(Value::as_str)
+}
+
+fn label_char(c: char) -> bool {
+    c.is_ascii_lowercase()
+        || c.is_ascii_digit()
+        || c == '_'
+        || c == '-'
+        || (!c.is_ascii() && !c.is_uppercase())
+}
+
+/// Why `key` cannot be a Compute Engine label key.
+pub fn label_key_problem(key: &str) -> Option<String> {
+    let n = key.chars().count();
+    if n == 0 || n > 63 {
+        return Some(format!(
+            "a GCE label key has 1 to 63 characters ('{key}' has {n})"
+        ));
+    }
+    let first = key.chars().next()?;
+    if !(first.is_ascii_lowercase() || (!first.is_ascii() && first.is_lowercase())) {
+        return Some("a label key must start with a lowercase letter".to_string());
+    }
+    key.chars().find(|c| !label_char(*c)).map(|c| {
+        format!(
+            "a GCE label key has lowercase letters, digits, underscores and dashes only ('{c}' is not one)"
+        )
+    })
+}
+
+/// A value as a label takes it: lowercased, every other character an
+/// underscore (so `unix,posix` is `unix_posix` and `series:web` is
+/// `series_web`), at most 63 characters.
+pub fn label_value(value: &str) -> String {
+    value
+        .to_lowercase()
+        .chars()
+        .map(|c| if label_char(c) { c } else { '_' })
+        .take(63)
+        .collect()
+}
+
+/// A key as a label takes it: [`label_value`], and a leading character that
+/// is not a lowercase letter gets a `k` before it. Declared keys are
+/// refused at validate by [`label_key_problem`]; this only keeps csis's own
+/// keys safe.
+pub fn label_key(key: &str) -> String {
+    let v = label_value(key);
+    if v.starts_with(|c: char| c.is_lowercase()) {
+        v
+    } else {
+        label_value(&format!("k{v}"))
+    }
+}
+
+/// A series as a Compute Engine resource name part (image names and
+/// families: `[a-z]([-a-z0-9]*[a-z0-9])?`, at most 63): lowercase, every
+/// other character a dash, at most `max` characters, starting with a
+/// letter.
+pub fn resource_name(series: &str, max: usize) -> String {
+    let mut s: String = series
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_lowercase() || c.is_ascii_digit() {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if !s.starts_with(|c: char| c.is_ascii_lowercase()) {
+        s = format!("i-{s}");
+    }
+    let mut s: String = s.chars().take(max).collect();
+    while s.ends_with('-') {
+        s.pop();
+    }
+    s
+}
+
+/// The image family a series' builds belong to: the newest build of a
+/// series is the family's newest image.
+pub fn image_family(series: &str) -> String {
+    resource_name(series, 63)
+}
+
+impl GceRuntime {
+    fn cloud(&self) -> Option<&CloudBuilderModel> {
+        match &self.decl.base {
+            BaseBuilder::Cloud(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    fn project(&self) -> &str {
+        extra_str(&self.decl, "project").unwrap_or_default()
+    }
+
+    /// The zone bakes run in: `zone`, else the default availability zone,
+    /// else `<region>-a`.
+    fn zone(&self) -> String {
+        if let Some(z) = extra_str(&self.decl, "zone") {
+            return z.to_string();
+        }
+        let Some(cloud) = self.cloud() else {
+            return String::new();
+        };
+        cloud
+            .networking
+            .default_availability_zone()
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("{}-a", cloud.region))
+    }
+
+    /// The `googlecompute` source of one bake. Arguments as the Google
+    /// Cloud Platform plugin's builder documents them
+    /// (<https://developer.hashicorp.com/packer/integrations/hashicorp/googlecompute/latest/components/builder/googlecompute>).
+    fn source(&self, bake: &PackerBake) -> HookResult<Block> {
+        let me = self.decl.name();
+        let Some(cloud) = self.cloud() else {
+            return Err(vec![Diagnostic::error(format!(
+                "runtime '{me}' is not a cloud runtime"
+            ))]);
+        };
+        let mut b = Block::new("source", ["googlecompute", bake.source_name.as_str()])
+            .attr("project_id", self.project())
+            .attr("zone", self.zone())
+            .attr("machine_type", bake.machine_type.as_str());
+        match &bake.parent {
+            PackerParent::Vendor {
+                image_id,
+                query,
+                owners,
+            } => {
+                let unknown: Vec<&str> = query
+                    .keys()
+                    .map(String::as_str)
+                    .filter(|k| !matches!(*k, "family" | "name" | "project"))
+                    .collect();
+                if !unknown.is_empty() {
+                    return Err(vec![Diagnostic::error(format!(
+                        "image '{}' on runtime '{me}': a GCE vendor image query takes family, name and project (not {})",
+                        bake.series,
+                        unknown.join(", ")
+                    ))]);
+                }
+                let mut projects: Vec<String> = query.get("project").into_iter().cloned().collect();
+                projects.extend(owners.iter().cloned());
+                projects.dedup();
+                match (
+                    image_id
+                        .as_deref()
+                        .or(query.get("name").map(String::as_str)),
+                    query.get("family"),
+                ) {
+                    (Some(image), _) => b = b.attr("source_image", image),
+                    (None, Some(family)) => b = b.attr("source_image_family", family.as_str()),
+                    (None, None) => {
+                        return Err(vec![Diagnostic::error(format!(
+                            "image '{}' on runtime '{me}': the OS builder entry names no vendor image -- set image_id (an image name) or query.family with owners (the image project, such as debian-cloud)",
+                            bake.series
+                        ))]);
+                    }
+                }
+                if !projects.is_empty() {
+                    b = b.attr(
+                        "source_image_project_id",
+                        Expr::strs(projects.iter().map(String::as_str)),
+                    );
+                }
+            }
+            PackerParent::Build(image) => {
+                b = b
+                    .attr("source_image", image.as_str())
+                    .attr("source_image_project_id", Expr::strs([self.project()]));
+            }
+            PackerParent::Series(parent) => {
+                b = b
+                    .attr("source_image_family", image_family(parent))
+                    .attr("source_image_project_id", Expr::strs([self.project()]));
+            }
+        }
+        // 63 characters: the series part leaves room for `-` and the run
+        // label (19 characters).
+        b = b
+            .attr(
+                "image_name",
+                Expr::template(format!(
+                    "{}-${{local.{RUN_LOCAL}}}",
+                    resource_name(&bake.series, 40)
+                )),
+            )
+            .attr("image_family", image_family(&bake.series));
+        if let Some(size) = bake.disk_size {
+            b = b.attr("disk_size", size);
+        }
+        b = b.attr("network", cloud.networking.network.as_str());
+        if let Some(subnet) = cloud.networking.default_subnet() {
+            b = b.attr("subnetwork", subnet.subnet_id.as_str());
+        }
+        let mut labels: Vec<(String, Expr)> = bake
+            .tags
+            .iter()
+            .map(|(k, v)| {
+                let value = match v {
+                    PackerValue::Literal(s) => Expr::str(label_value(s)),
+                    PackerValue::Run => Expr::raw(format!("local.{RUN_LOCAL}")),
+                };
+                (label_key(k), value)
+            })
+            .collect();
+        labels.sort_by(|a, b| a.0.cmp(&b.0));
+        labels.dedup_by(|a, b| a.0 == b.0);
+        Ok(b.attr("ssh_username", bake.ssh_username.as_str())
+            .attr("image_labels", Expr::Object(labels)))
+    }
+}
+
+impl Builder for GceRuntime {
+    fn default_bake_user(&self, _family: &str) -> Option<String> {
+        Some(
+            extra_str(&self.decl, "ssh_username")
+                .unwrap_or(DEFAULT_BAKE_USER)
+                .to_string(),
+        )
+    }
+
+    /// Every image of a chain bakes as its chain root's user: the account
+    /// the guest environment created at the root's bake (home directory,
+    /// keys) is in every image baked from it.
+    fn one_bake_user_per_chain(&self) -> bool {
+        true
+    }
+
+    fn label_key_problem(&self, key: &str) -> Option<String> {
+        label_key_problem(key)
+    }
+
+    /// `iap` (the default): csis reaches instances through Identity-Aware
+    /// Proxy TCP forwarding, with no external address and access governed
+    /// by IAM -- Compute Engine's counterpart of Session Manager.
+    fn session_mechanism(&self) -> Option<&str> {
+        Some(extra_str(&self.decl, "session").unwrap_or("iap"))
+    }
+
+    fn packer_plugin(&self) -> Option<PackerPlugin> {
+        Some(PackerPlugin {
+            name: "googlecompute",
+            source: "github.com/hashicorp/googlecompute",
+            version: ">= 1.1",
+        })
+    }
+
+    fn packer_source(&self, bake: &PackerBake) -> HookResult<Option<Block>> {
+        self.source(bake).map(Some)
+    }
+
+    /// The googlecompute artifact id is the image name.
+    fn build_id_from_artifact(&self, artifact_id: &str) -> Option<String> {
+        let id = artifact_id.trim();
+        let valid = id.starts_with(|c: char| c.is_ascii_lowercase())
+            && id.len() <= 63
+            && id
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        valid.then(|| id.to_string())
+    }
+
+    /// cloud-init, when the image has it, forgets this machine so an
+    /// instance launched from the image runs its user-data afresh.
+    fn bake_finalize_commands(&self) -> Vec<String> {
+        vec![
+            "if command -v cloud-init >/dev/null 2>&1; then cloud-init clean --logs; fi"
+                .to_string(),
+        ]
+    }
+}
+
+fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {
+    Box::new(GceRuntime { decl: decl.clone() })
+}
+
+/// `project` (required), `zone`, `default_disk_size`, `ssh_username`,
+/// `session` (iap or os-login).
+fn runtime_extra(f: &mut Fields<'_>) -> Map {
+    let mut m = Map::new();
+    let project = f.req_str("project");
+    m.insert("project".into(), Value::str(project));
+    for key in ["zone", "ssh_username"] {
+        if let Some(v) = f.opt_str(key) {
+            m.insert(key.into(), Value::str(v));
+        }
+    }
+    if let Some(size) = f.opt_int("default_disk_size") {
+        if size < 10 {
+            f.error_at(
+                "default_disk_size",
+                format!("default_disk_size is a size in GiB, at least 10 on GCE (not {size})"),
+            );
+        }
+        m.insert(
+            "default_disk_size".into(),
+            Value::Scalar {
+                text: size.to_string(),
+                plain: true,
+            },
+        );
+    }
+    let session = f.str_or("session", "iap");
+    if !matches!(session.as_str(), "iap" | "os-login") {
+        f.error_at(
+            "session",
+            format!("runtime gce knows the session mechanisms iap and os-login (not '{session}') -- write one of them"),
+        );
+    }
+    m.insert("session".into(), Value::str(session));
+    m
+}
+
+impl Plugin for GcePlugin {
+    fn name(&self) -> &'static str {
+        "gce"
+    }
+
+    fn models(&self) -> Vec<ModelSpec> {
+        vec![ModelSpec {
+            name: MODEL,
+            aliases: &[],
+            classification: Vct::CloudBuilderModel,
+            base: BaseModelKind::Cloud,
+            read_extra: runtime_extra,
+            builder,
+        }]
+    }
+}
+
+#[cfg(test)]
+mod tests;

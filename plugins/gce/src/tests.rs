@@ -1,0 +1,234 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+
+use csis_model::path::DocPath;
+use csis_model::{Diagnostic, Fields, Origin, Vct};
+use csis_plugin_api::{Builder, BuilderDecl, PackerBake, PackerParent, PackerValue};
+
+use super::*;
+
+const RUNTIME: &str = r#"
+name: gce1
+type: gce
+region: europe-west1
+default_machine_type: e2-small
+networking:
+  network: csis-net
+  subnets:
+    - {subnet_id: csis-subnet, is_default: true}
+"#;
+
+fn decl(yaml: &str) -> (BuilderDecl, Vec<String>) {
+    let (v, _) = csis_yaml::parse(yaml).unwrap();
+    let m = v.as_map().unwrap();
+    let mut diags: Vec<Diagnostic> = Vec::new();
+    let mut f = Fields::new(
+        m,
+        Origin::new("cfg/x.yml", DocPath::default()),
+        "runtime 'gce1'",
+        &mut diags,
+    );
+    let base = BaseModelKind::Cloud.read(&mut f);
+    let extra = runtime_extra(&mut f);
+    f.finish();
+    let d = BuilderDecl {
+        model: MODEL,
+        classification: Vct::CloudBuilderModel,
+        base,
+        extra,
+    };
+    (d, diags.into_iter().map(|d| d.message.clone()).collect())
+}
+
+fn runtime(extra: &str) -> Box<dyn Builder> {
+    let (d, diags) = decl(&format!("{RUNTIME}project: my-proj\n{extra}"));
+    assert!(diags.is_empty(), "{diags:?}");
+    builder(&d)
+}
+
+fn bake(parent: PackerParent) -> PackerBake {
+    PackerBake {
+        series: "Web_App".into(),
+        source_name: "Web_App".into(),
+        parent,
+        family: "debian".into(),
+        machine_type: "e2-medium".into(),
+        disk_size: Some(20),
+        ssh_username: "packer".into(),
+        tags: vec![
+            ("Team".into(), PackerValue::Literal("Platform Ops".into())),
+            (
+                "csis_identity_types".into(),
+                PackerValue::Literal("unix,ldap".into()),
+            ),
+            (
+                "csis_parent".into(),
+                PackerValue::Literal("series:base".into()),
+            ),
+            ("csis_run".into(), PackerValue::Run),
+        ],
+    }
+}
+
+fn source(rt: &dyn Builder, parent: PackerParent) -> String {
+    let block = rt.packer_source(&bake(parent)).unwrap().unwrap();
+    csis_hcl::Body::new().block(block).render()
+}
+
+#[test]
+fn a_vendor_image_by_family_with_labels_under_the_gce_rules() {
+    let rt = runtime("");
+    let text = source(
+        rt.as_ref(),
+        PackerParent::Vendor {
+            image_id: None,
+            query: BTreeMap::from([("family".to_string(), "debian-12".to_string())]),
+            owners: vec!["debian-cloud".into()],
+        },
+    );
+    assert_eq!(
+        text,
+        r#"source "googlecompute" "Web_App" {
+  project_id              = "my-proj"
+  zone                    = "europe-west1-a"
+  machine_type            = "e2-medium"
+  source_image_family     = "debian-12"
+  source_image_project_id = ["debian-cloud"]
+  image_name              = "web-app-${local.csis_run_label}"
+  image_family            = "web-app"
+  disk_size               = 20
+  network                 = "csis-net"
+  subnetwork              = "csis-subnet"
+  ssh_username            = "packer"
+  image_labels            = {
+    csis_identity_types = "unix_ldap"
+    csis_parent         = "series_base"
+    csis_run            = local.csis_run_label
+    team                = "platform_ops"
+  }
+}
+"#
+    );
+}
+
+#[test]
+fn parents_by_name_and_by_family_in_the_runtimes_project() {
+    let rt = runtime("zone: europe-west1-c\n");
+    let text = source(
+        rt.as_ref(),
+        PackerParent::Build("base-2026-12-02t15-53-24".into()),
+    );
+    assert!(
+        text.contains("  zone                    = \"europe-west1-c\"\n"),
+        "{text}"
+    );
+    assert!(text.contains("  source_image            = \"base-2026-12-02t15-53-24\"\n  source_image_project_id = [\"my-proj\"]\n"), "{text}");
+    let text = source(rt.as_ref(), PackerParent::Series("Base_OS".into()));
+    assert!(
+        text.contains("  source_image_family     = \"base-os\"\n"),
+        "{text}"
+    );
+    let err = rt
+        .packer_source(&bake(PackerParent::Vendor {
+            image_id: None,
+            query: BTreeMap::from([("owner".to_string(), "x".to_string())]),
+            owners: Vec::new(),
+        }))
+        .unwrap_err();
+    assert_eq!(
+        err[0].message,
+        "image 'Web_App' on runtime 'gce1': a GCE vendor image query takes family, name and project (not owner)"
+    );
+}
+
+#[test]
+fn the_default_zone_is_the_default_availability_zone() {
+    let (d, _) = decl(&format!("{RUNTIME}project: p\n").replace(
+        "networking:\n",
+        "networking:\n  availability_zones:\n    - {name: europe-west1-b, is_default: true}\n",
+    ));
+    let text = csis_hcl::Body::new()
+        .block(
+            builder(&d)
+                .packer_source(&bake(PackerParent::Build("x".into())))
+                .unwrap()
+                .unwrap(),
+        )
+        .render();
+    assert!(
+        text.contains("zone                    = \"europe-west1-b\""),
+        "{text}"
+    );
+}
+
+#[test]
+fn label_keys_follow_the_gce_rules() {
+    assert_eq!(label_key_problem("team"), None);
+    assert_eq!(label_key_problem("cost_center-2"), None);
+    assert_eq!(label_key_problem("équipe"), None);
+    assert_eq!(
+        label_key_problem("Team"),
+        Some("a label key must start with a lowercase letter".into())
+    );
+    assert_eq!(
+        label_key_problem("2team"),
+        Some("a label key must start with a lowercase letter".into())
+    );
+    assert_eq!(
+        label_key_problem("team.name"),
+        Some("a GCE label key has lowercase letters, digits, underscores and dashes only ('.' is not one)".into())
+    );
+    assert_eq!(
+        label_key_problem(&"k".repeat(64)),
+        Some(format!(
+            "a GCE label key has 1 to 63 characters ('{}' has 64)",
+            "k".repeat(64)
+        ))
+    );
+    assert_eq!(label_value("Platform Ops,X"), "platform_ops_x");
+    assert_eq!(label_value(&"v".repeat(70)).len(), 63);
+    assert_eq!(resource_name("9lives", 63), "i-9lives");
+}
+
+#[test]
+fn capability_answers_and_build_ids() {
+    let rt = runtime("");
+    assert_eq!(rt.default_bake_user("debian"), Some("packer".into()));
+    assert_eq!(
+        runtime("ssh_username: ops\n").default_bake_user("x"),
+        Some("ops".into())
+    );
+    assert!(rt.one_bake_user_per_chain());
+    assert!(!rt.keeps_state());
+    assert_eq!(rt.session_mechanism(), Some("iap"));
+    assert_eq!(
+        runtime("session: os-login\n").session_mechanism(),
+        Some("os-login")
+    );
+    assert_eq!(
+        rt.build_id_from_artifact("web-2026-12-02t15-53-24"),
+        Some("web-2026-12-02t15-53-24".into())
+    );
+    assert_eq!(rt.build_id_from_artifact("us-east-1:ami-1"), None);
+    assert_eq!(rt.packer_parent_expression(), None);
+}
+
+#[test]
+fn project_is_required_and_sizes_and_sessions_are_checked() {
+    let (_, diags) = decl(RUNTIME);
+    assert_eq!(
+        diags,
+        vec!["runtime 'gce1': field 'project' is required".to_string()]
+    );
+    let (_, diags) = decl(&format!(
+        "{RUNTIME}project: p\ndefault_disk_size: 5\nsession: ssm\n"
+    ));
+    assert_eq!(
+        diags,
+        vec![
+            "default_disk_size is a size in GiB, at least 10 on GCE (not 5)".to_string(),
+            "runtime gce knows the session mechanisms iap and os-login (not 'ssm') -- write one of them".to_string(),
+        ]
+    );
+}

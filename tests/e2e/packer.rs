@@ -1,0 +1,358 @@
+//! The packer image builder on the aws and gce runtimes: the templates a
+//! dry run writes (snapshots, the independent HCL check), and real runs
+//! with a stand-in `packer` (tests/e2e/doubles/packer, a test double that
+//! never ships): the steps in order, the builds recorded under the ids
+//! their artifact ids give, nothing baked the second time, nothing
+//! re-baked for a machine type.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use csis_test_support::{check_hcl, temp_tree};
+
+use crate::support::{csis_at, edit, ok};
+
+const NOW: i64 = 1796226804;
+
+fn here(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/e2e")
+        .join(rel)
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// The tree: an aws and a gce runtime, a packer image builder on each, a
+/// debian base image and an image `web` over it with two modifications.
+fn tree() -> tempfile::TempDir {
+    temp_tree([
+        ("cfg/_config.yml", read(&here("packer/config.yml"))),
+        ("images/web.yml", read(&here("packer/web.yml"))),
+        ("scripts/tools.sh", "echo tools\n".to_string()),
+    ])
+}
+
+fn generated(root: &Path, rel: &str) -> String {
+    read(&root.join("generated").join(rel))
+}
+
+#[test]
+fn a_dry_run_writes_one_template_per_bake_that_the_independent_parser_accepts() {
+    let t = tree();
+    ok(csis_at(t.path(), NOW, &["run", "all"]));
+    assert_eq!(
+        generated(
+            t.path(),
+            "instance-image/pk-gce/image-generation/web.pkr.hcl"
+        ),
+        read(&here("packer/web-gce.pkr.hcl.snapshot"))
+    );
+    assert_eq!(
+        generated(
+            t.path(),
+            "base-image/pk-aws/image-generation/debian12.pkr.hcl"
+        ),
+        read(&here("packer/debian12-aws.pkr.hcl.snapshot"))
+    );
+    let aws_web = generated(
+        t.path(),
+        "instance-image/pk-aws/image-generation/web.pkr.hcl",
+    );
+    for line in [
+        "      \"tag:csis_series\" = \"debian12\"\n",
+        "    owners      = [\"self\"]\n",
+        "      parent         = \"${build.SourceAMI}\"\n",
+        "    scripts          = [\"../../../../scripts/tools.sh\"]\n",
+    ] {
+        assert!(aws_web.contains(line), "{line}\n{aws_web}");
+    }
+    // The in-bake verification is the last provisioner.
+    let last = aws_web.rfind("provisioner \"shell\"").unwrap();
+    assert!(aws_web[last..].contains("csis in-bake verification"));
+    assert!(aws_web[last..].contains("file /etc/motd is missing"));
+    let script = generated(t.path(), "instance-image/run-instance-image.sh");
+    let steps: Vec<&str> = script.lines().filter(|l| l.starts_with("(cd ")).collect();
+    assert_eq!(
+        steps,
+        vec![
+            "(cd pk-aws/image-generation && packer init web.pkr.hcl)",
+            "(cd pk-aws/image-generation && packer build -machine-readable -var \"csis_run=${CSIS_RUN_ID}\" web.pkr.hcl)",
+            "(cd pk-aws/image-generation && \"$CSIS\" --root-dir \"${CSIS_ROOT}\" lineage record --manifest web.manifest.json)",
+            "(cd pk-gce/image-generation && packer init web.pkr.hcl)",
+            "(cd pk-gce/image-generation && packer build -machine-readable -var \"csis_run=${CSIS_RUN_ID}\" web.pkr.hcl)",
+            "(cd pk-gce/image-generation && \"$CSIS\" --root-dir \"${CSIS_ROOT}\" lineage record --manifest web.manifest.json)",
+        ]
+    );
+    check_hcl(&[&t.path().join("generated")]).unwrap();
+}
+
+fn hcl2_available() -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", "import hcl2"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var_os("CSIS_REQUIRE_HCL2").is_none(),
+            "python-hcl2 is not installed and CSIS_REQUIRE_HCL2 is set"
+        );
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stderr(),
+            "notice: python-hcl2 is not installed: the packer test double cannot run, this test is skipped"
+        );
+    }
+    ok
+}
+
+/// `csis run all --no-dry-run` with the packer test double first on PATH;
+/// `fail` names a series whose build the double fails.
+fn real_run(root: &Path, bin: &Path, now: i64, fail: Option<&str>) -> Output {
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_csis"));
+    cmd.current_dir(root)
+        .arg("--root-dir")
+        .arg(root)
+        .args(["run", "all", "--no-dry-run"])
+        .env("CSIS_NOW", now.to_string())
+        .env_remove("CSIS_RUN_ID")
+        .env("PATH", path)
+        .env("PACKER_DOUBLE_LOG", bin.join("log"))
+        .env("PACKER_DOUBLE_STATE", bin.join("state.json"));
+    if let Some(series) = fail {
+        cmd.env("PACKER_DOUBLE_FAIL", series);
+    }
+    cmd.output().unwrap()
+}
+
+fn double() -> tempfile::TempDir {
+    let bin = tempfile::tempdir().unwrap();
+    std::fs::copy(here("doubles/packer"), bin.path().join("packer")).unwrap();
+    bin
+}
+
+#[test]
+fn a_real_run_bakes_in_order_and_records_the_builds_then_bakes_nothing() {
+    if !hcl2_available() {
+        return;
+    }
+    let t = tree();
+    let bin = double();
+    ok(real_run(t.path(), bin.path(), NOW, None));
+    let log = read(&bin.path().join("log"));
+    let root = t.path().canonicalize().unwrap();
+    let lines: Vec<String> = log
+        .lines()
+        .map(|l| l.replace(&root.display().to_string(), "<root>"))
+        .collect();
+    let run = "csis_run=2026_12_02T15_53_24";
+    let dir = |lc: &str, b: &str| format!("<root>/_private/{lc}/{b}/image-generation");
+    assert_eq!(
+        lines,
+        vec![
+            format!("{} init debian12.pkr.hcl", dir("base-image", "pk-aws")),
+            format!(
+                "{} build -machine-readable -var {run} debian12.pkr.hcl",
+                dir("base-image", "pk-aws")
+            ),
+            format!("{} init debian12.pkr.hcl", dir("base-image", "pk-gce")),
+            format!(
+                "{} build -machine-readable -var {run} debian12.pkr.hcl",
+                dir("base-image", "pk-gce")
+            ),
+            format!("{} init web.pkr.hcl", dir("instance-image", "pk-aws")),
+            format!(
+                "{} build -machine-readable -var {run} web.pkr.hcl",
+                dir("instance-image", "pk-aws")
+            ),
+            format!("{} init web.pkr.hcl", dir("instance-image", "pk-gce")),
+            format!(
+                "{} build -machine-readable -var {run} web.pkr.hcl",
+                dir("instance-image", "pk-gce")
+            ),
+        ]
+    );
+    let lineage = read(&t.path().join("meta-state/lineage.yaml"));
+    let pins = read(&t.path().join("meta-state/pins.yaml"));
+    // The AMI ids the double derives from series and run.
+    let aws_base = "ami-e60a29cece193ff58";
+    for id in [
+        format!("build_id: {aws_base}"),
+        "build_id: debian12-2026-12-02t15-53-24".into(),
+        "build_id: ami-d20c8eea9d88f8696".into(),
+        "build_id: web-2026-12-02t15-53-24".into(),
+    ] {
+        assert!(lineage.contains(&id), "{id}\n{lineage}");
+    }
+    assert!(lineage.contains("in_bake: true"), "{lineage}");
+    assert!(
+        pins.contains(&format!("\"web@aws1\": {aws_base}")),
+        "{pins}"
+    );
+    assert!(
+        pins.contains("\"web@gce1\": debian12-2026-12-02t15-53-24"),
+        "{pins}"
+    );
+
+    // Nothing changed: nothing bakes.
+    std::fs::remove_file(bin.path().join("log")).unwrap();
+    let out = ok(real_run(t.path(), bin.path(), NOW + 3600, None));
+    assert!(!bin.path().join("log").exists(), "{out}");
+
+    // A machine type is not an input of the build: nothing re-bakes.
+    edit(t.path(), "cfg/_config.yml", "t3.micro", "t3.large");
+    edit(t.path(), "cfg/_config.yml", "e2-small", "e2-standard-4");
+    let plan = ok(csis_at(t.path(), NOW + 7200, &["plan"]));
+    for series in ["debian12@aws1", "debian12@gce1", "web@aws1", "web@gce1"] {
+        assert!(
+            plan.contains(&format!("{series}: skip: current")),
+            "{series}\n{plan}"
+        );
+    }
+
+    // A forced re-bake of the child starts from its pinned parent, by id.
+    ok(csis_at(
+        t.path(),
+        NOW + 7200,
+        &["run", "all", "--force-bake", "web"],
+    ));
+    let aws_web = generated(
+        t.path(),
+        "instance-image/pk-aws/image-generation/web.pkr.hcl",
+    );
+    assert!(
+        aws_web.contains(&format!("  source_ami    = \"{aws_base}\"\n")),
+        "{aws_web}"
+    );
+    assert!(
+        aws_web.contains(&format!("      parent         = \"{aws_base}\"\n")),
+        "{aws_web}"
+    );
+}
+
+#[test]
+fn a_failed_packer_build_records_nothing() {
+    if !hcl2_available() {
+        return;
+    }
+    let t = tree();
+    let bin = double();
+    let out = real_run(t.path(), bin.path(), NOW, Some("debian12"));
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("error: [base-image/execution] command returned 1: (cd pk-aws/image-generation && packer build -machine-readable -var \"csis_run=${CSIS_RUN_ID}\" debian12.pkr.hcl)"),
+        "{err}"
+    );
+    assert!(!t.path().join("meta-state/lineage.yaml").exists());
+}
+
+/// A manifest as packer's manifest post-processor writes it: an earlier
+/// run's build and this run's.
+const MANIFEST: &str = r#"{
+  "builds": [
+    {"name": "debian12", "builder_type": "amazon-ebs", "build_time": 1796220000, "files": null,
+     "artifact_id": "us-east-1:ami-0old", "packer_run_uuid": "0a0a",
+     "custom_data": {"series": "debian12", "runtime": "aws1", "fingerprint": "FP", "parent": "vendor", "run": "r0", "identity_types": "unix", "storage_types": ""}},
+    {"name": "debian12", "builder_type": "amazon-ebs", "build_time": 1796226804, "files": null,
+     "artifact_id": "us-east-1:ami-0123456789abcdef0", "packer_run_uuid": "6d5d3185-fa95-44e1-8775-9e64fe2e2d8f",
+     "custom_data": {"series": "debian12", "runtime": "aws1", "fingerprint": "FP", "parent": "vendor", "run": "2026_12_02T15_53_24", "identity_types": "unix", "storage_types": ""}}
+  ],
+  "last_run_uuid": "6d5d3185-fa95-44e1-8775-9e64fe2e2d8f"
+}"#;
+
+#[test]
+fn lineage_record_reads_a_packer_manifest() {
+    let t = tree();
+    std::fs::write(t.path().join("m.json"), MANIFEST).unwrap();
+    let out = ok(csis_at(
+        t.path(),
+        NOW,
+        &["lineage", "record", "--manifest", "m.json"],
+    ));
+    assert_eq!(
+        out.trim(),
+        "lineage: recorded ami-0123456789abcdef0 (debian12@aws1, fingerprint FP)"
+    );
+    let lineage = read(&t.path().join("meta-state/lineage.yaml"));
+    assert!(
+        lineage.contains("build_id: ami-0123456789abcdef0"),
+        "{lineage}"
+    );
+    assert!(!lineage.contains("ami-0old"), "{lineage}");
+    assert!(lineage.contains("parent: vendor"), "{lineage}");
+
+    // An artifact of another runtime, and a child whose parent series has
+    // no recorded build on the runtime.
+    let other = MANIFEST.replace("us-east-1:ami-0123456789abcdef0", "web-image");
+    std::fs::write(t.path().join("m2.json"), other).unwrap();
+    let out = csis_at(
+        t.path(),
+        NOW,
+        &["lineage", "record", "--manifest", "m2.json"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "error: m2.json: artifact id 'web-image' is not a build of runtime 'aws1' (type aws)"
+    );
+    let child = MANIFEST
+        .replace("\"series\": \"debian12\"", "\"series\": \"web\"")
+        .replace("\"runtime\": \"aws1\"", "\"runtime\": \"gce1\"")
+        .replace("us-east-1:ami-0123456789abcdef0", "web-2026-12-02t15-53-24")
+        .replace("\"parent\": \"vendor\"", "\"parent\": \"series:debian12\"");
+    std::fs::write(t.path().join("m3.json"), child).unwrap();
+    let out = csis_at(
+        t.path(),
+        NOW,
+        &["lineage", "record", "--manifest", "m3.json"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "error: m3.json: 'web' was baked from the newest build of 'debian12', but lineage records no build of 'debian12' on runtime 'gce1'"
+    );
+}
+
+#[test]
+fn required_plugins_override_and_a_runtime_without_a_packer_source() {
+    let t = tree();
+    edit(
+        t.path(),
+        "cfg/_config.yml",
+        "{name: pk-gce, type: packer, runtime: gce1}",
+        "{name: pk-gce, type: packer, runtime: gce1, required_plugins: {googlecompute: \"~> 1.2\"}}",
+    );
+    ok(csis_at(t.path(), NOW, &["run", "all"]));
+    let gce = generated(
+        t.path(),
+        "base-image/pk-gce/image-generation/debian12.pkr.hcl",
+    );
+    assert!(gce.contains("      version = \"~> 1.2\"\n"), "{gce}");
+
+    edit(
+        t.path(),
+        "cfg/_config.yml",
+        "runtime_builders:\n",
+        "runtime_builders:\n  - {name: here, type: local, default_machine_type: small}\n",
+    );
+    edit(
+        t.path(),
+        "cfg/_config.yml",
+        "runtime: aws1, is_default",
+        "runtime: here, is_default",
+    );
+    let out = csis_at(t.path(), NOW, &["run", "all"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("error: [base-image] generation failed for image-generation: pk-aws: image builder 'pk-aws' bakes with packer, but runtime 'here' (type local) has no packer source -- point the image builder's runtime at an aws or gce runtime"),
+        "{err}"
+    );
+}
