@@ -317,6 +317,15 @@ pub trait Builder: Send + Sync {
     ) -> Option<crate::cloud_config::UserData> {
         None
     }
+    /// Storage and instance builders whose roots keep terraform state:
+    /// the resource addresses (or address prefixes) whose planned destroy
+    /// `csis gate-plan` lets through for this builder's root in the
+    /// current lifecycle, sorted. An address matches itself and every
+    /// address that continues it with `[` or `.`. The builder renders
+    /// them as `--whitelist` arguments of its gate step.
+    fn destroy_whitelist(&self, _ctx: &dyn HookContext) -> Vec<String> {
+        Vec::new()
+    }
     /// Runtime builders: the last step of the bake-user order, the user a
     /// vendor image of this OS family logs in as, when the runtime knows.
     fn default_bake_user(&self, _family: &str) -> Option<String> {

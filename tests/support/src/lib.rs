@@ -34,6 +34,7 @@ pub const ROOT: &str = "/t";
 pub const LINKED: &[&dyn Plugin] = &[
     &csis_plugin_dummy::DummyPlugin,
     &csis_plugin_local::LocalPlugin,
+    &csis_plugin_tofu::TofuPlugin,
 ];
 
 /// A small tree's declarations on the local runtime (every builder kind,
