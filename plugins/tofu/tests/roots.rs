@@ -277,6 +277,7 @@ fn the_aws_instance_root_has_every_file_and_parses() {
         ]
     );
     check_hcl(&o, "instance-image");
-    let main = &files["instance-generation/main.tf"];
-    println!("{main}");
+    for (k, v) in gen_files(&o, "instance-image") {
+        if k.ends_with(".sh") { println!("=== {k}\n{v}"); }
+    }
 }
