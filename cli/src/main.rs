@@ -392,14 +392,24 @@ enum LineageCommand {
         #[arg(long)]
         instance: String,
         /// The launch record a local launch wrote.
-        #[arg(long, value_name = "FILE", required_unless_present = "tofu_outputs", conflicts_with = "tofu_outputs")]
+        #[arg(
+            long,
+            value_name = "FILE",
+            required_unless_present = "tofu_outputs",
+            conflicts_with = "tofu_outputs"
+        )]
         launched: Option<PathBuf>,
         /// An OpenTofu instance root after its apply: its `instances`
         /// output names the build each instance booted.
         #[arg(long, value_name = "DIR")]
         tofu_outputs: Option<PathBuf>,
         /// The tofu binary that reads the outputs.
-        #[arg(long, value_name = "BINARY", default_value = "tofu", requires = "tofu_outputs")]
+        #[arg(
+            long,
+            value_name = "BINARY",
+            default_value = "tofu",
+            requires = "tofu_outputs"
+        )]
         tofu: String,
     },
 }

@@ -356,7 +356,10 @@ fn aws_main(rt: &Runtime, planned: &[Planned], header: &str) -> Body {
             .attr("ami", Expr::raw("each.value.ami"))
             .attr("instance_type", Expr::raw("each.value.instance_type"))
             .attr("subnet_id", Expr::raw("each.value.subnet_id"))
-            .attr("availability_zone", Expr::raw("each.value.availability_zone"))
+            .attr(
+                "availability_zone",
+                Expr::raw("each.value.availability_zone"),
+            )
             .attr("user_data", Expr::raw("each.value.user_data"))
             .attr("tags", Expr::raw("each.value.tags")),
     );

@@ -77,10 +77,7 @@ impl TofuBuilder {
 
 impl Builder for TofuBuilder {
     fn generate_items_during(&self, phase: P, ctx: &dyn HookContext) -> HookResult<AssetSet> {
-        Ok(self
-            .root(phase, ctx)?
-            .map(|r| r.assets)
-            .unwrap_or_default())
+        Ok(self.root(phase, ctx)?.map(|r| r.assets).unwrap_or_default())
     }
 
     fn get_commands_to_run_during(

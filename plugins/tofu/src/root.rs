@@ -77,8 +77,9 @@ fn common_files(
             ]),
         ));
     let mut files = Vec::new();
-    if let Some(state) = ctx.state_root(me.name()) {
-        let (kind, backend) = crate::state::backend_config(&state)?;
+    let state = ctx.state_root(me.name());
+    if let Some(state) = &state {
+        let (kind, backend) = crate::state::backend_config(state)?;
         terraform = terraform.block(crate::state::backend_block(kind));
         files.push((format!("{}.tfbackend.hcl", state.workspace), backend));
     }
@@ -92,11 +93,17 @@ fn common_files(
         )
     };
     let versions = Body::new()
-        .comment(&header("the OpenTofu and provider versions and the backend"))
+        .comment(&header(if state.is_some() {
+            "the OpenTofu and provider versions and the state backend"
+        } else {
+            "the OpenTofu and provider versions (no state backend: config.use_state_backends is off)"
+        }))
         .block(terraform);
-    let mut variables = Body::new()
-        .comment(&header("the inputs"))
-        .block(string_var("region", &rt.region, "The region."));
+    let mut variables = Body::new().comment(&header("the inputs")).block(string_var(
+        "region",
+        &rt.region,
+        "The region.",
+    ));
     let mut provider = Block::new("provider", [local]);
     match cloud {
         Cloud::Aws => {
@@ -124,9 +131,7 @@ fn common_files(
                 .attr("zone", Expr::raw("var.zone"));
         }
     }
-    let provider = Body::new()
-        .comment(&header("the provider"))
-        .block(provider);
+    let provider = Body::new().comment(&header("the provider")).block(provider);
     files.push(("versions.tf".into(), versions.render()));
     files.push(("provider.tf".into(), provider.render()));
     files.push(("variables.tf".into(), variables.render()));

@@ -63,10 +63,7 @@ pub fn whitelist(ctx: &dyn HookContext, me: &BuilderDecl, cloud: Cloud) -> Vec<S
     if ctx.lifecycle() != "storage" {
         return Vec::new();
     }
-    leaving(ctx, me)
-        .iter()
-        .map(|n| address(cloud, n))
-        .collect()
+    leaving(ctx, me).iter().map(|n| address(cloud, n)).collect()
 }
 
 fn config_str(s: &Storage, key: &str) -> Option<String> {
@@ -119,12 +116,18 @@ pub fn root(
     let mut entries = Vec::new();
     for s in &kept {
         let name = s.named.name.clone();
-        let zone = s.availability_zone.clone().unwrap_or_else(|| rt.zone.clone());
+        let zone = s
+            .availability_zone
+            .clone()
+            .unwrap_or_else(|| rt.zone.clone());
         let size = size_of(ctx, s)?;
         let entry = match cloud {
             Cloud::Aws => {
-                let mut tags: BTreeMap<&str, &str> =
-                    s.tags.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                let mut tags: BTreeMap<&str, &str> = s
+                    .tags
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect();
                 tags.insert("Name", &name);
                 tags.insert("csis_storage", &name);
                 Expr::Object(vec![
@@ -163,7 +166,10 @@ pub fn root(
     let resource = match cloud {
         Cloud::Aws => Block::new("resource", ["aws_ebs_volume", "storage"])
             .attr("for_each", Expr::raw("local.storages"))
-            .attr("availability_zone", Expr::raw("each.value.availability_zone"))
+            .attr(
+                "availability_zone",
+                Expr::raw("each.value.availability_zone"),
+            )
             .attr("size", Expr::raw("each.value.size"))
             .attr("type", Expr::raw("each.value.type"))
             .attr("tags", Expr::raw("each.value.tags")),

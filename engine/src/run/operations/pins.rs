@@ -58,12 +58,13 @@ impl Ops<'_> {
         if out.code != Some(0) {
             return Err(format!(
                 "{shown} exited {}: {}",
-                out.code.map_or("by a signal".to_string(), |c| c.to_string()),
+                out.code
+                    .map_or("by a signal".to_string(), |c| c.to_string()),
                 out.stderr.trim()
             ));
         }
-        let outputs: J = serde_json::from_str(&out.stdout)
-            .map_err(|e| format!("{shown}: not JSON: {e}"))?;
+        let outputs: J =
+            serde_json::from_str(&out.stdout).map_err(|e| format!("{shown}: not JSON: {e}"))?;
         let Some(instances) = outputs.pointer("/instances/value") else {
             return Err(format!(
                 "{shown}: no output 'instances' -- is {} an instance root csis generated?",
