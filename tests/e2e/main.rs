@@ -27,5 +27,6 @@ mod storage;
 mod store_root;
 mod support;
 mod templates_bounded;
+mod tofu_bind;
 mod users;
 mod watch;
