@@ -28,6 +28,7 @@ fn allowed(krate: &str) -> Vec<&'static str> {
         }
         "csis-engine" => engine,
         "csis-plugin-dummy" | "csis-plugin-local" => vec!["csis-model", "csis-plugin-api"],
+        "csis-plugin-tofu" => vec!["csis-model", "csis-plugin-api", "csis-hcl"],
         // The binary and the test support link everything shipped; the
         // benches load their trees through the test support. Nothing
         // shipped depends on the test support.
@@ -35,6 +36,7 @@ fn allowed(krate: &str) -> Vec<&'static str> {
             let mut all: Vec<&str> = engine
                 .into_iter()
                 .chain(["csis-engine", "csis-plugin-dummy", "csis-plugin-local"])
+                .chain(["csis-plugin-tofu"])
                 .collect();
             if krate == "csis-benches" {
                 all.push("csis-test-support");
