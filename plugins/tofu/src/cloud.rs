@@ -147,7 +147,14 @@ pub fn runtime_of(ctx: &dyn HookContext, me: &BuilderDecl, cloud: Cloud) -> Hook
     Ok(Runtime {
         name: rt.name().to_string(),
         region,
-        profile: extra_str(&rt, "profile"),
+        // `profile`, else `credentials.profile_name`.
+        profile: extra_str(&rt, "profile").or_else(|| {
+            c.runtime
+                .credentials
+                .get("profile_name")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        }),
         project,
         zone,
         network: c.networking.network.clone(),

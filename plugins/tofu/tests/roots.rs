@@ -622,3 +622,72 @@ fn a_builder_on_a_runtime_without_region_or_project_is_refused() {
         "{e:#?}"
     );
 }
+
+#[test]
+fn the_profile_may_come_from_the_runtime_credentials() {
+    let t = tree(BASE_CONFIG).replace(
+        "    profile: corp\n",
+        "    credentials: {profile_name: corp-sso}\n",
+    );
+    let o = ok_run(&t, &["storage"]);
+    let vars = gen_file(&o, "storage/ebs/storage-generation/variables.tf");
+    assert!(vars.contains("  default     = \"corp-sso\"\n"), "{vars}");
+}
+
+#[test]
+fn a_storage_asking_to_be_destroyed_leaves_the_root_whitelisted() {
+    let t = tree(BASE_CONFIG).replace(
+        "  - {name: gce_data, type: pd",
+        "  - {name: scratch, type: ebs, groups: [ops], state: destroyed}\n  - {name: gce_data, type: pd",
+    );
+    let o = dry_run(
+        &t,
+        &[(
+            "meta-state/storage-state.yaml",
+            "storages:\n  scratch:\n    state: active\n    generation: 1\n    builder: ebs\n    history: []\n",
+        )],
+        &["storage"],
+    );
+    assert!(o.summary.ok, "{:#?}", o.log);
+    let main = gen_file(&o, "storage/ebs/storage-generation/main.tf");
+    assert!(!main.contains("scratch"), "{main}");
+    assert!(
+        steps_in(&o, "storage", "ebs/storage-generation")[2]
+            .ends_with(" --whitelist 'aws_ebs_volume.storage[\"scratch\"]'")
+    );
+}
+
+#[test]
+fn an_instance_attaching_another_clouds_storage_is_refused() {
+    let t = tree(BASE_CONFIG).replace(
+        "      - {name: gce_data, mount_point: /srv/data}\n",
+        "      - {name: gce_data, mount_point: /srv/data}\n      - {name: extra, mount_point: /srv/aws}\n",
+    )
+    .replace(
+        "  - {name: gce_data, type: pd",
+        "  - {name: extra, type: ebs, groups: [ops]}\n  - {name: gce_data, type: pd",
+    );
+    let o = dry_run(&t, &[], &["instance-image"]);
+    let all = format!("{:#?}", o.log);
+    assert!(!o.summary.ok, "{all}");
+    assert!(
+        all.contains("instance 'api' (instance builder 'gce-vms', type tofu-gce) attaches storage 'extra' of storage builder 'ebs' (type tofu-aws); a tofu-gce instance attaches tofu-gce storages only"),
+        "{all}"
+    );
+}
+
+#[test]
+fn validation_reads_the_same_user_data_the_root_boots_with() {
+    let long = "x".repeat(5000);
+    let t = tree(BASE_CONFIG).replace(
+        "    userdata: echo web is up\n",
+        &format!("    userdata: echo {long}\n"),
+    );
+    let o = dry_run(&t, &[], &["instance-image"]);
+    let all = format!("{:#?}", o.log);
+    assert!(!o.summary.ok, "{all}");
+    assert!(
+        all.contains("instance 'web': user-data file '/var/lib/csis/launch.sh' is "),
+        "{all}"
+    );
+}
