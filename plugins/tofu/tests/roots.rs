@@ -691,3 +691,69 @@ fn validation_reads_the_same_user_data_the_root_boots_with() {
         "{all}"
     );
 }
+
+#[test]
+fn a_builder_with_an_executable_entry_runs_its_binary() {
+    let t = tree(BASE_CONFIG).replace(
+        "  - {name: ec2, type: tofu-aws, runtime: aws}",
+        "  - {name: ec2, type: tofu-aws, runtime: aws, executable: tofu18}",
+    );
+    let o = dry_run(
+        &t,
+        &[
+            (
+                "cfg/executables.yml",
+                "executables:\n  - {name: tofu18, binary: /opt/tofu/bin/tofu}\n",
+            ),
+            ("/opt/tofu/bin/tofu", "test double: never run\n"),
+        ],
+        &["instance-image"],
+    );
+    assert!(o.summary.ok, "{:#?}", o.log);
+    assert_eq!(
+        ecce(&o, "ec2/instance-generation"),
+        [
+            "/opt/tofu/bin/tofu init -input=false -backend-config=ec2.tfbackend.hcl",
+            "/opt/tofu/bin/tofu plan -input=false -out=ec2.tfplan",
+            "\"$CSIS\" --root-dir \"${CSIS_ROOT}\" gate-plan --planfile ec2.tfplan --tofu /opt/tofu/bin/tofu --whitelist 'aws_instance.instance[\"web\"]' --whitelist aws_volume_attachment.attach --require-unmounted",
+            "\"$CSIS\" --root-dir \"${CSIS_ROOT}\" apply-check --lifecycle instance-image --builder ec2 --runtime aws",
+            "/opt/tofu/bin/tofu apply -input=false ec2.tfplan",
+            "\"$CSIS\" --root-dir \"${CSIS_ROOT}\" lineage bind-instance --instance web --tofu-outputs . --tofu /opt/tofu/bin/tofu",
+        ]
+    );
+}
+
+#[test]
+fn the_roots_keep_their_state_where_meta_state_records_it() {
+    let o = ok_run(&tree(BASE_CONFIG), &["storage", "instance-image"]);
+    let record = o
+        .sys
+        .read(&Path::new(ROOT).join("meta-state/state-locations.yaml"));
+    for (ws, location, backend_file, line) in [
+        (
+            "ebs",
+            "s3://corp-state/csis/ebs.tfstate",
+            "storage/ebs/storage-generation/ebs.tfbackend.hcl",
+            "key          = \"csis/ebs.tfstate\"\n",
+        ),
+        (
+            "ec2",
+            "s3://corp-state/csis/ec2.tfstate",
+            "instance-image/ec2/instance-generation/ec2.tfbackend.hcl",
+            "key          = \"csis/ec2.tfstate\"\n",
+        ),
+        (
+            "gce_vms",
+            "gcs://corp-gstate/csis/gce_vms.tfstate",
+            "instance-image/gce-vms/instance-generation/gce_vms.tfbackend.hcl",
+            "prefix = \"csis/gce_vms\"\n",
+        ),
+    ] {
+        assert!(
+            record.contains(&format!("  {ws}:\n")) && record.contains(location),
+            "{ws} {location}\n{record}"
+        );
+        let text = gen_file(&o, backend_file);
+        assert!(text.contains(line), "{text}");
+    }
+}
