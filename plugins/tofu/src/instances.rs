@@ -48,6 +48,7 @@ fn declared(ctx: &dyn HookContext, me: &BuilderDecl) -> Vec<(Instance, ItemView)
 /// One instance as its root launches it.
 struct Planned {
     name: String,
+    ephemeral: bool,
     series: String,
     pin: Option<String>,
     machine_type: String,
@@ -160,6 +161,7 @@ fn plan(
     Ok(Planned {
         subnet: rt.subnet_for(&zone).map(|s| s.id.clone()),
         pin: ctx.instance_pin(&name),
+        ephemeral: inst.ephemeral,
         name,
         series,
         machine_type,
@@ -566,6 +568,11 @@ pub fn root(
         whitelist: whitelist(ctx, me, cloud),
         require_unmounted: planned.iter().any(|p| !p.mounts.is_empty()),
         bind_instances: planned.iter().map(|p| p.name.clone()).collect(),
+        teardown: planned
+            .iter()
+            .filter(|p| p.ephemeral)
+            .map(|p| (p.name.clone(), instance_address(cloud, &p.name)))
+            .collect(),
     };
     crate::root::build(ctx, me, cloud, &rt, P::InstanceGeneration, content).map(Some)
 }

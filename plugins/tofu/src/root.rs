@@ -33,6 +33,10 @@ pub struct Content {
     /// After an allowed apply, the instances bound to the build they
     /// booted.
     pub bind_instances: Vec<String>,
+    /// Ephemeral instances: name and resource address, torn down after
+    /// the apply that launched them by a second plan with the instance
+    /// absent, its gate and its apply.
+    pub teardown: Vec<(String, String)>,
 }
 
 /// The root's directory, relative to the lifecycle directory.
@@ -231,6 +235,40 @@ pub fn sequence(
                 args.extend(["--tofu".to_string(), b.clone()]);
             }
             commands.push(Command::csis(args));
+        }
+        for (instance, address) in &content.teardown {
+            let plan = format!("{ws}-teardown-{instance}.tfplan");
+            commands.push(Command::executable(
+                &tofu,
+                [
+                    "plan".to_string(),
+                    "-input=false".into(),
+                    "-destroy".into(),
+                    format!("-target={address}"),
+                    format!("-out={plan}"),
+                ],
+            ));
+            let mut gate = vec![
+                "--root-dir".to_string(),
+                "${CSIS_ROOT}".into(),
+                "gate-plan".into(),
+                "--planfile".into(),
+                plan.clone(),
+            ];
+            if let Some(b) = &binary {
+                gate.extend(["--tofu".to_string(), b.clone()]);
+            }
+            for w in &content.whitelist {
+                gate.extend(["--whitelist".to_string(), w.clone()]);
+            }
+            if content.require_unmounted {
+                gate.push("--require-unmounted".into());
+            }
+            commands.push(Command::csis(gate));
+            commands.push(Command::executable(
+                &tofu,
+                ["apply", "-input=false", plan.as_str()],
+            ));
         }
     }
     commands

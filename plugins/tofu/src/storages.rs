@@ -198,6 +198,7 @@ pub fn root(
         whitelist: leaving.iter().map(|n| address(cloud, n)).collect(),
         require_unmounted: false,
         bind_instances: Vec::new(),
+        teardown: Vec::new(),
     };
     crate::root::build(ctx, me, cloud, &rt, P::StorageGeneration, content).map(Some)
 }

@@ -757,3 +757,27 @@ fn the_roots_keep_their_state_where_meta_state_records_it() {
         assert!(text.contains(line), "{text}");
     }
 }
+
+#[test]
+fn an_ephemeral_instance_is_torn_down_through_a_second_gated_plan() {
+    let t = tree(BASE_CONFIG).replace(
+        "  - name: api\n    type: gce-vms\n",
+        "  - name: api\n    type: gce-vms\n    ephemeral: true\n",
+    );
+    let o = ok_run(&t, &["instance-image"]);
+    let steps = ecce(&o, "gce-vms/instance-generation");
+    assert_eq!(
+        steps[6..],
+        [
+            "tofu plan -input=false -destroy '-target=google_compute_instance.instance[\"api\"]' -out=gce_vms-teardown-api.tfplan",
+            "\"$CSIS\" --root-dir \"${CSIS_ROOT}\" gate-plan --planfile gce_vms-teardown-api.tfplan --whitelist google_compute_attached_disk.attach --whitelist 'google_compute_instance.instance[\"api\"]' --require-unmounted",
+            "tofu apply -input=false gce_vms-teardown-api.tfplan",
+        ]
+    );
+    // Not applied, not torn down.
+    let o = ok_run(
+        &t.replace("  apply_instances: true\n", ""),
+        &["instance-image"],
+    );
+    assert_eq!(ecce(&o, "gce-vms/instance-generation").len(), 3);
+}
