@@ -151,6 +151,13 @@ pub trait HookContext {
     /// `builder` (not destroyed) whose declaration is gone: the builder
     /// emits their destroy from these recorded facts.
     fn undeclared_storages(&self, builder: &str) -> Vec<String>;
+    /// Instances meta-state records as launched by a real apply whose
+    /// declaration is gone (decommissioned), sorted: an instance builder
+    /// keeps its root so their destroy is planned, and whitelists them.
+    /// The record does not say which builder launched one.
+    fn undeclared_instances(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// The canonical hostname of a declared instance: the one a launched
     /// machine was recorded with, else `<name>-NNN` after its kind's next
     /// generation.

@@ -211,14 +211,18 @@ pub fn whitelist(ctx: &dyn HookContext, me: &BuilderDecl, cloud: Cloud) -> Vec<S
         return Vec::new();
     }
     let declared = declared(ctx, me);
+    let gone = ctx.undeclared_instances();
     let mut out: Vec<String> = declared
         .iter()
-        .map(|(i, _)| instance_address(cloud, i.root.name()))
+        .map(|(i, _)| i.root.name())
+        .chain(gone.iter().map(String::as_str))
+        .map(|n| instance_address(cloud, n))
         .collect();
-    if declared.iter().any(|(_, v)| !v.storages.is_empty()) {
+    if !gone.is_empty() || declared.iter().any(|(_, v)| !v.storages.is_empty()) {
         out.push(attachments_address(cloud).to_string());
     }
     out.sort();
+    out.dedup();
     out
 }
 
@@ -523,7 +527,10 @@ pub fn root(
     cloud: Cloud,
 ) -> HookResult<Option<RootFiles>> {
     let declared = declared(ctx, me);
-    if declared.is_empty() {
+    // A decommissioned instance's destroy is planned by the root that
+    // still holds it in its state (meta-state does not say which).
+    let gone = ctx.undeclared_instances();
+    if declared.is_empty() && gone.is_empty() {
         return Ok(None);
     }
     let rt = runtime_of(ctx, me, cloud)?;
@@ -566,7 +573,7 @@ pub fn root(
         outputs,
         files,
         whitelist: whitelist(ctx, me, cloud),
-        require_unmounted: planned.iter().any(|p| !p.mounts.is_empty()),
+        require_unmounted: !gone.is_empty() || planned.iter().any(|p| !p.mounts.is_empty()),
         bind_instances: planned.iter().map(|p| p.name.clone()).collect(),
         teardown: planned
             .iter()

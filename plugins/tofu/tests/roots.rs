@@ -781,3 +781,35 @@ fn an_ephemeral_instance_is_torn_down_through_a_second_gated_plan() {
     );
     assert_eq!(ecce(&o, "gce-vms/instance-generation").len(), 3);
 }
+
+#[test]
+fn a_decommissioned_instance_keeps_its_root_and_its_destroy_is_whitelisted() {
+    // api's declaration is gone; meta-state says a real apply launched it.
+    let t = tree(BASE_CONFIG).replace(
+        "  - name: api\n    type: gce-vms\n    image: web\n    storages:\n      - {name: gce_data, mount_point: /srv/data}\n",
+        "",
+    );
+    let o = dry_run(
+        &t,
+        &[(
+            "meta-state/launch-params.yaml",
+            "instances:\n  api:\n    params: {image: web, build: unbound, hostname: api-001}\n    run: \"2026_12_01T00_00_00\"\n    launched: true\n    launched_run: \"2026_12_01T00_00_00\"\n",
+        )],
+        &["instance-image"],
+    );
+    assert!(o.summary.ok, "{:#?}", o.log);
+    let main = gen_file(&o, "instance-image/gce-vms/instance-generation/main.tf");
+    assert!(
+        main.contains("  instances   = {}\n  attachments = {}\n"),
+        "{main}"
+    );
+    assert_eq!(
+        ecce(&o, "gce-vms/instance-generation")[2],
+        "\"$CSIS\" --root-dir \"${CSIS_ROOT}\" gate-plan --planfile gce_vms.tfplan --whitelist google_compute_attached_disk.attach --whitelist 'google_compute_instance.instance[\"api\"]' --require-unmounted"
+    );
+    assert!(
+        ecce(&o, "ec2/instance-generation")[2]
+            .contains(" --whitelist 'aws_instance.instance[\"api\"]' ")
+    );
+    check_hcl(&o, "instance-image");
+}
