@@ -212,10 +212,63 @@ enum Command {
         #[command(subcommand)]
         command: LineageCommand,
     },
-    /// Ask every runtime what exists and compare it with meta-state.
+    /// Ask every runtime what exists and compare it with meta-state
+    /// (query); keep a workspace's terraform state before a state rm
+    /// (backup).
     State {
         #[command(subcommand)]
         command: StateCommand,
+    },
+    /// The apply gate over a tofu plan, run from the OpenTofu root: every
+    /// planned destroy whitelisted, the planfile fresher than every .tf,
+    /// (with --require-unmounted) every detach unmounted; exit 3 on a
+    /// refusal.
+    #[command(name = "gate-plan")]
+    GatePlan {
+        /// The planfile, relative to the working directory.
+        #[arg(long, value_name = "FILE")]
+        planfile: String,
+        /// The OpenTofu binary that reads the plan (`show -json`).
+        #[arg(long, value_name = "BINARY", default_value = "tofu")]
+        tofu: String,
+        /// An address (or a prefix of one, before `[` or `.`) whose destroy
+        /// is allowed. Repeatable.
+        #[arg(long, value_name = "ADDRESS")]
+        whitelist: Vec<String>,
+        /// Refuse a planned detach of a storage that has no ok unmount
+        /// receipt (`csis unmount storage`).
+        #[arg(long)]
+        require_unmounted: bool,
+    },
+    /// The last step before a root's apply: exit 3 unless the lifecycle's
+    /// apply flag, read from the tree now, lets this root apply.
+    #[command(name = "apply-check")]
+    ApplyCheck {
+        #[arg(long, value_name = "LIFECYCLE")]
+        lifecycle: String,
+        #[arg(long, value_name = "BUILDER")]
+        builder: String,
+        #[arg(long, value_name = "RUNTIME")]
+        runtime: Option<String>,
+    },
+    /// Move a workspace's terraform state (the runner steps of a real
+    /// run's --migrate-state), run from the OpenTofu root.
+    #[command(name = "state-migration")]
+    StateMigration {
+        #[command(subcommand)]
+        step: MigrationStep,
+    },
+    /// Unmount a storage on an instance before its detach, leaving the
+    /// receipt `gate-plan --require-unmounted` reads.
+    Unmount {
+        #[arg(value_parser = ["storage"])]
+        kind: String,
+        storage: String,
+        #[arg(long, value_name = "NAME")]
+        instance: String,
+        /// It was unmounted by hand: record that (the operator is $USER).
+        #[arg(long)]
+        confirm: bool,
     },
     /// Show the configuration as csis sees it.
     Config {
@@ -356,6 +409,29 @@ enum ConfigCommand {
 }
 
 #[derive(Subcommand)]
+enum MigrationStep {
+    /// Copy the state from its recorded location to the one
+    /// --backend-config names (refusing a collision) and leave
+    /// <workspace>.state-migration.json.
+    Begin {
+        #[arg(long, value_name = "WORKSPACE")]
+        workspace: String,
+        /// The new location's settings (the root's .tfbackend.hcl).
+        #[arg(long, value_name = "FILE")]
+        backend_config: Option<String>,
+        #[arg(long, value_name = "BINARY", default_value = "tofu")]
+        tofu: String,
+    },
+    /// Record the move begin made in meta-state/state-locations.yaml.
+    Finish {
+        #[arg(long, value_name = "WORKSPACE")]
+        workspace: String,
+        #[arg(long, value_name = "BINARY", default_value = "tofu")]
+        tofu: String,
+    },
+}
+
+#[derive(Subcommand)]
 enum StateCommand {
     /// Classify drift (missing, foreign, stale; hard drift refuses the
     /// next validation) and write generated/state-report.json.
@@ -364,6 +440,15 @@ enum StateCommand {
         /// could not be asked.
         #[arg(long)]
         strict: bool,
+    },
+    /// Keep the workspace's state (tofu state pull, run from the
+    /// initialised root) in _private/state-backups/ before a state rm;
+    /// exit 1 when there is nothing to keep.
+    Backup {
+        #[arg(long, value_name = "WORKSPACE")]
+        workspace: String,
+        #[arg(long, value_name = "BINARY", default_value = "tofu")]
+        tofu: String,
     },
 }
 
@@ -543,6 +628,11 @@ fn main() -> ExitCode {
         None
     };
     let lock_token = lock.as_ref().map(|l| l.token().to_string());
+    // The terraform steps that need no tree: the root only names where
+    // receipts and backups live.
+    if let Some(code) = terraform_step(&cli.command, &root) {
+        return code;
+    }
     // Never dropped: freeing every memoized query of a large tree takes a
     // tenth of a plan's time, and the process is about to exit.
     let ws = match Workspace::load(&OsSystem, registry, &root, &options) {
@@ -574,6 +664,38 @@ fn main() -> ExitCode {
         Command::State {
             command: StateCommand::Query { strict },
         } => state_query(&ws, *strict),
+        Command::ApplyCheck {
+            lifecycle,
+            builder,
+            runtime,
+        } => print_outcome(csis_engine::terraform::apply_check::apply_check(
+            &ws,
+            &csis_engine::terraform::apply_check::ApplyCheck {
+                lifecycle,
+                builder,
+                runtime: runtime.as_deref(),
+            },
+        )),
+        Command::StateMigration { step } => state_migration(&ws, step),
+        Command::Unmount {
+            storage,
+            instance,
+            confirm,
+            ..
+        } => print_outcome(csis_engine::terraform::unmount::unmount(
+            &ws,
+            &OsSystem,
+            &csis_engine::terraform::unmount::Unmount {
+                storage,
+                instance,
+                confirm: *confirm,
+            },
+        )),
+        // Answered before the tree is loaded.
+        Command::GatePlan { .. }
+        | Command::State {
+            command: StateCommand::Backup { .. },
+        } => ExitCode::from(2),
         Command::Encrypt { fields, files } => outcome(encrypt(&ws, fields, files)),
         Command::Reencrypt => outcome(reencrypt(&ws)),
         Command::PublicSafe {
@@ -649,7 +771,11 @@ fn writes_tree(command: &Command) -> bool {
         | Command::Dispose { .. }
         | Command::Encrypt { .. }
         | Command::Reencrypt
-        // Writes generated/state-report.json.
+        // Writes the unmount receipt under _private/.
+        | Command::Unmount { .. }
+        // begin writes a backup under _private/, finish meta-state/.
+        | Command::StateMigration { .. }
+        // query writes generated/state-report.json, backup under _private/.
         | Command::State { .. } => true,
         Command::Lineage { command } => match command {
             LineageCommand::Show => false,
@@ -662,6 +788,9 @@ fn writes_tree(command: &Command) -> bool {
         // The hook install writes under .git/ only.
         | Command::PublicSafe { .. }
         | Command::Config { .. }
+        // The gate and the check read; they write nothing.
+        | Command::GatePlan { .. }
+        | Command::ApplyCheck { .. }
         | Command::Graph { .. } => false,
         // Answered before the tree is loaded: local and watch lock for
         // themselves; the others write no tree.
@@ -957,6 +1086,92 @@ fn lineage(ws: &Workspace, command: &LineageCommand) -> ExitCode {
             (None, None) => Err("lineage bind-instance: pass --launched or --tofu-outputs".into()),
         }),
     }
+}
+
+/// The directory csis was started in: a terraform step's planfile and
+/// root are relative to it, never to the configuration root.
+fn invocation_dir() -> PathBuf {
+    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
+}
+
+/// `gate-plan` and `state backup`, answered without loading the tree;
+/// `None` for every other command.
+fn terraform_step(command: &Command, root: &std::path::Path) -> Option<ExitCode> {
+    use csis_engine::terraform::{gate_plan, state_backup};
+    let cwd = invocation_dir();
+    let outcome = match command {
+        Command::GatePlan {
+            planfile,
+            tofu,
+            whitelist,
+            require_unmounted,
+        } => gate_plan::gate_plan(
+            &OsSystem,
+            &gate_plan::GatePlan {
+                root,
+                cwd: &cwd,
+                planfile,
+                tofu,
+                whitelist,
+                require_unmounted: *require_unmounted,
+            },
+        ),
+        Command::State {
+            command: StateCommand::Backup { workspace, tofu },
+        } => state_backup::state_backup(
+            &OsSystem,
+            &state_backup::StateBackup {
+                root,
+                cwd: &cwd,
+                workspace,
+                tofu,
+            },
+        ),
+        _ => return None,
+    };
+    Some(print_outcome(outcome))
+}
+
+fn state_migration(ws: &Workspace, step: &MigrationStep) -> ExitCode {
+    use csis_engine::terraform::state_migration::{StateMigration, begin, finish};
+    let cwd = invocation_dir();
+    print_outcome(match step {
+        MigrationStep::Begin {
+            workspace,
+            backend_config,
+            tofu,
+        } => begin(
+            ws,
+            &OsSystem,
+            &StateMigration {
+                cwd: &cwd,
+                workspace,
+                backend_config: backend_config.as_deref(),
+                tofu,
+            },
+        ),
+        MigrationStep::Finish { workspace, tofu } => finish(
+            ws,
+            &OsSystem,
+            &StateMigration {
+                cwd: &cwd,
+                workspace,
+                backend_config: None,
+                tofu,
+            },
+        ),
+    })
+}
+
+/// A terraform step's lines (stdout, then stderr) and its exit code.
+fn print_outcome(o: csis_engine::terraform::Outcome) -> ExitCode {
+    for line in &o.out {
+        println!("{line}");
+    }
+    for line in &o.err {
+        eprintln!("error: {line}");
+    }
+    ExitCode::from(o.code)
 }
 
 /// An operation on meta-state, for the run named by `CSIS_RUN_ID` (set

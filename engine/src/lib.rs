@@ -1,6 +1,6 @@
 //! csis-engine: the salsa database and every stage of csis, in layer
 //! folders lowest first: [`registry`] ← [`db`] ← [`load`] ← [`state`] ←
-//! [`plan`] ← [`check`] ← [`workspace`] ← [`run`]. A folder uses only the
+//! [`plan`] ← [`check`] ← [`workspace`] ← [`run`] ← [`terraform`]. A folder uses only the
 //! ones before it (tests/e2e/layering.rs); docs/architecture.md says what
 //! each owns and may not do.
 //!
@@ -27,4 +27,5 @@ pub mod plan;
 pub mod registry;
 pub mod run;
 pub mod state;
+pub mod terraform;
 pub mod workspace;

@@ -88,7 +88,7 @@ fn crate_dependencies_point_one_way() {
 
 /// The engine's layer folders, lowest first: a file may name its own
 /// folder and any folder before it, never one after it.
-const LAYERS: [&str; 8] = [
+const LAYERS: [&str; 9] = [
     "registry",
     "db",
     "load",
@@ -97,6 +97,7 @@ const LAYERS: [&str; 8] = [
     "check",
     "workspace",
     "run",
+    "terraform",
 ];
 
 /// The layers a source text names through `crate::` paths (also inside

@@ -10,6 +10,7 @@ mod crash;
 mod diagnostics;
 mod example;
 mod explain;
+mod gate;
 mod generation_gate;
 mod hostnames;
 mod identity;

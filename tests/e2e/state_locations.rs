@@ -8,7 +8,7 @@ const T0: i64 = 1_796_226_804;
 
 /// local-run plus a dummy cloud runtime whose storage builder keeps
 /// terraform state, and two local state backends.
-fn backends_tree() -> tempfile::TempDir {
+pub(crate) fn backends_tree() -> tempfile::TempDir {
     let t = tree("local-run");
     let r = t.path();
     edit(

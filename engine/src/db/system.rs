@@ -52,6 +52,8 @@ pub trait System: Send + Sync {
     fn run(&self, process: &Process) -> io::Result<ProcessOutput> {
         self.run_streaming(process, &mut |_, _| {})
     }
+    /// When a file was last modified; `Ok(None)` when it does not exist.
+    fn modified(&self, path: &Path) -> io::Result<Option<std::time::SystemTime>>;
     /// Take an exclusive advisory lock (flock) on `path` without waiting,
     /// creating the file (and its directory) when absent and leaving its
     /// text as it is: the held lock, or `None` while another holder has
@@ -326,6 +328,14 @@ impl System for OsSystem {
         result.map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
     }
 
+    fn modified(&self, path: &Path) -> io::Result<Option<std::time::SystemTime>> {
+        match std::fs::metadata(path) {
+            Ok(m) => m.modified().map(Some),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
+        }
+    }
+
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         match std::fs::remove_file(path) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => {
@@ -469,6 +479,13 @@ impl HeldLock for OsLock {
 #[derive(Debug, Default, Clone)]
 pub struct MemorySystem {
     files: Arc<Mutex<BTreeMap<PathBuf, String>>>,
+    /// Modification times set by a test; a file without one was modified
+    /// at the epoch.
+    mtimes: Arc<Mutex<BTreeMap<PathBuf, std::time::SystemTime>>>,
+    /// What a process answers, by its command line (`program arg...`),
+    /// and the command lines run, in order, each with its directory.
+    answers: Arc<Mutex<BTreeMap<String, ProcessOutput>>>,
+    ran: Arc<Mutex<Vec<(String, PathBuf)>>>,
     locks: Arc<Mutex<std::collections::BTreeSet<PathBuf>>>,
     env: BTreeMap<String, String>,
     now: i64,
@@ -506,6 +523,37 @@ impl MemorySystem {
         if let Ok(mut files) = self.files.lock() {
             files.remove(path);
         }
+    }
+
+    /// Set a file's modification time, `secs` after the epoch.
+    pub fn set_modified(&self, path: &Path, secs: u64) {
+        if let Ok(mut m) = self.mtimes.lock() {
+            m.insert(
+                path.to_path_buf(),
+                std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs),
+            );
+        }
+    }
+
+    /// A process stand-in: the command line `program arg...` (joined with
+    /// spaces) exits `code` printing `stdout` and `stderr`. A command line
+    /// with no answer fails to start.
+    pub fn answer(&self, line: &str, code: i32, stdout: &str, stderr: &str) {
+        if let Ok(mut a) = self.answers.lock() {
+            a.insert(
+                line.to_string(),
+                ProcessOutput {
+                    code: Some(code),
+                    stdout: stdout.to_string(),
+                    stderr: stderr.to_string(),
+                },
+            );
+        }
+    }
+
+    /// The command lines run so far, each with its working directory.
+    pub fn ran(&self) -> Vec<(String, PathBuf)> {
+        self.ran.lock().map(|r| r.clone()).unwrap_or_default()
     }
 }
 
@@ -569,6 +617,14 @@ impl System for MemorySystem {
         Ok(())
     }
 
+    fn modified(&self, path: &Path) -> io::Result<Option<std::time::SystemTime>> {
+        if self.read_to_string(path)?.is_none() {
+            return Ok(None);
+        }
+        let set = self.mtimes.lock().ok().and_then(|m| m.get(path).copied());
+        Ok(Some(set.unwrap_or(std::time::UNIX_EPOCH)))
+    }
+
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         self.remove(path);
         Ok(())
@@ -591,12 +647,33 @@ impl System for MemorySystem {
     fn run_streaming(
         &self,
         process: &Process,
-        _on_line: &mut dyn FnMut(Stream, &str),
+        on_line: &mut dyn FnMut(Stream, &str),
     ) -> io::Result<ProcessOutput> {
-        Err(io::Error::other(format!(
-            "the in-memory system runs no processes ({})",
-            process.program.display()
-        )))
+        let line = std::iter::once(process.program.to_string_lossy().to_string())
+            .chain(process.args.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let answer = self
+            .answers
+            .lock()
+            .map_err(|_| io::Error::other("memory system poisoned"))?
+            .get(&line)
+            .cloned();
+        let Some(out) = answer else {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!(
+                    "the in-memory system runs no processes ({})",
+                    process.program.display()
+                ),
+            ));
+        };
+        if let Ok(mut ran) = self.ran.lock() {
+            ran.push((line, process.cwd.clone()));
+        }
+        out.stdout.lines().for_each(|l| on_line(Stream::Stdout, l));
+        out.stderr.lines().for_each(|l| on_line(Stream::Stderr, l));
+        Ok(out)
     }
 
     fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn HeldLock>>> {

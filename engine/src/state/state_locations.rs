@@ -50,15 +50,24 @@ pub struct Migration {
     pub from: String,
     pub to: String,
     pub run: String,
+    /// When `state-migration finish` recorded it, the state's serial then,
+    /// and the backup of the old state `begin` kept (relative to the
+    /// root); absent on a move recorded by the run itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup: Option<String>,
 }
 
 /// One root's resolved location, or why it has none.
-pub(crate) struct Root {
-    pub(crate) workspace: String,
+pub struct Root {
+    pub workspace: String,
     /// `<class> '<name>'` of the builder that owns it.
-    pub(crate) owner: (Vct, String),
-    pub(crate) resolved: Result<Location, String>,
-    pub(crate) origin: Option<Origin>,
+    pub owner: (Vct, String),
+    pub resolved: Result<Location, String>,
+    pub origin: Option<Origin>,
 }
 
 pub fn enabled(b: &Builders) -> bool {
@@ -70,7 +79,7 @@ pub fn enabled(b: &Builders) -> bool {
 }
 
 /// Every state-keeping root, by workspace, with its resolved location.
-pub(crate) fn roots(db: &dyn Db, tree: Tree) -> Vec<Root> {
+pub fn roots(db: &dyn Db, tree: Tree) -> Vec<Root> {
     let b = builders(db, tree);
     let mut out = Vec::new();
     for vct in ROOT_CLASSES {
@@ -175,6 +184,9 @@ pub fn recorded_after(
                 from: p.location.clone(),
                 to: loc.location.clone(),
                 run: run.to_string(),
+                at: None,
+                serial: None,
+                backup: None,
             });
         }
         loc.run = run.to_string();

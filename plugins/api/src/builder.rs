@@ -366,6 +366,25 @@ pub trait Builder: Send + Sync {
             "this runtime cannot dispose images (build {build_id})"
         ))
     }
+    /// Runtime builders: unmount `mount_point` on the machine of
+    /// `instance` (an execution step of `csis unmount storage`, never a
+    /// generation hook), before its storage is detached. `root` is the
+    /// configuration root. `Err((exit code, what it said))` when it could
+    /// not; the default is a runtime that cannot run commands on its
+    /// machines.
+    fn unmount(
+        &self,
+        _root: &std::path::Path,
+        instance: &str,
+        mount_point: &str,
+    ) -> Result<(), (i32, String)> {
+        Err((
+            1,
+            format!(
+                "this runtime cannot run commands on its machines: unmount {mount_point} on {instance} by hand, then run the unmount again with --confirm"
+            ),
+        ))
+    }
     /// Group builders: the servers the group's registry holds under
     /// `hostname`. `None`: this builder keeps no server registry (nothing
     /// to check); `Some(Err)`: the registry did not answer.
@@ -427,4 +446,23 @@ pub struct ObservedImage {
     pub build_id: String,
     /// The `csis_series` lineage tag.
     pub series: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Bare;
+    impl Builder for Bare {}
+
+    #[test]
+    fn a_runtime_that_cannot_run_commands_on_its_machines_says_to_unmount_by_hand() {
+        assert_eq!(
+            Bare.unmount(std::path::Path::new("/r"), "web", "/srv/data"),
+            Err((
+                1,
+                "this runtime cannot run commands on its machines: unmount /srv/data on web by hand, then run the unmount again with --confirm".to_string()
+            ))
+        );
+    }
 }

@@ -426,6 +426,38 @@ fn launch(env: &Env, spec: &J) -> Result<String, String> {
     Ok(format!("launched {name} from {build}"))
 }
 
+/// Unmount `mount_point` of a launched instance: remove the link its
+/// launch made (never the storage it points at). Nothing mounted there is
+/// already the goal; an instance the store does not hold, or something
+/// there that is not a mount, is a failure.
+pub fn unmount(store: &Path, instance: &str, mount_point: &str) -> Result<(), (i32, String)> {
+    let dir = store.join("instances").join(instance);
+    if !dir.is_dir() {
+        return Err((
+            1,
+            format!(
+                "instance '{instance}' is not launched: the store holds no {}",
+                dir.display()
+            ),
+        ));
+    }
+    let at = dir.join("mounts").join(mount_point.trim_start_matches('/'));
+    match fs::symlink_metadata(&at) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err((1, format!("{}: {e}", at.display()))),
+        Ok(m) if m.file_type().is_symlink() => {
+            fs::remove_file(&at).map_err(|e| (1, format!("{}: {e}", at.display())))
+        }
+        Ok(_) => Err((
+            1,
+            format!(
+                "{} is not a mount (a link to a storage); it is left as it is",
+                at.display()
+            ),
+        )),
+    }
+}
+
 /// Users or groups, recorded in the store.
 fn identity(env: &Env, spec: &J) -> Result<String, String> {
     let store = store(env, spec)?;

@@ -106,6 +106,20 @@ impl Builder for LocalBuilder {
         exec::dispose(&store, build_id)
     }
 
+    /// A mount is a link in the instance's directory of the store.
+    fn unmount(
+        &self,
+        root: &std::path::Path,
+        instance: &str,
+        mount_point: &str,
+    ) -> Result<(), (i32, String)> {
+        if self.classification != Vct::RuntimeBuilderModel {
+            return Err((1, "only a runtime unmounts".into()));
+        }
+        let store = root.join(generate::store_of(Some(&self.decl)));
+        exec::unmount(&store, instance, mount_point)
+    }
+
     fn observe(&self, root: &std::path::Path) -> Result<csis_plugin_api::Observed, String> {
         let store = root.join(generate::store_of(Some(&self.decl)));
         exec::observe(&store, self.decl.name())
