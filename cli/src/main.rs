@@ -476,8 +476,26 @@ enum LineageCommand {
     BindInstance {
         #[arg(long)]
         instance: String,
-        #[arg(long, value_name = "FILE")]
-        launched: PathBuf,
+        /// The launch record a local launch wrote.
+        #[arg(
+            long,
+            value_name = "FILE",
+            required_unless_present = "tofu_outputs",
+            conflicts_with = "tofu_outputs"
+        )]
+        launched: Option<PathBuf>,
+        /// An OpenTofu instance root after its apply: its `instances`
+        /// output names the build each instance booted.
+        #[arg(long, value_name = "DIR")]
+        tofu_outputs: Option<PathBuf>,
+        /// The tofu binary that reads the outputs.
+        #[arg(
+            long,
+            value_name = "BINARY",
+            default_value = "tofu",
+            requires = "tofu_outputs"
+        )]
+        tofu: String,
     },
 }
 
@@ -507,6 +525,7 @@ fn plugins() -> Vec<&'static dyn Plugin> {
         &csis_plugin_aws::AwsPlugin,
         &csis_plugin_gce::GcePlugin,
         &csis_plugin_packer::PackerPlugin,
+        &csis_plugin_tofu::TofuPlugin,
     ]
 }
 
@@ -1059,9 +1078,16 @@ fn lineage(ws: &Workspace, command: &LineageCommand) -> ExitCode {
             csis_engine::run::record_build::record_build(ws, &OsSystem, manifest),
         ),
         LineageCommand::Restamp { runtime, commit } => outcome(ops(ws).restamp(runtime, *commit)),
-        LineageCommand::BindInstance { instance, launched } => {
-            outcome(ops(ws).bind_instance(instance, launched))
-        }
+        LineageCommand::BindInstance {
+            instance,
+            launched,
+            tofu_outputs,
+            tofu,
+        } => outcome(match (launched, tofu_outputs) {
+            (Some(file), _) => ops(ws).bind_instance(instance, file),
+            (None, Some(dir)) => ops(ws).bind_instance_from_tofu(instance, dir, tofu),
+            (None, None) => Err("lineage bind-instance: pass --launched or --tofu-outputs".into()),
+        }),
     }
 }
 

@@ -29,7 +29,7 @@ fn allowed(krate: &str) -> Vec<&'static str> {
         }
         "csis-engine" => engine,
         "csis-plugin-dummy" | "csis-plugin-local" => vec!["csis-model", "csis-plugin-api"],
-        "csis-plugin-aws" | "csis-plugin-gce" | "csis-plugin-packer" => {
+        "csis-plugin-aws" | "csis-plugin-gce" | "csis-plugin-packer" | "csis-plugin-tofu" => {
             vec!["csis-model", "csis-plugin-api", "csis-hcl"]
         }
         // The binary and the test support link everything shipped; the
@@ -39,7 +39,12 @@ fn allowed(krate: &str) -> Vec<&'static str> {
             let mut all: Vec<&str> = engine
                 .into_iter()
                 .chain(["csis-engine", "csis-plugin-dummy", "csis-plugin-local"])
-                .chain(["csis-plugin-aws", "csis-plugin-gce", "csis-plugin-packer"])
+                .chain([
+                    "csis-plugin-aws",
+                    "csis-plugin-gce",
+                    "csis-plugin-packer",
+                    "csis-plugin-tofu",
+                ])
                 .collect();
             if krate == "csis-benches" {
                 all.push("csis-test-support");

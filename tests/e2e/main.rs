@@ -29,5 +29,7 @@ mod storage;
 mod store_root;
 mod support;
 mod templates_bounded;
+mod tofu_bind;
+mod tofu_run;
 mod users;
 mod watch;

@@ -135,6 +135,17 @@ impl HookContext for EngineContext<'_> {
             .collect()
     }
 
+    fn undeclared_instances(&self) -> Vec<String> {
+        let index = item_index(self.db, self.tree);
+        crate::state::launch_params::launch_record(self.db, self.tree)
+            .value
+            .instances
+            .iter()
+            .filter(|(name, r)| r.launched && !index.contains(ItemKind::INSTANCES, name))
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
     fn instance_pin(&self, instance: &str) -> Option<String> {
         pins(self.db, self.tree)
             .value

@@ -151,6 +151,13 @@ pub trait HookContext {
     /// `builder` (not destroyed) whose declaration is gone: the builder
     /// emits their destroy from these recorded facts.
     fn undeclared_storages(&self, builder: &str) -> Vec<String>;
+    /// Instances meta-state records as launched by a real apply whose
+    /// declaration is gone (decommissioned), sorted: an instance builder
+    /// keeps its root so their destroy is planned, and whitelists them.
+    /// The record does not say which builder launched one.
+    fn undeclared_instances(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// The canonical hostname of a declared instance: the one a launched
     /// machine was recorded with, else `<name>-NNN` after its kind's next
     /// generation.
@@ -320,6 +327,15 @@ pub trait Builder: Send + Sync {
         _instance: &str,
     ) -> Option<crate::cloud_config::UserData> {
         None
+    }
+    /// Storage and instance builders whose roots keep terraform state:
+    /// the resource addresses (or address prefixes) whose planned destroy
+    /// `csis gate-plan` lets through for this builder's root in the
+    /// current lifecycle, sorted. An address matches itself and every
+    /// address that continues it with `[` or `.`. The builder renders
+    /// them as `--whitelist` arguments of its gate step.
+    fn destroy_whitelist(&self, _ctx: &dyn HookContext) -> Vec<String> {
+        Vec::new()
     }
     /// Runtime builders: the last step of the bake-user order, the user a
     /// vendor image of this OS family logs in as, when the runtime knows.

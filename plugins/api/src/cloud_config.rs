@@ -3,7 +3,11 @@
 //! accounts. The engine reads every `#cloud-config` asset back as
 //! instance-setup(8) would and fails generation on what it would refuse.
 
+use csis_model::ItemKind;
+use csis_model::models::Item;
 use serde_json::{Value as J, json};
+
+use crate::builder::HookContext;
 
 /// One account of the image's group.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -84,4 +88,58 @@ impl UserData {
         let body = serde_json::to_string_pretty(&doc).unwrap_or_default();
         format!("#cloud-config\n{body}\n")
     }
+}
+
+/// The accounts and the group entry of an image's owning group, as every
+/// cloud-config user-data carries them: one account per member and admin
+/// (its login, real name and public keys; admins with a passwordless sudo
+/// grant, since the accounts are key-only), and the group with their
+/// logins. Encrypted names stay markers; the private mirror carries the
+/// plaintext. Nothing when the image has no group or it is not declared.
+pub fn group_accounts(
+    ctx: &dyn HookContext,
+    group: Option<&str>,
+) -> (Vec<Account>, Vec<(String, Vec<String>)>) {
+    let mut users = Vec::new();
+    let mut groups = Vec::new();
+    let group_view = group.and_then(|g| ctx.item(ItemKind::GROUPS, g));
+    if let Some(view) = &group_view
+        && let Item::Group(g) = view.item.as_ref()
+    {
+        let gname = view.emit(g.name());
+        let mut members: Vec<String> = g.members.iter().chain(&g.admins).cloned().collect();
+        members.sort();
+        members.dedup();
+        let mut logins = Vec::new();
+        for m in &members {
+            // The account is the user's login (its email's local part
+            // under email_as_username), not its name.
+            let (login, gecos, keys) = ctx
+                .item(ItemKind::USERS, m)
+                .and_then(|u| match u.item.as_ref() {
+                    Item::User(user) => Some((
+                        u.emit(&user.login),
+                        u.emit(&format!("{} {}", user.first_name, user.last_name)),
+                        user.public_keys.iter().map(|k| u.emit(k)).collect(),
+                    )),
+                    _ => None,
+                })
+                .unwrap_or_else(|| (view.emit(m), String::new(), Vec::new()));
+            logins.push(login.clone());
+            users.push(Account {
+                name: login,
+                gecos,
+                groups: vec![gname.clone()],
+                // The accounts are key-only (lock_passwd): a grant that
+                // asks for a password could never be used.
+                sudo: g
+                    .admins
+                    .contains(m)
+                    .then(|| "ALL=(ALL) NOPASSWD:ALL".to_string()),
+                ssh_authorized_keys: keys,
+            });
+        }
+        groups.push((gname, logins));
+    }
+    (users, groups)
 }

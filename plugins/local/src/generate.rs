@@ -490,7 +490,7 @@ fn user_data_document(
     name: &str,
     launch: &Launch,
 ) -> csis_plugin_api::cloud_config::UserData {
-    use csis_plugin_api::cloud_config::{Account, UserData, WriteFile};
+    use csis_plugin_api::cloud_config::{UserData, WriteFile};
     let Launch {
         image,
         group,
@@ -501,45 +501,9 @@ fn user_data_document(
         hostname: hostname.clone(),
         ..UserData::default()
     };
-    let group_view = group.as_deref().and_then(|g| ctx.item(ItemKind::GROUPS, g));
-    if let Some(view) = &group_view
-        && let Item::Group(g) = view.item.as_ref()
-    {
-        let gname = view.emit(g.name());
-        let mut members: Vec<String> = g.members.iter().chain(&g.admins).cloned().collect();
-        members.sort();
-        members.dedup();
-        let mut logins = Vec::new();
-        for m in &members {
-            // The account is the user's login (its email's local part
-            // under email_as_username), not its name.
-            let (login, gecos, keys) = ctx
-                .item(ItemKind::USERS, m)
-                .and_then(|u| match u.item.as_ref() {
-                    Item::User(user) => Some((
-                        u.emit(&user.login),
-                        u.emit(&format!("{} {}", user.first_name, user.last_name)),
-                        user.public_keys.iter().map(|k| u.emit(k)).collect(),
-                    )),
-                    _ => None,
-                })
-                .unwrap_or_else(|| (view.emit(m), String::new(), Vec::new()));
-            logins.push(login.clone());
-            doc.users.push(Account {
-                name: login,
-                gecos,
-                groups: vec![gname.clone()],
-                // The accounts are key-only (lock_passwd): a grant that
-                // asks for a password could never be used.
-                sudo: g
-                    .admins
-                    .contains(m)
-                    .then(|| "ALL=(ALL) NOPASSWD:ALL".to_string()),
-                ssh_authorized_keys: keys,
-            });
-        }
-        doc.groups.push((gname, logins));
-    }
+    let (users, groups) = csis_plugin_api::cloud_config::group_accounts(ctx, group.as_deref());
+    doc.users = users;
+    doc.groups = groups;
     doc.write_files = vec![
         WriteFile {
             path: "/var/lib/csis/launch.sh".into(),

@@ -37,6 +37,7 @@ pub const LINKED: &[&dyn Plugin] = &[
     &csis_plugin_aws::AwsPlugin,
     &csis_plugin_gce::GcePlugin,
     &csis_plugin_packer::PackerPlugin,
+    &csis_plugin_tofu::TofuPlugin,
 ];
 
 /// A small tree's declarations on the local runtime (every builder kind,

@@ -31,6 +31,59 @@ impl Ops<'_> {
             .and_then(J::as_str)
             .ok_or_else(|| format!("{}: the launch record names no build", launched.display()))?
             .to_string();
+        self.bind(instance, build)
+    }
+
+    /// `lineage bind-instance --tofu-outputs DIR`: after a tofu apply, bind
+    /// the instance to the build it booted, as the root's `instances`
+    /// output says (`<tofu> output -json` run in DIR: `instances.value.
+    /// <instance>.image`).
+    pub fn bind_instance_from_tofu(
+        &self,
+        instance: &str,
+        dir: &std::path::Path,
+        tofu: &str,
+    ) -> Result<String, String> {
+        let process = crate::db::system::Process {
+            program: tofu.into(),
+            args: vec!["output".into(), "-json".into()],
+            cwd: dir.to_path_buf(),
+            env: Vec::new(),
+        };
+        let shown = format!("{tofu} output -json (in {})", dir.display());
+        let out = self
+            .system
+            .run(&process)
+            .map_err(|e| format!("{shown}: {e}"))?;
+        if out.code != Some(0) {
+            return Err(format!(
+                "{shown} exited {}: {}",
+                out.code
+                    .map_or("by a signal".to_string(), |c| c.to_string()),
+                out.stderr.trim()
+            ));
+        }
+        let outputs: J =
+            serde_json::from_str(&out.stdout).map_err(|e| format!("{shown}: not JSON: {e}"))?;
+        let Some(instances) = outputs.pointer("/instances/value") else {
+            return Err(format!(
+                "{shown}: no output 'instances' -- is {} an instance root csis generated?",
+                dir.display()
+            ));
+        };
+        let build = instances
+            .get(instance)
+            .and_then(|i| i.get("image"))
+            .and_then(J::as_str)
+            .filter(|b| !b.is_empty())
+            .ok_or_else(|| {
+                format!("{shown}: output 'instances' names no image for instance '{instance}'")
+            })?;
+        self.bind(instance, build.to_string())
+    }
+
+    /// Pin `instance` to `build`, unless it is pinned already.
+    fn bind(&self, instance: &str, build: String) -> Result<String, String> {
         let mut pins = self.pins()?;
         if pins.instances.contains_key(instance) {
             return Ok(format!(
