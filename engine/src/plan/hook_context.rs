@@ -187,6 +187,15 @@ impl HookContext for EngineContext<'_> {
         Some((spec.builder)(decl))
     }
 
+    fn migrates_state(&self, workspace: &str) -> bool {
+        self.run.is_some_and(|run| {
+            run.options(self.db)
+                .migrate_state
+                .iter()
+                .any(|w| w == workspace)
+        })
+    }
+
     fn state_root(&self, builder: &str) -> Option<StateRoot> {
         let b = builders(self.db, self.tree);
         if !crate::state::state_locations::enabled(b) {

@@ -180,6 +180,13 @@ pub trait HookContext {
     /// asks its runtime for the packer source): the builder its plugin
     /// makes from `decl`. `None` when no registered model declares it.
     fn builder_hooks(&self, decl: &BuilderDecl) -> Option<Box<dyn Builder>>;
+    /// Whether this run moves workspace `workspace`'s state to the
+    /// location the configuration now names (a real run's
+    /// `--migrate-state`): its root then begins with `csis state-migration
+    /// begin` and `finish` instead of a plain `tofu init`.
+    fn migrates_state(&self, _workspace: &str) -> bool {
+        false
+    }
 }
 
 /// Where one terraform root keeps its state.

@@ -176,34 +176,67 @@ pub fn sequence(
     let planfile = format!("{ws}.tfplan");
     let tofu = tofu_program(me);
     let binary = tofu_binary(ctx, me);
-    let init_backend = match ctx.state_root(me.name()) {
-        Some(state) => format!("-backend-config={}.tfbackend.hcl", state.workspace),
-        None => "-backend=false".to_string(),
+    let csis_step = |words: &[&str]| {
+        let mut args: Vec<String> = ["--root-dir", "${CSIS_ROOT}"]
+            .iter()
+            .chain(words)
+            .map(|w| w.to_string())
+            .collect();
+        if let Some(b) = &binary {
+            args.extend(["--tofu".to_string(), b.clone()]);
+        }
+        args
     };
-    let mut commands = vec![
-        Command::executable(&tofu, ["init", "-input=false", init_backend.as_str()]),
-        Command::executable(
-            &tofu,
-            ["plan", "-input=false", format!("-out={planfile}").as_str()],
-        ),
-    ];
-    let mut gate = vec![
-        "--root-dir".to_string(),
-        "${CSIS_ROOT}".into(),
-        "gate-plan".into(),
-        "--planfile".into(),
-        planfile.clone(),
-    ];
-    if let Some(b) = &binary {
-        gate.extend(["--tofu".to_string(), b.clone()]);
-    }
-    for w in &content.whitelist {
-        gate.extend(["--whitelist".to_string(), w.clone()]);
-    }
-    if content.require_unmounted {
-        gate.push("--require-unmounted".into());
-    }
-    commands.push(Command::csis(gate));
+    let gate = |plan: &str| {
+        let mut args = csis_step(&["gate-plan", "--planfile", plan]);
+        for w in &content.whitelist {
+            args.extend(["--whitelist".to_string(), w.clone()]);
+        }
+        if content.require_unmounted {
+            args.push("--require-unmounted".into());
+        }
+        Command::csis(args)
+    };
+    let mut commands = match ctx.state_root(me.name()) {
+        // A migrating workspace's root is still initialised against its
+        // old location (the mirror keeps .terraform/ between runs): begin
+        // copies the state to the new one and leaves the root initialised
+        // there, finish records the move.
+        Some(state) if ctx.migrates_state(&state.workspace) => {
+            let config = format!("{}.tfbackend.hcl", state.workspace);
+            vec![
+                Command::csis(csis_step(&[
+                    "state-migration",
+                    "begin",
+                    "--workspace",
+                    &state.workspace,
+                    "--backend-config",
+                    &config,
+                ])),
+                Command::csis(csis_step(&[
+                    "state-migration",
+                    "finish",
+                    "--workspace",
+                    &state.workspace,
+                ])),
+            ]
+        }
+        state => {
+            let backend = match state {
+                Some(state) => format!("-backend-config={}.tfbackend.hcl", state.workspace),
+                None => "-backend=false".to_string(),
+            };
+            vec![Command::executable(
+                &tofu,
+                ["init", "-input=false", backend.as_str()],
+            )]
+        }
+    };
+    commands.push(Command::executable(
+        &tofu,
+        ["plan", "-input=false", format!("-out={planfile}").as_str()],
+    ));
+    commands.push(gate(&planfile));
     if apply_allowed(ctx, me, &rt.name) {
         commands.push(Command::csis([
             "--root-dir",
@@ -221,20 +254,14 @@ pub fn sequence(
             ["apply", "-input=false", planfile.as_str()],
         ));
         for instance in &content.bind_instances {
-            let mut args = vec![
-                "--root-dir".to_string(),
-                "${CSIS_ROOT}".into(),
-                "lineage".into(),
-                "bind-instance".into(),
-                "--instance".into(),
-                instance.clone(),
-                "--tofu-outputs".into(),
-                ".".into(),
-            ];
-            if let Some(b) = &binary {
-                args.extend(["--tofu".to_string(), b.clone()]);
-            }
-            commands.push(Command::csis(args));
+            commands.push(Command::csis(csis_step(&[
+                "lineage",
+                "bind-instance",
+                "--instance",
+                instance,
+                "--tofu-outputs",
+                ".",
+            ])));
         }
         for (instance, address) in &content.teardown {
             let plan = format!("{ws}-teardown-{instance}.tfplan");
@@ -248,23 +275,7 @@ pub fn sequence(
                     format!("-out={plan}"),
                 ],
             ));
-            let mut gate = vec![
-                "--root-dir".to_string(),
-                "${CSIS_ROOT}".into(),
-                "gate-plan".into(),
-                "--planfile".into(),
-                plan.clone(),
-            ];
-            if let Some(b) = &binary {
-                gate.extend(["--tofu".to_string(), b.clone()]);
-            }
-            for w in &content.whitelist {
-                gate.extend(["--whitelist".to_string(), w.clone()]);
-            }
-            if content.require_unmounted {
-                gate.push("--require-unmounted".into());
-            }
-            commands.push(Command::csis(gate));
+            commands.push(gate(&plan));
             commands.push(Command::executable(
                 &tofu,
                 ["apply", "-input=false", plan.as_str()],
