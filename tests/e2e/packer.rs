@@ -155,22 +155,34 @@ fn a_real_run_bakes_in_order_and_records_the_builds_then_bakes_nothing() {
     assert_eq!(
         lines,
         vec![
-            format!("{} packer init debian12.pkr.hcl", dir("base-image", "pk-aws")),
+            format!(
+                "{} packer init debian12.pkr.hcl",
+                dir("base-image", "pk-aws")
+            ),
             format!(
                 "{} packer build -machine-readable -var {run} debian12.pkr.hcl",
                 dir("base-image", "pk-aws")
             ),
-            format!("{} packer init debian12.pkr.hcl", dir("base-image", "pk-gce")),
+            format!(
+                "{} packer init debian12.pkr.hcl",
+                dir("base-image", "pk-gce")
+            ),
             format!(
                 "{} packer build -machine-readable -var {run} debian12.pkr.hcl",
                 dir("base-image", "pk-gce")
             ),
-            format!("{} packer init web.pkr.hcl", dir("instance-image", "pk-aws")),
+            format!(
+                "{} packer init web.pkr.hcl",
+                dir("instance-image", "pk-aws")
+            ),
             format!(
                 "{} packer build -machine-readable -var {run} web.pkr.hcl",
                 dir("instance-image", "pk-aws")
             ),
-            format!("{} packer init web.pkr.hcl", dir("instance-image", "pk-gce")),
+            format!(
+                "{} packer init web.pkr.hcl",
+                dir("instance-image", "pk-gce")
+            ),
             format!(
                 "{} packer build -machine-readable -var {run} web.pkr.hcl",
                 dir("instance-image", "pk-gce")
