@@ -4,6 +4,7 @@
 mod bounds;
 mod cases;
 mod cloud_config;
+mod clouds;
 mod commit;
 mod concurrency;
 mod crash;

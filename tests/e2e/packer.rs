@@ -123,8 +123,7 @@ fn real_run(root: &Path, bin: &Path, now: i64, fail: Option<&str>) -> Output {
         .env("CSIS_NOW", now.to_string())
         .env_remove("CSIS_RUN_ID")
         .env("PATH", path)
-        .env("PACKER_DOUBLE_LOG", bin.join("log"))
-        .env("PACKER_DOUBLE_STATE", bin.join("state.json"));
+        .env("CSIS_DOUBLE_CLOUD", bin.join("cloud"));
     if let Some(series) = fail {
         cmd.env("PACKER_DOUBLE_FAIL", series);
     }
@@ -145,7 +144,7 @@ fn a_real_run_bakes_in_order_and_records_the_builds_then_bakes_nothing() {
     let t = tree();
     let bin = double();
     ok(real_run(t.path(), bin.path(), NOW, None));
-    let log = read(&bin.path().join("log"));
+    let log = read(&bin.path().join("cloud/calls.log"));
     let root = t.path().canonicalize().unwrap();
     let lines: Vec<String> = log
         .lines()
@@ -156,24 +155,36 @@ fn a_real_run_bakes_in_order_and_records_the_builds_then_bakes_nothing() {
     assert_eq!(
         lines,
         vec![
-            format!("{} init debian12.pkr.hcl", dir("base-image", "pk-aws")),
             format!(
-                "{} build -machine-readable -var {run} debian12.pkr.hcl",
+                "{} packer init debian12.pkr.hcl",
                 dir("base-image", "pk-aws")
             ),
-            format!("{} init debian12.pkr.hcl", dir("base-image", "pk-gce")),
             format!(
-                "{} build -machine-readable -var {run} debian12.pkr.hcl",
+                "{} packer build -machine-readable -var {run} debian12.pkr.hcl",
+                dir("base-image", "pk-aws")
+            ),
+            format!(
+                "{} packer init debian12.pkr.hcl",
                 dir("base-image", "pk-gce")
             ),
-            format!("{} init web.pkr.hcl", dir("instance-image", "pk-aws")),
             format!(
-                "{} build -machine-readable -var {run} web.pkr.hcl",
+                "{} packer build -machine-readable -var {run} debian12.pkr.hcl",
+                dir("base-image", "pk-gce")
+            ),
+            format!(
+                "{} packer init web.pkr.hcl",
                 dir("instance-image", "pk-aws")
             ),
-            format!("{} init web.pkr.hcl", dir("instance-image", "pk-gce")),
             format!(
-                "{} build -machine-readable -var {run} web.pkr.hcl",
+                "{} packer build -machine-readable -var {run} web.pkr.hcl",
+                dir("instance-image", "pk-aws")
+            ),
+            format!(
+                "{} packer init web.pkr.hcl",
+                dir("instance-image", "pk-gce")
+            ),
+            format!(
+                "{} packer build -machine-readable -var {run} web.pkr.hcl",
                 dir("instance-image", "pk-gce")
             ),
         ]
@@ -201,9 +212,9 @@ fn a_real_run_bakes_in_order_and_records_the_builds_then_bakes_nothing() {
     );
 
     // Nothing changed: nothing bakes.
-    std::fs::remove_file(bin.path().join("log")).unwrap();
+    std::fs::remove_file(bin.path().join("cloud/calls.log")).unwrap();
     let out = ok(real_run(t.path(), bin.path(), NOW + 3600, None));
-    assert!(!bin.path().join("log").exists(), "{out}");
+    assert!(!bin.path().join("cloud/calls.log").exists(), "{out}");
 
     // A machine type is not an input of the build: nothing re-bakes.
     edit(t.path(), "cfg/_config.yml", "t3.micro", "t3.large");

@@ -79,7 +79,15 @@ pub(crate) fn zones_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec
             let Some(zone) = storage_zone(name) else {
                 return out;
             };
-            if let Some((rt, rz)) = runtime_zone(&st.runtime)
+            // The runtime the storage is created on: its storage
+            // builder's when the builder names one (a tofu-gce storage
+            // lives on the builder's gce runtime, whatever the default
+            // runtime is), else the storage's own.
+            let runtime = b
+                .resolve(Vct::StorageBuilderModel, &st.named.type_)
+                .and_then(|d| d.base.runtime().map(str::to_string))
+                .unwrap_or_else(|| st.runtime.clone());
+            if let Some((rt, rz)) = runtime_zone(&runtime)
                 && rz != zone
             {
                 out.push(
