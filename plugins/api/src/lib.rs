@@ -16,9 +16,10 @@ pub mod cloud_config;
 pub mod image_tests;
 pub mod lifecycle;
 pub mod phase;
+pub mod state_object;
 
-use csis_model::models::{BaseBuilder, BaseModelKind};
-use csis_model::{Fields, ItemKind, Map, Vct};
+use csis_model::models::{BaseBuilder, BaseModelKind, CloudBuilderModel};
+use csis_model::{Fields, ItemKind, Map, Value, Vct};
 
 pub use builder::{
     Asset, AssetSet, BakeDecision, Builder, CfExecutables, Command, Deferred, HookContext,
@@ -126,4 +127,30 @@ impl BuilderDecl {
             self.name()
         )
     }
+
+    /// One of the plugin's own fields as text, trimmed; `None` when absent
+    /// or empty.
+    pub fn extra_str(&self, key: &str) -> Option<&str> {
+        non_empty(self.extra.get(key))
+    }
+
+    /// One key of the builder's `config:` as text, trimmed; `None` when
+    /// absent or empty.
+    pub fn config_str(&self, key: &str) -> Option<&str> {
+        non_empty(self.base.common().config.get(key))
+    }
+
+    /// The Cloud base model (region, networking) of a cloud runtime.
+    pub fn cloud(&self) -> Option<&CloudBuilderModel> {
+        match &self.base {
+            BaseBuilder::Cloud(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+fn non_empty(v: Option<&Value>) -> Option<&str> {
+    v.and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
 }
