@@ -188,8 +188,8 @@ pub struct StateRoot {
     /// The workspace: the owning builder's super-safe name.
     pub workspace: String,
     pub backend: Arc<BuilderDecl>,
-    /// The location meta-state/state-locations.yaml records
-    /// (`<type>://<bucket>/<prefix><workspace>.tfstate`).
+    /// The location meta-state/state-locations.yaml records: the object
+    /// [`crate::state_object::StateObject::of`] names.
     pub location: String,
 }
 

@@ -744,7 +744,7 @@ fn the_roots_keep_their_state_where_meta_state_records_it() {
         ),
         (
             "gce_vms",
-            "gcs://corp-gstate/csis/gce_vms.tfstate",
+            "gcs://corp-gstate/csis/gce_vms/default.tfstate",
             "instance-image/gce-vms/instance-generation/gce_vms.tfbackend.hcl",
             "prefix = \"csis/gce_vms\"\n",
         ),
