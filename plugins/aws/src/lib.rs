@@ -11,7 +11,7 @@
 //! root device, when the family table below does not know it).
 
 use csis_hcl::{Block, Expr};
-use csis_model::models::{BaseBuilder, BaseModelKind, CloudBuilderModel};
+use csis_model::models::{BaseModelKind, CloudBuilderModel};
 use csis_model::{Diagnostic, Fields, Map, Value, Vct};
 use csis_plugin_api::{
     Builder, BuilderDecl, HookResult, ModelSpec, PackerBake, PackerParent, PackerPlugin,
@@ -27,17 +27,38 @@ struct AwsRuntime {
     decl: BuilderDecl,
 }
 
-fn extra_str<'a>(decl: &'a BuilderDecl, key: &str) -> Option<&'a str> {
-    decl.extra.get(key).and_then(Value::as_str)
-}
-
 impl AwsRuntime {
     fn cloud(&self) -> Option<&CloudBuilderModel> {
-        match &self.decl.base {
-            BaseBuilder::Cloud(c) => Some(c),
-            _ => None,
-        }
+        self.decl.cloud()
     }
+}
+
+/// The named profile an aws runtime authenticates with: `profile`, else
+/// `credentials.profile_name`.
+pub fn profile(runtime: &BuilderDecl) -> Option<&str> {
+    runtime.extra_str("profile").or_else(|| {
+        runtime
+            .cloud()?
+            .runtime
+            .credentials
+            .get("profile_name")
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+    })
+}
+
+/// The availability zone an aws runtime's machines land in when they name
+/// none: the default availability zone, else the default subnet's, else
+/// the region's first (`<region>a`).
+pub fn zone(runtime: &BuilderDecl) -> Option<String> {
+    let cloud = runtime.cloud()?;
+    Some(
+        cloud
+            .networking
+            .default_zone()
+            .unwrap_or_else(|| format!("{}a", cloud.region.trim())),
+    )
 }
 
 /// The default login of the vendor AMIs of an OS family, from AWS's table
@@ -117,7 +138,7 @@ impl AwsRuntime {
         };
         let mut b = Block::new("source", ["amazon-ebs", bake.source_name.as_str()])
             .attr("region", cloud.region.as_str())
-            .opt_attr("profile", extra_str(&self.decl, "profile"))
+            .opt_attr("profile", profile(&self.decl))
             .attr("instance_type", bake.machine_type.as_str());
         match &bake.parent {
             PackerParent::Vendor {
@@ -164,7 +185,7 @@ impl AwsRuntime {
             }
         }
         let device =
-            extra_str(&self.decl, "root_device_name").or_else(|| root_device(&bake.family));
+            self.decl.extra_str("root_device_name").or_else(|| root_device(&bake.family));
         let Some(device) = device else {
             return refuse(format!(
                 "image '{}' on runtime '{me}': no known root device for OS family '{}' -- set root_device_name on the runtime (the vendor AMI's RootDeviceName, such as /dev/xvda)",
@@ -185,7 +206,7 @@ impl AwsRuntime {
                 Expr::template(format!("{}-${{var.csis_run}}", ami_name_part(&bake.series))),
             )
             .attr("ssh_username", bake.ssh_username.as_str())
-            .opt_attr("vpc_id", extra_str(&self.decl, "vpc_id"));
+            .opt_attr("vpc_id", self.decl.extra_str("vpc_id"));
         if let Some(subnet) = cloud.networking.default_subnet() {
             b = b.attr("subnet_id", subnet.subnet_id.as_str());
         }
@@ -213,7 +234,7 @@ fn ami_name_part(series: &str) -> String {
 
 impl Builder for AwsRuntime {
     fn default_bake_user(&self, family: &str) -> Option<String> {
-        extra_str(&self.decl, "ssh_username")
+        self.decl.extra_str("ssh_username")
             .map(str::to_string)
             .or_else(|| default_user(family).map(str::to_string))
     }
@@ -237,7 +258,7 @@ impl Builder for AwsRuntime {
     /// Manager Session Manager, with no inbound port and no SSH key to
     /// distribute, access governed by IAM.
     fn session_mechanism(&self) -> Option<&str> {
-        Some(extra_str(&self.decl, "session").unwrap_or("ssm"))
+        Some(self.decl.extra_str("session").unwrap_or("ssm"))
     }
 
     fn packer_plugin(&self) -> Option<PackerPlugin> {

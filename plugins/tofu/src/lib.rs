@@ -21,9 +21,11 @@
 //!   `tofu apply`; an instance root then binds each instance to the build
 //!   it booted (`csis lineage bind-instance --tofu-outputs`).
 //!
-//! The runtime is read through the runtime plugins' contract: a Cloud base
-//! model (`region`, `networking`) with `profile` (AWS) or `project` and
-//! `zone` (GCE) among its own fields. The plugin never runs OpenTofu
+//! The runtime is read through the aws and gce runtime plugins' own
+//! accessors (a Cloud base model with `region` and `networking`; the
+//! profile on AWS, the project and zone on GCE), and GCE resources are
+//! named by the gce plugin's rule, the one its image families are baked
+//! under. The plugin never runs OpenTofu
 //! itself; every command is deferred to the runner script.
 
 mod cloud;
