@@ -267,6 +267,17 @@ pub trait Builder: Send + Sync {
     fn finalize(&self) -> HookResult<()> {
         Ok(())
     }
+    /// Image, instance and storage builders, once at load with the
+    /// runtime their `runtime` names and that runtime's own hooks: why the
+    /// builder cannot run on it, if it cannot. Validation reports the
+    /// message at the builder's `runtime` field.
+    fn runtime_problem(
+        &self,
+        _runtime: &BuilderDecl,
+        _runtime_hooks: &dyn Builder,
+    ) -> Option<String> {
+        None
+    }
 
     /// Group builders: the identity type the builder provides.
     fn identity_type(&self) -> Option<&str> {

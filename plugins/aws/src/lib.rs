@@ -184,8 +184,10 @@ impl AwsRuntime {
                 );
             }
         }
-        let device =
-            self.decl.extra_str("root_device_name").or_else(|| root_device(&bake.family));
+        let device = self
+            .decl
+            .extra_str("root_device_name")
+            .or_else(|| root_device(&bake.family));
         let Some(device) = device else {
             return refuse(format!(
                 "image '{}' on runtime '{me}': no known root device for OS family '{}' -- set root_device_name on the runtime (the vendor AMI's RootDeviceName, such as /dev/xvda)",
@@ -234,7 +236,8 @@ fn ami_name_part(series: &str) -> String {
 
 impl Builder for AwsRuntime {
     fn default_bake_user(&self, family: &str) -> Option<String> {
-        self.decl.extra_str("ssh_username")
+        self.decl
+            .extra_str("ssh_username")
             .map(str::to_string)
             .or_else(|| default_user(family).map(str::to_string))
     }

@@ -278,7 +278,8 @@ impl GceRuntime {
 impl Builder for GceRuntime {
     fn default_bake_user(&self, _family: &str) -> Option<String> {
         Some(
-            self.decl.extra_str("ssh_username")
+            self.decl
+                .extra_str("ssh_username")
                 .unwrap_or(DEFAULT_BAKE_USER)
                 .to_string(),
         )

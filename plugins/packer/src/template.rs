@@ -57,15 +57,28 @@ fn runtime_of(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Runtime> {
             decl.name()
         ));
     };
-    if hooks.packer_plugin().is_none() {
-        return refuse(format!(
-            "image builder '{}' bakes with packer, but runtime '{}' (type {}) has no packer source -- point the image builder's runtime at an aws or gce runtime",
-            me.name(),
-            decl.name(),
-            decl.model
-        ));
+    if let Some(problem) = runtime_problem(me, &decl, hooks.as_ref()) {
+        return refuse(problem);
     }
     Ok(Runtime { decl, hooks })
+}
+
+/// Why image builder `me` cannot bake on `runtime`: it has no packer
+/// source. Asked at load (`Builder::runtime_problem`) and again at
+/// generation.
+pub fn runtime_problem(
+    me: &BuilderDecl,
+    runtime: &BuilderDecl,
+    hooks: &dyn Builder,
+) -> Option<String> {
+    hooks.packer_plugin().is_none().then(|| {
+        format!(
+            "image builder '{}' bakes with packer, but runtime '{}' (type {}) has no packer source -- point the image builder's runtime at an aws or gce runtime",
+            me.name(),
+            runtime.name(),
+            runtime.model
+        )
+    })
 }
 
 fn names_me(ctx: &dyn HookContext, reference: &str, me: &BuilderDecl) -> bool {

@@ -3,6 +3,7 @@
 //! plugins' own accessors, the profile (AWS), the project (GCE) and the
 //! zone (each cloud's rule).
 
+use csis_model::models::CloudBuilderModel;
 use csis_model::{Diagnostic, Vct};
 use csis_plugin_api::{BuilderDecl, HookContext, HookResult};
 
@@ -99,31 +100,22 @@ pub fn runtime_of(ctx: &dyn HookContext, me: &BuilderDecl, cloud: Cloud) -> Hook
             me.model
         ));
     };
-    let Some(c) = rt.cloud() else {
-        return refuse(format!(
-            "{} builder '{}' (type {}) launches on runtime '{}' of type '{}', which has no region or networking -- point its runtime at a runtime of type {}",
-            role_label(me),
-            me.name(),
-            me.model,
-            rt.name(),
-            rt.model,
-            cloud.runtime_type()
-        ));
+    let c = match cloud_of(me, &rt, cloud) {
+        Ok(c) => c,
+        Err(problem) => return refuse(problem),
     };
+    // The gce runtime requires its project at load.
     let (profile, project, zone) = match cloud {
-        Cloud::Aws => (csis_plugin_aws::profile(&rt), None, csis_plugin_aws::zone(&rt)),
-        Cloud::Gce => {
-            let Some(project) = csis_plugin_gce::project(&rt) else {
-                return refuse(format!(
-                    "{} builder '{}' (type tofu-gce) launches on runtime '{}', which declares no project -- add `project: <GCP project id>` to runtime '{}'",
-                    role_label(me),
-                    me.name(),
-                    rt.name(),
-                    rt.name()
-                ));
-            };
-            (None, Some(project), csis_plugin_gce::zone(&rt))
-        }
+        Cloud::Aws => (
+            csis_plugin_aws::profile(&rt),
+            None,
+            csis_plugin_aws::zone(&rt),
+        ),
+        Cloud::Gce => (
+            None,
+            csis_plugin_gce::project(&rt),
+            csis_plugin_gce::zone(&rt),
+        ),
     };
     Ok(Runtime {
         name: rt.name().to_string(),
@@ -144,6 +136,39 @@ pub fn runtime_of(ctx: &dyn HookContext, me: &BuilderDecl, cloud: Cloud) -> Hook
             .collect(),
         default_machine_type: c.runtime.default_machine_type.clone(),
     })
+}
+
+/// The Cloud base model of runtime `rt`, or why builder `me` cannot
+/// launch on it: it is no cloud runtime, or one of another cloud's type.
+/// Asked at load (`Builder::runtime_problem`) and again at generation.
+pub fn cloud_of<'a>(
+    me: &BuilderDecl,
+    rt: &'a BuilderDecl,
+    cloud: Cloud,
+) -> Result<&'a CloudBuilderModel, String> {
+    let Some(c) = rt.cloud() else {
+        return Err(format!(
+            "{} builder '{}' (type {}) launches on runtime '{}' of type '{}', which has no region or networking -- point its runtime at a runtime of type {}",
+            role_label(me),
+            me.name(),
+            me.model,
+            rt.name(),
+            rt.model,
+            cloud.runtime_type()
+        ));
+    };
+    if rt.model != cloud.runtime_type() {
+        return Err(format!(
+            "{} builder '{}' (type {}) launches on runtime '{}' of type '{}' -- point its runtime at a runtime of type {}",
+            role_label(me),
+            me.name(),
+            me.model,
+            rt.name(),
+            rt.model,
+            cloud.runtime_type()
+        ));
+    }
+    Ok(c)
 }
 
 fn role_label(me: &BuilderDecl) -> &'static str {

@@ -14,9 +14,9 @@ use csis_plugin_api::cloud_config::UserData;
 use csis_plugin_api::{BuilderDecl, ExecutionLifecyclePhase as P, HookContext, HookResult};
 
 use crate::cloud::{Cloud, Runtime, runtime_of};
-use csis_plugin_gce::name as gce_name;
 use crate::root::{Content, RootFiles};
 use crate::user_data::{Launch, Mount, document};
+use csis_plugin_gce::name as gce_name;
 
 /// The EBS device names an instance's storages get, in declaration order.
 const EBS_LETTERS: &str = "fghijklmnopqrstuvwxyz";

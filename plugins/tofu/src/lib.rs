@@ -135,6 +135,12 @@ impl Builder for TofuBuilder {
             _ => Ok(()),
         }
     }
+    fn runtime_problem(&self, runtime: &BuilderDecl, _hooks: &dyn Builder) -> Option<String> {
+        match self.role {
+            Role::Backend => None,
+            _ => cloud::cloud_of(&self.decl, runtime, self.cloud).err(),
+        }
+    }
 }
 
 fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {

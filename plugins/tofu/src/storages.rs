@@ -15,8 +15,8 @@ use csis_model::{ItemKind, Value, Vct};
 use csis_plugin_api::{BuilderDecl, ExecutionLifecyclePhase as P, HookContext, HookResult};
 
 use crate::cloud::{Cloud, runtime_of};
-use csis_plugin_gce::name as gce_name;
 use crate::root::{Content, RootFiles};
+use csis_plugin_gce::name as gce_name;
 
 /// The size a storage gets when neither its `config.size` nor an
 /// attaching instance's `min_size` says.

@@ -3,9 +3,7 @@
 //! the state backends, an undeclared storage's destroy, and the whole
 //! roots through the independent HCL check.
 //!
-//! The runtimes `aws` and `gce` here come from [`TestClouds`], a test-only
-//! stand-in with the runtime plugins' contract (Cloud base model; `profile`
-//! on aws, `project` and `zone` on gce).
+//! The runtimes are the real `aws` and `gce` runtime plugins'.
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
@@ -15,70 +13,15 @@ use csis_engine::db::run_input::RunOptions;
 use csis_engine::db::system::{MemorySystem, System};
 use csis_engine::run::{Level, RunRequest, RunSummary, run};
 use csis_engine::workspace::LoadOptions;
-use csis_model::models::BaseModelKind;
-use csis_model::{Fields, Map, Value, Vct};
-use csis_plugin_api::{Builder, BuilderDecl, ModelSpec, Plugin};
+use csis_plugin_api::Plugin;
 use csis_test_support::{ROOT, memory_system, parse, workspace_with};
-
-/// Test-only runtimes with the contract's fields; they make no claim about
-/// any provider and generate nothing.
-struct TestClouds;
-struct Nothing;
-impl Builder for Nothing {}
-
-fn nothing(_: &BuilderDecl) -> Box<dyn Builder> {
-    Box::new(Nothing)
-}
-
-fn read_keys(f: &mut Fields<'_>, keys: &[&'static str]) -> Map {
-    let mut m = Map::new();
-    for k in keys {
-        if let Some(v) = f.opt_str(k) {
-            m.insert((*k).into(), Value::str(v));
-        }
-    }
-    m
-}
-
-fn aws_extra(f: &mut Fields<'_>) -> Map {
-    read_keys(
-        f,
-        &[
-            "profile",
-            "vpc_id",
-            "default_disk_size",
-            "ssh_username",
-            "session",
-        ],
-    )
-}
-
-fn gce_extra(f: &mut Fields<'_>) -> Map {
-    read_keys(f, &["project", "zone", "default_disk_size"])
-}
-
-impl Plugin for TestClouds {
-    fn name(&self) -> &'static str {
-        "test-clouds"
-    }
-    fn models(&self) -> Vec<ModelSpec> {
-        let spec = |name, read_extra| ModelSpec {
-            name,
-            aliases: &[],
-            classification: Vct::CloudBuilderModel,
-            base: BaseModelKind::Cloud,
-            read_extra,
-            builder: nothing,
-        };
-        vec![spec("aws", aws_extra), spec("gce", gce_extra)]
-    }
-}
 
 const PLUGINS: &[&dyn Plugin] = &[
     &csis_plugin_dummy::DummyPlugin,
     &csis_plugin_local::LocalPlugin,
     &csis_plugin_tofu::TofuPlugin,
-    &TestClouds,
+    &csis_plugin_aws::AwsPlugin,
+    &csis_plugin_gce::GcePlugin,
 ];
 
 /// One AWS and one GCE runtime, an instance and a storage on each; the
@@ -605,21 +548,38 @@ fn a_state_backend_without_a_region_or_with_an_unknown_key_is_refused_at_load() 
 }
 
 #[test]
-fn a_builder_on_a_runtime_without_region_or_project_is_refused() {
-    let t = tree(BASE_CONFIG).replace("    project: corp-proj\n", "");
-    let e = errors(&dry_run(&t, &[], &["storage"]));
-    assert!(
-        e.iter().any(|l| l.contains("storage builder 'pd' (type tofu-gce) launches on runtime 'gcp', which declares no project -- add `project: <GCP project id>` to runtime 'gcp'")),
-        "{e:#?}"
+fn a_builder_on_a_runtime_of_another_type_is_refused() {
+    let t = tree(BASE_CONFIG).replace(
+        "  - {name: pd, type: tofu-gce, runtime: gcp, state_configuration: gstate}",
+        "  - {name: pd, type: tofu-gce, runtime: aws, state_configuration: gstate}",
+    );
+    // Refused at validate, at the builder's runtime field.
+    assert_eq!(
+        errors(&dry_run(&t, &[], &["storage"])),
+        [
+            "Error: validation: cfg/builders.yml:38:41: storage builder 'pd' (type tofu-gce) launches on runtime 'aws' of type 'aws' -- point its runtime at a runtime of type gce"
+        ]
     );
     let t = tree(BASE_CONFIG).replace(
         "  - {name: ebs, type: tofu-aws, runtime: aws}",
         "  - {name: ebs, type: tofu-aws, runtime: here}",
     );
-    let e = errors(&dry_run(&t, &[], &["storage"]));
-    assert!(
-        e.iter().any(|l| l.contains("storage builder 'ebs' (type tofu-aws) launches on runtime 'here' of type 'local', which has no region or networking -- point its runtime at a runtime of type aws")),
-        "{e:#?}"
+    assert_eq!(
+        errors(&dry_run(&t, &[], &["storage"])),
+        [
+            "Error: validation: cfg/builders.yml:37:42: storage builder 'ebs' (type tofu-aws) launches on runtime 'here' of type 'local', which has no region or networking -- point its runtime at a runtime of type aws"
+        ]
+    );
+}
+
+#[test]
+fn a_gce_runtime_without_a_project_is_refused_at_load() {
+    let t = tree(BASE_CONFIG).replace("    project: corp-proj\n", "");
+    assert_eq!(
+        errors(&dry_run(&t, &[], &["storage"])),
+        [
+            "Error: validation: cfg/builders.yml:16:5: Runtime builder gcp: field 'project' is required"
+        ]
     );
 }
 
