@@ -11,11 +11,13 @@
 //! Hooks receive a read-only [`HookContext`] and return assets, commands and
 //! diagnostics; they never write files and never reach a global.
 
+pub mod bash_mods;
 pub mod builder;
 pub mod cloud_config;
 pub mod image_tests;
 pub mod lifecycle;
 pub mod phase;
+pub mod runtime_fields;
 pub mod state_object;
 
 use csis_model::models::{BaseBuilder, BaseModelKind, CloudBuilderModel};
@@ -52,6 +54,30 @@ pub struct ModelSpec {
     pub read_extra: ExtraReader,
     /// Its builder (one builder per model).
     pub builder: BuilderFactory,
+}
+
+/// The reader of a model with no fields of its own.
+pub fn no_extra(_: &mut Fields<'_>) -> Map {
+    Map::new()
+}
+
+impl ModelSpec {
+    /// A model with no aliases and no fields of its own.
+    pub fn plain(
+        name: &'static str,
+        classification: Vct,
+        base: BaseModelKind,
+        builder: BuilderFactory,
+    ) -> ModelSpec {
+        ModelSpec {
+            name,
+            aliases: &[],
+            classification,
+            base,
+            read_extra: no_extra,
+            builder,
+        }
+    }
 }
 
 impl std::fmt::Debug for ModelSpec {

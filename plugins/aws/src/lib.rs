@@ -13,6 +13,7 @@
 use csis_hcl::{Block, Expr};
 use csis_model::models::{BaseModelKind, CloudBuilderModel};
 use csis_model::{Diagnostic, Fields, Map, Value, Vct};
+use csis_plugin_api::runtime_fields::{read_disk_size, read_strings};
 use csis_plugin_api::{
     Builder, BuilderDecl, HookResult, ModelSpec, PackerBake, PackerParent, PackerPlugin,
     PackerValue, Plugin,
@@ -303,40 +304,24 @@ impl Builder for AwsRuntime {
     /// cloud-init, when the image has it, forgets this machine so an
     /// instance launched from the image runs its user-data afresh.
     fn bake_finalize_commands(&self) -> Vec<String> {
-        vec![CLOUD_INIT_CLEAN.to_string()]
+        vec![csis_plugin_api::cloud_config::CLOUD_INIT_CLEAN.to_string()]
     }
 }
 
-/// The bake's last step before the verification on images with cloud-init.
-pub const CLOUD_INIT_CLEAN: &str =
-    "if command -v cloud-init >/dev/null 2>&1; then cloud-init clean --logs; fi";
-
 fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {
     Box::new(AwsRuntime { decl: decl.clone() })
-}
-
-fn scalar(text: String) -> Value {
-    Value::Scalar { text, plain: true }
 }
 
 /// `profile`, `vpc_id`, `default_disk_size`, `ssh_username`, `session`,
 /// `root_device_name`: kept only when declared (session defaults to ssm).
 fn runtime_extra(f: &mut Fields<'_>) -> Map {
     let mut m = Map::new();
-    for key in ["profile", "vpc_id", "ssh_username", "root_device_name"] {
-        if let Some(v) = f.opt_str(key) {
-            m.insert(key.into(), Value::str(v));
-        }
-    }
-    if let Some(size) = f.opt_int("default_disk_size") {
-        if size < 1 {
-            f.error_at(
-                "default_disk_size",
-                format!("default_disk_size is a size in GiB, at least 1 (not {size})"),
-            );
-        }
-        m.insert("default_disk_size".into(), scalar(size.to_string()));
-    }
+    read_strings(
+        f,
+        &mut m,
+        &["profile", "vpc_id", "ssh_username", "root_device_name"],
+    );
+    read_disk_size(f, &mut m, 1, "");
     let session = f.str_or("session", "ssm");
     if session != "ssm" {
         f.error_at(

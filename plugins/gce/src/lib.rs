@@ -18,6 +18,7 @@
 use csis_hcl::{Block, Expr};
 use csis_model::models::{BaseModelKind, CloudBuilderModel};
 use csis_model::{Diagnostic, Fields, Map, Value, Vct};
+use csis_plugin_api::runtime_fields::{read_disk_size, read_strings};
 use csis_plugin_api::{
     Builder, BuilderDecl, HookResult, ModelSpec, PackerBake, PackerParent, PackerPlugin,
     PackerValue, Plugin,
@@ -329,10 +330,7 @@ impl Builder for GceRuntime {
     /// cloud-init, when the image has it, forgets this machine so an
     /// instance launched from the image runs its user-data afresh.
     fn bake_finalize_commands(&self) -> Vec<String> {
-        vec![
-            "if command -v cloud-init >/dev/null 2>&1; then cloud-init clean --logs; fi"
-                .to_string(),
-        ]
+        vec![csis_plugin_api::cloud_config::CLOUD_INIT_CLEAN.to_string()]
     }
 }
 
@@ -346,26 +344,8 @@ fn runtime_extra(f: &mut Fields<'_>) -> Map {
     let mut m = Map::new();
     let project = f.req_str("project");
     m.insert("project".into(), Value::str(project));
-    for key in ["zone", "ssh_username"] {
-        if let Some(v) = f.opt_str(key) {
-            m.insert(key.into(), Value::str(v));
-        }
-    }
-    if let Some(size) = f.opt_int("default_disk_size") {
-        if size < 10 {
-            f.error_at(
-                "default_disk_size",
-                format!("default_disk_size is a size in GiB, at least 10 on GCE (not {size})"),
-            );
-        }
-        m.insert(
-            "default_disk_size".into(),
-            Value::Scalar {
-                text: size.to_string(),
-                plain: true,
-            },
-        );
-    }
+    read_strings(f, &mut m, &["zone", "ssh_username"]);
+    read_disk_size(f, &mut m, 10, " on GCE");
     let session = f.str_or("session", "iap");
     if !matches!(session.as_str(), "iap" | "os-login") {
         f.error_at(

@@ -232,39 +232,19 @@ pub fn image_bakes(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<St
 }
 
 fn mod_specs(ctx: &dyn HookContext, image: &str, view: &ItemView) -> HookResult<Vec<J>> {
-    let mut out = Vec::new();
-    for m in &view.mods {
-        let model = ctx
-            .builder(Vct::ModBuilderModel, &m.builder)
-            .map(|b| b.model)
-            .unwrap_or_default();
-        if model != "bash" {
-            return refuse(format!(
-                "image '{image}': the local image builder applies bash modifications only; '{}' names mod builder '{}' of type '{model}'",
-                m.model.named.name, m.builder
-            ));
-        }
-        let text = |k: &str| m.extra.get(k).and_then(Value::as_str).map(str::to_string);
-        let list = |k: &str| -> Vec<String> {
-            m.extra
-                .get(k)
-                .and_then(Value::as_seq)
-                .map(|s| {
-                    s.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
+    Ok(
+        csis_plugin_api::bash_mods::bash_mods(ctx, image, view, "local")?
+            .into_iter()
+            .map(|m| {
+                json!({
+                    "name": m.name,
+                    "script": m.script,
+                    "scripts": m.scripts,
+                    "ensure": m.ensure,
                 })
-                .unwrap_or_default()
-        };
-        out.push(json!({
-            "name": m.model.named.name,
-            "script": text("script"),
-            "scripts": list("scripts"),
-            "ensure": list("ensure"),
-        }));
-    }
-    Ok(out)
+            })
+            .collect(),
+    )
 }
 
 /// storage, storage-generation: one directory per storage of this builder.

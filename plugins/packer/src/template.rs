@@ -302,32 +302,9 @@ fn mod_provisioners(
             .map(|(k, _)| Expr::template(format!("{k}=${{var.{k}}}"))),
     );
     let mut out = Vec::new();
-    for m in &view.mods {
-        let model = ctx
-            .builder(Vct::ModBuilderModel, &m.builder)
-            .map(|b| b.model)
-            .unwrap_or_default();
-        let name = &m.model.named.name;
-        if model != "bash" {
-            return refuse(format!(
-                "image '{image}': the packer image builder applies bash modifications only; '{name}' names mod builder '{}' of type '{model}'",
-                m.builder
-            ));
-        }
-        let list = |k: &str| -> Vec<String> {
-            m.extra
-                .get(k)
-                .and_then(Value::as_seq)
-                .map(|s| {
-                    s.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let ensure = list("ensure");
-        if let Some(script) = m.extra.get("script").and_then(Value::as_str) {
+    for m in csis_plugin_api::bash_mods::bash_mods(ctx, image, view, "packer")? {
+        let (name, ensure) = (&m.name, &m.ensure);
+        if let Some(script) = &m.script {
             let mut inline = vec![format!(
                 "echo {}",
                 shell_quote(&format!("modification {name}"))
@@ -343,10 +320,10 @@ fn mod_provisioners(
                     shell_quote(&format!("modification {name} already applied"))
                 ));
             }
-            inline.push(script.to_string());
+            inline.push(script.clone());
             out.push(shell(inline, env.clone()));
         }
-        let files = list("scripts");
+        let files = &m.scripts;
         if !files.is_empty() {
             out.push(
                 Block::new("provisioner", ["shell"])

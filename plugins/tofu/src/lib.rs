@@ -36,7 +36,7 @@ mod storages;
 mod user_data;
 
 use csis_model::models::BaseModelKind;
-use csis_model::{Fields, Map, Vct};
+use csis_model::Vct;
 use csis_plugin_api::{
     AssetSet, Builder, BuilderDecl, CfExecutables, ExecutionLifecyclePhase as P, HookContext,
     HookResult, ModelSpec, Plugin,
@@ -160,19 +160,8 @@ fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {
     })
 }
 
-fn no_extra(_: &mut Fields<'_>) -> Map {
-    Map::new()
-}
-
 fn spec(name: &'static str, vct: Vct, base: BaseModelKind) -> ModelSpec {
-    ModelSpec {
-        name,
-        aliases: &[],
-        classification: vct,
-        base,
-        read_extra: no_extra,
-        builder,
-    }
+    ModelSpec::plain(name, vct, base, builder)
 }
 
 impl Plugin for TofuPlugin {
