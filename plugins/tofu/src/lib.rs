@@ -35,8 +35,8 @@ mod state;
 mod storages;
 mod user_data;
 
-use csis_model::models::BaseModelKind;
 use csis_model::Vct;
+use csis_model::models::BaseModelKind;
 use csis_plugin_api::{
     AssetSet, Builder, BuilderDecl, CfExecutables, ExecutionLifecyclePhase as P, HookContext,
     HookResult, ModelSpec, Plugin,
