@@ -773,3 +773,27 @@ fn a_decommissioned_instance_keeps_its_root_and_its_destroy_is_whitelisted() {
     );
     check_hcl(&o, "instance-image");
 }
+
+#[test]
+fn the_move_guard_compares_the_gcs_object_the_backend_writes() {
+    let recorded = (
+        "meta-state/state-locations.yaml",
+        "workspaces:\n  pd:\n    backend: gstate\n    type: gcs\n    location: \"gcs://corp-gstate/csis/pd/default.tfstate\"\n    run: R0\nmigrations: []\n",
+    );
+    let standing = (
+        "meta-state/storage-state.yaml",
+        "storages:\n  gce_data:\n    state: active\n    generation: 1\n    builder: pd\n",
+    );
+    let o = dry_run(&tree(BASE_CONFIG), &[recorded, standing], &["storage"]);
+    assert!(o.summary.ok, "{:#?}", o.log);
+    let moved = tree(BASE_CONFIG).replace(
+        "config: {bucket: corp-gstate, prefix: csis/}",
+        "config: {bucket: corp-gstate, prefix: other/}",
+    );
+    assert_eq!(
+        errors(&dry_run(&moved, &[recorded, standing], &["storage"])),
+        [
+            "Error: validation: cfg/builders.yml:38:67: workspace 'pd' would move its state from gcs://corp-gstate/csis/pd/default.tfstate to gcs://corp-gstate/other/pd/default.tfstate while storage 'gce_data' stand(s) in it -- move it with a real run's --migrate-state pd (or restore state_configuration); never rebind past the refusal"
+        ]
+    );
+}
