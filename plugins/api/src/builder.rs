@@ -557,6 +557,34 @@ pub struct ObservedImage {
     pub series: String,
 }
 
+/// base-image bakes: the OS builders' `runtimes:` entries that name image
+/// builder `me` and that this run bakes on `runtime` (its bake decision),
+/// each with its OS builder's declaration.
+pub fn base_bake_entries(
+    ctx: &dyn HookContext,
+    me: &BuilderDecl,
+    runtime: &str,
+) -> Vec<(
+    Arc<BuilderDecl>,
+    csis_model::models::OsBuilderBaseImageBuilderSubconfig,
+)> {
+    let mut out = Vec::new();
+    for os_decl in ctx.builders(Vct::OsBuilderModel) {
+        let csis_model::models::BaseBuilder::Os(os) = &os_decl.base else {
+            continue;
+        };
+        for entry in &os.runtimes {
+            let names_me = ctx
+                .builder(Vct::ImageBuilderModel, &entry.image_builder)
+                .is_some_and(|b| b.name() == me.name());
+            if names_me && ctx.bake_decision(os_decl.name(), runtime).bake {
+                out.push((os_decl.clone(), entry.clone()));
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -340,12 +340,8 @@ impl Plugin for AwsPlugin {
 
     fn models(&self) -> Vec<ModelSpec> {
         vec![ModelSpec {
-            name: MODEL,
-            aliases: &[],
-            classification: Vct::CloudBuilderModel,
-            base: BaseModelKind::Cloud,
             read_extra: runtime_extra,
-            builder,
+            ..ModelSpec::plain(MODEL, Vct::CloudBuilderModel, BaseModelKind::Cloud, builder)
         }]
     }
 }

@@ -119,49 +119,40 @@ pub fn base_bakes(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Ste
     let (runtime, store) = runtime_of(ctx, me);
     let config = ctx.config();
     let mut steps = Vec::new();
-    for os_decl in ctx.builders(Vct::OsBuilderModel) {
+    for (os_decl, entry) in csis_plugin_api::builder::base_bake_entries(ctx, me, &runtime) {
         let BaseBuilder::Os(os) = &os_decl.base else {
             continue;
         };
         let series = os_decl.name();
-        for entry in os
-            .runtimes
-            .iter()
-            .filter(|e| names_builder(ctx, Vct::ImageBuilderModel, &e.image_builder, me.name()))
-        {
-            if !ctx.bake_decision(series, &runtime).bake {
-                continue;
-            }
-            let Some(vendor) = entry.image_id.clone() else {
-                return refuse(format!(
-                    "No resolved Image identifiers for OS {series} in predefined_resolve (the local runtime takes the vendor tree from the runtimes entry's image_id, a directory relative to the root)"
-                ));
-            };
-            let spec = json!({
-                "kind": "base",
-                "series": series,
-                "runtime": runtime,
-                "store": store,
-                "fingerprint": ctx.fingerprint(series, &runtime),
-                "identity_types": os.identity_types,
-                "storage_types": os.storage_types,
-                "vendor": vendor,
-                "family": os.family,
-                "family_version": os.family_version,
-                "admin_user": os.admin_user,
-                "admin_public_keys": admin_keys(os, &config),
-                "update": update_of(os),
-                "tags": os.builder.tags,
-            });
-            steps.push(bake_step(
-                me.name(),
-                P::ImageGeneration,
-                series,
-                &runtime,
-                &store,
-                spec,
+        let Some(vendor) = entry.image_id.clone() else {
+            return refuse(format!(
+                "No resolved Image identifiers for OS {series} in predefined_resolve (the local runtime takes the vendor tree from the runtimes entry's image_id, a directory relative to the root)"
             ));
-        }
+        };
+        let spec = json!({
+            "kind": "base",
+            "series": series,
+            "runtime": runtime,
+            "store": store,
+            "fingerprint": ctx.fingerprint(series, &runtime),
+            "identity_types": os.identity_types,
+            "storage_types": os.storage_types,
+            "vendor": vendor,
+            "family": os.family,
+            "family_version": os.family_version,
+            "admin_user": os.admin_user,
+            "admin_public_keys": admin_keys(os, &config),
+            "update": update_of(os),
+            "tags": os.builder.tags,
+        });
+        steps.push(bake_step(
+            me.name(),
+            P::ImageGeneration,
+            series,
+            &runtime,
+            &store,
+            spec,
+        ));
     }
     Ok(steps)
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use csis_hcl::{Block, Body, Expr};
 use csis_model::models::{BaseBuilder, Item, ItemView, OsBuilderModel};
 use csis_model::{Diagnostic, ItemKind, Map, Value, Vct};
+use csis_plugin_api::builder::base_bake_entries;
 use csis_plugin_api::image_tests::{in_bake_assertions, shell_quote};
 use csis_plugin_api::{
     Asset, Builder, BuilderDecl, Command, ExecutionLifecyclePhase as P, HookContext, HookResult,
@@ -386,76 +387,67 @@ pub fn bakes(ctx: &dyn HookContext, me: &BuilderDecl, base: bool) -> HookResult<
     let config = ctx.config();
     let mut plans = Vec::new();
     if base {
-        for os_decl in ctx.builders(Vct::OsBuilderModel) {
+        for (os_decl, entry) in base_bake_entries(ctx, me, &runtime) {
             let BaseBuilder::Os(os) = &os_decl.base else {
                 continue;
             };
             let series = os_decl.name();
-            for entry in os
-                .runtimes
-                .iter()
-                .filter(|e| names_me(ctx, &e.image_builder, me))
-            {
-                if !ctx.bake_decision(series, &runtime).bake {
-                    continue;
-                }
-                let mut query: BTreeMap<String, String> = BTreeMap::new();
-                for (k, v) in os.query.iter().chain(entry.query.iter()) {
-                    let Some(s) = v.as_str() else {
-                        return refuse(format!(
-                            "OS builder '{series}': query '{k}' must be a string to become a vendor image filter"
-                        ));
-                    };
-                    query.insert(k.clone(), s.to_string());
-                }
-                let mut owners = os.owners.clone();
-                owners.extend(
-                    rt.decl
-                        .base
-                        .runtime_model()
-                        .and_then(|m| m.default_owners.clone())
-                        .unwrap_or_default(),
-                );
-                owners.extend(entry.owners.clone());
-                let Some(user) = os_bake_user(os, &entry.ssh_username, &rt) else {
+            let mut query: BTreeMap<String, String> = BTreeMap::new();
+            for (k, v) in os.query.iter().chain(entry.query.iter()) {
+                let Some(s) = v.as_str() else {
                     return refuse(format!(
-                        "OS builder '{series}' on runtime '{runtime}': no bake user -- set ssh_username on the entry, config_username on the OS builder, or default_config_username on the runtime"
+                        "OS builder '{series}': query '{k}' must be a string to become a vendor image filter"
                     ));
                 };
-                let keys = admin_keys(os, &config);
-                let tests = entry.tests.clone().unwrap_or_else(|| os.tests.clone());
-                let mut provisioners: Vec<Block> =
-                    admin_setup(&os.admin_user, &keys).into_iter().collect();
-                provisioners.extend(closing(&rt, &os.admin_user, &keys, &tests));
-                let tags = lineage_tags(
-                    ctx,
-                    series,
-                    &runtime,
-                    "vendor",
-                    &[&os.builder.tags, &entry.tags],
-                );
-                plans.push(Plan {
-                    bake: PackerBake {
-                        series: series.to_string(),
-                        source_name: source_name(series),
-                        parent: PackerParent::Vendor {
-                            image_id: entry.image_id.clone(),
-                            query,
-                            owners,
-                        },
-                        family: os.family.clone(),
-                        machine_type: default_machine(entry.default_machine_type.as_deref()),
-                        disk_size: ctx
-                            .bake_disk_size(series, &runtime)
-                            .and_then(|s| s.trim().parse().ok()),
-                        ssh_username: user,
-                        tags,
-                    },
-                    variables: Vec::new(),
-                    provisioners,
-                    parent_record: Expr::str("vendor"),
-                });
+                query.insert(k.clone(), s.to_string());
             }
+            let mut owners = os.owners.clone();
+            owners.extend(
+                rt.decl
+                    .base
+                    .runtime_model()
+                    .and_then(|m| m.default_owners.clone())
+                    .unwrap_or_default(),
+            );
+            owners.extend(entry.owners.clone());
+            let Some(user) = os_bake_user(os, &entry.ssh_username, &rt) else {
+                return refuse(format!(
+                    "OS builder '{series}' on runtime '{runtime}': no bake user -- set ssh_username on the entry, config_username on the OS builder, or default_config_username on the runtime"
+                ));
+            };
+            let keys = admin_keys(os, &config);
+            let tests = entry.tests.clone().unwrap_or_else(|| os.tests.clone());
+            let mut provisioners: Vec<Block> =
+                admin_setup(&os.admin_user, &keys).into_iter().collect();
+            provisioners.extend(closing(&rt, &os.admin_user, &keys, &tests));
+            let tags = lineage_tags(
+                ctx,
+                series,
+                &runtime,
+                "vendor",
+                &[&os.builder.tags, &entry.tags],
+            );
+            plans.push(Plan {
+                bake: PackerBake {
+                    series: series.to_string(),
+                    source_name: source_name(series),
+                    parent: PackerParent::Vendor {
+                        image_id: entry.image_id.clone(),
+                        query,
+                        owners,
+                    },
+                    family: os.family.clone(),
+                    machine_type: default_machine(entry.default_machine_type.as_deref()),
+                    disk_size: ctx
+                        .bake_disk_size(series, &runtime)
+                        .and_then(|s| s.trim().parse().ok()),
+                    ssh_username: user,
+                    tags,
+                },
+                variables: Vec::new(),
+                provisioners,
+                parent_record: Expr::str("vendor"),
+            });
         }
     } else {
         for name in ctx.images_in_bake_order() {

@@ -56,6 +56,28 @@ pub fn apply_allowed(ctx: &dyn HookContext, me: &BuilderDecl, runtime: &str) -> 
         .is_some_and(|key| apply_flag(&ctx.config(), key).allows(me.name(), Some(runtime)))
 }
 
+/// `csis gate-plan` of a planfile: the root's destroy whitelist, and the
+/// unmount receipts when a detach needs them.
+fn gate(planfile: &str, binary: Option<&str>, content: &Content) -> Command {
+    let mut args = vec![
+        "--root-dir".to_string(),
+        "${CSIS_ROOT}".into(),
+        "gate-plan".into(),
+        "--planfile".into(),
+        planfile.to_string(),
+    ];
+    if let Some(b) = binary {
+        args.extend(["--tofu".to_string(), b.to_string()]);
+    }
+    for w in &content.whitelist {
+        args.extend(["--whitelist".to_string(), w.clone()]);
+    }
+    if content.require_unmounted {
+        args.push("--require-unmounted".into());
+    }
+    Command::csis(args)
+}
+
 fn string_var(name: &str, default: &str, description: &str) -> Block {
     Block::new("variable", [name])
         .attr("type", Expr::raw("string"))
@@ -187,23 +209,7 @@ pub fn sequence(
             ["plan", "-input=false", format!("-out={planfile}").as_str()],
         ),
     ];
-    let mut gate = vec![
-        "--root-dir".to_string(),
-        "${CSIS_ROOT}".into(),
-        "gate-plan".into(),
-        "--planfile".into(),
-        planfile.clone(),
-    ];
-    if let Some(b) = &binary {
-        gate.extend(["--tofu".to_string(), b.clone()]);
-    }
-    for w in &content.whitelist {
-        gate.extend(["--whitelist".to_string(), w.clone()]);
-    }
-    if content.require_unmounted {
-        gate.push("--require-unmounted".into());
-    }
-    commands.push(Command::csis(gate));
+    commands.push(gate(&planfile, binary.as_deref(), content));
     if apply_allowed(ctx, me, &rt.name) {
         commands.push(Command::csis([
             "--root-dir",
@@ -248,23 +254,7 @@ pub fn sequence(
                     format!("-out={plan}"),
                 ],
             ));
-            let mut gate = vec![
-                "--root-dir".to_string(),
-                "${CSIS_ROOT}".into(),
-                "gate-plan".into(),
-                "--planfile".into(),
-                plan.clone(),
-            ];
-            if let Some(b) = &binary {
-                gate.extend(["--tofu".to_string(), b.clone()]);
-            }
-            for w in &content.whitelist {
-                gate.extend(["--whitelist".to_string(), w.clone()]);
-            }
-            if content.require_unmounted {
-                gate.push("--require-unmounted".into());
-            }
-            commands.push(Command::csis(gate));
+            commands.push(gate(&plan, binary.as_deref(), content));
             commands.push(Command::executable(
                 &tofu,
                 ["apply", "-input=false", plan.as_str()],
