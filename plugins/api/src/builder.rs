@@ -62,6 +62,19 @@ impl Command {
         }
     }
 
+    /// `csis lineage record --manifest <manifest>`: the step after a bake
+    /// that records its build from the bake's manifest.
+    pub fn lineage_record(manifest: &str) -> Command {
+        Command::csis([
+            "--root-dir",
+            "${CSIS_ROOT}",
+            "lineage",
+            "record",
+            "--manifest",
+            manifest,
+        ])
+    }
+
     pub fn executable<I, S>(name: &str, args: I) -> Command
     where
         I: IntoIterator<Item = S>,

@@ -66,14 +66,7 @@ fn bake_step(builder: &str, phase: P, series: &str, runtime: &str, store: &str, 
         store_in_script(store),
         crate::build_id(series, runtime, "${CSIS_RUN_ID}")
     );
-    s.commands.push(Command::csis([
-        "--root-dir",
-        "${CSIS_ROOT}",
-        "lineage",
-        "record",
-        "--manifest",
-        manifest.as_str(),
-    ]));
+    s.commands.push(Command::lineage_record(&manifest));
     s
 }
 

@@ -663,15 +663,7 @@ fn render(ctx: &dyn HookContext, me: &BuilderDecl, rt: &Runtime, plan: Plan) -> 
             ],
         )
         .in_dir(dir.as_str()),
-        Command::csis([
-            "--root-dir",
-            "${CSIS_ROOT}",
-            "lineage",
-            "record",
-            "--manifest",
-            manifest.as_str(),
-        ])
-        .in_dir(dir.as_str()),
+        Command::lineage_record(&manifest).in_dir(dir.as_str()),
     ];
     Ok(Bake {
         asset: Asset::text(path, body.render()),
