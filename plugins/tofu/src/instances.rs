@@ -16,7 +16,7 @@ use csis_plugin_api::{BuilderDecl, ExecutionLifecyclePhase as P, HookContext, Ho
 use crate::cloud::{Cloud, Runtime, runtime_of};
 use crate::root::{Content, RootFiles};
 use crate::user_data::{Launch, Mount, document};
-use csis_plugin_gce::name as gce_name;
+use csis_plugin_gce::{label_value, name as gce_name};
 
 /// The EBS device names an instance's storages get, in declaration order.
 const EBS_LETTERS: &str = "fghijklmnopqrstuvwxyz";
@@ -460,8 +460,8 @@ fn gce_main(rt: &Runtime, planned: &[Planned], header: &str) -> Body {
                     (
                         "labels".into(),
                         Expr::string_map([
-                            ("csis_instance", gce_name(&p.name).as_str()),
-                            ("csis_series", gce_name(&p.series).as_str()),
+                            ("csis_instance", label_value(&p.name).as_str()),
+                            ("csis_series", label_value(&p.series).as_str()),
                         ]),
                     ),
                 ]),

@@ -16,7 +16,7 @@ use csis_plugin_api::{BuilderDecl, ExecutionLifecyclePhase as P, HookContext, Ho
 
 use crate::cloud::{Cloud, runtime_of};
 use crate::root::{Content, RootFiles};
-use csis_plugin_gce::name as gce_name;
+use csis_plugin_gce::{label_value, name as gce_name};
 
 /// The size a storage gets when neither its `config.size` nor an
 /// attaching instance's `min_size` says.
@@ -151,7 +151,7 @@ pub fn root(
                 ),
                 (
                     "labels".into(),
-                    Expr::string_map([("csis_storage", gce_name(&name).as_str())]),
+                    Expr::string_map([("csis_storage", label_value(&name).as_str())]),
                 ),
             ]),
         };

@@ -797,3 +797,33 @@ fn the_move_guard_compares_the_gcs_object_the_backend_writes() {
         ]
     );
 }
+
+#[test]
+fn an_unpinned_gce_instance_looks_up_the_family_its_series_is_baked_into() {
+    let t = tree(BASE_CONFIG)
+        .replace(
+            "  - name: web\n    source_image: alma",
+            "  - name: 2web\n    source_image: alma",
+        )
+        .replace("    image: web\n", "    image: 2web\n");
+    let o = ok_run(&t, &["instance-image"]);
+    let main = gen_file(&o, "instance-image/gce-vms/instance-generation/main.tf");
+    // The family the packer googlecompute source bakes series 2web into.
+    assert_eq!(csis_plugin_gce::image_family("2web"), "csis-2web");
+    for expected in [
+        "data \"google_compute_image\" \"series\" {\n  for_each = toset([\"csis-2web\"])\n",
+        "      image        = data.google_compute_image.series[\"csis-2web\"].self_link\n",
+        // Labels are GCE label values, as the baked image's labels are.
+        "      labels       = {\n        csis_instance = \"api\"\n        csis_series   = \"2web\"\n      }\n",
+    ] {
+        assert!(main.contains(expected), "{expected}\n--- in ---\n{main}");
+    }
+    let storage = gen_file(
+        &ok_run(&t, &["storage"]),
+        "storage/pd/storage-generation/main.tf",
+    );
+    assert!(
+        storage.contains("    csis_storage = \"gce_data\"\n"),
+        "{storage}"
+    );
+}
