@@ -1,6 +1,7 @@
 //! The dependency direction of DESIGN.md and docs/architecture.md,
 //! enforced: between crates (model ← libs ← plugin-api ← engine;
-//! plugin-api ← plugins; the cli links engine and plugins) and between the
+//! plugin-api ← plugins, and the tofu plugin ← the aws and gce runtime
+//! plugins; the cli links engine and plugins) and between the
 //! engine's layer folders (registry ← db ← load ← state ← plan ← check ←
 //! workspace ← run). A forbidden edge fails here, not in review.
 
@@ -29,9 +30,20 @@ fn allowed(krate: &str) -> Vec<&'static str> {
         }
         "csis-engine" => engine,
         "csis-plugin-dummy" | "csis-plugin-local" => vec!["csis-model", "csis-plugin-api"],
-        "csis-plugin-aws" | "csis-plugin-gce" | "csis-plugin-packer" | "csis-plugin-tofu" => {
+        "csis-plugin-aws" | "csis-plugin-gce" | "csis-plugin-packer" => {
             vec!["csis-model", "csis-plugin-api", "csis-hcl"]
         }
+        // The tofu roots read their runtime through the aws and gce
+        // runtime plugins' own accessors (profile, project, zone) and name
+        // GCE resources by the gce plugin's rule, the one its image
+        // families are baked under.
+        "csis-plugin-tofu" => vec![
+            "csis-model",
+            "csis-plugin-api",
+            "csis-hcl",
+            "csis-plugin-aws",
+            "csis-plugin-gce",
+        ],
         // The binary and the test support link everything shipped; the
         // benches load their trees through the test support. Nothing
         // shipped depends on the test support.

@@ -359,11 +359,19 @@ fn required_plugins_override_and_a_runtime_without_a_packer_source() {
         "runtime: aws1, is_default",
         "runtime: here, is_default",
     );
+    // Refused at validate, at the image builder's runtime field.
+    let v = csis_at(t.path(), NOW, &["--brief", "validate"]);
+    assert_eq!(v.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&v.stderr),
+        "cfg/_config.yml:27:43: image builder 'pk-aws' bakes with packer, but runtime 'here' (type local) has no packer source -- point the image builder's runtime at an aws or gce runtime\nvalidate: 1 error(s)\n"
+    );
     let out = csis_at(t.path(), NOW, &["run", "all"]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("error: [base-image] generation failed for image-generation: pk-aws: image builder 'pk-aws' bakes with packer, but runtime 'here' (type local) has no packer source -- point the image builder's runtime at an aws or gce runtime"),
+        err.contains("error: validation: cfg/_config.yml:27:43: image builder 'pk-aws' bakes with packer, but runtime 'here' (type local) has no packer source -- point the image builder's runtime at an aws or gce runtime\n"),
         "{err}"
     );
+    assert!(!err.contains("generation failed"), "{err}");
 }

@@ -4,8 +4,7 @@
 //! instance's bind -- in that order, and the instance ends up pinned to
 //! the build its root says it booted. `tofu` is a TEST DOUBLE on PATH (a
 //! shell script recording its working directory and arguments); it never
-//! ships. The runtime is `dummy` (a cloud base model with region and
-//! networking), standing in for the aws runtime plugin.
+//! ships. The runtime is the aws runtime plugin's `aws`.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -24,7 +23,7 @@ const TREE: &[(&str, &str)] = &[
         "runtime_builders:
   - {name: here, type: local, is_default: true, default_machine_type: small, store: store}
   - name: cloud
-    type: dummy
+    type: aws
     default_machine_type: t3.small
     default_config_username: ec2-user
     region: us-east-1

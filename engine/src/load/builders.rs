@@ -362,8 +362,23 @@ fn finalize_builders(db: &dyn Db, out: &mut Builders) {
         let Some(spec) = db.registry().model(decl.classification, decl.model) else {
             continue;
         };
-        if let Err(problems) = (spec.builder)(decl).finalize() {
+        let hooks = (spec.builder)(decl);
+        if let Err(problems) = hooks.finalize() {
             diags.extend(problems);
+        }
+        let runtime = decl
+            .base
+            .runtime()
+            .and_then(|rt| out.resolve(Vct::RuntimeBuilderModel, rt));
+        let runtime_spec = runtime.and_then(|rt| db.registry().model(rt.classification, rt.model));
+        if let (Some(rt), Some(rt_spec)) = (runtime, runtime_spec)
+            && let Some(problem) = hooks.runtime_problem(rt, (rt_spec.builder)(rt).as_ref())
+        {
+            let origin = out
+                .origins
+                .get(&(decl.classification.sanitize(), decl.name().to_string()))
+                .map(|o| o.key("runtime"));
+            diags.push(Diagnostic::error(problem).at_opt(origin));
         }
     }
     out.diags.extend(diags);

@@ -146,14 +146,10 @@ fn resolve(b: &Builders, workspace: &str, named: Option<&str>) -> Result<Locatio
             ),
         });
     };
-    let config = &backend.base.common().config;
-    let setting = |k: &str| config.get(k).and_then(Value::as_str).map(str::to_string);
-    let bucket = setting("bucket").unwrap_or_else(|| backend.name().to_string());
-    let prefix = setting("prefix").unwrap_or_default();
     Ok(Location {
         backend: backend.name().to_string(),
         type_: backend.model.to_string(),
-        location: format!("{}://{bucket}/{prefix}{workspace}.tfstate", backend.model),
+        location: csis_plugin_api::state_object::StateObject::of(backend, workspace).location(),
         run: String::new(),
     })
 }

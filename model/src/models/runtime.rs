@@ -214,6 +214,17 @@ impl RuntimeNetworkingModel {
     pub fn default_subnet(&self) -> Option<&RuntimeSubnetModel> {
         self.subnets.iter().find(|s| s.is_default)
     }
+
+    /// The zone a machine lands in when it names none: the default
+    /// availability zone, else the default subnet's.
+    pub fn default_zone(&self) -> Option<String> {
+        self.default_availability_zone()
+            .map(str::to_string)
+            .or_else(|| {
+                self.default_subnet()
+                    .and_then(|s| s.availability_zone.clone())
+            })
+    }
 }
 
 /// One `networking.subnets[]` entry.
@@ -342,6 +353,7 @@ mod tests {
             Some("s-2")
         );
         assert_eq!(c.networking.default_availability_zone(), Some("a"));
+        assert_eq!(c.networking.default_zone().as_deref(), Some("a"));
         let json = serde_json::to_value(crate::models::BaseBuilder::Cloud(c)).unwrap_or_default();
         assert_eq!(json["type"], "aws");
         assert_eq!(json["default_machine_type"], "t3.small");

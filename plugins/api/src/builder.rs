@@ -62,6 +62,19 @@ impl Command {
         }
     }
 
+    /// `csis lineage record --manifest <manifest>`: the step after a bake
+    /// that records its build from the bake's manifest.
+    pub fn lineage_record(manifest: &str) -> Command {
+        Command::csis([
+            "--root-dir",
+            "${CSIS_ROOT}",
+            "lineage",
+            "record",
+            "--manifest",
+            manifest,
+        ])
+    }
+
     pub fn executable<I, S>(name: &str, args: I) -> Command
     where
         I: IntoIterator<Item = S>,
@@ -195,8 +208,8 @@ pub struct StateRoot {
     /// The workspace: the owning builder's super-safe name.
     pub workspace: String,
     pub backend: Arc<BuilderDecl>,
-    /// The location meta-state/state-locations.yaml records
-    /// (`<type>://<bucket>/<prefix><workspace>.tfstate`).
+    /// The location meta-state/state-locations.yaml records: the object
+    /// [`crate::state_object::StateObject::of`] names.
     pub location: String,
 }
 
@@ -273,6 +286,17 @@ pub trait Builder: Send + Sync {
     /// model against its provider.
     fn finalize(&self) -> HookResult<()> {
         Ok(())
+    }
+    /// Image, instance and storage builders, once at load with the
+    /// runtime their `runtime` names and that runtime's own hooks: why the
+    /// builder cannot run on it, if it cannot. Validation reports the
+    /// message at the builder's `runtime` field.
+    fn runtime_problem(
+        &self,
+        _runtime: &BuilderDecl,
+        _runtime_hooks: &dyn Builder,
+    ) -> Option<String> {
+        None
     }
 
     /// Group builders: the identity type the builder provides.
@@ -551,6 +575,34 @@ pub struct ObservedImage {
     pub build_id: String,
     /// The `csis_series` lineage tag.
     pub series: String,
+}
+
+/// base-image bakes: the OS builders' `runtimes:` entries that name image
+/// builder `me` and that this run bakes on `runtime` (its bake decision),
+/// each with its OS builder's declaration.
+pub fn base_bake_entries(
+    ctx: &dyn HookContext,
+    me: &BuilderDecl,
+    runtime: &str,
+) -> Vec<(
+    Arc<BuilderDecl>,
+    csis_model::models::OsBuilderBaseImageBuilderSubconfig,
+)> {
+    let mut out = Vec::new();
+    for os_decl in ctx.builders(Vct::OsBuilderModel) {
+        let csis_model::models::BaseBuilder::Os(os) = &os_decl.base else {
+            continue;
+        };
+        for entry in &os.runtimes {
+            let names_me = ctx
+                .builder(Vct::ImageBuilderModel, &entry.image_builder)
+                .is_some_and(|b| b.name() == me.name());
+            if names_me && ctx.bake_decision(os_decl.name(), runtime).bake {
+                out.push((os_decl.clone(), entry.clone()));
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]

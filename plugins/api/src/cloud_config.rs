@@ -9,6 +9,12 @@ use serde_json::{Value as J, json};
 
 use crate::builder::HookContext;
 
+/// A cloud runtime's last bake step before the verification: on an image
+/// with cloud-init, cloud-init forgets this machine, so an instance
+/// launched from the image runs its user-data afresh.
+pub const CLOUD_INIT_CLEAN: &str =
+    "if command -v cloud-init >/dev/null 2>&1; then cloud-init clean --logs; fi";
+
 /// One account of the image's group.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Account {

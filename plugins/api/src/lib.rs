@@ -11,14 +11,17 @@
 //! Hooks receive a read-only [`HookContext`] and return assets, commands and
 //! diagnostics; they never write files and never reach a global.
 
+pub mod bash_mods;
 pub mod builder;
 pub mod cloud_config;
 pub mod image_tests;
 pub mod lifecycle;
 pub mod phase;
+pub mod runtime_fields;
+pub mod state_object;
 
-use csis_model::models::{BaseBuilder, BaseModelKind};
-use csis_model::{Fields, ItemKind, Map, Vct};
+use csis_model::models::{BaseBuilder, BaseModelKind, CloudBuilderModel};
+use csis_model::{Fields, ItemKind, Map, Value, Vct};
 
 pub use builder::{
     Asset, AssetSet, BakeDecision, Builder, CfExecutables, Command, Deferred, HookContext,
@@ -51,6 +54,30 @@ pub struct ModelSpec {
     pub read_extra: ExtraReader,
     /// Its builder (one builder per model).
     pub builder: BuilderFactory,
+}
+
+/// The reader of a model with no fields of its own.
+pub fn no_extra(_: &mut Fields<'_>) -> Map {
+    Map::new()
+}
+
+impl ModelSpec {
+    /// A model with no aliases and no fields of its own.
+    pub fn plain(
+        name: &'static str,
+        classification: Vct,
+        base: BaseModelKind,
+        builder: BuilderFactory,
+    ) -> ModelSpec {
+        ModelSpec {
+            name,
+            aliases: &[],
+            classification,
+            base,
+            read_extra: no_extra,
+            builder,
+        }
+    }
 }
 
 impl std::fmt::Debug for ModelSpec {
@@ -126,4 +153,30 @@ impl BuilderDecl {
             self.name()
         )
     }
+
+    /// One of the plugin's own fields as text, trimmed; `None` when absent
+    /// or empty.
+    pub fn extra_str(&self, key: &str) -> Option<&str> {
+        non_empty(self.extra.get(key))
+    }
+
+    /// One key of the builder's `config:` as text, trimmed; `None` when
+    /// absent or empty.
+    pub fn config_str(&self, key: &str) -> Option<&str> {
+        non_empty(self.base.common().config.get(key))
+    }
+
+    /// The Cloud base model (region, networking) of a cloud runtime.
+    pub fn cloud(&self) -> Option<&CloudBuilderModel> {
+        match &self.base {
+            BaseBuilder::Cloud(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+fn non_empty(v: Option<&Value>) -> Option<&str> {
+    v.and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
 }

@@ -11,8 +11,9 @@
 //! root device, when the family table below does not know it).
 
 use csis_hcl::{Block, Expr};
-use csis_model::models::{BaseBuilder, BaseModelKind, CloudBuilderModel};
+use csis_model::models::{BaseModelKind, CloudBuilderModel};
 use csis_model::{Diagnostic, Fields, Map, Value, Vct};
+use csis_plugin_api::runtime_fields::{read_disk_size, read_strings};
 use csis_plugin_api::{
     Builder, BuilderDecl, HookResult, ModelSpec, PackerBake, PackerParent, PackerPlugin,
     PackerValue, Plugin,
@@ -27,17 +28,38 @@ struct AwsRuntime {
     decl: BuilderDecl,
 }
 
-fn extra_str<'a>(decl: &'a BuilderDecl, key: &str) -> Option<&'a str> {
-    decl.extra.get(key).and_then(Value::as_str)
-}
-
 impl AwsRuntime {
     fn cloud(&self) -> Option<&CloudBuilderModel> {
-        match &self.decl.base {
-            BaseBuilder::Cloud(c) => Some(c),
-            _ => None,
-        }
+        self.decl.cloud()
     }
+}
+
+/// The named profile an aws runtime authenticates with: `profile`, else
+/// `credentials.profile_name`.
+pub fn profile(runtime: &BuilderDecl) -> Option<&str> {
+    runtime.extra_str("profile").or_else(|| {
+        runtime
+            .cloud()?
+            .runtime
+            .credentials
+            .get("profile_name")
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+    })
+}
+
+/// The availability zone an aws runtime's machines land in when they name
+/// none: the default availability zone, else the default subnet's, else
+/// the region's first (`<region>a`).
+pub fn zone(runtime: &BuilderDecl) -> Option<String> {
+    let cloud = runtime.cloud()?;
+    Some(
+        cloud
+            .networking
+            .default_zone()
+            .unwrap_or_else(|| format!("{}a", cloud.region.trim())),
+    )
 }
 
 /// The default login of the vendor AMIs of an OS family, from AWS's table
@@ -117,7 +139,7 @@ impl AwsRuntime {
         };
         let mut b = Block::new("source", ["amazon-ebs", bake.source_name.as_str()])
             .attr("region", cloud.region.as_str())
-            .opt_attr("profile", extra_str(&self.decl, "profile"))
+            .opt_attr("profile", profile(&self.decl))
             .attr("instance_type", bake.machine_type.as_str());
         match &bake.parent {
             PackerParent::Vendor {
@@ -163,8 +185,10 @@ impl AwsRuntime {
                 );
             }
         }
-        let device =
-            extra_str(&self.decl, "root_device_name").or_else(|| root_device(&bake.family));
+        let device = self
+            .decl
+            .extra_str("root_device_name")
+            .or_else(|| root_device(&bake.family));
         let Some(device) = device else {
             return refuse(format!(
                 "image '{}' on runtime '{me}': no known root device for OS family '{}' -- set root_device_name on the runtime (the vendor AMI's RootDeviceName, such as /dev/xvda)",
@@ -185,7 +209,7 @@ impl AwsRuntime {
                 Expr::template(format!("{}-${{var.csis_run}}", ami_name_part(&bake.series))),
             )
             .attr("ssh_username", bake.ssh_username.as_str())
-            .opt_attr("vpc_id", extra_str(&self.decl, "vpc_id"));
+            .opt_attr("vpc_id", self.decl.extra_str("vpc_id"));
         if let Some(subnet) = cloud.networking.default_subnet() {
             b = b.attr("subnet_id", subnet.subnet_id.as_str());
         }
@@ -213,7 +237,8 @@ fn ami_name_part(series: &str) -> String {
 
 impl Builder for AwsRuntime {
     fn default_bake_user(&self, family: &str) -> Option<String> {
-        extra_str(&self.decl, "ssh_username")
+        self.decl
+            .extra_str("ssh_username")
             .map(str::to_string)
             .or_else(|| default_user(family).map(str::to_string))
     }
@@ -237,7 +262,7 @@ impl Builder for AwsRuntime {
     /// Manager Session Manager, with no inbound port and no SSH key to
     /// distribute, access governed by IAM.
     fn session_mechanism(&self) -> Option<&str> {
-        Some(extra_str(&self.decl, "session").unwrap_or("ssm"))
+        Some(self.decl.extra_str("session").unwrap_or("ssm"))
     }
 
     fn packer_plugin(&self) -> Option<PackerPlugin> {
@@ -279,40 +304,24 @@ impl Builder for AwsRuntime {
     /// cloud-init, when the image has it, forgets this machine so an
     /// instance launched from the image runs its user-data afresh.
     fn bake_finalize_commands(&self) -> Vec<String> {
-        vec![CLOUD_INIT_CLEAN.to_string()]
+        vec![csis_plugin_api::cloud_config::CLOUD_INIT_CLEAN.to_string()]
     }
 }
 
-/// The bake's last step before the verification on images with cloud-init.
-pub const CLOUD_INIT_CLEAN: &str =
-    "if command -v cloud-init >/dev/null 2>&1; then cloud-init clean --logs; fi";
-
 fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {
     Box::new(AwsRuntime { decl: decl.clone() })
-}
-
-fn scalar(text: String) -> Value {
-    Value::Scalar { text, plain: true }
 }
 
 /// `profile`, `vpc_id`, `default_disk_size`, `ssh_username`, `session`,
 /// `root_device_name`: kept only when declared (session defaults to ssm).
 fn runtime_extra(f: &mut Fields<'_>) -> Map {
     let mut m = Map::new();
-    for key in ["profile", "vpc_id", "ssh_username", "root_device_name"] {
-        if let Some(v) = f.opt_str(key) {
-            m.insert(key.into(), Value::str(v));
-        }
-    }
-    if let Some(size) = f.opt_int("default_disk_size") {
-        if size < 1 {
-            f.error_at(
-                "default_disk_size",
-                format!("default_disk_size is a size in GiB, at least 1 (not {size})"),
-            );
-        }
-        m.insert("default_disk_size".into(), scalar(size.to_string()));
-    }
+    read_strings(
+        f,
+        &mut m,
+        &["profile", "vpc_id", "ssh_username", "root_device_name"],
+    );
+    read_disk_size(f, &mut m, 1, "");
     let session = f.str_or("session", "ssm");
     if session != "ssm" {
         f.error_at(
@@ -331,12 +340,8 @@ impl Plugin for AwsPlugin {
 
     fn models(&self) -> Vec<ModelSpec> {
         vec![ModelSpec {
-            name: MODEL,
-            aliases: &[],
-            classification: Vct::CloudBuilderModel,
-            base: BaseModelKind::Cloud,
             read_extra: runtime_extra,
-            builder,
+            ..ModelSpec::plain(MODEL, Vct::CloudBuilderModel, BaseModelKind::Cloud, builder)
         }]
     }
 }

@@ -237,3 +237,19 @@ fn extra_fields_and_their_refusals() {
         ]
     );
 }
+
+#[test]
+fn profile_and_zone_as_the_roots_and_bakes_read_them() {
+    let (d, _) = decl(RUNTIME);
+    assert_eq!(profile(&d), Some("csis"));
+    assert_eq!(zone(&d).as_deref(), Some("us-east-1a"));
+    let bare = RUNTIME
+        .replace("profile: csis\n", "credentials: {profile_name: corp}\n")
+        .replace(", availability_zone: us-east-1a", "");
+    let (d, diags) = decl(&bare);
+    assert!(diags.is_empty(), "{diags:?}");
+    assert_eq!(profile(&d), Some("corp"));
+    assert_eq!(zone(&d).as_deref(), Some("us-east-1a"));
+    let other_region = bare.replace("us-east-1\n", "eu-west-3\n");
+    assert_eq!(zone(&decl(&other_region).0).as_deref(), Some("eu-west-3a"));
+}

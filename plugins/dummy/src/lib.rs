@@ -9,7 +9,7 @@
 pub mod exec;
 
 use csis_model::models::{BaseModelKind, Item};
-use csis_model::{Fields, ItemKind, Map, Vct};
+use csis_model::{ItemKind, Vct};
 use csis_plugin_api::{
     Asset, AssetSet, Builder, BuilderDecl, CfExecutables, Command, ExecutionLifecyclePhase as P,
     HookContext, HookResult, ItemModelSpec, ModelSpec, Plugin, path_for_phase,
@@ -201,10 +201,6 @@ impl Builder for DummyBuilder {
     }
 }
 
-fn no_extra(_: &mut Fields<'_>) -> Map {
-    Map::new()
-}
-
 fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {
     Box::new(DummyBuilder {
         classification: decl.classification,
@@ -241,7 +237,7 @@ impl Plugin for DummyPlugin {
                 aliases: &[],
                 classification: *vct,
                 base: *base,
-                read_extra: no_extra,
+                read_extra: csis_plugin_api::no_extra,
                 builder,
             })
             .collect();
@@ -250,7 +246,7 @@ impl Plugin for DummyPlugin {
             aliases: &[],
             classification: Vct::GroupBuilderModel,
             base: BaseModelKind::Group,
-            read_extra: no_extra,
+            read_extra: csis_plugin_api::no_extra,
             builder,
         });
         models
@@ -260,7 +256,7 @@ impl Plugin for DummyPlugin {
         vec![ItemModelSpec {
             classification: Vct::ModBuilderItemModel,
             builder_model: "dummy",
-            read_extra: no_extra,
+            read_extra: csis_plugin_api::no_extra,
         }]
     }
 }

@@ -16,8 +16,9 @@
 //! key starts with a lowercase letter and has at least one character.
 
 use csis_hcl::{Block, Expr};
-use csis_model::models::{BaseBuilder, BaseModelKind, CloudBuilderModel};
+use csis_model::models::{BaseModelKind, CloudBuilderModel};
 use csis_model::{Diagnostic, Fields, Map, Value, Vct};
+use csis_plugin_api::runtime_fields::{read_disk_size, read_strings};
 use csis_plugin_api::{
     Builder, BuilderDecl, HookResult, ModelSpec, PackerBake, PackerParent, PackerPlugin,
     PackerValue, Plugin,
@@ -41,10 +42,6 @@ pub const RUN_LOCAL: &str = "csis_run_label";
 
 struct GceRuntime {
     decl: BuilderDecl,
-}
-
-fn extra_str<'a>(decl: &'a BuilderDecl, key: &str) -> Option<&'a str> {
-    decl.extra.get(key).and_then(Value::as_str)
 }
 
 fn label_char(c: char) -> bool {
@@ -99,12 +96,16 @@ pub fn label_key(key: &str) -> String {
     }
 }
 
-/// A series as a Compute Engine resource name part (image names and
-/// families: `[a-z]([-a-z0-9]*[a-z0-9])?`, at most 63): lowercase, every
-/// other character a dash, at most `max` characters, starting with a
-/// letter.
-pub fn resource_name(series: &str, max: usize) -> String {
-    let mut s: String = series
+/// A name as Compute Engine takes it for a resource or a device (image
+/// names and families, instances, disks, device names:
+/// `[a-z]([-a-z0-9]*[a-z0-9])?`): lowercase, every other character a dash
+/// (GCE forbids underscores in device names, and a disk is mounted under
+/// the name it is attached as), `csis-` before a name that does not start
+/// with a letter, at most `max` characters, no dash at the end. The one
+/// rule the packer bakes and the tofu-gce roots name things by, so an
+/// instance finds its series' image family.
+pub fn resource_name(name: &str, max: usize) -> String {
+    let mut s: String = name
         .to_ascii_lowercase()
         .chars()
         .map(|c| {
@@ -116,47 +117,59 @@ pub fn resource_name(series: &str, max: usize) -> String {
         })
         .collect();
     if !s.starts_with(|c: char| c.is_ascii_lowercase()) {
-        s = format!("i-{s}");
+        s.insert_str(0, "csis-");
     }
-    let mut s: String = s.chars().take(max).collect();
+    s.truncate(max);
     while s.ends_with('-') {
         s.pop();
     }
     s
 }
 
+/// [`resource_name`] at Compute Engine's longest, 63 characters.
+pub fn name(name: &str) -> String {
+    resource_name(name, 63)
+}
+
 /// The image family a series' builds belong to: the newest build of a
 /// series is the family's newest image.
 pub fn image_family(series: &str) -> String {
-    resource_name(series, 63)
+    name(series)
+}
+
+/// `project` of a gce runtime.
+pub fn project(runtime: &BuilderDecl) -> Option<&str> {
+    runtime.extra_str("project")
+}
+
+/// The zone a gce runtime's bakes and machines land in when they name
+/// none: `zone`, else the default availability zone, else the default
+/// subnet's, else `<region>-a`.
+pub fn zone(runtime: &BuilderDecl) -> Option<String> {
+    if let Some(z) = runtime.extra_str("zone") {
+        return Some(z.to_string());
+    }
+    let cloud = runtime.cloud()?;
+    Some(
+        cloud
+            .networking
+            .default_zone()
+            .unwrap_or_else(|| format!("{}-a", cloud.region.trim())),
+    )
 }
 
 impl GceRuntime {
     fn cloud(&self) -> Option<&CloudBuilderModel> {
-        match &self.decl.base {
-            BaseBuilder::Cloud(c) => Some(c),
-            _ => None,
-        }
+        self.decl.cloud()
     }
 
     fn project(&self) -> &str {
-        extra_str(&self.decl, "project").unwrap_or_default()
+        project(&self.decl).unwrap_or_default()
     }
 
-    /// The zone bakes run in: `zone`, else the default availability zone,
-    /// else `<region>-a`.
+    /// The zone bakes run in ([`zone`]).
     fn zone(&self) -> String {
-        if let Some(z) = extra_str(&self.decl, "zone") {
-            return z.to_string();
-        }
-        let Some(cloud) = self.cloud() else {
-            return String::new();
-        };
-        cloud
-            .networking
-            .default_availability_zone()
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("{}-a", cloud.region))
+        zone(&self.decl).unwrap_or_default()
     }
 
     /// The `googlecompute` source of one bake. Arguments as the Google
@@ -266,7 +279,8 @@ impl GceRuntime {
 impl Builder for GceRuntime {
     fn default_bake_user(&self, _family: &str) -> Option<String> {
         Some(
-            extra_str(&self.decl, "ssh_username")
+            self.decl
+                .extra_str("ssh_username")
                 .unwrap_or(DEFAULT_BAKE_USER)
                 .to_string(),
         )
@@ -287,7 +301,7 @@ impl Builder for GceRuntime {
     /// Proxy TCP forwarding, with no external address and access governed
     /// by IAM -- Compute Engine's counterpart of Session Manager.
     fn session_mechanism(&self) -> Option<&str> {
-        Some(extra_str(&self.decl, "session").unwrap_or("iap"))
+        Some(self.decl.extra_str("session").unwrap_or("iap"))
     }
 
     fn packer_plugin(&self) -> Option<PackerPlugin> {
@@ -316,10 +330,7 @@ impl Builder for GceRuntime {
     /// cloud-init, when the image has it, forgets this machine so an
     /// instance launched from the image runs its user-data afresh.
     fn bake_finalize_commands(&self) -> Vec<String> {
-        vec![
-            "if command -v cloud-init >/dev/null 2>&1; then cloud-init clean --logs; fi"
-                .to_string(),
-        ]
+        vec![csis_plugin_api::cloud_config::CLOUD_INIT_CLEAN.to_string()]
     }
 }
 
@@ -333,26 +344,8 @@ fn runtime_extra(f: &mut Fields<'_>) -> Map {
     let mut m = Map::new();
     let project = f.req_str("project");
     m.insert("project".into(), Value::str(project));
-    for key in ["zone", "ssh_username"] {
-        if let Some(v) = f.opt_str(key) {
-            m.insert(key.into(), Value::str(v));
-        }
-    }
-    if let Some(size) = f.opt_int("default_disk_size") {
-        if size < 10 {
-            f.error_at(
-                "default_disk_size",
-                format!("default_disk_size is a size in GiB, at least 10 on GCE (not {size})"),
-            );
-        }
-        m.insert(
-            "default_disk_size".into(),
-            Value::Scalar {
-                text: size.to_string(),
-                plain: true,
-            },
-        );
-    }
+    read_strings(f, &mut m, &["zone", "ssh_username"]);
+    read_disk_size(f, &mut m, 10, " on GCE");
     let session = f.str_or("session", "iap");
     if !matches!(session.as_str(), "iap" | "os-login") {
         f.error_at(
@@ -371,12 +364,8 @@ impl Plugin for GcePlugin {
 
     fn models(&self) -> Vec<ModelSpec> {
         vec![ModelSpec {
-            name: MODEL,
-            aliases: &[],
-            classification: Vct::CloudBuilderModel,
-            base: BaseModelKind::Cloud,
             read_extra: runtime_extra,
-            builder,
+            ..ModelSpec::plain(MODEL, Vct::CloudBuilderModel, BaseModelKind::Cloud, builder)
         }]
     }
 }

@@ -188,7 +188,35 @@ fn label_keys_follow_the_gce_rules() {
     );
     assert_eq!(label_value("Platform Ops,X"), "platform_ops_x");
     assert_eq!(label_value(&"v".repeat(70)).len(), 63);
-    assert_eq!(resource_name("9lives", 63), "i-9lives");
+}
+
+#[test]
+fn one_naming_rule_for_images_instances_and_disks() {
+    assert_eq!(resource_name("9lives", 63), "csis-9lives");
+    assert_eq!(image_family("9lives"), "csis-9lives");
+    assert_eq!(name("gce_data"), "gce-data");
+    assert_eq!(name("Data.Disk"), "data-disk");
+    assert_eq!(name("x_"), "x");
+    assert_eq!(name(&"a".repeat(80)).len(), 63);
+    assert_eq!(resource_name("web_app-", 5), "web-a");
+    assert_eq!(resource_name("ab-cd", 3), "ab");
+}
+
+#[test]
+fn the_zone_is_the_declared_one_else_the_default_else_region_a() {
+    let zone_of = |extra: &str| zone(&decl(&format!("{RUNTIME}{extra}")).0);
+    assert_eq!(zone_of("project: p\n").as_deref(), Some("europe-west1-a"));
+    assert_eq!(
+        zone_of("project: p\nzone: europe-west1-c\n").as_deref(),
+        Some("europe-west1-c")
+    );
+    let with_subnet_zone = RUNTIME.replace(
+        "is_default: true}",
+        "is_default: true, availability_zone: europe-west1-d}",
+    );
+    let d = decl(&format!("{with_subnet_zone}project: p\n")).0;
+    assert_eq!(zone(&d).as_deref(), Some("europe-west1-d"));
+    assert_eq!(project(&d), Some("p"));
 }
 
 #[test]

@@ -66,14 +66,7 @@ fn bake_step(builder: &str, phase: P, series: &str, runtime: &str, store: &str, 
         store_in_script(store),
         crate::build_id(series, runtime, "${CSIS_RUN_ID}")
     );
-    s.commands.push(Command::csis([
-        "--root-dir",
-        "${CSIS_ROOT}",
-        "lineage",
-        "record",
-        "--manifest",
-        manifest.as_str(),
-    ]));
+    s.commands.push(Command::lineage_record(&manifest));
     s
 }
 
@@ -119,49 +112,40 @@ pub fn base_bakes(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Ste
     let (runtime, store) = runtime_of(ctx, me);
     let config = ctx.config();
     let mut steps = Vec::new();
-    for os_decl in ctx.builders(Vct::OsBuilderModel) {
+    for (os_decl, entry) in csis_plugin_api::builder::base_bake_entries(ctx, me, &runtime) {
         let BaseBuilder::Os(os) = &os_decl.base else {
             continue;
         };
         let series = os_decl.name();
-        for entry in os
-            .runtimes
-            .iter()
-            .filter(|e| names_builder(ctx, Vct::ImageBuilderModel, &e.image_builder, me.name()))
-        {
-            if !ctx.bake_decision(series, &runtime).bake {
-                continue;
-            }
-            let Some(vendor) = entry.image_id.clone() else {
-                return refuse(format!(
-                    "No resolved Image identifiers for OS {series} in predefined_resolve (the local runtime takes the vendor tree from the runtimes entry's image_id, a directory relative to the root)"
-                ));
-            };
-            let spec = json!({
-                "kind": "base",
-                "series": series,
-                "runtime": runtime,
-                "store": store,
-                "fingerprint": ctx.fingerprint(series, &runtime),
-                "identity_types": os.identity_types,
-                "storage_types": os.storage_types,
-                "vendor": vendor,
-                "family": os.family,
-                "family_version": os.family_version,
-                "admin_user": os.admin_user,
-                "admin_public_keys": admin_keys(os, &config),
-                "update": update_of(os),
-                "tags": os.builder.tags,
-            });
-            steps.push(bake_step(
-                me.name(),
-                P::ImageGeneration,
-                series,
-                &runtime,
-                &store,
-                spec,
+        let Some(vendor) = entry.image_id.clone() else {
+            return refuse(format!(
+                "No resolved Image identifiers for OS {series} in predefined_resolve (the local runtime takes the vendor tree from the runtimes entry's image_id, a directory relative to the root)"
             ));
-        }
+        };
+        let spec = json!({
+            "kind": "base",
+            "series": series,
+            "runtime": runtime,
+            "store": store,
+            "fingerprint": ctx.fingerprint(series, &runtime),
+            "identity_types": os.identity_types,
+            "storage_types": os.storage_types,
+            "vendor": vendor,
+            "family": os.family,
+            "family_version": os.family_version,
+            "admin_user": os.admin_user,
+            "admin_public_keys": admin_keys(os, &config),
+            "update": update_of(os),
+            "tags": os.builder.tags,
+        });
+        steps.push(bake_step(
+            me.name(),
+            P::ImageGeneration,
+            series,
+            &runtime,
+            &store,
+            spec,
+        ));
     }
     Ok(steps)
 }
@@ -232,39 +216,19 @@ pub fn image_bakes(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<St
 }
 
 fn mod_specs(ctx: &dyn HookContext, image: &str, view: &ItemView) -> HookResult<Vec<J>> {
-    let mut out = Vec::new();
-    for m in &view.mods {
-        let model = ctx
-            .builder(Vct::ModBuilderModel, &m.builder)
-            .map(|b| b.model)
-            .unwrap_or_default();
-        if model != "bash" {
-            return refuse(format!(
-                "image '{image}': the local image builder applies bash modifications only; '{}' names mod builder '{}' of type '{model}'",
-                m.model.named.name, m.builder
-            ));
-        }
-        let text = |k: &str| m.extra.get(k).and_then(Value::as_str).map(str::to_string);
-        let list = |k: &str| -> Vec<String> {
-            m.extra
-                .get(k)
-                .and_then(Value::as_seq)
-                .map(|s| {
-                    s.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
+    Ok(
+        csis_plugin_api::bash_mods::bash_mods(ctx, image, view, "local")?
+            .into_iter()
+            .map(|m| {
+                json!({
+                    "name": m.name,
+                    "script": m.script,
+                    "scripts": m.scripts,
+                    "ensure": m.ensure,
                 })
-                .unwrap_or_default()
-        };
-        out.push(json!({
-            "name": m.model.named.name,
-            "script": text("script"),
-            "scripts": list("scripts"),
-            "ensure": list("ensure"),
-        }));
-    }
-    Ok(out)
+            })
+            .collect(),
+    )
 }
 
 /// storage, storage-generation: one directory per storage of this builder.

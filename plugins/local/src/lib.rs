@@ -156,10 +156,6 @@ fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {
     })
 }
 
-fn no_extra(_: &mut Fields<'_>) -> Map {
-    Map::new()
-}
-
 /// `store`: the directory under the root where the runtime keeps its
 /// images, instances and storages; `allow_store_outside_root` lets it
 /// resolve elsewhere.
@@ -197,14 +193,7 @@ fn bash_item_extra(f: &mut Fields<'_>) -> Map {
 }
 
 fn spec(name: &'static str, vct: Vct, base: BaseModelKind) -> ModelSpec {
-    ModelSpec {
-        name,
-        aliases: &[],
-        classification: vct,
-        base,
-        read_extra: no_extra,
-        builder,
-    }
+    ModelSpec::plain(name, vct, base, builder)
 }
 
 impl Plugin for LocalPlugin {

@@ -68,6 +68,10 @@ impl Builder for PackerBuilder {
                 .collect(),
         })
     }
+
+    fn runtime_problem(&self, runtime: &BuilderDecl, hooks: &dyn Builder) -> Option<String> {
+        template::runtime_problem(&self.decl, runtime, hooks)
+    }
 }
 
 fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use csis_hcl::{Block, Body, Expr};
 use csis_model::models::{BaseBuilder, Item, ItemView, OsBuilderModel};
 use csis_model::{Diagnostic, ItemKind, Map, Value, Vct};
+use csis_plugin_api::builder::base_bake_entries;
 use csis_plugin_api::image_tests::{in_bake_assertions, shell_quote};
 use csis_plugin_api::{
     Asset, Builder, BuilderDecl, Command, ExecutionLifecyclePhase as P, HookContext, HookResult,
@@ -57,15 +58,28 @@ fn runtime_of(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Runtime> {
             decl.name()
         ));
     };
-    if hooks.packer_plugin().is_none() {
-        return refuse(format!(
-            "image builder '{}' bakes with packer, but runtime '{}' (type {}) has no packer source -- point the image builder's runtime at an aws or gce runtime",
-            me.name(),
-            decl.name(),
-            decl.model
-        ));
+    if let Some(problem) = runtime_problem(me, &decl, hooks.as_ref()) {
+        return refuse(problem);
     }
     Ok(Runtime { decl, hooks })
+}
+
+/// Why image builder `me` cannot bake on `runtime`: it has no packer
+/// source. Asked at load (`Builder::runtime_problem`) and again at
+/// generation.
+pub fn runtime_problem(
+    me: &BuilderDecl,
+    runtime: &BuilderDecl,
+    hooks: &dyn Builder,
+) -> Option<String> {
+    hooks.packer_plugin().is_none().then(|| {
+        format!(
+            "image builder '{}' bakes with packer, but runtime '{}' (type {}) has no packer source -- point the image builder's runtime at an aws or gce runtime",
+            me.name(),
+            runtime.name(),
+            runtime.model
+        )
+    })
 }
 
 fn names_me(ctx: &dyn HookContext, reference: &str, me: &BuilderDecl) -> bool {
@@ -289,32 +303,9 @@ fn mod_provisioners(
             .map(|(k, _)| Expr::template(format!("{k}=${{var.{k}}}"))),
     );
     let mut out = Vec::new();
-    for m in &view.mods {
-        let model = ctx
-            .builder(Vct::ModBuilderModel, &m.builder)
-            .map(|b| b.model)
-            .unwrap_or_default();
-        let name = &m.model.named.name;
-        if model != "bash" {
-            return refuse(format!(
-                "image '{image}': the packer image builder applies bash modifications only; '{name}' names mod builder '{}' of type '{model}'",
-                m.builder
-            ));
-        }
-        let list = |k: &str| -> Vec<String> {
-            m.extra
-                .get(k)
-                .and_then(Value::as_seq)
-                .map(|s| {
-                    s.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let ensure = list("ensure");
-        if let Some(script) = m.extra.get("script").and_then(Value::as_str) {
+    for m in csis_plugin_api::bash_mods::bash_mods(ctx, image, view, "packer")? {
+        let (name, ensure) = (&m.name, &m.ensure);
+        if let Some(script) = &m.script {
             let mut inline = vec![format!(
                 "echo {}",
                 shell_quote(&format!("modification {name}"))
@@ -330,10 +321,10 @@ fn mod_provisioners(
                     shell_quote(&format!("modification {name} already applied"))
                 ));
             }
-            inline.push(script.to_string());
+            inline.push(script.clone());
             out.push(shell(inline, env.clone()));
         }
-        let files = list("scripts");
+        let files = &m.scripts;
         if !files.is_empty() {
             out.push(
                 Block::new("provisioner", ["shell"])
@@ -396,76 +387,67 @@ pub fn bakes(ctx: &dyn HookContext, me: &BuilderDecl, base: bool) -> HookResult<
     let config = ctx.config();
     let mut plans = Vec::new();
     if base {
-        for os_decl in ctx.builders(Vct::OsBuilderModel) {
+        for (os_decl, entry) in base_bake_entries(ctx, me, &runtime) {
             let BaseBuilder::Os(os) = &os_decl.base else {
                 continue;
             };
             let series = os_decl.name();
-            for entry in os
-                .runtimes
-                .iter()
-                .filter(|e| names_me(ctx, &e.image_builder, me))
-            {
-                if !ctx.bake_decision(series, &runtime).bake {
-                    continue;
-                }
-                let mut query: BTreeMap<String, String> = BTreeMap::new();
-                for (k, v) in os.query.iter().chain(entry.query.iter()) {
-                    let Some(s) = v.as_str() else {
-                        return refuse(format!(
-                            "OS builder '{series}': query '{k}' must be a string to become a vendor image filter"
-                        ));
-                    };
-                    query.insert(k.clone(), s.to_string());
-                }
-                let mut owners = os.owners.clone();
-                owners.extend(
-                    rt.decl
-                        .base
-                        .runtime_model()
-                        .and_then(|m| m.default_owners.clone())
-                        .unwrap_or_default(),
-                );
-                owners.extend(entry.owners.clone());
-                let Some(user) = os_bake_user(os, &entry.ssh_username, &rt) else {
+            let mut query: BTreeMap<String, String> = BTreeMap::new();
+            for (k, v) in os.query.iter().chain(entry.query.iter()) {
+                let Some(s) = v.as_str() else {
                     return refuse(format!(
-                        "OS builder '{series}' on runtime '{runtime}': no bake user -- set ssh_username on the entry, config_username on the OS builder, or default_config_username on the runtime"
+                        "OS builder '{series}': query '{k}' must be a string to become a vendor image filter"
                     ));
                 };
-                let keys = admin_keys(os, &config);
-                let tests = entry.tests.clone().unwrap_or_else(|| os.tests.clone());
-                let mut provisioners: Vec<Block> =
-                    admin_setup(&os.admin_user, &keys).into_iter().collect();
-                provisioners.extend(closing(&rt, &os.admin_user, &keys, &tests));
-                let tags = lineage_tags(
-                    ctx,
-                    series,
-                    &runtime,
-                    "vendor",
-                    &[&os.builder.tags, &entry.tags],
-                );
-                plans.push(Plan {
-                    bake: PackerBake {
-                        series: series.to_string(),
-                        source_name: source_name(series),
-                        parent: PackerParent::Vendor {
-                            image_id: entry.image_id.clone(),
-                            query,
-                            owners,
-                        },
-                        family: os.family.clone(),
-                        machine_type: default_machine(entry.default_machine_type.as_deref()),
-                        disk_size: ctx
-                            .bake_disk_size(series, &runtime)
-                            .and_then(|s| s.trim().parse().ok()),
-                        ssh_username: user,
-                        tags,
-                    },
-                    variables: Vec::new(),
-                    provisioners,
-                    parent_record: Expr::str("vendor"),
-                });
+                query.insert(k.clone(), s.to_string());
             }
+            let mut owners = os.owners.clone();
+            owners.extend(
+                rt.decl
+                    .base
+                    .runtime_model()
+                    .and_then(|m| m.default_owners.clone())
+                    .unwrap_or_default(),
+            );
+            owners.extend(entry.owners.clone());
+            let Some(user) = os_bake_user(os, &entry.ssh_username, &rt) else {
+                return refuse(format!(
+                    "OS builder '{series}' on runtime '{runtime}': no bake user -- set ssh_username on the entry, config_username on the OS builder, or default_config_username on the runtime"
+                ));
+            };
+            let keys = admin_keys(os, &config);
+            let tests = entry.tests.clone().unwrap_or_else(|| os.tests.clone());
+            let mut provisioners: Vec<Block> =
+                admin_setup(&os.admin_user, &keys).into_iter().collect();
+            provisioners.extend(closing(&rt, &os.admin_user, &keys, &tests));
+            let tags = lineage_tags(
+                ctx,
+                series,
+                &runtime,
+                "vendor",
+                &[&os.builder.tags, &entry.tags],
+            );
+            plans.push(Plan {
+                bake: PackerBake {
+                    series: series.to_string(),
+                    source_name: source_name(series),
+                    parent: PackerParent::Vendor {
+                        image_id: entry.image_id.clone(),
+                        query,
+                        owners,
+                    },
+                    family: os.family.clone(),
+                    machine_type: default_machine(entry.default_machine_type.as_deref()),
+                    disk_size: ctx
+                        .bake_disk_size(series, &runtime)
+                        .and_then(|s| s.trim().parse().ok()),
+                    ssh_username: user,
+                    tags,
+                },
+                variables: Vec::new(),
+                provisioners,
+                parent_record: Expr::str("vendor"),
+            });
         }
     } else {
         for name in ctx.images_in_bake_order() {
@@ -681,15 +663,7 @@ fn render(ctx: &dyn HookContext, me: &BuilderDecl, rt: &Runtime, plan: Plan) -> 
             ],
         )
         .in_dir(dir.as_str()),
-        Command::csis([
-            "--root-dir",
-            "${CSIS_ROOT}",
-            "lineage",
-            "record",
-            "--manifest",
-            manifest.as_str(),
-        ])
-        .in_dir(dir.as_str()),
+        Command::lineage_record(&manifest).in_dir(dir.as_str()),
     ];
     Ok(Bake {
         asset: Asset::text(path, body.render()),

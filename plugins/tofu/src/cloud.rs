@@ -1,9 +1,10 @@
-//! The two clouds, and what a root reads of its runtime: the runtime
-//! plugins' contract (a Cloud base model with `region` and `networking`;
-//! `profile` on AWS, `project` and `zone` on GCE, among its own fields).
+//! The two clouds, and what a root reads of its runtime: the Cloud base
+//! model (`region`, `networking`) and, through the aws and gce runtime
+//! plugins' own accessors, the profile (AWS), the project (GCE) and the
+//! zone (each cloud's rule).
 
-use csis_model::models::BaseBuilder;
-use csis_model::{Diagnostic, Value, Vct};
+use csis_model::models::CloudBuilderModel;
+use csis_model::{Diagnostic, Vct};
 use csis_plugin_api::{BuilderDecl, HookContext, HookResult};
 
 /// The cloud a builder's roots launch on.
@@ -86,16 +87,8 @@ impl Runtime {
     }
 }
 
-fn extra_str(decl: &BuilderDecl, key: &str) -> Option<String> {
-    decl.extra
-        .get(key)
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-}
-
-/// The runtime of builder `me`, read through the contract.
+/// The runtime of builder `me`, read through the runtime plugins' own
+/// accessors (`csis_plugin_aws`, `csis_plugin_gce`).
 pub fn runtime_of(ctx: &dyn HookContext, me: &BuilderDecl, cloud: Cloud) -> HookResult<Runtime> {
     let reference = me.base.runtime().unwrap_or("default");
     let refuse = |msg: String| Err(vec![Diagnostic::error(msg)]);
@@ -107,56 +100,29 @@ pub fn runtime_of(ctx: &dyn HookContext, me: &BuilderDecl, cloud: Cloud) -> Hook
             me.model
         ));
     };
-    let BaseBuilder::Cloud(c) = &rt.base else {
-        return refuse(format!(
-            "{} builder '{}' (type {}) launches on runtime '{}' of type '{}', which has no region or networking -- point its runtime at a runtime of type {}",
-            role_label(me),
-            me.name(),
-            me.model,
-            rt.name(),
-            rt.model,
-            cloud.runtime_type()
-        ));
+    let c = match cloud_of(me, &rt, cloud) {
+        Ok(c) => c,
+        Err(problem) => return refuse(problem),
     };
-    let project = extra_str(&rt, "project");
-    if cloud == Cloud::Gce && project.is_none() {
-        return refuse(format!(
-            "{} builder '{}' (type tofu-gce) launches on runtime '{}', which declares no project -- add `project: <GCP project id>` to runtime '{}'",
-            role_label(me),
-            me.name(),
-            rt.name(),
-            rt.name()
-        ));
-    }
-    let region = c.region.trim().to_string();
-    let default_zone = c
-        .networking
-        .default_availability_zone()
-        .map(str::to_string)
-        .or_else(|| {
-            c.networking
-                .default_subnet()
-                .and_then(|s| s.availability_zone.clone())
-        });
-    let zone = match cloud {
-        Cloud::Aws => default_zone.unwrap_or_else(|| format!("{region}a")),
-        Cloud::Gce => extra_str(&rt, "zone")
-            .or(default_zone)
-            .unwrap_or_else(|| format!("{region}-a")),
+    // The gce runtime requires its project at load.
+    let (profile, project, zone) = match cloud {
+        Cloud::Aws => (
+            csis_plugin_aws::profile(&rt),
+            None,
+            csis_plugin_aws::zone(&rt),
+        ),
+        Cloud::Gce => (
+            None,
+            csis_plugin_gce::project(&rt),
+            csis_plugin_gce::zone(&rt),
+        ),
     };
     Ok(Runtime {
         name: rt.name().to_string(),
-        region,
-        // `profile`, else `credentials.profile_name`.
-        profile: extra_str(&rt, "profile").or_else(|| {
-            c.runtime
-                .credentials
-                .get("profile_name")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        }),
-        project,
-        zone,
+        region: c.region.trim().to_string(),
+        profile: profile.map(str::to_string),
+        project: project.map(str::to_string),
+        zone: zone.unwrap_or_default(),
         network: c.networking.network.clone(),
         subnets: c
             .networking
@@ -172,52 +138,43 @@ pub fn runtime_of(ctx: &dyn HookContext, me: &BuilderDecl, cloud: Cloud) -> Hook
     })
 }
 
+/// The Cloud base model of runtime `rt`, or why builder `me` cannot
+/// launch on it: it is no cloud runtime, or one of another cloud's type.
+/// Asked at load (`Builder::runtime_problem`) and again at generation.
+pub fn cloud_of<'a>(
+    me: &BuilderDecl,
+    rt: &'a BuilderDecl,
+    cloud: Cloud,
+) -> Result<&'a CloudBuilderModel, String> {
+    let Some(c) = rt.cloud() else {
+        return Err(format!(
+            "{} builder '{}' (type {}) launches on runtime '{}' of type '{}', which has no region or networking -- point its runtime at a runtime of type {}",
+            role_label(me),
+            me.name(),
+            me.model,
+            rt.name(),
+            rt.model,
+            cloud.runtime_type()
+        ));
+    };
+    if rt.model != cloud.runtime_type() {
+        return Err(format!(
+            "{} builder '{}' (type {}) launches on runtime '{}' of type '{}' -- point its runtime at a runtime of type {}",
+            role_label(me),
+            me.name(),
+            me.model,
+            rt.name(),
+            rt.model,
+            cloud.runtime_type()
+        ));
+    }
+    Ok(c)
+}
+
 fn role_label(me: &BuilderDecl) -> &'static str {
     match me.classification {
         Vct::InstanceBuilderModel => "instance",
         Vct::StorageBuilderModel => "storage",
         _ => "state",
-    }
-}
-
-/// A name as GCE accepts it for a resource or a device: lowercase
-/// letters, digits and dashes (underscores and other characters become
-/// dashes), starting with a letter, at most 63 characters, not ending in
-/// a dash (spec: `_gce_device_name`; GCE forbids underscores in device
-/// names, and the disk must be mounted under the name it is attached
-/// as).
-pub fn gce_name(name: &str) -> String {
-    let mut out: String = name
-        .to_lowercase()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_lowercase() || c.is_ascii_digit() {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    if !out.starts_with(|c: char| c.is_ascii_lowercase()) {
-        out.insert_str(0, "csis-");
-    }
-    out.truncate(63);
-    while out.ends_with('-') {
-        out.pop();
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn gce_names_have_no_underscores_and_start_with_a_letter() {
-        assert_eq!(gce_name("gce_data"), "gce-data");
-        assert_eq!(gce_name("Data.Disk"), "data-disk");
-        assert_eq!(gce_name("9lives"), "csis-9lives");
-        assert_eq!(gce_name("x_"), "x");
-        assert_eq!(gce_name(&"a".repeat(80)).len(), 63);
     }
 }

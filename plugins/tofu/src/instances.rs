@@ -13,9 +13,10 @@ use csis_model::{Diagnostic, ItemKind, Vct};
 use csis_plugin_api::cloud_config::UserData;
 use csis_plugin_api::{BuilderDecl, ExecutionLifecyclePhase as P, HookContext, HookResult};
 
-use crate::cloud::{Cloud, Runtime, gce_name, runtime_of};
+use crate::cloud::{Cloud, Runtime, runtime_of};
 use crate::root::{Content, RootFiles};
 use crate::user_data::{Launch, Mount, document};
+use csis_plugin_gce::{label_value, name as gce_name};
 
 /// The EBS device names an instance's storages get, in declaration order.
 const EBS_LETTERS: &str = "fghijklmnopqrstuvwxyz";
@@ -274,7 +275,7 @@ fn series_ref(cloud: Cloud, series: &str) -> String {
         Cloud::Aws => format!("data.aws_ami.series[{}].id", csis_hcl::literal(series)),
         Cloud::Gce => format!(
             "data.google_compute_image.series[{}]",
-            csis_hcl::literal(&gce_name(series))
+            csis_hcl::literal(&csis_plugin_gce::image_family(series))
         ),
     }
 }
@@ -416,7 +417,7 @@ fn gce_main(rt: &Runtime, planned: &[Planned], header: &str) -> Body {
     let mut families: Vec<String> = planned
         .iter()
         .filter(|p| p.pin.is_none())
-        .map(|p| gce_name(&p.series))
+        .map(|p| csis_plugin_gce::image_family(&p.series))
         .collect();
     families.sort();
     families.dedup();
@@ -459,8 +460,8 @@ fn gce_main(rt: &Runtime, planned: &[Planned], header: &str) -> Body {
                     (
                         "labels".into(),
                         Expr::string_map([
-                            ("csis_instance", gce_name(&p.name).as_str()),
-                            ("csis_series", gce_name(&p.series).as_str()),
+                            ("csis_instance", label_value(&p.name).as_str()),
+                            ("csis_series", label_value(&p.series).as_str()),
                         ]),
                     ),
                 ]),

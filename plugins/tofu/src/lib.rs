@@ -21,9 +21,11 @@
 //!   `tofu apply`; an instance root then binds each instance to the build
 //!   it booted (`csis lineage bind-instance --tofu-outputs`).
 //!
-//! The runtime is read through the runtime plugins' contract: a Cloud base
-//! model (`region`, `networking`) with `profile` (AWS) or `project` and
-//! `zone` (GCE) among its own fields. The plugin never runs OpenTofu
+//! The runtime is read through the aws and gce runtime plugins' own
+//! accessors (a Cloud base model with `region` and `networking`; the
+//! profile on AWS, the project and zone on GCE), and GCE resources are
+//! named by the gce plugin's rule, the one its image families are baked
+//! under. The plugin never runs OpenTofu
 //! itself; every command is deferred to the runner script.
 
 mod cloud;
@@ -33,8 +35,8 @@ mod state;
 mod storages;
 mod user_data;
 
+use csis_model::Vct;
 use csis_model::models::BaseModelKind;
-use csis_model::{Fields, Map, Vct};
 use csis_plugin_api::{
     AssetSet, Builder, BuilderDecl, CfExecutables, ExecutionLifecyclePhase as P, HookContext,
     HookResult, ModelSpec, Plugin,
@@ -133,6 +135,12 @@ impl Builder for TofuBuilder {
             _ => Ok(()),
         }
     }
+    fn runtime_problem(&self, runtime: &BuilderDecl, _hooks: &dyn Builder) -> Option<String> {
+        match self.role {
+            Role::Backend => None,
+            _ => cloud::cloud_of(&self.decl, runtime, self.cloud).err(),
+        }
+    }
 }
 
 fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {
@@ -152,19 +160,8 @@ fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {
     })
 }
 
-fn no_extra(_: &mut Fields<'_>) -> Map {
-    Map::new()
-}
-
 fn spec(name: &'static str, vct: Vct, base: BaseModelKind) -> ModelSpec {
-    ModelSpec {
-        name,
-        aliases: &[],
-        classification: vct,
-        base,
-        read_extra: no_extra,
-        builder,
-    }
+    ModelSpec::plain(name, vct, base, builder)
 }
 
 impl Plugin for TofuPlugin {

@@ -56,6 +56,33 @@ pub fn apply_allowed(ctx: &dyn HookContext, me: &BuilderDecl, runtime: &str) -> 
         .is_some_and(|key| apply_flag(&ctx.config(), key).allows(me.name(), Some(runtime)))
 }
 
+/// `csis gate-plan` of a planfile: the root's destroy whitelist, and the
+/// unmount receipts when a detach needs them.
+/// A csis step's arguments: the configuration root, the words, and the
+/// tofu binary when the builder names one.
+fn csis_args(words: &[&str], binary: Option<&str>) -> Vec<String> {
+    let mut args: Vec<String> = ["--root-dir", "${CSIS_ROOT}"]
+        .iter()
+        .chain(words)
+        .map(|w| w.to_string())
+        .collect();
+    if let Some(b) = binary {
+        args.extend(["--tofu".to_string(), b.to_string()]);
+    }
+    args
+}
+
+fn gate(planfile: &str, binary: Option<&str>, content: &Content) -> Command {
+    let mut args = csis_args(&["gate-plan", "--planfile", planfile], binary);
+    for w in &content.whitelist {
+        args.extend(["--whitelist".to_string(), w.clone()]);
+    }
+    if content.require_unmounted {
+        args.push("--require-unmounted".into());
+    }
+    Command::csis(args)
+}
+
 fn string_var(name: &str, default: &str, description: &str) -> Block {
     Block::new("variable", [name])
         .attr("type", Expr::raw("string"))
@@ -176,27 +203,7 @@ pub fn sequence(
     let planfile = format!("{ws}.tfplan");
     let tofu = tofu_program(me);
     let binary = tofu_binary(ctx, me);
-    let csis_step = |words: &[&str]| {
-        let mut args: Vec<String> = ["--root-dir", "${CSIS_ROOT}"]
-            .iter()
-            .chain(words)
-            .map(|w| w.to_string())
-            .collect();
-        if let Some(b) = &binary {
-            args.extend(["--tofu".to_string(), b.clone()]);
-        }
-        args
-    };
-    let gate = |plan: &str| {
-        let mut args = csis_step(&["gate-plan", "--planfile", plan]);
-        for w in &content.whitelist {
-            args.extend(["--whitelist".to_string(), w.clone()]);
-        }
-        if content.require_unmounted {
-            args.push("--require-unmounted".into());
-        }
-        Command::csis(args)
-    };
+    let csis_step = |words: &[&str]| csis_args(words, binary.as_deref());
     let mut commands = match ctx.state_root(me.name()) {
         // A migrating workspace's root is still initialised against its
         // old location (the mirror keeps .terraform/ between runs): begin
@@ -236,7 +243,7 @@ pub fn sequence(
         &tofu,
         ["plan", "-input=false", format!("-out={planfile}").as_str()],
     ));
-    commands.push(gate(&planfile));
+    commands.push(gate(&planfile, binary.as_deref(), content));
     if apply_allowed(ctx, me, &rt.name) {
         commands.push(Command::csis([
             "--root-dir",
@@ -275,7 +282,7 @@ pub fn sequence(
                     format!("-out={plan}"),
                 ],
             ));
-            commands.push(gate(&plan));
+            commands.push(gate(&plan, binary.as_deref(), content));
             commands.push(Command::executable(
                 &tofu,
                 ["apply", "-input=false", plan.as_str()],

@@ -14,8 +14,9 @@ use csis_model::models::{Item, Storage};
 use csis_model::{ItemKind, Value, Vct};
 use csis_plugin_api::{BuilderDecl, ExecutionLifecyclePhase as P, HookContext, HookResult};
 
-use crate::cloud::{Cloud, gce_name, runtime_of};
+use crate::cloud::{Cloud, runtime_of};
 use crate::root::{Content, RootFiles};
+use csis_plugin_gce::{label_value, name as gce_name};
 
 /// The size a storage gets when neither its `config.size` nor an
 /// attaching instance's `min_size` says.
@@ -150,7 +151,7 @@ pub fn root(
                 ),
                 (
                     "labels".into(),
-                    Expr::string_map([("csis_storage", gce_name(&name).as_str())]),
+                    Expr::string_map([("csis_storage", label_value(&name).as_str())]),
                 ),
             ]),
         };

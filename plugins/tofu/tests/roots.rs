@@ -3,9 +3,7 @@
 //! the state backends, an undeclared storage's destroy, and the whole
 //! roots through the independent HCL check.
 //!
-//! The runtimes `aws` and `gce` here come from [`TestClouds`], a test-only
-//! stand-in with the runtime plugins' contract (Cloud base model; `profile`
-//! on aws, `project` and `zone` on gce).
+//! The runtimes are the real `aws` and `gce` runtime plugins'.
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
@@ -15,70 +13,15 @@ use csis_engine::db::run_input::RunOptions;
 use csis_engine::db::system::{MemorySystem, System};
 use csis_engine::run::{Level, RunRequest, RunSummary, run};
 use csis_engine::workspace::LoadOptions;
-use csis_model::models::BaseModelKind;
-use csis_model::{Fields, Map, Value, Vct};
-use csis_plugin_api::{Builder, BuilderDecl, ModelSpec, Plugin};
+use csis_plugin_api::Plugin;
 use csis_test_support::{ROOT, memory_system, parse, workspace_with};
-
-/// Test-only runtimes with the contract's fields; they make no claim about
-/// any provider and generate nothing.
-struct TestClouds;
-struct Nothing;
-impl Builder for Nothing {}
-
-fn nothing(_: &BuilderDecl) -> Box<dyn Builder> {
-    Box::new(Nothing)
-}
-
-fn read_keys(f: &mut Fields<'_>, keys: &[&'static str]) -> Map {
-    let mut m = Map::new();
-    for k in keys {
-        if let Some(v) = f.opt_str(k) {
-            m.insert((*k).into(), Value::str(v));
-        }
-    }
-    m
-}
-
-fn aws_extra(f: &mut Fields<'_>) -> Map {
-    read_keys(
-        f,
-        &[
-            "profile",
-            "vpc_id",
-            "default_disk_size",
-            "ssh_username",
-            "session",
-        ],
-    )
-}
-
-fn gce_extra(f: &mut Fields<'_>) -> Map {
-    read_keys(f, &["project", "zone", "default_disk_size"])
-}
-
-impl Plugin for TestClouds {
-    fn name(&self) -> &'static str {
-        "test-clouds"
-    }
-    fn models(&self) -> Vec<ModelSpec> {
-        let spec = |name, read_extra| ModelSpec {
-            name,
-            aliases: &[],
-            classification: Vct::CloudBuilderModel,
-            base: BaseModelKind::Cloud,
-            read_extra,
-            builder: nothing,
-        };
-        vec![spec("aws", aws_extra), spec("gce", gce_extra)]
-    }
-}
 
 const PLUGINS: &[&dyn Plugin] = &[
     &csis_plugin_dummy::DummyPlugin,
     &csis_plugin_local::LocalPlugin,
     &csis_plugin_tofu::TofuPlugin,
-    &TestClouds,
+    &csis_plugin_aws::AwsPlugin,
+    &csis_plugin_gce::GcePlugin,
 ];
 
 /// One AWS and one GCE runtime, an instance and a storage on each; the
@@ -605,21 +548,38 @@ fn a_state_backend_without_a_region_or_with_an_unknown_key_is_refused_at_load() 
 }
 
 #[test]
-fn a_builder_on_a_runtime_without_region_or_project_is_refused() {
-    let t = tree(BASE_CONFIG).replace("    project: corp-proj\n", "");
-    let e = errors(&dry_run(&t, &[], &["storage"]));
-    assert!(
-        e.iter().any(|l| l.contains("storage builder 'pd' (type tofu-gce) launches on runtime 'gcp', which declares no project -- add `project: <GCP project id>` to runtime 'gcp'")),
-        "{e:#?}"
+fn a_builder_on_a_runtime_of_another_type_is_refused() {
+    let t = tree(BASE_CONFIG).replace(
+        "  - {name: pd, type: tofu-gce, runtime: gcp, state_configuration: gstate}",
+        "  - {name: pd, type: tofu-gce, runtime: aws, state_configuration: gstate}",
+    );
+    // Refused at validate, at the builder's runtime field.
+    assert_eq!(
+        errors(&dry_run(&t, &[], &["storage"])),
+        [
+            "Error: validation: cfg/builders.yml:38:41: storage builder 'pd' (type tofu-gce) launches on runtime 'aws' of type 'aws' -- point its runtime at a runtime of type gce"
+        ]
     );
     let t = tree(BASE_CONFIG).replace(
         "  - {name: ebs, type: tofu-aws, runtime: aws}",
         "  - {name: ebs, type: tofu-aws, runtime: here}",
     );
-    let e = errors(&dry_run(&t, &[], &["storage"]));
-    assert!(
-        e.iter().any(|l| l.contains("storage builder 'ebs' (type tofu-aws) launches on runtime 'here' of type 'local', which has no region or networking -- point its runtime at a runtime of type aws")),
-        "{e:#?}"
+    assert_eq!(
+        errors(&dry_run(&t, &[], &["storage"])),
+        [
+            "Error: validation: cfg/builders.yml:37:42: storage builder 'ebs' (type tofu-aws) launches on runtime 'here' of type 'local', which has no region or networking -- point its runtime at a runtime of type aws"
+        ]
+    );
+}
+
+#[test]
+fn a_gce_runtime_without_a_project_is_refused_at_load() {
+    let t = tree(BASE_CONFIG).replace("    project: corp-proj\n", "");
+    assert_eq!(
+        errors(&dry_run(&t, &[], &["storage"])),
+        [
+            "Error: validation: cfg/builders.yml:16:5: Runtime builder gcp: field 'project' is required"
+        ]
     );
 }
 
@@ -744,7 +704,7 @@ fn the_roots_keep_their_state_where_meta_state_records_it() {
         ),
         (
             "gce_vms",
-            "gcs://corp-gstate/csis/gce_vms.tfstate",
+            "gcs://corp-gstate/csis/gce_vms/default.tfstate",
             "instance-image/gce-vms/instance-generation/gce_vms.tfbackend.hcl",
             "prefix = \"csis/gce_vms\"\n",
         ),
@@ -812,4 +772,58 @@ fn a_decommissioned_instance_keeps_its_root_and_its_destroy_is_whitelisted() {
             .contains(" --whitelist 'aws_instance.instance[\"api\"]' ")
     );
     check_hcl(&o, "instance-image");
+}
+
+#[test]
+fn the_move_guard_compares_the_gcs_object_the_backend_writes() {
+    let recorded = (
+        "meta-state/state-locations.yaml",
+        "workspaces:\n  pd:\n    backend: gstate\n    type: gcs\n    location: \"gcs://corp-gstate/csis/pd/default.tfstate\"\n    run: R0\nmigrations: []\n",
+    );
+    let standing = (
+        "meta-state/storage-state.yaml",
+        "storages:\n  gce_data:\n    state: active\n    generation: 1\n    builder: pd\n",
+    );
+    let o = dry_run(&tree(BASE_CONFIG), &[recorded, standing], &["storage"]);
+    assert!(o.summary.ok, "{:#?}", o.log);
+    let moved = tree(BASE_CONFIG).replace(
+        "config: {bucket: corp-gstate, prefix: csis/}",
+        "config: {bucket: corp-gstate, prefix: other/}",
+    );
+    assert_eq!(
+        errors(&dry_run(&moved, &[recorded, standing], &["storage"])),
+        [
+            "Error: validation: cfg/builders.yml:38:67: workspace 'pd' would move its state from gcs://corp-gstate/csis/pd/default.tfstate to gcs://corp-gstate/other/pd/default.tfstate while storage 'gce_data' stand(s) in it -- move it with a real run's --migrate-state pd (or restore state_configuration); never rebind past the refusal"
+        ]
+    );
+}
+
+#[test]
+fn an_unpinned_gce_instance_looks_up_the_family_its_series_is_baked_into() {
+    let t = tree(BASE_CONFIG)
+        .replace(
+            "  - name: web\n    source_image: alma",
+            "  - name: 2web\n    source_image: alma",
+        )
+        .replace("    image: web\n", "    image: 2web\n");
+    let o = ok_run(&t, &["instance-image"]);
+    let main = gen_file(&o, "instance-image/gce-vms/instance-generation/main.tf");
+    // The family the packer googlecompute source bakes series 2web into.
+    assert_eq!(csis_plugin_gce::image_family("2web"), "csis-2web");
+    for expected in [
+        "data \"google_compute_image\" \"series\" {\n  for_each = toset([\"csis-2web\"])\n",
+        "      image        = data.google_compute_image.series[\"csis-2web\"].self_link\n",
+        // Labels are GCE label values, as the baked image's labels are.
+        "      labels       = {\n        csis_instance = \"api\"\n        csis_series   = \"2web\"\n      }\n",
+    ] {
+        assert!(main.contains(expected), "{expected}\n--- in ---\n{main}");
+    }
+    let storage = gen_file(
+        &ok_run(&t, &["storage"]),
+        "storage/pd/storage-generation/main.tf",
+    );
+    assert!(
+        storage.contains("    csis_storage = \"gce_data\"\n"),
+        "{storage}"
+    );
 }

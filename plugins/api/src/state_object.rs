@@ -1,0 +1,152 @@
+//! Where a workspace's terraform state lives on its state backend: the one
+//! rule that both the engine's record (meta-state/state-locations.yaml, the
+//! move guard's reference) and the tofu plugin's `<workspace>.tfbackend.hcl`
+//! follow, so the recorded location is the object the backend writes.
+//!
+//! A backend's settings are its `config:`: `bucket` (default: the
+//! backend's name) and `prefix` (default: empty). Each root keeps one
+//! state, in OpenTofu's `default` workspace:
+//!
+//! - `s3`: the object `key` = `<prefix><workspace>.tfstate` in `bucket`.
+//! - `gcs`: the backend's `prefix` = `<prefix><workspace>`; the gcs backend
+//!   stores a workspace's state in the object `<prefix>/<name>.tfstate`
+//!   (OpenTofu, "Backend Type: gcs", argument `prefix`:
+//!   <https://opentofu.org/docs/language/settings/backends/gcs/>), so the
+//!   object is `<prefix><workspace>/default.tfstate`.
+//! - `local`: the file `<bucket>/<prefix><workspace>.tfstate` below the
+//!   configuration root.
+//! - another plugin's type: `<bucket>/<prefix><workspace>.tfstate`.
+
+use crate::BuilderDecl;
+
+/// The state object of one workspace on one backend.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StateObject {
+    S3 {
+        bucket: String,
+        key: String,
+    },
+    /// `prefix` is the gcs backend's setting; the object is
+    /// `<prefix>/default.tfstate`.
+    Gcs {
+        bucket: String,
+        prefix: String,
+    },
+    /// `path` is relative to the configuration root.
+    Local {
+        path: String,
+    },
+    Other {
+        model: String,
+        bucket: String,
+        key: String,
+    },
+}
+
+impl StateObject {
+    /// The state object of `workspace` on `backend`.
+    pub fn of(backend: &BuilderDecl, workspace: &str) -> StateObject {
+        let bucket = backend
+            .config_str("bucket")
+            .unwrap_or(backend.name())
+            .to_string();
+        let prefix = backend.config_str("prefix").unwrap_or_default();
+        let key = format!("{prefix}{workspace}.tfstate");
+        match backend.model {
+            "s3" => StateObject::S3 { bucket, key },
+            "gcs" => StateObject::Gcs {
+                bucket,
+                prefix: format!("{prefix}{workspace}"),
+            },
+            "local" => StateObject::Local {
+                path: format!("{bucket}/{key}"),
+            },
+            model => StateObject::Other {
+                model: model.to_string(),
+                bucket,
+                key,
+            },
+        }
+    }
+
+    /// The location meta-state/state-locations.yaml records:
+    /// `s3://<bucket>/<key>`, `gcs://<bucket>/<prefix>/default.tfstate`,
+    /// `local://<path>`, `<type>://<bucket>/<key>`.
+    pub fn location(&self) -> String {
+        match self {
+            StateObject::S3 { bucket, key } => format!("s3://{bucket}/{key}"),
+            StateObject::Gcs { bucket, prefix } => {
+                format!("gcs://{bucket}/{prefix}/default.tfstate")
+            }
+            StateObject::Local { path } => format!("local://{path}"),
+            StateObject::Other { model, bucket, key } => format!("{model}://{bucket}/{key}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use csis_model::models::BaseModelKind;
+    use csis_model::{DocPath, Fields, Map, Origin, Value, Vct};
+
+    fn backend(model: &'static str, name: &str, config: &[(&str, &str)]) -> BuilderDecl {
+        let mut m = Map::new();
+        m.insert("name".into(), Value::str(name));
+        m.insert("type".into(), Value::str(model));
+        let mut c = Map::new();
+        for (k, v) in config {
+            c.insert((*k).into(), Value::str(*v));
+        }
+        m.insert("config".into(), Value::Map(c));
+        let mut diags = Vec::new();
+        let mut f = Fields::new(
+            &m,
+            Origin::new("cfg/x.yml", DocPath::default()),
+            "state backend",
+            &mut diags,
+        );
+        let base = BaseModelKind::State.read(&mut f);
+        f.finish();
+        assert!(diags.is_empty(), "{diags:?}");
+        BuilderDecl {
+            model,
+            classification: Vct::StateBackendModel,
+            base,
+            extra: Map::new(),
+        }
+    }
+
+    #[test]
+    fn each_backend_type_names_the_object_it_writes() {
+        let cfg = [("bucket", "corp-state"), ("prefix", "csis/")];
+        let s3 = StateObject::of(&backend("s3", "tfstate", &cfg), "web");
+        assert_eq!(
+            s3,
+            StateObject::S3 {
+                bucket: "corp-state".into(),
+                key: "csis/web.tfstate".into()
+            }
+        );
+        assert_eq!(s3.location(), "s3://corp-state/csis/web.tfstate");
+        let gcs = StateObject::of(&backend("gcs", "gstate", &cfg), "web");
+        assert_eq!(
+            gcs,
+            StateObject::Gcs {
+                bucket: "corp-state".into(),
+                prefix: "csis/web".into()
+            }
+        );
+        assert_eq!(gcs.location(), "gcs://corp-state/csis/web/default.tfstate");
+        let local = StateObject::of(&backend("local", "disk", &[]), "web");
+        assert_eq!(
+            local,
+            StateObject::Local {
+                path: "disk/web.tfstate".into()
+            }
+        );
+        assert_eq!(local.location(), "local://disk/web.tfstate");
+        let other = StateObject::of(&backend("dummy", "d", &[("prefix", " p/ ")]), "web");
+        assert_eq!(other.location(), "dummy://d/p/web.tfstate");
+    }
+}
