@@ -443,3 +443,375 @@ fn wsl_rules() {
         vec!["disk.artifacts[0].type: tar is only for target.imageType wsl2"]
     );
 }
+
+// ---- merge ----
+
+fn layer(body: &str) -> Template {
+    p(&format!("{HEAD}{body}"))
+}
+
+fn sc(t: &Template) -> &SystemConfig {
+    match &t.system_config {
+        Some(s) => s,
+        None => panic!("no systemConfig"),
+    }
+}
+
+#[test]
+fn merge_table_scalars_sections_and_lists() {
+    let parent = layer(
+        "disk:\n  name: p\n  size: 4GiB\npackageRepositories:\n  - {codename: a, url: https://a, pkey: /a}\n  - {codename: b, url: https://b, pkey: /b}\nsystemConfig:\n  name: P\n  hostname: ph\n  packages: [x, y]\n  kernel:\n    version: '6.1'\n    cmdline: quiet\n    packages: [k1]\n  bootloader: {bootType: efi, provider: grub}\n  network:\n    backend: netplan\n    interfaces: [{name: e0, dhcp4: true}]\n  configurations: [{cmd: one}]\n  immutability: {enabled: true}\n",
+    );
+    let child = p("image:\n  name: child\ntarget:\n  os: ubuntu\n  dist: ubuntu24\n  arch: x86_64\n  imageType: raw\ndisk: {}\npackageRepositories:\n  - {codename: b, url: https://b2, pkey: /b2}\n  - {codename: c, url: https://c, pkey: /c}\nsystemConfig:\n  packages: [y, z]\n  kernel:\n    cmdline: verbose\n  bootloader: {provider: systemd-boot}\n  network:\n    interfaces: [{name: e1, dhcp4: true}]\n  configurations: [{cmd: two}, {cmd: one}]\n");
+    let m = merge(&child, &parent);
+    assert_eq!(m.image.name, "child");
+    assert_eq!(m.image.version, "1.0.0");
+    // An empty child disk does not replace.
+    assert_eq!(m.disk.as_ref().map(|d| d.name.as_str()), Some("p"));
+    let repos: Vec<(&str, &str)> = m
+        .package_repositories
+        .iter()
+        .map(|r| (r.codename.as_str(), r.url.as_str()))
+        .collect();
+    assert_eq!(repos, vec![("a", "https://a"), ("b", "https://b2"), ("c", "https://c")]);
+    let s = sc(&m);
+    assert_eq!(s.name, "P");
+    assert_eq!(s.hostname, "ph");
+    assert_eq!(s.packages, vec!["x", "y", "z"]);
+    let k = s.kernel.clone().unwrap_or_default();
+    assert_eq!((k.version.as_str(), k.cmdline.as_str()), ("6.1", "verbose"));
+    assert_eq!(k.packages, vec!["k1"]);
+    let b = s.bootloader.clone().unwrap_or_default();
+    assert_eq!((b.boot_type.as_str(), b.provider.as_str()), ("efi", "systemd-boot"));
+    let n = s.network.clone().unwrap_or_default();
+    assert_eq!(n.backend, "netplan");
+    assert_eq!(n.interfaces.len(), 1);
+    assert_eq!(n.interfaces[0].name, "e1");
+    let cmds: Vec<&str> = s.configurations.iter().map(|c| c.cmd.as_str()).collect();
+    assert_eq!(cmds, vec!["one", "two", "one"]);
+    assert_eq!(s.immutability, Some(Immutability { enabled: Some(true), ..Default::default() }));
+    // A child disk with content replaces the parent's whole.
+    let child2 = layer("disk:\n  name: c\n");
+    let m2 = merge(&child2, &parent);
+    assert_eq!(m2.disk, Some(Disk { name: "c".into(), ..Default::default() }));
+}
+
+#[test]
+fn users_and_additional_files_keep_first_seen_order() {
+    let parent = layer("systemConfig:\n  users:\n    - {name: a, shell: /bin/sh, passwordMaxAge: 90, sudo: true}\n    - {name: b}\n  additionalFiles:\n    - {local: p1, final: /etc/one}\n    - {local: p2, final: /etc/two}\n");
+    let child = layer("systemConfig:\n  users:\n    - {name: c}\n    - {name: a, password: pw, passwordMaxAge: 0, sudo: false}\n  additionalFiles:\n    - {local: c3, final: /etc/three}\n    - {local: c1, final: /etc/one}\n");
+    let m = merge(&child, &parent);
+    let s = sc(&m);
+    let names: Vec<&str> = s.users.iter().map(|u| u.name.as_str()).collect();
+    assert_eq!(names, vec!["a", "b", "c"]);
+    let a = &s.users[0];
+    assert_eq!(a.shell, "/bin/sh");
+    assert_eq!(a.password, "pw");
+    // passwordMaxAge 0 overrides an inherited value; sudo false too.
+    assert_eq!(a.password_max_age, Some(0));
+    assert_eq!(a.sudo, Some(false));
+    let files: Vec<(&str, &str)> = s
+        .additional_files
+        .iter()
+        .map(|f| (f.local.as_str(), f.final_path.as_str()))
+        .collect();
+    assert_eq!(files, vec![("c1", "/etc/one"), ("p2", "/etc/two"), ("c3", "/etc/three")]);
+    // And the same again: stable.
+    assert_eq!(merge(&child, &parent), m);
+}
+
+#[test]
+fn dkms_merge_semantics() {
+    let parent = layer("systemConfig:\n  dkms:\n    enabled: true\n    modules: [a/1, b/2]\n    secureBoot:\n      enabled: true\n      signingKeyPath: /p.key\n      signingCertPath: /p.crt\n      retainSigningIdentity: true\n      targetKeyPath: /t.key\n");
+    let child = layer("systemConfig:\n  dkms:\n    enabled: false\n    modules: []\n    secureBoot:\n      enabled: false\n      signingKeyPath: /c.key\n");
+    let m = merge(&child, &parent);
+    let d = sc(&m).dkms.clone().unwrap_or_default();
+    assert_eq!(d.enabled, Some(false));
+    assert_eq!(d.modules, vec!["a/1", "b/2"]);
+    let sb = d.secure_boot.unwrap_or_default();
+    assert_eq!(sb.enabled, Some(false));
+    assert_eq!(sb.retain_signing_identity, Some(true));
+    assert_eq!(sb.signing_key_path, "/c.key");
+    assert_eq!(sb.signing_cert_path, "/p.crt");
+    assert_eq!(sb.target_key_path, "/t.key");
+    let child = layer("systemConfig:\n  dkms:\n    enabled: true\n    modules: [c/3]\n");
+    let d = sc(&merge(&child, &parent)).dkms.clone().unwrap_or_default();
+    assert_eq!(d.modules, vec!["c/3"]);
+}
+
+#[test]
+fn whole_section_replacements_proxy_provisioning_cloud_init_apt_policy_oep() {
+    let parent = layer("systemConfig:\n  proxy: {httpProxy: 'http://p:3128', noProxy: localhost}\n  provisioning:\n    beforeLogin: true\n    scripts:\n      - {name: s1, local: a, final: /a, args: [x], env: {A: '1'}}\n      - {name: s2, local: b, final: /b}\n  cloudInit: {enabled: true, userDataFile: u}\n  aptPolicy: {upgradeAllowedRepos: [r1]}\n  oepInstaller: {url: 'https://x/a', user: u1}\n");
+    let child = layer("systemConfig:\n  proxy: {httpsProxy: 'http://q:3128'}\n  provisioning:\n    beforeLogin: false\n    scripts:\n      - {name: s3, local: c, final: /c}\n      - {name: s1, local: a2, final: /a2}\n  cloudInit: {enabled: false}\n  aptPolicy: {upgradeAllowedRepos: []}\n  oepInstaller: {url: 'https://y/b', user: u2}\n");
+    let m = merge(&child, &parent);
+    let s = sc(&m);
+    assert_eq!(s.proxy, Some(Proxy { https_proxy: "http://q:3128".into(), ..Default::default() }));
+    let pr = s.provisioning.clone().unwrap_or_default();
+    assert_eq!(pr.before_login, Some(false));
+    let names: Vec<(&str, &str)> = pr.scripts.iter().map(|x| (x.name.as_str(), x.local.as_str())).collect();
+    assert_eq!(names, vec![("s1", "a2"), ("s2", "b"), ("s3", "c")]);
+    // Replaced as a whole, args and env too.
+    assert!(pr.scripts[0].args.is_empty() && pr.scripts[0].env.is_empty());
+    assert_eq!(s.cloud_init, Some(CloudInit { enabled: Some(false), ..Default::default() }));
+    assert_eq!(s.apt_policy, Some(AptPolicy { upgrade_allowed_repos: Some(vec![]) }));
+    assert_eq!(s.oep_installer.as_ref().map(|o| o.user.as_str()), Some("u2"));
+    // `proxy: {}` clears; an absent section inherits; beforeLogin absent inherits.
+    let clear = layer("systemConfig:\n  proxy: {}\n  provisioning:\n    scripts: []\n");
+    let m = merge(&clear, &parent);
+    let s = sc(&m);
+    assert_eq!(s.proxy, Some(Proxy::default()));
+    assert!(to_yaml(&m, false).contains("  proxy: {}\n"));
+    assert_eq!(s.provisioning.as_ref().and_then(|p| p.before_login), Some(true));
+    assert_eq!(s.apt_policy, Some(AptPolicy { upgrade_allowed_repos: Some(vec!["r1".into()]) }));
+    assert_eq!(s.cloud_init.as_ref().map(|c| c.user_data_file.as_str()), Some("u"));
+}
+
+#[test]
+fn overlay_leaf_packages_are_exactly_its_own() {
+    let parent = layer("systemConfig:\n  packages: [grub-efi, shim]\n");
+    let child = layer("baseline:\n  mode: overlay\n  source: {path: /b.img}\nsystemConfig:\n  packages: [htop]\n");
+    assert_eq!(sc(&merge(&child, &parent)).packages, vec!["htop"]);
+}
+
+// ---- extends ----
+
+fn write(dir: &Path, name: &str, text: &str) {
+    if let Err(e) = std::fs::write(dir.join(name), text) {
+        panic!("{e}");
+    }
+}
+
+fn tmp() -> tempfile::TempDir {
+    match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn symlink(target: &Path, link: &Path) {
+    if let Err(e) = std::os::unix::fs::symlink(target, link) {
+        panic!("{e}");
+    }
+}
+
+fn chain_err(leaf: &Path) -> Vec<String> {
+    match load_chain(&OsFs, leaf, &Variables::new()) {
+        Ok(c) => panic!("loaded {:?}", c.files),
+        Err(e) => e.iter().map(|p| p.to_string()).collect(),
+    }
+}
+
+fn chain_ok(leaf: &Path) -> Chain {
+    match load_chain(&OsFs, leaf, &Variables::new()) {
+        Ok(c) => c,
+        Err(e) => panic!("{e:?}"),
+    }
+}
+
+#[test]
+fn the_worked_example() {
+    let d = tmp();
+    let dir = d.path();
+    write(dir, "root.yml", &format!("{HEAD}systemConfig:\n  packages: [docker-cli, containerd]\n  kernel:\n    version: '6.8'\n"));
+    write(dir, "middle.yml", &format!("extends: root.yml\n{HEAD}systemConfig:\n  packages: [prometheus-node-exporter, grafana-agent]\n  kernel:\n    version: '6.12'\n"));
+    write(dir, "leaf.yml", &format!("extends: ./middle.yml\n{HEAD}systemConfig:\n  packages: [my-custom-app]\n"));
+    let defaults = layer("systemConfig:\n  packages: [openssh-server]\n  kernel:\n    version: '6.1'\n    cmdline: quiet\n");
+    let c = chain_ok(&dir.join("leaf.yml"));
+    assert_eq!(c.describe(), "Extends chain: root.yml -> middle.yml -> leaf.yml");
+    assert_eq!(c.files, vec![dir.join("root.yml"), dir.join("middle.yml"), dir.join("leaf.yml")]);
+    assert!(c.warnings.is_empty());
+    let full = resolve_full(&c, Some(&defaults));
+    let s = sc(&full);
+    assert_eq!(
+        s.packages,
+        vec!["openssh-server", "docker-cli", "containerd", "prometheus-node-exporter", "grafana-agent", "my-custom-app"]
+    );
+    let k = s.kernel.clone().unwrap_or_default();
+    assert_eq!((k.version.as_str(), k.cmdline.as_str()), ("6.12", "quiet"));
+    // extends is stripped from every output.
+    assert_eq!(full.extends, None);
+    assert!(!to_yaml(&c.layers[2], false).contains("extends"));
+    // Chain-only: no defaults.
+    assert_eq!(sc(&c.fold()).packages.len(), 5);
+    // Overlay: the OS defaults do not apply.
+    write(dir, "ov.yml", &format!("extends: root.yml\n{HEAD}baseline:\n  mode: overlay\n  source: {{path: /b.img}}\nsystemConfig:\n  packages: [htop]\n"));
+    let c = chain_ok(&dir.join("ov.yml"));
+    assert_eq!(sc(&resolve_full(&c, Some(&defaults))).packages, vec!["htop"]);
+}
+
+#[test]
+fn a_cycle_through_a_directory_symlink_is_caught_on_canonical_paths() {
+    let d = tmp();
+    let dir = d.path();
+    symlink(dir, &dir.join("same"));
+    write(dir, "a.yml", &format!("extends: same/b.yml\n{HEAD}"));
+    write(dir, "b.yml", &format!("extends: same/a.yml\n{HEAD}"));
+    let canon = match std::fs::canonicalize(dir) {
+        Ok(c) => c,
+        Err(e) => panic!("{e}"),
+    };
+    let (a, b) = (canon.join("a.yml"), canon.join("b.yml"));
+    assert_eq!(
+        chain_err(&dir.join("a.yml")),
+        vec![format!(
+            "{}:1:10: circular extends detected: {} -> {} -> {}",
+            dir.join("same/b.yml").display(),
+            a.display(),
+            b.display(),
+            a.display()
+        )]
+    );
+}
+
+#[test]
+fn escapes_lexical_and_through_a_symlinked_directory() {
+    let d = tmp();
+    let top = d.path();
+    let dir = top.join("t");
+    if let Err(e) = std::fs::create_dir_all(top.join("elsewhere")) {
+        panic!("{e}");
+    }
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        panic!("{e}");
+    }
+    write(top, "x.yml", HEAD);
+    write(&top.join("elsewhere"), "p.yml", HEAD);
+    write(&dir, "lex.yml", &format!("extends: ../x.yml\n{HEAD}"));
+    assert_eq!(
+        chain_err(&dir.join("lex.yml")),
+        vec![format!(
+            "{}:1:10: extends path escapes child template's directory: ../x.yml",
+            dir.join("lex.yml").display()
+        )]
+    );
+    write(&dir, "abs.yml", &format!("extends: {}\n{HEAD}", top.join("x.yml").display()));
+    assert_eq!(chain_err(&dir.join("abs.yml")).len(), 1);
+    symlink(&top.join("elsewhere"), &dir.join("link"));
+    write(&dir, "sym.yml", &format!("extends: link/p.yml\n{HEAD}"));
+    assert_eq!(
+        chain_err(&dir.join("sym.yml")),
+        vec![format!(
+            "{}:1:10: extends path escapes child template's directory: link/p.yml",
+            dir.join("sym.yml").display()
+        )]
+    );
+    // A parent that is itself a symlink, and a wrong extension.
+    symlink(&dir.join("lex.yml"), &dir.join("alias.yml"));
+    write(&dir, "viasym.yml", &format!("extends: alias.yml\n{HEAD}"));
+    assert_eq!(
+        chain_err(&dir.join("viasym.yml")),
+        vec![format!(
+            "{}:1:10: extends parent is a symbolic link: {}",
+            dir.join("viasym.yml").display(),
+            dir.join("alias.yml").display()
+        )]
+    );
+    write(&dir, "ext.yml", &format!("extends: parent.json\n{HEAD}"));
+    assert_eq!(
+        chain_err(&dir.join("ext.yml")),
+        vec![format!(
+            "{}:1:10: extends must name a .yml or .yaml file: parent.json",
+            dir.join("ext.yml").display()
+        )]
+    );
+    // The leaf itself may not be a symlink either.
+    assert_eq!(
+        chain_err(&dir.join("alias.yml")),
+        vec![format!(
+            "{}: template is a symbolic link: {} (name the file it points to)",
+            dir.join("alias.yml").display(),
+            dir.join("alias.yml").display()
+        )]
+    );
+}
+
+#[test]
+fn target_mismatch_at_level_two() {
+    let d = tmp();
+    let dir = d.path();
+    write(dir, "root.yml", &HEAD.replace("x86_64", "aarch64"));
+    write(dir, "mid.yml", &format!("{HEAD}extends: root.yml\n"));
+    write(dir, "leaf.yml", &format!("extends: mid.yml\n{HEAD}"));
+    assert_eq!(
+        chain_err(&dir.join("leaf.yml")),
+        vec![format!(
+            "{}:9:10: extends target mismatch at level 2: child targets ubuntu/ubuntu24/x86_64/raw but parent targets ubuntu/ubuntu24/aarch64/raw",
+            dir.join("mid.yml").display()
+        )]
+    );
+}
+
+#[test]
+fn depth_five_warns_and_succeeds() {
+    let d = tmp();
+    let dir = d.path();
+    write(dir, "l0.yml", HEAD);
+    for i in 1..5 {
+        write(dir, &format!("l{i}.yml"), &format!("extends: l{}.yml\n{HEAD}", i - 1));
+    }
+    let c = chain_ok(&dir.join("l4.yml"));
+    assert_eq!(c.layers.len(), 5);
+    let w: Vec<String> = c.warnings.iter().map(|p| p.to_string()).collect();
+    assert_eq!(
+        w,
+        vec![format!(
+            "{}: warning: extends chain depth 5 exceeds recommended maximum of 4",
+            dir.join("l4.yml").display()
+        )]
+    );
+    assert!(chain_ok(&dir.join("l3.yml")).warnings.is_empty());
+}
+
+// ---- variables, defaults path, output ----
+
+#[test]
+fn variables_substitute_before_typing() {
+    let mut v = match Variables::from_yaml(Path::new("v.yml"), "name: edge\nsudo: 'true'\nver: 2.0.1\n") {
+        Ok(v) => v,
+        Err(e) => panic!("{e}"),
+    };
+    v.set("ver", "3.0.0");
+    let t = match parse(Path::new("t.yml"), "image:\n  name: ${name}-img\n  version: ${ver}\nsystemConfig:\n  users:\n    - name: ${name}\n      sudo: ${sudo}\n", &v) {
+        Ok(t) => t,
+        Err(e) => panic!("{e:?}"),
+    };
+    assert_eq!(t.image.name, "edge-img");
+    assert_eq!(t.image.version, "3.0.0");
+    assert_eq!(sc(&t).users[0].sudo, Some(true));
+    assert_eq!(
+        perr("image:\n  name: ${nope}\n"),
+        vec!["t.yml:2:9: unknown variable '${nope}': give it with --var nope=VALUE or in a variables file"]
+    );
+    match Variables::from_yaml(Path::new("v.yml"), "a:\n  b: 1\n") {
+        Ok(_) => panic!("nested accepted"),
+        Err(e) => assert_eq!(
+            e.to_string(),
+            "v.yml:2:3: variable 'a' must be a scalar, not a mapping (a variables file is a flat mapping)"
+        ),
+    }
+}
+
+#[test]
+fn defaults_path_maps_img_to_initrd() {
+    let t = Target { os: "ubuntu".into(), dist: "ubuntu24".into(), arch: "x86_64".into(), image_type: "img".into() };
+    assert_eq!(
+        defaults_path(Path::new("config/osv"), &t),
+        Path::new("config/osv/ubuntu/ubuntu24/imageconfigs/defaultconfigs/default-initrd-x86_64.yml")
+    );
+    let t = Target { image_type: "raw".into(), ..t };
+    assert!(defaults_path(Path::new("d"), &t).ends_with("default-raw-x86_64.yml"));
+}
+
+#[test]
+fn redaction_and_field_order() {
+    let t = layer("systemConfig:\n  immutability:\n    enabled: true\n    secureBootDBKey: /k.key\n    secureBootDBCrt: /k.crt\n    secureBootDBCer: /k.cer\n  users:\n    - {shell: /bin/sh, name: admin, password: '$6$s$h', hash_algo: sha512}\n  dkms:\n    enabled: true\n    secureBoot: {enabled: true, signingKeyPath: /s.key, signingCertPath: /s.crt}\n");
+    let y = to_yaml(&t, true);
+    assert_eq!(
+        y,
+        "image:\n  name: img\n  version: \"1.0.0\"\ntarget:\n  os: ubuntu\n  dist: ubuntu24\n  arch: x86_64\n  imageType: raw\nsystemConfig:\n  immutability:\n    enabled: true\n    secureBootDBKey: \"<redacted>\"\n    secureBootDBCrt: \"<redacted>\"\n    secureBootDBCer: \"<redacted>\"\n  dkms:\n    enabled: true\n    secureBoot:\n      enabled: true\n      signingKeyPath: \"<redacted>\"\n      signingCertPath: \"<redacted>\"\n  users:\n    - name: admin\n      password: \"<redacted>\"\n      hash_algo: \"<redacted>\"\n      shell: /bin/sh\n"
+    );
+    assert!(to_yaml(&t, false).contains("/k.key"));
+    assert!(to_json(&t, true).contains("\"password\": \"<redacted>\""));
+    // The canonical text reads back to the same template.
+    assert_eq!(p(&to_yaml(&t, false)), t);
+}
