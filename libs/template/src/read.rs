@@ -86,15 +86,12 @@ impl Reader<'_> {
 
     fn substitute(&mut self, v: &mut Value, path: &DocPath, vars: &Variables) {
         match v {
-            Value::Scalar { text, plain } => {
+            // The scalar keeps its style: a plain `${x}` is typed by its
+            // field after substitution (`sudo: ${admin}` reads a boolean).
+            Value::Scalar { text, .. } => {
                 if text.contains("${") {
                     match vars.expand(text) {
-                        Ok(new) => {
-                            *text = new;
-                            // A substituted value is text: it is typed by
-                            // the field that reads it, as written.
-                            let _ = plain;
-                        }
+                        Ok(new) => *text = new,
                         Err(m) => self.err(path, false, m),
                     }
                 }

@@ -375,6 +375,26 @@ fn provisioning_rules() {
 }
 
 #[test]
+fn reboot_after_only_on_the_last_first_boot_script() {
+    let two = |a: &str, b: &str| {
+        user(&format!(
+            "systemConfig:\n  provisioning:\n    scripts:\n      - {{name: a, local: a, final: /a, order: 20{a}}}\n      - {{name: b, local: b, final: /b, order: 10{b}}}\n"
+        ))
+    };
+    assert!(two(", rebootAfter: true", "").is_empty());
+    assert_eq!(
+        two("", ", rebootAfter: true"),
+        vec![
+            "systemConfig.provisioning.scripts[1].rebootAfter is only allowed on the last script to run (the reboot would cut later scripts off)"
+        ]
+    );
+    assert_eq!(
+        two(", rebootAfter: true, stage: every-boot", ""),
+        vec!["systemConfig.provisioning.scripts[0].rebootAfter is for first-boot scripts only"]
+    );
+}
+
+#[test]
 fn proxy_rules() {
     one(
         "systemConfig:\n  proxy:\n    httpProxy: http://user:pw@proxy:3128\n",

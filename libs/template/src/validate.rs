@@ -1051,8 +1051,25 @@ fn provisioning(f: &mut Findings, p: &DocPath, pr: &Provisioning) {
                 ip.key("rebootAfter"),
                 format!("{ip}.rebootAfter is for first-boot scripts only"),
             );
+        } else if s.reboot_after == Some(true) && Some(i) != last_to_run(&pr.scripts) {
+            f.err(
+                ip.key("rebootAfter"),
+                format!(
+                    "{ip}.rebootAfter is only allowed on the last script to run (the reboot would cut later scripts off)"
+                ),
+            );
         }
     }
+}
+
+/// The index of the script that runs last: the highest `order` (unset is
+/// 0), ties in template order.
+fn last_to_run(scripts: &[Script]) -> Option<usize> {
+    scripts
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, s)| (s.order.unwrap_or(0), *i))
+        .map(|(i, _)| i)
 }
 
 fn oep(f: &mut Findings, p: &DocPath, o: &OepInstaller, sc: &SystemConfig, merged: bool) {
