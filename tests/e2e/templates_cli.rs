@@ -204,3 +204,50 @@ fn validate_checks_the_merged_template_with_defaults_and_warns_without_failing()
          nosc.yml: systemConfig is required in the merged template\n"
     );
 }
+
+#[test]
+fn chain_refusals_and_parent_problems_name_their_file() {
+    let t = csis_test_support::temp_tree([
+        (
+            "t/a.yml",
+            format!("extends: b.yml\nimage: {{name: a, version: '1'}}\n{TARGET}"),
+        ),
+        (
+            "t/b.yml",
+            format!("extends: a.yml\nimage: {{name: b, version: '1'}}\n{TARGET}"),
+        ),
+        (
+            "t/child.yml",
+            format!("extends: parent.yml\nimage: {{name: c, version: '1'}}\n{TARGET}"),
+        ),
+        (
+            "t/parent.yml",
+            format!(
+                "image: {{name: p, version: '1'}}\n{TARGET}systemConfig:\n  bootloader: {{provider: lilo}}\n"
+            ),
+        ),
+        (
+            "t/out.yml",
+            format!("extends: ../x.yml\nimage: {{name: o, version: '1'}}\n{TARGET}"),
+        ),
+    ]);
+    let dir = t.path().join("t");
+    let canon = std::fs::canonicalize(&dir).unwrap();
+    let (code, out, err) = csis(&dir, &["resolve", "a.yml"]);
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert_eq!(
+        err,
+        format!(
+            "b.yml:1:10: circular extends detected: {a} -> {b} -> {a}\n",
+            a = canon.join("a.yml").display(),
+            b = canon.join("b.yml").display()
+        )
+    );
+    let (code, out, err) = csis(&dir, &["validate", "child.yml", "out.yml"]);
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert_eq!(
+        err,
+        "parent.yml:4:26: systemConfig.bootloader.provider: 'lilo' is not one of: grub, grub2, systemd-boot\n\
+         out.yml:1:10: extends path escapes child template's directory: ../x.yml\n"
+    );
+}

@@ -125,11 +125,11 @@ fn image_and_target_are_required_and_checked() {
     assert_eq!(
         m,
         vec![
-            "t.yml:2:3: image.name 'a-' must be letters and digits with inner hyphens and underscores",
-            "t.yml:3:3: image.version 'v1' is not semver-like (1.0.0, 24.04, 1.0.0+build1)",
-            "t.yml:5:3: target.os: 'debianx' is not one of: azure-linux, edge-microvisor-toolkit, wind-river-elxr, ubuntu, redhat-compatible-distro",
-            "t.yml:7:3: target.arch: 'i386' is not one of: x86_64, aarch64, armv7hl",
-            "t.yml:8:3: target.imageType: 'vmdk' is not one of: raw, iso, img, wsl2",
+            "t.yml:2:9: image.name 'a-' must be letters and digits with inner hyphens and underscores",
+            "t.yml:3:12: image.version 'v1' is not semver-like (1.0.0, 24.04, 1.0.0+build1)",
+            "t.yml:5:7: target.os: 'debianx' is not one of: azure-linux, edge-microvisor-toolkit, wind-river-elxr, ubuntu, redhat-compatible-distro",
+            "t.yml:7:9: target.arch: 'i386' is not one of: x86_64, aarch64, armv7hl",
+            "t.yml:8:14: target.imageType: 'vmdk' is not one of: raw, iso, img, wsl2",
         ]
     );
     for v in ["1.0.0", "24.04", "1.0.0+build1", "3"] {

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use std::sync::OnceLock;
 
-use csis_model::DocPath;
+use csis_model::{DocPath, Seg, Value};
 use regex::Regex;
 
 use crate::types::*;
@@ -39,13 +39,19 @@ impl Findings {
     }
 
     fn into_problems(self, file: &Path, text: Option<&str>) -> Vec<Problem> {
-        let pos = text.and_then(|t| csis_yaml::parse(t).ok()).map(|(_, p)| p);
+        let parsed = text.and_then(|t| csis_yaml::parse(t).ok());
         self.0
             .into_iter()
             .map(|f| {
-                let (line, col) = pos
+                // A scalar's own position; else the key of the nearest
+                // node the text has (a section, or the one a missing
+                // field belongs in).
+                let (line, col) = parsed
                     .as_ref()
-                    .and_then(|p| p.nearest(&f.path, true))
+                    .and_then(|(v, p)| match node(v, &f.path) {
+                        Some(Value::Scalar { .. }) => p.value(&f.path),
+                        _ => p.nearest(&f.path, true),
+                    })
                     .map(|s| (s.line, s.col))
                     .unwrap_or((0, 0));
                 Problem {
@@ -58,6 +64,18 @@ impl Findings {
             })
             .collect()
     }
+}
+
+/// The node at `path`, when the document has it.
+fn node<'v>(v: &'v Value, path: &DocPath) -> Option<&'v Value> {
+    let mut at = v;
+    for seg in &path.0 {
+        at = match seg {
+            Seg::Key(k) => at.get(k)?,
+            Seg::Index(i) => at.as_seq()?.get(*i)?,
+        };
+    }
+    Some(at)
 }
 
 fn root() -> DocPath {
