@@ -462,6 +462,45 @@ fn baseline_and_overlay_rules() {
 }
 
 #[test]
+fn apt_policy_refuses_an_allowed_and_a_pinned_repository_on_one_host() {
+    let repos = "packageRepositories:\n  - {codename: a, url: 'https://ppa.launchpadcontent.net/a/ubuntu', pkey: /k}\n  - {codename: b, url: 'https://ppa.launchpadcontent.net/b/ubuntu', pkey: /k}\n  - {codename: c, url: 'https://other.example/c', pkey: /k}\n";
+    assert_eq!(
+        user(&format!(
+            "{repos}systemConfig:\n  aptPolicy:\n    upgradeAllowedRepos: [a, c]\n"
+        )),
+        vec![
+            "systemConfig.aptPolicy: repositories 'a' (may upgrade) and 'b' (may not) are both on ppa.launchpadcontent.net, and APT pins by host: list both, or neither"
+        ]
+    );
+    assert!(
+        user(&format!(
+            "{repos}systemConfig:\n  aptPolicy:\n    upgradeAllowedRepos: [a, b]\n"
+        ))
+        .is_empty()
+    );
+    assert!(
+        user(&format!(
+            "{repos}systemConfig:\n  aptPolicy:\n    upgradeAllowedRepos: []\n"
+        ))
+        .is_empty()
+    );
+}
+
+#[test]
+fn replace_kernel_names() {
+    let ov = "baseline:\n  mode: overlay\n  source:\n    path: /a.img\noverlayPolicy:\n  packageOperation: additive-and-upgrade\n  replaceKernel:\n";
+    assert_eq!(
+        user(&format!(
+            "{ov}    package: 'linux image'\n    enableExtraModules: 'a  b'\n"
+        )),
+        vec![
+            "overlayPolicy.replaceKernel.package: 'linux image' is not a package name or glob",
+            "overlayPolicy.replaceKernel.enableExtraModules is module names separated by single spaces",
+        ]
+    );
+}
+
+#[test]
 fn oep_installer_rules() {
     let h = "b".repeat(64);
     assert_eq!(

@@ -149,6 +149,10 @@ pattern!(
 );
 pattern!(uri_scheme_re, r"^[A-Za-z][A-Za-z0-9+.-]*:");
 pattern!(sha256_re, r"^[0-9a-fA-F]{64}$");
+pattern!(
+    modules_re,
+    r"^[A-Za-z0-9_][A-Za-z0-9_.-]*( [A-Za-z0-9_][A-Za-z0-9_.-]*)*$"
+);
 pattern!(iface_re, r"^[a-zA-Z0-9][a-zA-Z0-9._-]{0,14}$");
 
 pub(crate) const OSES: &[&str] = &[
@@ -452,7 +456,30 @@ fn baseline(f: &mut Findings, t: &Template) {
                     "overlayPolicy.replaceKernel is only valid with packageOperation: additive-and-upgrade",
                 );
             }
-            required(f, p.key("replaceKernel").key("package"), &rk.package, "");
+            let rp = p.key("replaceKernel");
+            required(f, rp.key("package"), &rk.package, "");
+            for (k, v) in std::iter::once(("package", &rk.package)).chain(
+                rk.additional_packages
+                    .iter()
+                    .map(|x| ("additionalPackages", x)),
+            ) {
+                if !v.is_empty() && !package_glob_re().is_match(v) {
+                    f.err(
+                        rp.key(k),
+                        format!(
+                            "overlayPolicy.replaceKernel.{k}: '{v}' is not a package name or glob"
+                        ),
+                    );
+                }
+            }
+            if !rk.enable_extra_modules.is_empty()
+                && !modules_re().is_match(&rk.enable_extra_modules)
+            {
+                f.err(
+                    rp.key("enableExtraModules"),
+                    "overlayPolicy.replaceKernel.enableExtraModules is module names separated by single spaces",
+                );
+            }
         }
         grub_text(f, p.key("kernelCmdline"), &op.kernel_cmdline);
         grub_text(f, p.key("grubDefault"), &op.grub_default);
@@ -782,17 +809,52 @@ fn system_config(f: &mut Findings, t: &Template, sc: &SystemConfig, merged: bool
         );
     }
     if let Some(a) = &sc.apt_policy {
-        for (i, x) in a.upgrade_allowed_repos.iter().flatten().enumerate() {
-            required(
-                f,
-                p.key("aptPolicy").key("upgradeAllowedRepos").index(i),
-                x,
-                "",
-            );
+        let ap = p.key("aptPolicy").key("upgradeAllowedRepos");
+        let allowed = a.upgrade_allowed_repos.as_deref().unwrap_or_default();
+        for (i, x) in allowed.iter().enumerate() {
+            required(f, ap.index(i), x, "");
         }
+        apt_hosts(f, &ap, allowed, &t.package_repositories);
     }
     if let Some(o) = &sc.oep_installer {
         oep(f, &p.key("oepInstaller"), o, sc, merged);
+    }
+}
+
+/// The host of a URL (`scheme://host[:port]/...`).
+fn host(url: &str) -> &str {
+    let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
+    let authority = rest.split('/').next().unwrap_or("");
+    let authority = authority.rsplit('@').next().unwrap_or(authority);
+    authority.split(':').next().unwrap_or(authority)
+}
+
+/// APT pins by origin (host): an allowed and a not-allowed repository on
+/// one host cannot be told apart. An empty list allows all.
+fn apt_hosts(f: &mut Findings, p: &DocPath, allowed: &[String], repos: &[PackageRepository]) {
+    if allowed.is_empty() {
+        return;
+    }
+    for (i, name) in allowed.iter().enumerate() {
+        let Some(a) = repos.iter().find(|r| &r.codename == name) else {
+            continue;
+        };
+        let h = host(&a.url);
+        if h.is_empty() {
+            continue;
+        }
+        if let Some(b) = repos
+            .iter()
+            .find(|r| !allowed.contains(&r.codename) && host(&r.url) == h)
+        {
+            f.err(
+                p.index(i),
+                format!(
+                    "systemConfig.aptPolicy: repositories '{}' (may upgrade) and '{}' (may not) are both on {h}, and APT pins by host: list both, or neither",
+                    a.codename, b.codename
+                ),
+            );
+        }
     }
 }
 
