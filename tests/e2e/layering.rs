@@ -13,6 +13,7 @@ fn allowed(krate: &str) -> Vec<&'static str> {
     let libs = [
         "csis-yaml",
         "csis-cloud-config",
+        "csis-template",
         "csis-public-safe",
         "csis-secrets",
         "csis-string-stage",
@@ -25,7 +26,7 @@ fn allowed(krate: &str) -> Vec<&'static str> {
         "csis-model" => vec![],
         "csis-yaml" | "csis-string-stage" => vec!["csis-model"],
         "csis-plugin-api" => vec!["csis-model", "csis-hcl"],
-        "csis-cloud-config" | "csis-public-safe" | "csis-secrets" => {
+        "csis-cloud-config" | "csis-template" | "csis-public-safe" | "csis-secrets" => {
             vec!["csis-model", "csis-yaml"]
         }
         "csis-engine" => engine,
