@@ -62,6 +62,14 @@ fn interp_tree() -> tempfile::TempDir {
         "    image: top\n",
         "    image: top\n    env_file: instances/box.env\n    tags:\n      role: \"${env.box_role}\"\n      db: \"${terraform.db_password}\"\n",
     );
+    // The sensitive output in a value csis writes (user-data, launch
+    // parameters): it is written as its placeholder.
+    crate::support::edit(
+        r,
+        "instances/box.yml",
+        "> \"$CSIS_INSTANCE_DIR/greeting\"",
+        "> \"$CSIS_INSTANCE_DIR/greeting\"; echo 'pw=${terraform.db_password}' > /dev/null",
+    );
     t
 }
 

@@ -569,7 +569,13 @@ fn substitute(text: &str, path: &[Seg], e: &Entry, out: &mut Outcome) -> Option<
                     sensitive,
                 });
                 if whole {
-                    return Some(v);
+                    // A sensitive value never enters the model: the field
+                    // keeps its placeholder, the value is in `used`.
+                    return Some(if sensitive {
+                        Value::str(r.placeholder())
+                    } else {
+                        v
+                    });
                 }
                 fail(
                     out,
@@ -589,7 +595,11 @@ fn substitute(text: &str, path: &[Seg], e: &Entry, out: &mut Outcome) -> Option<
                     text: t.clone(),
                     sensitive,
                 });
-                s.push_str(&t);
+                if sensitive {
+                    s.push_str(&r.placeholder());
+                } else {
+                    s.push_str(&t);
+                }
             }
             Err(msg) => match r {
                 Ref::Env(name) if e.ext.tolerate_missing_env => {
@@ -827,9 +837,13 @@ mod tests {
 
     #[test]
     fn a_sensitive_output_is_marked() {
-        let (_, out) = run(
-            "instances:\n  - name: web\n    p: \"${terraform.db_password}\"\n",
+        let (doc, out) = run(
+            "instances:\n  - name: web\n    p: \"pw=${terraform.db_password}\"\n",
             &ext(),
+        );
+        assert_eq!(
+            field(&doc, "instances", 0, "p").as_str(),
+            Some("pw=${terraform.db_password}")
         );
         assert!(
             out.used
