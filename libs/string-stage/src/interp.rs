@@ -352,8 +352,8 @@ pub struct External {
     pub environment: Option<String>,
 }
 
-/// One substitution made.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One substitution made. Debug shows a sensitive value as `<sensitive>`.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Used {
     pub path: DocPath,
     /// `env FOO` or `terraform output subnet_id of <location>`.
@@ -362,6 +362,25 @@ pub struct Used {
     /// The value as text (a list or map: its JSON).
     pub text: String,
     pub sensitive: bool,
+}
+
+impl std::fmt::Debug for Used {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Used")
+            .field("path", &self.path)
+            .field("source", &self.source)
+            .field("placeholder", &self.placeholder)
+            .field(
+                "text",
+                &if self.sensitive {
+                    "<sensitive>"
+                } else {
+                    self.text.as_str()
+                },
+            )
+            .field("sensitive", &self.sensitive)
+            .finish()
+    }
 }
 
 /// What the pass did to a document.
