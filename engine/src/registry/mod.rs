@@ -333,10 +333,19 @@ mod tests {
             order,
             run: mark_seen,
         };
-        reg.register_resolution_pass(pass("late", 30)).unwrap();
+        reg.register_resolution_pass(pass("late", 40)).unwrap();
         reg.register_resolution_pass(pass("early", 5)).unwrap();
         let names: Vec<_> = reg.resolution_passes().iter().map(|p| p.name).collect();
-        assert_eq!(names, ["early", "interpolate", "scope-this", "late"]);
+        assert_eq!(
+            names,
+            [
+                "early",
+                "interpolate",
+                "scope-this",
+                "interpolate-external",
+                "late"
+            ]
+        );
         assert!(
             reg.register_resolution_pass(pass("interpolate", 1))
                 .is_err()
