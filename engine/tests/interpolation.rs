@@ -396,3 +396,64 @@ STATE
     assert_eq!(cidr(&WITH), "10.9.0.0/16");
     assert_eq!(cidr(&WITHOUT), "${terraform.cidr}");
 }
+
+#[test]
+fn tolerate_missing_env_in_config_warns_once_per_name() {
+    let text = tree_text()
+        .replace("id: interp\n", "id: interp\ntolerate_missing_env: true\n")
+        .replace("${env.Cache_User}", "${env.UNSET_ONE}")
+        .replace(
+            "    env_file: cache.env\n",
+            "    env_file: cache.env\n    description: \"${env.UNSET_ONE} ${env.UNSET_TWO}\"\n",
+        );
+    let (ws, _) = load_counting(&text, &[]);
+    let diags = ws.load_diagnostics();
+    let missing: Vec<String> = diags
+        .iter()
+        .filter(|d| d.message.contains("UNSET_"))
+        .map(|d| ws.describe(d))
+        .collect();
+    assert_eq!(missing.len(), 2, "{missing:#?}");
+    assert!(
+        missing.iter().all(|l| l.contains("warning: ")),
+        "{missing:#?}"
+    );
+    assert!(
+        diags
+            .iter()
+            .all(|d| !d.message.contains("tolerate_missing_env")),
+        "the key is not refused"
+    );
+    let cache = resolved(&ws, ItemKind::INSTANCES, "cache");
+    assert_eq!(at(&cache, &["tags", "user"]), "<missing env UNSET_ONE>");
+}
+
+#[test]
+fn a_local_state_backend_of_the_tree_is_a_source() {
+    let text = format!(
+        "{LOCAL_BASE}{}",
+        r#"
+--- cfg/_config.yml
+id: interp
+interpolation:
+  terraform:
+    - {name: shared, backend: files, workspace: network}
+state_backends:
+  - {name: files, type: local, config: {bucket: tfstate, prefix: prod-}}
+--- tfstate/prod-network.tfstate
+{"version": 4, "outputs": {"subnet_id": {"value": "subnet-from-backend"}}}
+--- images/base.yml
+images:
+  - name: base
+    source_image: alma
+    group: ops
+    tags: {subnet: "${terraform.subnet_id}"}
+    runtimes:
+      - image_builder: ib
+"#
+    );
+    let (ws, sys) = load_counting(&text, &[]);
+    let base = resolved(&ws, ItemKind::IMAGES, "base");
+    assert_eq!(at(&base, &["tags", "subnet"]), "subnet-from-backend");
+    assert_eq!(sys.reads_of("tfstate/prod-network.tfstate"), 1);
+}
