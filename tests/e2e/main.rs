@@ -15,6 +15,7 @@ mod gate;
 mod generation_gate;
 mod hostnames;
 mod identity;
+mod interpolation;
 mod launch;
 mod layering;
 mod lineage;
