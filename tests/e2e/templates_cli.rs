@@ -283,7 +283,12 @@ fn found_defaults_without_the_targets_file_warn_in_validate_and_refuse_resolve_f
     // Given with --defaults-dir: still an error.
     let (code, out, err) = csis(
         &dir,
-        &["validate", "iso.yml", "--defaults-dir", osv.to_str().unwrap()],
+        &[
+            "validate",
+            "iso.yml",
+            "--defaults-dir",
+            osv.to_str().unwrap(),
+        ],
     );
     assert_eq!((code, out.as_str()), (1, ""));
     assert!(

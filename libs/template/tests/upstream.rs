@@ -18,6 +18,9 @@ fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/ict-upstream")
 }
 
+/// The corpus's template files, sorted (a test walking its own fixtures,
+/// not the engine's view of a tree).
+#[allow(clippy::disallowed_methods, clippy::unwrap_used)]
 fn templates(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
