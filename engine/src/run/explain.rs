@@ -137,6 +137,8 @@ fn changed_inputs(
         };
         let detail = if k == "parent_fingerprint" {
             parent_detail(ws, series, rt, head)
+        } else if let Some(field) = k.strip_prefix("template.") {
+            template_detail(ws, series, rt, field)
         } else if let Some(file) = k
             .split_once("].files.")
             .map(|(_, f)| f)
@@ -151,6 +153,42 @@ fn changed_inputs(
             head.build_id,
             field_at(ws, series, k)
         ));
+    }
+}
+
+/// Where a merged template's field comes from: the chain's files (and
+/// the OS defaults) that set it, each at its key, and the chain itself.
+fn template_detail(ws: &Workspace, series: &str, rt: &str, field: &str) -> String {
+    let (db, tree) = (&ws.db, ws.tree);
+    let Some((_, r)) = crate::load::templates::template_on_runtime(db, tree, series, rt) else {
+        return String::new();
+    };
+    let path = field
+        .split('.')
+        .fold(csis_model::DocPath::root(), |p, seg| p.key(seg));
+    let files: Vec<&String> = r.defaults.iter().chain(r.chain.iter()).collect();
+    let set_in: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let sf = ws.file(f)?;
+            let parsed = crate::db::files::parse_file(db, sf);
+            let span = parsed.positions.key(&path)?;
+            Some(format!("{f}:{}:{}", span.line, span.col))
+        })
+        .collect();
+    let chain = r.chain.join(" -> ");
+    let defaults = r
+        .defaults
+        .as_ref()
+        .map(|d| format!(" over OS defaults {d}"))
+        .unwrap_or_default();
+    if set_in.is_empty() {
+        format!(" (image template: extends chain {chain}{defaults})")
+    } else {
+        format!(
+            " (set in {}; image template: extends chain {chain}{defaults})",
+            set_in.join(", ")
+        )
     }
 }
 
@@ -257,6 +295,7 @@ fn base_input_origin(decl: &Origin, input: &str) -> Origin {
         "update" => decl.key("update"),
         "capabilities" => decl.key(rest),
         "verification" => decl.key("tests"),
+        "template" => decl.key("runtimes"),
         "bake_disk_size" => decl.key("default_primary_disk_size"),
         _ => decl.clone(),
     }
