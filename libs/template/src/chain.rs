@@ -1,0 +1,231 @@
+//! The `extends` chain: leaf to root, with the reference's guards, then
+//! folded root to leaf.
+
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+
+use csis_model::DocPath;
+use csis_yaml::Positions;
+
+use crate::merge::merge;
+use crate::read::parse_located;
+use crate::types::Template;
+use crate::{Problem, TemplateFs, Variables};
+
+/// Chains deeper than this warn.
+pub const RECOMMENDED_MAX_DEPTH: usize = 4;
+/// A hard stop, so that no chain is walked without end.
+pub const MAX_DEPTH: usize = 64;
+
+/// The extends chain of a leaf, root first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Chain {
+    /// root..leaf, as given/joined (lexically normalized), not canonical.
+    pub files: Vec<PathBuf>,
+    pub layers: Vec<Template>,
+    pub warnings: Vec<Problem>,
+}
+
+impl Chain {
+    /// fold(MergeConfigurations, Template::default(), [root..leaf]).
+    pub fn fold(&self) -> Template {
+        let mut acc = Template::default();
+        for layer in &self.layers {
+            acc = merge(layer, &acc);
+        }
+        acc.extends = None;
+        acc
+    }
+
+    /// `Extends chain: root.yml -> child.yml -> leaf.yml` (file names).
+    pub fn describe(&self) -> String {
+        let names: Vec<String> = self
+            .files
+            .iter()
+            .map(|f| {
+                f.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| f.display().to_string())
+            })
+            .collect();
+        format!("Extends chain: {}", names.join(" -> "))
+    }
+
+    pub fn leaf(&self) -> Option<&Template> {
+        self.layers.last()
+    }
+}
+
+/// `extends` joined to the child's directory, `..` and `.` resolved
+/// lexically; `None` when it leaves that directory (or is absolute).
+fn join_contained(dir: &Path, ext: &str) -> Option<PathBuf> {
+    let mut parts: Vec<&std::ffi::OsStr> = Vec::new();
+    for c in Path::new(ext).components() {
+        match c {
+            Component::Normal(n) => parts.push(n),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                parts.pop()?;
+            }
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    let mut out = dir.to_path_buf();
+    for p in parts {
+        out.push(p);
+    }
+    Some(out)
+}
+
+fn dir_of(file: &Path) -> PathBuf {
+    match file.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+fn at(file: &Path, pos: &Positions, path: &DocPath, message: String) -> Problem {
+    let (line, col) = pos
+        .nearest(path, false)
+        .map(|s| (s.line, s.col))
+        .unwrap_or((0, 0));
+    Problem::error(file, line, col, message)
+}
+
+/// The extends chain of `leaf`, root first, every file read through `fs`.
+pub fn load_chain(
+    fs: &dyn TemplateFs,
+    leaf: &Path,
+    vars: &Variables,
+) -> Result<Chain, Vec<Problem>> {
+    if fs.is_symlink(leaf) {
+        return Err(vec![Problem::error(
+            leaf,
+            0,
+            0,
+            format!(
+                "template is a symbolic link: {} (name the file it points to)",
+                leaf.display()
+            ),
+        )]);
+    }
+    let canon = fs.canonicalize(leaf).map_err(|e| {
+        vec![Problem::error(
+            leaf,
+            0,
+            0,
+            format!("cannot read template: {e}"),
+        )]
+    })?;
+    // Leaf first while walking.
+    let mut files = vec![leaf.to_path_buf()];
+    let mut canons = vec![canon.clone()];
+    let mut seen: HashMap<PathBuf, usize> = HashMap::from([(canon, 0)]);
+    let mut layers = Vec::new();
+    let mut current = leaf.to_path_buf();
+    loop {
+        let text = fs.read(&current).map_err(|e| {
+            vec![Problem::error(
+                &current,
+                0,
+                0,
+                format!("cannot read template: {e}"),
+            )]
+        })?;
+        let (t, pos) = parse_located(&current, &text, vars)?;
+        let level = layers.len();
+        if let Some(child) = layers.last() {
+            let child: &Template = child;
+            if child.target != t.target {
+                let child_file = &files[level - 1];
+                return Err(vec![Problem::error(
+                    child_file,
+                    0,
+                    0,
+                    format!(
+                        "extends target mismatch at level {level}: child targets {} but parent targets {}",
+                        child.target, t.target
+                    ),
+                )]);
+            }
+        }
+        let ext = t.extends.clone();
+        layers.push(t);
+        let Some(ext) = ext else { break };
+        let ext_path = DocPath::root().key("extends");
+        let here = |m: String| vec![at(&current, &pos, &ext_path, m)];
+        if !(ext.ends_with(".yml") || ext.ends_with(".yaml")) {
+            return Err(here(format!(
+                "extends must name a .yml or .yaml file: {ext}"
+            )));
+        }
+        let dir = dir_of(&current);
+        let escape = || format!("extends path escapes child template's directory: {ext}");
+        let Some(parent) = join_contained(&dir, &ext) else {
+            return Err(here(escape()));
+        };
+        if fs.is_symlink(&parent) {
+            return Err(here(format!(
+                "extends parent is a symbolic link: {}",
+                parent.display()
+            )));
+        }
+        let parent_canon = fs.canonicalize(&parent).map_err(|e| {
+            here(format!(
+                "cannot read extends parent {}: {e}",
+                parent.display()
+            ))
+        })?;
+        let dir_canon = fs.canonicalize(&dir).map_err(|e| {
+            here(format!(
+                "cannot resolve the template's directory {}: {e}",
+                dir.display()
+            ))
+        })?;
+        if !parent_canon.starts_with(&dir_canon) {
+            return Err(here(escape()));
+        }
+        if let Some(&first) = seen.get(&parent_canon) {
+            let mut cycle: Vec<String> = canons[first..]
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            cycle.push(parent_canon.display().to_string());
+            return Err(here(format!(
+                "circular extends detected: {}",
+                cycle.join(" -> ")
+            )));
+        }
+        if files.len() >= MAX_DEPTH {
+            return Err(here(format!(
+                "extends chain deeper than {MAX_DEPTH} levels"
+            )));
+        }
+        seen.insert(parent_canon.clone(), files.len());
+        canons.push(parent_canon);
+        files.push(parent.clone());
+        current = parent;
+    }
+    let mut warnings = Vec::new();
+    if layers.len() > RECOMMENDED_MAX_DEPTH {
+        warnings.push(Problem::warning(
+            leaf,
+            0,
+            0,
+            format!(
+                "extends chain depth {} exceeds recommended maximum of {RECOMMENDED_MAX_DEPTH}",
+                layers.len()
+            ),
+        ));
+    }
+    files.reverse();
+    layers.reverse();
+    Ok(Chain {
+        files,
+        layers,
+        warnings,
+    })
+}
