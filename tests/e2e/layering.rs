@@ -16,6 +16,7 @@ fn allowed(krate: &str) -> Vec<&'static str> {
         "csis-public-safe",
         "csis-secrets",
         "csis-string-stage",
+        "csis-template",
     ];
     let engine: Vec<&str> = ["csis-model", "csis-plugin-api"]
         .into_iter()
@@ -25,6 +26,10 @@ fn allowed(krate: &str) -> Vec<&'static str> {
         "csis-model" => vec![],
         "csis-yaml" | "csis-string-stage" => vec!["csis-model"],
         "csis-plugin-api" => vec!["csis-model", "csis-hcl"],
+        "csis-template" => vec!["csis-model", "csis-yaml"],
+        // The ict OS builder resolves a template again at execution
+        // (`csis ict materialize`) through the one implementation.
+        "csis-plugin-ict" => vec!["csis-model", "csis-plugin-api", "csis-template"],
         "csis-cloud-config" | "csis-public-safe" | "csis-secrets" => {
             vec!["csis-model", "csis-yaml"]
         }
@@ -56,6 +61,7 @@ fn allowed(krate: &str) -> Vec<&'static str> {
                     "csis-plugin-gce",
                     "csis-plugin-packer",
                     "csis-plugin-tofu",
+                    "csis-plugin-ict",
                 ])
                 .collect();
             if krate == "csis-benches" {

@@ -117,7 +117,14 @@ pub fn base_bakes(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Ste
             continue;
         };
         let series = os_decl.name();
-        let Some(vendor) = entry.image_id.clone() else {
+        // A base composed from an image template: image-composer-tool
+        // builds it into the work directory before this bake (the ict OS
+        // builder's pre-execution steps), and the bake takes its artifact.
+        let vendor = match &entry.template {
+            Some(_) => Some(csis_plugin_api::template_work_dir(series, &runtime)),
+            None => entry.image_id.clone(),
+        };
+        let Some(vendor) = vendor else {
             return refuse(format!(
                 "No resolved Image identifiers for OS {series} in predefined_resolve (the local runtime takes the vendor tree from the runtimes entry's image_id, a directory relative to the root)"
             ));
@@ -131,6 +138,7 @@ pub fn base_bakes(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Ste
             "identity_types": os.identity_types,
             "storage_types": os.storage_types,
             "vendor": vendor,
+            "vendor_kind": if entry.template.is_some() { "template-build" } else { "tree" },
             "family": os.family,
             "family_version": os.family_version,
             "admin_user": os.admin_user,
