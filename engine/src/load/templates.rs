@@ -258,6 +258,13 @@ pub fn resolved_template<'db>(
         wanted: RefCell::new(Vec::new()),
     };
     let mut out = resolve_with(&fs, &u);
+    // Canonical paths in messages (a cycle's) are shown from the root.
+    if let Some(real_root) = tree.path_facts(db).get("").and_then(|f| f.canonical.clone()) {
+        let prefix = format!("{}/", real_root.display());
+        for p in &mut out.problems {
+            p.message = p.message.replace(&prefix, "");
+        }
+    }
     let mut wanted = fs.wanted.into_inner();
     wanted.sort();
     wanted.dedup();

@@ -137,8 +137,8 @@ fn changed_inputs(
         };
         let detail = if k == "parent_fingerprint" {
             parent_detail(ws, series, rt, head)
-        } else if let Some(field) = k.strip_prefix("template.") {
-            template_detail(ws, series, rt, field)
+        } else if k.starts_with("template.") {
+            String::new()
         } else if let Some(file) = k
             .split_once("].files.")
             .map(|(_, f)| f)
@@ -153,22 +153,27 @@ fn changed_inputs(
             head.build_id,
             field_at(ws, series, k)
         ));
+        if let Some(field) = k.strip_prefix("template.") {
+            out.extend(template_detail(ws, series, rt, field, pad));
+        }
     }
 }
 
-/// Where a merged template's field comes from: the chain's files (and
-/// the OS defaults) that set it, each at its key, and the chain itself.
-fn template_detail(ws: &Workspace, series: &str, rt: &str, field: &str) -> String {
+/// Where a merged template's field comes from: the image template's
+/// extends chain (and OS defaults), and the files of it that set the field,
+/// each at its key.
+fn template_detail(ws: &Workspace, series: &str, rt: &str, field: &str, pad: &str) -> Vec<String> {
     let (db, tree) = (&ws.db, ws.tree);
     let Some((_, r)) = crate::load::templates::template_on_runtime(db, tree, series, rt) else {
-        return String::new();
+        return Vec::new();
     };
     let path = field
         .split('.')
         .fold(csis_model::DocPath::root(), |p, seg| p.key(seg));
-    let files: Vec<&String> = r.defaults.iter().chain(r.chain.iter()).collect();
-    let set_in: Vec<String> = files
+    let set_in: Vec<String> = r
+        .defaults
         .iter()
+        .chain(r.chain.iter())
         .filter_map(|f| {
             let sf = ws.file(f)?;
             let parsed = crate::db::files::parse_file(db, sf);
@@ -176,20 +181,19 @@ fn template_detail(ws: &Workspace, series: &str, rt: &str, field: &str) -> Strin
             Some(format!("{f}:{}:{}", span.line, span.col))
         })
         .collect();
-    let chain = r.chain.join(" -> ");
     let defaults = r
         .defaults
         .as_ref()
         .map(|d| format!(" over OS defaults {d}"))
         .unwrap_or_default();
-    if set_in.is_empty() {
-        format!(" (image template: extends chain {chain}{defaults})")
-    } else {
-        format!(
-            " (set in {}; image template: extends chain {chain}{defaults})",
-            set_in.join(", ")
-        )
+    let mut out = vec![format!(
+        "{pad}  image template: extends chain {}{defaults}",
+        r.chain.join(" -> ")
+    )];
+    if !set_in.is_empty() {
+        out.push(format!("{pad}  {field} is set at {}", set_in.join(", ")));
     }
+    out
 }
 
 /// Why the parent's fingerprint moved: a new pin, or a re-baked parent.
