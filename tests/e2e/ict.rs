@@ -22,7 +22,8 @@ fn double() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
     let bin = d.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/e2e/doubles/image-composer-tool");
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/e2e/doubles/image-composer-tool");
     std::fs::copy(src, bin.join("image-composer-tool")).unwrap();
     d
 }
@@ -54,7 +55,12 @@ fn path_with(double: &Path) -> String {
 fn built() -> (tempfile::TempDir, tempfile::TempDir) {
     let t = tree("templates");
     let d = double();
-    ok(csis(t.path(), d.path(), T0, &["run", "all", "--no-dry-run"]));
+    ok(csis(
+        t.path(),
+        d.path(),
+        T0,
+        &["run", "all", "--no-dry-run"],
+    ));
     (t, d)
 }
 
@@ -91,7 +97,10 @@ fn a_real_run_builds_each_template_base_with_image_composer_tool_and_bakes_its_a
     let real = r.canonicalize().unwrap();
     let calls: Vec<String> = calls
         .lines()
-        .map(|l| l.replace(&format!("{}/", real.display()), "").replace(&format!("{}/", r.display()), ""))
+        .map(|l| {
+            l.replace(&format!("{}/", real.display()), "")
+                .replace(&format!("{}/", r.display()), "")
+        })
         .collect();
     assert_eq!(
         calls,
@@ -111,8 +120,12 @@ fn a_real_run_builds_each_template_base_with_image_composer_tool_and_bakes_its_a
     );
     // Unredacted only under _private/; generated/ holds the redacted one.
     let private = read(r.join("_private/ict/edge-here/template.yml"));
-    assert!(private.contains("password: example-only-not-a-secret"), "{private}");
-    let public = read(r.join("generated/base-image/edge/image-generation/edge-image-generation-here.yml"));
+    assert!(
+        private.contains("password: example-only-not-a-secret"),
+        "{private}"
+    );
+    let public =
+        read(r.join("generated/base-image/edge/image-generation/edge-image-generation-here.yml"));
     assert!(public.contains("password: \"<redacted>\""), "{public}");
     assert!(!public.contains("example-only-not-a-secret"));
     // The merged template: OS defaults, then the chain root to leaf.
@@ -122,7 +135,10 @@ fn a_real_run_builds_each_template_base_with_image_composer_tool_and_bakes_its_a
         ),
         "{public}"
     );
-    assert!(public.contains("  hostname: edge-01\n"), "variables substituted: {public}");
+    assert!(
+        public.contains("  hostname: edge-01\n"),
+        "variables substituted: {public}"
+    );
     assert!(baking(&plan(r, d.path())).is_empty());
 }
 
@@ -130,12 +146,24 @@ fn a_real_run_builds_each_template_base_with_image_composer_tool_and_bakes_its_a
 fn a_package_added_to_the_root_template_rebakes_every_base_on_it_and_their_chains_only() {
     let (t, d) = built();
     let r = t.path();
-    edit(r, "templates/root.yml", "    - containerd\n", "    - containerd\n    - jq\n");
+    edit(
+        r,
+        "templates/root.yml",
+        "    - containerd\n",
+        "    - containerd\n    - jq\n",
+    );
     let p = plan(r, d.path());
-    assert_eq!(baking(&p), ["app", "app-top", "edge", "lean", "tool"], "{p:#?}");
+    assert_eq!(
+        baking(&p),
+        ["app", "app-top", "edge", "lean", "tool"],
+        "{p:#?}"
+    );
     assert_eq!(p["solo@here"], "skip: current");
     assert!(p["edge@here"].starts_with("bake: inputs changed"), "{p:#?}");
-    assert_eq!(p["app@here"], "bake: parent edge re-bakes this run (parent_policy: follow)");
+    assert_eq!(
+        p["app@here"],
+        "bake: parent edge re-bakes this run (parent_policy: follow)"
+    );
     // --explain names the field that moved and the template's files.
     let e = ok(csis(r, d.path(), T0 + 60, &["plan", "--explain"]));
     let lines: Vec<&str> = e.lines().collect();
@@ -145,7 +173,9 @@ fn a_package_added_to_the_root_template_rebakes_every_base_on_it_and_their_chain
         .unwrap();
     assert_eq!(
         lines[at + 1],
-        format!("    template.systemConfig.packages changed since edge-here-{B0} at cfg/builders.yml:23:5")
+        format!(
+            "    template.systemConfig.packages changed since edge-here-{B0} at cfg/builders.yml:23:5"
+        )
     );
     assert_eq!(
         lines[at + 2],
@@ -162,11 +192,21 @@ fn a_package_added_to_the_root_template_rebakes_every_base_on_it_and_their_chain
 fn an_edit_to_a_template_one_base_uses_rebakes_that_base_and_its_follow_chain() {
     let (t, d) = built();
     let r = t.path();
-    edit(r, "templates/lean.yml", "    - htop\n", "    - htop\n    - strace\n");
+    edit(
+        r,
+        "templates/lean.yml",
+        "    - htop\n",
+        "    - htop\n    - strace\n",
+    );
     assert_eq!(baking(&plan(r, d.path())), ["lean", "tool"]);
     edit(r, "templates/lean.yml", "    - strace\n", "");
     assert!(baking(&plan(r, d.path())).is_empty());
-    edit(r, "templates/middle.yml", "    - grafana-agent\n", "    - grafana-agent\n    - node-problem-detector\n");
+    edit(
+        r,
+        "templates/middle.yml",
+        "    - grafana-agent\n",
+        "    - grafana-agent\n    - node-problem-detector\n",
+    );
     assert_eq!(baking(&plan(r, d.path())), ["app", "app-top", "edge"]);
 }
 
@@ -174,14 +214,24 @@ fn an_edit_to_a_template_one_base_uses_rebakes_that_base_and_its_follow_chain() 
 fn a_comment_or_key_order_edit_to_a_template_rebakes_nothing() {
     let (t, d) = built();
     let r = t.path();
-    edit(r, "templates/root.yml", "# The root of the chain", "# Edited: the root of the chain");
+    edit(
+        r,
+        "templates/root.yml",
+        "# The root of the chain",
+        "# Edited: the root of the chain",
+    );
     edit(
         r,
         "templates/root.yml",
         "image:\n  name: edge-root\n  version: \"1.0.0\"\n",
         "image:\n  version: \"1.0.0\"   # reordered\n  name: edge-root\n",
     );
-    edit(r, "templates/leaf.yml", "extends: middle.yml", "extends: ./middle.yml  # same file");
+    edit(
+        r,
+        "templates/leaf.yml",
+        "extends: middle.yml",
+        "extends: ./middle.yml  # same file",
+    );
     let p = plan(r, d.path());
     assert!(baking(&p).is_empty(), "{p:#?}");
 }
@@ -190,7 +240,12 @@ fn a_comment_or_key_order_edit_to_a_template_rebakes_nothing() {
 fn a_chain_refusal_names_the_template_file_line_and_column() {
     let t = tree("templates");
     let r = t.path();
-    edit(r, "templates/middle.yml", "extends: root.yml", "extends: leaf.yml");
+    edit(
+        r,
+        "templates/middle.yml",
+        "extends: root.yml",
+        "extends: leaf.yml",
+    );
     let out = crate::support::validate_refuses(r);
     assert!(
         out.contains(
@@ -198,7 +253,12 @@ fn a_chain_refusal_names_the_template_file_line_and_column() {
         ),
         "{out}"
     );
-    edit(r, "templates/middle.yml", "extends: leaf.yml", "extends: ../cfg/builders.yml");
+    edit(
+        r,
+        "templates/middle.yml",
+        "extends: leaf.yml",
+        "extends: ../cfg/builders.yml",
+    );
     let out = crate::support::validate_refuses(r);
     assert!(
         out.contains("templates/middle.yml:2:10: extends path escapes child template's directory: ../cfg/builders.yml"),
@@ -210,7 +270,12 @@ fn a_chain_refusal_names_the_template_file_line_and_column() {
 fn a_template_key_on_an_os_builder_that_does_not_compose_from_templates_is_refused() {
     let t = tree("templates");
     let r = t.path();
-    edit(r, "cfg/builders.yml", "  - name: solo\n    type: ict", "  - name: solo\n    type: local");
+    edit(
+        r,
+        "cfg/builders.yml",
+        "  - name: solo\n    type: ict",
+        "  - name: solo\n    type: local",
+    );
     let out = crate::support::validate_refuses(r);
     assert!(
         out.contains(
@@ -257,17 +322,28 @@ fn watch_replans_template_edits_and_follows_a_changed_extends() {
         }
     });
     let start = until(&rx, "Watching for changes");
-    assert!(start.last().unwrap().contains("0 bake(s) planned"), "{start:#?}");
+    assert!(
+        start.last().unwrap().contains("0 bake(s) planned"),
+        "{start:#?}"
+    );
 
     // A package in the root: every base on it and their chains, not solo.
-    edit(r, "templates/root.yml", "    - containerd\n", "    - containerd\n    - jq\n");
+    edit(
+        r,
+        "templates/root.yml",
+        "    - containerd\n",
+        "    - containerd\n    - jq\n",
+    );
     let mut block = until(&rx, "templates/root.yml changed; re-planned in");
     block.extend(until(&rx, "app-top@here: skip: current -> bake:"));
     std::thread::sleep(Duration::from_millis(500));
     block.extend(rx.try_iter());
     let printed = block.join("\n");
     for s in ["edge", "lean", "tool", "app", "app-top"] {
-        assert!(printed.contains(&format!("  {s}@here: skip: current -> bake: ")), "{s}: {printed}");
+        assert!(
+            printed.contains(&format!("  {s}@here: skip: current -> bake: ")),
+            "{s}: {printed}"
+        );
     }
     assert!(!printed.contains("solo@here"), "{printed}");
     assert!(
@@ -280,7 +356,12 @@ fn watch_replans_template_edits_and_follows_a_changed_extends() {
     let _: Vec<String> = rx.try_iter().collect();
 
     // A comment only: re-planned, no decision moves.
-    edit(r, "templates/root.yml", "# The root of the chain", "# Edited: the root");
+    edit(
+        r,
+        "templates/root.yml",
+        "# The root of the chain",
+        "# Edited: the root",
+    );
     let block = until(&rx, "templates/root.yml changed; re-planned in");
     std::thread::sleep(Duration::from_millis(500));
     let later: Vec<String> = rx.try_iter().collect();
@@ -290,14 +371,25 @@ fn watch_replans_template_edits_and_follows_a_changed_extends() {
     );
 
     // lean.yml now extends a file no chain read: the chain is re-discovered.
-    edit(r, "templates/lean.yml", "extends: root.yml", "extends: extra.yml");
+    edit(
+        r,
+        "templates/lean.yml",
+        "extends: root.yml",
+        "extends: extra.yml",
+    );
     let mut block = until(&rx, "tool@here: skip: current -> bake:");
     std::thread::sleep(Duration::from_millis(500));
     block.extend(rx.try_iter());
     let printed = block.join("\n");
-    assert!(printed.contains("templates/lean.yml changed; re-planned in"), "{printed}");
+    assert!(
+        printed.contains("templates/lean.yml changed; re-planned in"),
+        "{printed}"
+    );
     assert!(printed.contains("(tree reloaded)"), "{printed}");
-    assert!(printed.contains("  lean@here: skip: current -> bake: inputs changed"), "{printed}");
+    assert!(
+        printed.contains("  lean@here: skip: current -> bake: inputs changed"),
+        "{printed}"
+    );
     assert!(!printed.contains("error"), "{printed}");
 
     let pid = child.id().to_string();

@@ -367,7 +367,11 @@ fn finalize_builders(db: &dyn Db, out: &mut Builders) {
             diags.extend(problems);
         }
         if let BaseBuilder::Os(os) = &decl.base {
-            diags.extend(template_key_problems(os, decl.model, hooks.composes_from_template()));
+            diags.extend(template_key_problems(
+                os,
+                decl.model,
+                hooks.composes_from_template(),
+            ));
         }
         let runtime = decl
             .base

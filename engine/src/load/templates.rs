@@ -259,7 +259,11 @@ pub fn resolved_template<'db>(
     };
     let mut out = resolve_with(&fs, &u);
     // Canonical paths in messages (a cycle's) are shown from the root.
-    if let Some(real_root) = tree.path_facts(db).get("").and_then(|f| f.canonical.clone()) {
+    if let Some(real_root) = tree
+        .path_facts(db)
+        .get("")
+        .and_then(|f| f.canonical.clone())
+    {
         let prefix = format!("{}/", real_root.display());
         for p in &mut out.problems {
             p.message = p.message.replace(&prefix, "");
@@ -326,8 +330,7 @@ fn resolve_with(fs: &dyn TemplateFs, u: &TemplateUse) -> ResolvedTemplate {
     } else {
         csis_template::validate_user(leaf, &merged)
     };
-    out.problems
-        .extend(checks.iter().map(TemplateProblem::of));
+    out.problems.extend(checks.iter().map(TemplateProblem::of));
     if out.errors().next().is_some() {
         return out;
     }

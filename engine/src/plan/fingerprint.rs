@@ -287,11 +287,10 @@ fn base_fingerprint(
     runtime: &str,
 ) -> Option<Fingerprint> {
     let b = builders(db, tree);
-    let (index, entry) = os
-        .runtimes
-        .iter()
-        .enumerate()
-        .find(|(_, e)| runtime_of_image_builder(b, &e.image_builder).as_deref() == Some(runtime))?;
+    let (index, entry) =
+        os.runtimes.iter().enumerate().find(|(_, e)| {
+            runtime_of_image_builder(b, &e.image_builder).as_deref() == Some(runtime)
+        })?;
     let mut owners = os.owners.clone();
     if let Some(r) = b
         .resolve(Vct::RuntimeBuilderModel, runtime)

@@ -444,11 +444,7 @@ files inside the tree",
                     .canonical
                     .as_ref()
                     .is_some_and(|c| c.starts_with(&real_root));
-                if inside
-                    && !fact.symlink
-                    && !system.is_dir(&abs)
-                    && !files.contains_key(&path)
-                {
+                if inside && !fact.symlink && !system.is_dir(&abs) && !files.contains_key(&path) {
                     let place = Place::Tree { root: &real_root };
                     if let Some(text) =
                         read_limited(system, &abs, &path, place, max, &mut read_diags)

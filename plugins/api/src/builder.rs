@@ -249,8 +249,9 @@ pub fn template_private_file(series: &str, runtime: &str) -> String {
 /// The file suffixes of the image artifacts a template build leaves
 /// (`disk.artifacts[].type`, and ISO and initrd images), each optionally
 /// followed by a compression suffix.
-pub const TEMPLATE_ARTIFACT_SUFFIXES: [&str; 9] =
-    ["raw", "qcow2", "vhd", "vhdx", "vmdk", "vdi", "tar", "iso", "img"];
+pub const TEMPLATE_ARTIFACT_SUFFIXES: [&str; 9] = [
+    "raw", "qcow2", "vhd", "vhdx", "vmdk", "vdi", "tar", "iso", "img",
+];
 pub const TEMPLATE_COMPRESSION_SUFFIXES: [&str; 5] = ["gz", "gzip", "xz", "zst", "bz2"];
 
 /// Whether a file name is an image artifact of a template build:
@@ -263,10 +264,7 @@ pub fn is_template_artifact(name: &str) -> bool {
     match parts.len() {
         0 | 1 => false,
         2 => ext_ok(last),
-        _ => {
-            ext_ok(last)
-                || (TEMPLATE_COMPRESSION_SUFFIXES.contains(&last) && ext_ok(parts[1]))
-        }
+        _ => ext_ok(last) || (TEMPLATE_COMPRESSION_SUFFIXES.contains(&last) && ext_ok(parts[1])),
     }
 }
 

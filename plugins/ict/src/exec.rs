@@ -34,7 +34,8 @@ fn run(args: &[String]) -> Result<String, String> {
         _ => return Err(usage.to_string()),
     };
     let root = PathBuf::from(
-        std::env::var("CSIS_ROOT").map_err(|_| "CSIS_ROOT is not set (the runner script sets it)")?,
+        std::env::var("CSIS_ROOT")
+            .map_err(|_| "CSIS_ROOT is not set (the runner script sets it)")?,
     );
     let text = fs::read_to_string(spec_path)
         .map_err(|e| format!("reading {}: {e}", spec_path.display()))?;
@@ -71,8 +72,8 @@ pub fn resolve(root: &Path, spec: &J) -> Result<(String, String), String> {
         None => None,
         Some(d) => {
             let file = root.join(d);
-            let text =
-                fs::read_to_string(&file).map_err(|e| format!("reading {}: {e}", file.display()))?;
+            let text = fs::read_to_string(&file)
+                .map_err(|e| format!("reading {}: {e}", file.display()))?;
             Some(csis_template::parse(&file, &text, &vars).map_err(describe)?)
         }
     };

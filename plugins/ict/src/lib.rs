@@ -168,7 +168,10 @@ impl Builder for IctOsBuilder {
         for b in self.bakes(phase, ctx) {
             let spec = self.file(&b.runtime, ".json");
             let work = format!("${{CSIS_ROOT}}/{}", template_work_dir(series, &b.runtime));
-            let template = format!("${{CSIS_ROOT}}/{}", template_private_file(series, &b.runtime));
+            let template = format!(
+                "${{CSIS_ROOT}}/{}",
+                template_private_file(series, &b.runtime)
+            );
             for command in [
                 Command::csis(["ict", "materialize", "--spec", spec.as_str()]),
                 Command::executable(

@@ -191,9 +191,10 @@ fn bake(env: &Env, spec: &J) -> Result<String, String> {
     let runtime = field(spec, "runtime")?;
     let build_id = crate::build_id(series, runtime, &env.run_id);
     let (parent_root, parent_id) = match field(spec, "kind")? {
-        "base" if spec.get("vendor_kind").and_then(J::as_str) == Some("template-build") => {
-            (template_artifacts(env, field(spec, "vendor")?)?, "vendor".to_string())
-        }
+        "base" if spec.get("vendor_kind").and_then(J::as_str) == Some("template-build") => (
+            template_artifacts(env, field(spec, "vendor")?)?,
+            "vendor".to_string(),
+        ),
         "base" => {
             let vendor = env.root.join(field(spec, "vendor")?);
             if !vendor.is_dir() {
