@@ -8,9 +8,9 @@ use csis_model::{DocPath, Map, Value, value::Typed};
 use csis_yaml::Positions;
 use indexmap::IndexMap;
 
-use crate::Problem;
 use crate::types::*;
 use crate::vars::Variables;
+use crate::Problem;
 
 /// Parse one template file; the positions come back for later messages.
 pub(crate) fn parse_located(
@@ -506,13 +506,7 @@ impl Reader<'_> {
                 m,
                 p,
                 "kernel",
-                &[
-                    "version",
-                    "cmdline",
-                    "packages",
-                    "enableExtraModules",
-                    "uki",
-                ],
+                &["version", "cmdline", "packages", "enableExtraModules", "uki"],
                 |r, m, p| Kernel {
                     version: r.string(m, p, "version"),
                     cmdline: r.string(m, p, "cmdline"),
@@ -539,14 +533,7 @@ impl Reader<'_> {
                         let m = r.map(
                             v,
                             p,
-                            &[
-                                "name",
-                                "dhcp4",
-                                "dhcp6",
-                                "addresses",
-                                "routes",
-                                "nameservers",
-                            ],
+                            &["name", "dhcp4", "dhcp6", "addresses", "routes", "nameservers"],
                         )?;
                         Some(Interface {
                             name: r.string(m, p, "name"),
@@ -715,11 +702,15 @@ impl Reader<'_> {
                     config_files: r.strings(m, p, "configFiles"),
                 },
             ),
-            apt_policy: self.section(m, p, "aptPolicy", &["upgradeAllowedRepos"], |r, m, p| {
-                AptPolicy {
+            apt_policy: self.section(
+                m,
+                p,
+                "aptPolicy",
+                &["upgradeAllowedRepos"],
+                |r, m, p| AptPolicy {
                     upgrade_allowed_repos: r.opt_strings(m, p, "upgradeAllowedRepos"),
-                }
-            }),
+                },
+            ),
             oep_installer: self.section(
                 m,
                 p,

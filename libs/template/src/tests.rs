@@ -30,9 +30,7 @@ fn unknown_key_is_refused_with_its_position() {
 #[test]
 fn a_comment_only_edit_changes_nothing() {
     let a = p("image:\n  name: a\n  version: '1'\nsystemConfig:\n  packages: [x, y]\n");
-    let b = p(
-        "# c\nsystemConfig:\n  packages:\n    - x   # one\n    - y\nimage: {version: \"1\", name: a}\n",
-    );
+    let b = p("# c\nsystemConfig:\n  packages:\n    - x   # one\n    - y\nimage: {version: \"1\", name: a}\n");
     assert_eq!(a, b);
     assert_eq!(to_yaml(&a, false), to_yaml(&b, false));
 }
