@@ -6,6 +6,7 @@
 
 mod progress;
 mod report;
+mod template_cmd;
 mod watch;
 
 use std::path::PathBuf;
@@ -116,6 +117,12 @@ enum Command {
     CloudConfig {
         #[command(subcommand)]
         command: CloudConfigCommand,
+    },
+    /// ICT image templates: validate, and resolve the extends chain and
+    /// the OS defaults (any file; no configuration tree needed).
+    Template {
+        #[command(subcommand)]
+        command: template_cmd::TemplateCommand,
     },
     /// Load once, then re-plan on every change under the root, printing
     /// what changed; --generate also keeps generated/ current.
@@ -579,6 +586,7 @@ fn main() -> ExitCode {
         Command::CloudConfig {
             command: CloudConfigCommand::Check { offline, files },
         } => return cloud_config_check(files, *offline),
+        Command::Template { command } => return template_cmd::run(command),
         Command::Completions { shell } => {
             clap_complete::generate(*shell, &mut Cli::command(), "csis", &mut std::io::stdout());
             return ExitCode::SUCCESS;
@@ -767,6 +775,7 @@ fn main() -> ExitCode {
         | Command::Dummy { .. }
         | Command::Watch { .. }
         | Command::CloudConfig { .. }
+        | Command::Template { .. }
         | Command::Completions { .. }
         | Command::Man => ExitCode::from(2),
     }
@@ -812,6 +821,7 @@ fn writes_tree(command: &Command) -> bool {
         | Command::Dummy { .. }
         | Command::Watch { .. }
         | Command::CloudConfig { .. }
+        | Command::Template { .. }
         | Command::Completions { .. }
         | Command::Man => false,
     }

@@ -13,10 +13,10 @@ fn allowed(krate: &str) -> Vec<&'static str> {
     let libs = [
         "csis-yaml",
         "csis-cloud-config",
+        "csis-template",
         "csis-public-safe",
         "csis-secrets",
         "csis-string-stage",
-        "csis-template",
     ];
     let engine: Vec<&str> = ["csis-model", "csis-plugin-api"]
         .into_iter()
@@ -26,11 +26,10 @@ fn allowed(krate: &str) -> Vec<&'static str> {
         "csis-model" => vec![],
         "csis-yaml" | "csis-string-stage" => vec!["csis-model"],
         "csis-plugin-api" => vec!["csis-model", "csis-hcl"],
-        "csis-template" => vec!["csis-model", "csis-yaml"],
         // The ict OS builder resolves a template again at execution
         // (`csis ict materialize`) through the one implementation.
         "csis-plugin-ict" => vec!["csis-model", "csis-plugin-api", "csis-template"],
-        "csis-cloud-config" | "csis-public-safe" | "csis-secrets" => {
+        "csis-cloud-config" | "csis-template" | "csis-public-safe" | "csis-secrets" => {
             vec!["csis-model", "csis-yaml"]
         }
         "csis-engine" => engine,

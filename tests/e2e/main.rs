@@ -31,6 +31,7 @@ mod storage;
 mod store_root;
 mod support;
 mod templates_bounded;
+mod templates_cli;
 mod tofu_bind;
 mod tofu_run;
 mod users;

@@ -125,6 +125,7 @@ pub fn load_chain(
     let mut canons = vec![canon.clone()];
     let mut seen: HashMap<PathBuf, usize> = HashMap::from([(canon, 0)]);
     let mut layers = Vec::new();
+    let mut positions: Vec<Positions> = Vec::new();
     let mut current = leaf.to_path_buf();
     loop {
         let text = fs.read(&current).map_err(|e| {
@@ -141,10 +142,10 @@ pub fn load_chain(
             let child: &Template = child;
             if child.target != t.target {
                 let child_file = &files[level - 1];
-                return Err(vec![Problem::error(
+                return Err(vec![at(
                     child_file,
-                    0,
-                    0,
+                    &positions[level - 1],
+                    &DocPath::root().key("extends"),
                     format!(
                         "extends target mismatch at level {level}: child targets {} but parent targets {}",
                         child.target, t.target
@@ -154,9 +155,11 @@ pub fn load_chain(
         }
         let ext = t.extends.clone();
         layers.push(t);
+        positions.push(pos);
         let Some(ext) = ext else { break };
+        let pos = &positions[level];
         let ext_path = DocPath::root().key("extends");
-        let here = |m: String| vec![at(&current, &pos, &ext_path, m)];
+        let here = |m: String| vec![at(&current, pos, &ext_path, m)];
         if !(ext.ends_with(".yml") || ext.ends_with(".yaml")) {
             return Err(here(format!(
                 "extends must name a .yml or .yaml file: {ext}"

@@ -43,7 +43,9 @@ pub struct OsFs;
 
 impl TemplateFs for OsFs {
     fn read(&self, path: &Path) -> std::io::Result<String> {
-        std::fs::read_to_string(path)
+        let bytes = std::fs::read(path)?;
+        String::from_utf8(bytes)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
     }
 
     fn canonicalize(&self, path: &Path) -> std::io::Result<PathBuf> {

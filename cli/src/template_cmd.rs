@@ -1,0 +1,237 @@
+//! `csis template validate` and `csis template resolve`: ICT image
+//! templates read by csis-template, on any file (no configuration tree
+//! needed). docs/templates.md is the user's page.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand, ValueEnum};
+use csis_template::{
+    Chain, OsFs, Problem, Template, TemplateFs, Variables, defaults_path, load_chain, parse,
+    resolve_full, to_json, to_yaml, validate_merged, validate_user, validate_user_located,
+};
+
+#[derive(Subcommand)]
+pub enum TemplateCommand {
+    /// Load each file's extends chain and validate it (each layer as a
+    /// user template; with OS defaults, the merged template in full).
+    /// Prints `FILE: ok` or the problems; exit 1 on any refusal.
+    Validate {
+        #[command(flatten)]
+        opts: TemplateOpts,
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Print the template as the build sees it: the extends chain folded
+    /// (with --full, on top of the OS defaults), secrets redacted.
+    Resolve {
+        #[command(flatten)]
+        opts: TemplateOpts,
+        /// The full build-time view: OS defaults underneath the chain.
+        #[arg(long)]
+        full: bool,
+        #[arg(long, value_enum, default_value_t = TemplateFormat::Yaml)]
+        format: TemplateFormat,
+        file: PathBuf,
+    },
+}
+
+#[derive(Args)]
+pub struct TemplateOpts {
+    /// ICT's config/osv: holds <os>/<dist>/imageconfigs/defaultconfigs/
+    /// [default: the first config/osv/ found from the template's
+    /// directory up]
+    #[arg(long, value_name = "DIR")]
+    defaults_dir: Option<PathBuf>,
+    /// A `${name}` value, NAME=VALUE (repeatable; wins over --vars-file).
+    #[arg(long = "var", value_name = "NAME=VALUE")]
+    vars: Vec<String>,
+    /// A YAML file of `${name}` values (a flat mapping).
+    #[arg(long, value_name = "FILE")]
+    vars_file: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum TemplateFormat {
+    Yaml,
+    Json,
+}
+
+pub fn run(command: &TemplateCommand) -> ExitCode {
+    match command {
+        TemplateCommand::Validate { opts, files } => validate(opts, files),
+        TemplateCommand::Resolve {
+            opts,
+            full,
+            format,
+            file,
+        } => resolve(opts, *full, *format, file),
+    }
+}
+
+fn variables(opts: &TemplateOpts) -> Result<Variables, String> {
+    let mut vars = match &opts.vars_file {
+        Some(f) => {
+            let text = OsFs
+                .read(f)
+                .map_err(|e| format!("{}: cannot read the variables file: {e}", f.display()))?;
+            Variables::from_yaml(f, &text).map_err(|p| p.to_string())?
+        }
+        None => Variables::new(),
+    };
+    for kv in &opts.vars {
+        let Some((k, v)) = kv.split_once('=') else {
+            return Err(format!("--var {kv}: expected NAME=VALUE"));
+        };
+        vars.set(k, v);
+    }
+    Ok(vars)
+}
+
+/// `--defaults-dir`, else the first `config/osv` from the template's
+/// directory up.
+fn defaults_dir(opts: &TemplateOpts, file: &Path) -> Option<PathBuf> {
+    if let Some(d) = &opts.defaults_dir {
+        return Some(d.clone());
+    }
+    let start = OsFs.canonicalize(file).ok()?;
+    start
+        .ancestors()
+        .skip(1)
+        .map(|a| a.join("config").join("osv"))
+        .find(|c| c.is_dir())
+}
+
+/// The OS defaults of the chain's target, when they apply (not in
+/// overlay mode).
+fn defaults(
+    dir: &Path,
+    folded: &Template,
+    vars: &Variables,
+) -> Result<Option<Template>, Vec<Problem>> {
+    if folded.is_overlay() {
+        return Ok(None);
+    }
+    let path = defaults_path(dir, &folded.target);
+    let text = OsFs.read(&path).map_err(|e| {
+        vec![Problem::error(
+            &path,
+            0,
+            0,
+            format!(
+                "cannot read the OS defaults for {}: {e}",
+                folded.target
+            ),
+        )]
+    })?;
+    parse(&path, &text, vars).map(Some)
+}
+
+fn print(problems: &[Problem]) {
+    for p in problems {
+        eprintln!("{p}");
+    }
+}
+
+/// Add `new` to `all` unless the same message is already there.
+fn add_new(all: &mut Vec<Problem>, new: Vec<Problem>) {
+    for p in new {
+        if !all.iter().any(|q| q.message == p.message) {
+            all.push(p);
+        }
+    }
+}
+
+fn validate(opts: &TemplateOpts, files: &[PathBuf]) -> ExitCode {
+    let vars = match variables(opts) {
+        Ok(v) => v,
+        Err(m) => {
+            eprintln!("error: {m}");
+            return ExitCode::from(1);
+        }
+    };
+    let mut refused_any = false;
+    for file in files {
+        let problems = validate_one(opts, file, &vars);
+        print(&problems);
+        if problems.iter().any(Problem::is_error) {
+            refused_any = true;
+        } else {
+            println!("{}: ok", file.display());
+        }
+    }
+    ExitCode::from(u8::from(refused_any))
+}
+
+fn validate_one(opts: &TemplateOpts, file: &Path, vars: &Variables) -> Vec<Problem> {
+    let chain = match load_chain(&OsFs, file, vars) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    let mut all = chain.warnings.clone();
+    // Each layer as a user template, located in its own text.
+    for (f, layer) in chain.files.iter().zip(&chain.layers) {
+        let text = OsFs.read(f).unwrap_or_default();
+        add_new(&mut all, validate_user_located(f, &text, layer));
+    }
+    if all.iter().any(Problem::is_error) {
+        return all;
+    }
+    let folded = chain.fold();
+    if chain.layers.len() > 1 {
+        // What only the layers together break (an inherited overlay mode, say).
+        add_new(&mut all, validate_user(file, &folded));
+    }
+    if let Some(dir) = defaults_dir(opts, file) {
+        match defaults(&dir, &folded, vars) {
+            Ok(d) => {
+                let full = resolve_full(&chain, d.as_ref());
+                add_new(&mut all, validate_merged(file, &full));
+            }
+            Err(e) => all.extend(e),
+        }
+    }
+    all
+}
+
+fn resolve(opts: &TemplateOpts, full: bool, format: TemplateFormat, file: &Path) -> ExitCode {
+    let vars = match variables(opts) {
+        Ok(v) => v,
+        Err(m) => {
+            eprintln!("error: {m}");
+            return ExitCode::from(1);
+        }
+    };
+    let chain: Chain = match load_chain(&OsFs, file, &vars) {
+        Ok(c) => c,
+        Err(e) => {
+            print(&e);
+            return ExitCode::from(1);
+        }
+    };
+    print(&chain.warnings);
+    eprintln!("{}", chain.describe());
+    let t = if full {
+        let Some(dir) = defaults_dir(opts, file) else {
+            eprintln!(
+                "error: --full needs the OS defaults: no config/osv/ found from {} up; pass --defaults-dir DIR",
+                file.display()
+            );
+            return ExitCode::from(1);
+        };
+        match defaults(&dir, &chain.fold(), &vars) {
+            Ok(d) => resolve_full(&chain, d.as_ref()),
+            Err(e) => {
+                print(&e);
+                return ExitCode::from(1);
+            }
+        }
+    } else {
+        chain.fold()
+    };
+    match format {
+        TemplateFormat::Yaml => print!("{}", to_yaml(&t, true)),
+        TemplateFormat::Json => print!("{}", to_json(&t, true)),
+    }
+    ExitCode::SUCCESS
+}
