@@ -138,7 +138,6 @@ pub fn base_bakes(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Ste
             "identity_types": os.identity_types,
             "storage_types": os.storage_types,
             "vendor": vendor,
-            "vendor_kind": if entry.template.is_some() { "template-build" } else { "tree" },
             "family": os.family,
             "family_version": os.family_version,
             "admin_user": os.admin_user,
@@ -146,6 +145,12 @@ pub fn base_bakes(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Ste
             "update": update_of(os),
             "tags": os.builder.tags,
         });
+        let mut spec = spec;
+        if entry.template.is_some()
+            && let J::Object(m) = &mut spec
+        {
+            m.insert("vendor_kind".into(), json!("template-build"));
+        }
         steps.push(bake_step(
             me.name(),
             P::ImageGeneration,
