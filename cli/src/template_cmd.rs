@@ -118,10 +118,7 @@ fn defaults(
             &path,
             0,
             0,
-            format!(
-                "cannot read the OS defaults for {}: {e}",
-                folded.target
-            ),
+            format!("cannot read the OS defaults for {}: {e}", folded.target),
         )]
     })?;
     parse(&path, &text, vars).map(Some)

@@ -42,7 +42,9 @@ fn tree() -> tempfile::TempDir {
         ),
         (
             "ict/templates/bad.yml",
-            format!("image: {{name: bad, version: 1.0.0}}\n{TARGET}systemConfig:\n  packages: [htop, htop]\n  fde: {{enabled: true}}\n"),
+            format!(
+                "image: {{name: bad, version: 1.0.0}}\n{TARGET}systemConfig:\n  packages: [htop, htop]\n  fde: {{enabled: true}}\n"
+            ),
         ),
         (
             "ict/templates/typo.yml",
@@ -77,7 +79,15 @@ fn resolve_full_puts_the_os_defaults_underneath() {
     // Found from the template's directory up: ict/config/osv.
     let (code, out, err) = csis(
         &dir,
-        &["resolve", "--full", "--format", "json", "leaf.yml", "--vars-file", "vars.yml"],
+        &[
+            "resolve",
+            "--full",
+            "--format",
+            "json",
+            "leaf.yml",
+            "--vars-file",
+            "vars.yml",
+        ],
     );
     assert_eq!(code, 0, "{err}");
     assert_eq!(err, "Extends chain: base.yml -> leaf.yml\n");
@@ -107,7 +117,13 @@ fn resolve_full_without_defaults_says_to_pass_defaults_dir() {
     let osv = t.path().join("ict/config/osv");
     let (code, out, err) = csis(
         &t.path().join("loose"),
-        &["resolve", "--full", "alone.yml", "--defaults-dir", osv.to_str().unwrap()],
+        &[
+            "resolve",
+            "--full",
+            "alone.yml",
+            "--defaults-dir",
+            osv.to_str().unwrap(),
+        ],
     );
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("  name: Default_Raw\n"), "{out}");
@@ -118,8 +134,21 @@ fn validate_prints_ok_or_the_problems_with_positions() {
     let t = tree();
     let dir = t.path().join("ict/templates");
     let (code, out, err) = csis(&dir, &["validate", "leaf.yml", "--var", "name=edge"]);
-    assert_eq!((code, out.as_str(), err.as_str()), (0, "leaf.yml: ok\n", ""));
-    let (code, out, err) = csis(&dir, &["validate", "bad.yml", "typo.yml", "leaf.yml", "--var", "name=edge"]);
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (0, "leaf.yml: ok\n", "")
+    );
+    let (code, out, err) = csis(
+        &dir,
+        &[
+            "validate",
+            "bad.yml",
+            "typo.yml",
+            "leaf.yml",
+            "--var",
+            "name=edge",
+        ],
+    );
     assert_eq!(code, 1);
     assert_eq!(out, "leaf.yml: ok\n");
     assert_eq!(
@@ -146,15 +175,26 @@ fn validate_checks_the_merged_template_with_defaults_and_warns_without_failing()
         ),
         (
             "t/keys.yml",
-            format!("image: {{name: k, version: '1'}}\n{TARGET}systemConfig:\n  users:\n    - name: ops\n      sshAuthorizedKeys: [ssh-ed25519 AAAA ops@x]\n"),
+            format!(
+                "image: {{name: k, version: '1'}}\n{TARGET}systemConfig:\n  users:\n    - name: ops\n      sshAuthorizedKeys: [ssh-ed25519 AAAA ops@x]\n"
+            ),
         ),
-        ("t/nosc.yml", format!("image: {{name: n, version: '1'}}\n{TARGET}")),
+        (
+            "t/nosc.yml",
+            format!("image: {{name: n, version: '1'}}\n{TARGET}"),
+        ),
     ]);
     let osv = t.path().join("osv");
     let dir = t.path().join("t");
     let (code, out, err) = csis(
         &dir,
-        &["validate", "keys.yml", "nosc.yml", "--defaults-dir", osv.to_str().unwrap()],
+        &[
+            "validate",
+            "keys.yml",
+            "nosc.yml",
+            "--defaults-dir",
+            osv.to_str().unwrap(),
+        ],
     );
     assert_eq!(code, 1);
     assert_eq!(out, "keys.yml: ok\n");
@@ -162,5 +202,52 @@ fn validate_checks_the_merged_template_with_defaults_and_warns_without_failing()
         err,
         "keys.yml: warning: a user has SSH keys but systemConfig.packages has no openssh-server: key-based login needs it\n\
          nosc.yml: systemConfig is required in the merged template\n"
+    );
+}
+
+#[test]
+fn chain_refusals_and_parent_problems_name_their_file() {
+    let t = csis_test_support::temp_tree([
+        (
+            "t/a.yml",
+            format!("extends: b.yml\nimage: {{name: a, version: '1'}}\n{TARGET}"),
+        ),
+        (
+            "t/b.yml",
+            format!("extends: a.yml\nimage: {{name: b, version: '1'}}\n{TARGET}"),
+        ),
+        (
+            "t/child.yml",
+            format!("extends: parent.yml\nimage: {{name: c, version: '1'}}\n{TARGET}"),
+        ),
+        (
+            "t/parent.yml",
+            format!(
+                "image: {{name: p, version: '1'}}\n{TARGET}systemConfig:\n  bootloader: {{provider: lilo}}\n"
+            ),
+        ),
+        (
+            "t/out.yml",
+            format!("extends: ../x.yml\nimage: {{name: o, version: '1'}}\n{TARGET}"),
+        ),
+    ]);
+    let dir = t.path().join("t");
+    let canon = std::fs::canonicalize(&dir).unwrap();
+    let (code, out, err) = csis(&dir, &["resolve", "a.yml"]);
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert_eq!(
+        err,
+        format!(
+            "b.yml:1:10: circular extends detected: {a} -> {b} -> {a}\n",
+            a = canon.join("a.yml").display(),
+            b = canon.join("b.yml").display()
+        )
+    );
+    let (code, out, err) = csis(&dir, &["validate", "child.yml", "out.yml"]);
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert_eq!(
+        err,
+        "parent.yml:4:26: systemConfig.bootloader.provider: 'lilo' is not one of: grub, grub2, systemd-boot\n\
+         out.yml:1:10: extends path escapes child template's directory: ../x.yml\n"
     );
 }

@@ -167,7 +167,10 @@ pub fn load_chain(
         }
         let dir = dir_of(&current);
         let escape = || format!("extends path escapes child template's directory: {ext}");
-        let Some(parent) = join_contained(&dir, &ext) else {
+        // Joined to the directory as the child was named (`a.yml`'s parent
+        // `b.yml` stays `b.yml`, not `./b.yml`).
+        let named_dir = current.parent().unwrap_or(Path::new(""));
+        let Some(parent) = join_contained(named_dir, &ext) else {
             return Err(here(escape()));
         };
         if fs.is_symlink(&parent) {

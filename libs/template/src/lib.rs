@@ -24,7 +24,9 @@ pub use chain::{Chain, load_chain};
 pub use merge::merge;
 pub use out::{REDACTED, redact, to_json, to_yaml};
 pub use types::*;
-pub use validate::{validate_merged, validate_merged_located, validate_user, validate_user_located};
+pub use validate::{
+    validate_merged, validate_merged_located, validate_user, validate_user_located,
+};
 pub use vars::Variables;
 
 /// Where templates are read from. The engine implements it over its salsa

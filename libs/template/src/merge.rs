@@ -156,7 +156,12 @@ fn merge_system_config(c: &SystemConfig, p: &SystemConfig, overlay: bool) -> Sys
         proxy: c.proxy.clone().or_else(|| p.proxy.clone()),
         provisioning: both(&c.provisioning, &p.provisioning, |c, p| Provisioning {
             before_login: c.before_login.or(p.before_login),
-            scripts: by_key(&c.scripts, &p.scripts, |s| s.name.as_str(), |c, _| c.clone()),
+            scripts: by_key(
+                &c.scripts,
+                &p.scripts,
+                |s| s.name.as_str(),
+                |c, _| c.clone(),
+            ),
         }),
         cloud_init: c.cloud_init.clone().or_else(|| p.cloud_init.clone()),
         apt_policy: c.apt_policy.clone().or_else(|| p.apt_policy.clone()),

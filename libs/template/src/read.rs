@@ -8,9 +8,9 @@ use csis_model::{DocPath, Map, Value, value::Typed};
 use csis_yaml::Positions;
 use indexmap::IndexMap;
 
+use crate::Problem;
 use crate::types::*;
 use crate::vars::Variables;
-use crate::Problem;
 
 /// Parse one template file; the positions come back for later messages.
 pub(crate) fn parse_located(
@@ -86,15 +86,12 @@ impl Reader<'_> {
 
     fn substitute(&mut self, v: &mut Value, path: &DocPath, vars: &Variables) {
         match v {
-            Value::Scalar { text, plain } => {
+            // The scalar keeps its style: a plain `${x}` is typed by its
+            // field after substitution (`sudo: ${admin}` reads a boolean).
+            Value::Scalar { text, .. } => {
                 if text.contains("${") {
                     match vars.expand(text) {
-                        Ok(new) => {
-                            *text = new;
-                            // A substituted value is text: it is typed by
-                            // the field that reads it, as written.
-                            let _ = plain;
-                        }
+                        Ok(new) => *text = new,
                         Err(m) => self.err(path, false, m),
                     }
                 }
@@ -506,7 +503,13 @@ impl Reader<'_> {
                 m,
                 p,
                 "kernel",
-                &["version", "cmdline", "packages", "enableExtraModules", "uki"],
+                &[
+                    "version",
+                    "cmdline",
+                    "packages",
+                    "enableExtraModules",
+                    "uki",
+                ],
                 |r, m, p| Kernel {
                     version: r.string(m, p, "version"),
                     cmdline: r.string(m, p, "cmdline"),
@@ -533,7 +536,14 @@ impl Reader<'_> {
                         let m = r.map(
                             v,
                             p,
-                            &["name", "dhcp4", "dhcp6", "addresses", "routes", "nameservers"],
+                            &[
+                                "name",
+                                "dhcp4",
+                                "dhcp6",
+                                "addresses",
+                                "routes",
+                                "nameservers",
+                            ],
                         )?;
                         Some(Interface {
                             name: r.string(m, p, "name"),
@@ -702,15 +712,11 @@ impl Reader<'_> {
                     config_files: r.strings(m, p, "configFiles"),
                 },
             ),
-            apt_policy: self.section(
-                m,
-                p,
-                "aptPolicy",
-                &["upgradeAllowedRepos"],
-                |r, m, p| AptPolicy {
+            apt_policy: self.section(m, p, "aptPolicy", &["upgradeAllowedRepos"], |r, m, p| {
+                AptPolicy {
                     upgrade_allowed_repos: r.opt_strings(m, p, "upgradeAllowedRepos"),
-                },
-            ),
+                }
+            }),
             oep_installer: self.section(
                 m,
                 p,

@@ -30,7 +30,9 @@ fn unknown_key_is_refused_with_its_position() {
 #[test]
 fn a_comment_only_edit_changes_nothing() {
     let a = p("image:\n  name: a\n  version: '1'\nsystemConfig:\n  packages: [x, y]\n");
-    let b = p("# c\nsystemConfig:\n  packages:\n    - x   # one\n    - y\nimage: {version: \"1\", name: a}\n");
+    let b = p(
+        "# c\nsystemConfig:\n  packages:\n    - x   # one\n    - y\nimage: {version: \"1\", name: a}\n",
+    );
     assert_eq!(a, b);
     assert_eq!(to_yaml(&a, false), to_yaml(&b, false));
 }
@@ -87,7 +89,9 @@ fn wrong_types_are_refused() {
     );
     assert_eq!(
         perr("nope: 1\n"),
-        vec!["t.yml:1:1: unknown key 'nope' in the template; expected one of: extends, metadata, image, target, baseline, overlayPolicy, disk, packageRepositories, systemConfig"]
+        vec![
+            "t.yml:1:1: unknown key 'nope' in the template; expected one of: extends, metadata, image, target, baseline, overlayPolicy, disk, packageRepositories, systemConfig"
+        ]
     );
 }
 
@@ -121,27 +125,33 @@ fn image_and_target_are_required_and_checked() {
     assert_eq!(
         m,
         vec![
-            "t.yml:2:3: image.name 'a-' must be letters and digits with inner hyphens and underscores",
-            "t.yml:3:3: image.version 'v1' is not semver-like (1.0.0, 24.04, 1.0.0+build1)",
-            "t.yml:5:3: target.os: 'debianx' is not one of: azure-linux, edge-microvisor-toolkit, wind-river-elxr, ubuntu, redhat-compatible-distro",
-            "t.yml:7:3: target.arch: 'i386' is not one of: x86_64, aarch64, armv7hl",
-            "t.yml:8:3: target.imageType: 'vmdk' is not one of: raw, iso, img, wsl2",
+            "t.yml:2:9: image.name 'a-' must be letters and digits with inner hyphens and underscores",
+            "t.yml:3:12: image.version 'v1' is not semver-like (1.0.0, 24.04, 1.0.0+build1)",
+            "t.yml:5:7: target.os: 'debianx' is not one of: azure-linux, edge-microvisor-toolkit, wind-river-elxr, ubuntu, redhat-compatible-distro",
+            "t.yml:7:9: target.arch: 'i386' is not one of: x86_64, aarch64, armv7hl",
+            "t.yml:8:14: target.imageType: 'vmdk' is not one of: raw, iso, img, wsl2",
         ]
     );
     for v in ["1.0.0", "24.04", "1.0.0+build1", "3"] {
         assert!(version_ok(v), "{v}");
     }
-    let t = p("image:\n  name: a\n  version: 24.04\ntarget:\n  os: ubuntu\n  dist: emt3\n  arch: x86_64\n  imageType: raw\n");
+    let t = p(
+        "image:\n  name: a\n  version: 24.04\ntarget:\n  os: ubuntu\n  dist: emt3\n  arch: x86_64\n  imageType: raw\n",
+    );
     assert_eq!(
         validate_user(Path::new("t.yml"), &t)[0].message,
         "target.dist 'emt3' is not a dist of ubuntu: ubuntu24, ubuntu26"
     );
-    let t = p("image:\n  name: a\n  version: '1'\ntarget:\n  os: redhat-compatible-distro\n  dist: el10\n  arch: x86_64\n  imageType: img\n");
+    let t = p(
+        "image:\n  name: a\n  version: '1'\ntarget:\n  os: redhat-compatible-distro\n  dist: el10\n  arch: x86_64\n  imageType: img\n",
+    );
     assert!(validate_user(Path::new("t.yml"), &t).is_empty());
 }
 
 fn version_ok(v: &str) -> bool {
-    let t = p(&format!("image:\n  name: a\n  version: '{v}'\ntarget:\n  os: ubuntu\n  dist: ubuntu24\n  arch: x86_64\n  imageType: raw\n"));
+    let t = p(&format!(
+        "image:\n  name: a\n  version: '{v}'\ntarget:\n  os: ubuntu\n  dist: ubuntu24\n  arch: x86_64\n  imageType: raw\n"
+    ));
     validate_user(Path::new("t.yml"), &t).is_empty()
 }
 
@@ -198,14 +208,25 @@ fn repository_rules() {
         "packageRepositories[0].url 'x.example/repo' is not a URI",
     );
     // allowPackages, and AllowPackages as an alias; globs allowed.
-    let a = p(&format!("{HEAD}packageRepositories:\n  - codename: a\n    url: https://x\n    pkey: /k\n    allowPackages: [libva*, kernel-6.17.11]\n"));
-    let b = p(&format!("{HEAD}packageRepositories:\n  - codename: a\n    url: https://x\n    pkey: /k\n    AllowPackages: [libva*, kernel-6.17.11]\n"));
+    let a = p(&format!(
+        "{HEAD}packageRepositories:\n  - codename: a\n    url: https://x\n    pkey: /k\n    allowPackages: [libva*, kernel-6.17.11]\n"
+    ));
+    let b = p(&format!(
+        "{HEAD}packageRepositories:\n  - codename: a\n    url: https://x\n    pkey: /k\n    AllowPackages: [libva*, kernel-6.17.11]\n"
+    ));
     assert_eq!(a, b);
-    assert_eq!(a.package_repositories[0].allow_packages, vec!["libva*", "kernel-6.17.11"]);
+    assert_eq!(
+        a.package_repositories[0].allow_packages,
+        vec!["libva*", "kernel-6.17.11"]
+    );
     assert!(validate_user(Path::new("t.yml"), &a).is_empty());
     assert_eq!(
-        perr(&format!("{HEAD}packageRepositories:\n  - codename: a\n    allowPackages: [x]\n    AllowPackages: [y]\n")),
-        vec!["t.yml:12:5: packageRepositories[0]: set allowPackages or its alias AllowPackages, not both"]
+        perr(&format!(
+            "{HEAD}packageRepositories:\n  - codename: a\n    allowPackages: [x]\n    AllowPackages: [y]\n"
+        )),
+        vec![
+            "t.yml:12:5: packageRepositories[0]: set allowPackages or its alias AllowPackages, not both"
+        ]
     );
 }
 
@@ -243,7 +264,9 @@ fn bootloader_and_network_rules() {
         "systemConfig.network.backend: 'nm' is not one of: systemd-networkd, netplan",
     );
     assert_eq!(
-        user("systemConfig:\n  network:\n    backend: netplan\n    interfaces:\n      - name: e0\n        routes:\n          - to: 10.0.0.0/33\n"),
+        user(
+            "systemConfig:\n  network:\n    backend: netplan\n    interfaces:\n      - name: e0\n        routes:\n          - to: 10.0.0.0/33\n"
+        ),
         vec![
             "systemConfig.network.interfaces[0].routes[0].via is required",
             "systemConfig.network.interfaces[0].routes[0].to '10.0.0.0/33' is not default or a CIDR",
@@ -255,13 +278,18 @@ fn bootloader_and_network_rules() {
 #[test]
 fn immutability_fde_dkms_rules() {
     let sb = "systemConfig.immutability: a secure-boot field is set, so secureBootDBKey, secureBootDBCrt and secureBootDBCer must all be set and enabled must be true";
-    one("systemConfig:\n  immutability:\n    enabled: true\n    secureBootDBKey: /k.key\n", sb);
+    one(
+        "systemConfig:\n  immutability:\n    enabled: true\n    secureBootDBKey: /k.key\n",
+        sb,
+    );
     one(
         "systemConfig:\n  immutability:\n    enabled: false\n    secureBootDBKey: /k.key\n    secureBootDBCrt: /k.crt\n    secureBootDBCer: /k.cer\n",
         sb,
     );
     assert_eq!(
-        user("systemConfig:\n  immutability:\n    secureBootDBKey: /k.key\n    secureBootDBCrt: /k.crt\n    secureBootDBCer: /k.cer\n"),
+        user(
+            "systemConfig:\n  immutability:\n    secureBootDBKey: /k.key\n    secureBootDBCrt: /k.crt\n    secureBootDBCer: /k.cer\n"
+        ),
         vec!["systemConfig.immutability.enabled is required", sb]
     );
     one(
@@ -273,7 +301,9 @@ fn immutability_fde_dkms_rules() {
         "systemConfig.fde.unlock: 'tpm' is not one of: auto, manual",
     );
     assert_eq!(
-        user("systemConfig:\n  dkms:\n    enabled: false\n    secureBoot:\n      enabled: true\n      retainSigningIdentity: true\n"),
+        user(
+            "systemConfig:\n  dkms:\n    enabled: false\n    secureBoot:\n      enabled: true\n      retainSigningIdentity: true\n"
+        ),
         vec![
             "systemConfig.dkms.secureBoot.enabled requires systemConfig.dkms.enabled: true",
             "systemConfig.dkms.secureBoot.signingKeyPath is required when secureBoot.enabled is true",
@@ -306,7 +336,9 @@ fn user_rules() {
         "systemConfig:\n  users:\n    - name: a\n    - name: a\n",
         "systemConfig.users: user 'a' is defined twice",
     );
-    let t = p(&format!("{HEAD}systemConfig:\n  users:\n    - name: a\n      hash_algo: md5\n"));
+    let t = p(&format!(
+        "{HEAD}systemConfig:\n  users:\n    - name: a\n      hash_algo: md5\n"
+    ));
     let w = validate_user(Path::new("t.yml"), &t);
     assert_eq!(w.len(), 1);
     assert_eq!(w[0].severity, Severity::Warning);
@@ -315,15 +347,21 @@ fn user_rules() {
         "t.yml: warning: systemConfig.users[0].hash_algo md5 is insecure; avoid it in production"
     );
     assert_eq!(
-        merged("systemConfig:\n  users:\n    - name: a\n      sshAuthorizedKeys: [ssh-ed25519 AAAA a@b]\n"),
-        vec!["a user has SSH keys but systemConfig.packages has no openssh-server: key-based login needs it"]
+        merged(
+            "systemConfig:\n  users:\n    - name: a\n      sshAuthorizedKeys: [ssh-ed25519 AAAA a@b]\n"
+        ),
+        vec![
+            "a user has SSH keys but systemConfig.packages has no openssh-server: key-based login needs it"
+        ]
     );
 }
 
 #[test]
 fn provisioning_rules() {
     assert_eq!(
-        user("systemConfig:\n  provisioning:\n    scripts:\n      - name: -bad\n        local: a.sh\n        final: /usr/local/sbin/a b.sh\n      - name: ok\n        local: b.sh\n        final: /usr/local/sbin/x\n        stage: sometimes\n        args: ['a b']\n        env: {'1X': v}\n      - name: ok\n        local: c.sh\n        final: /usr/local/sbin/x/y\n"),
+        user(
+            "systemConfig:\n  provisioning:\n    scripts:\n      - name: -bad\n        local: a.sh\n        final: /usr/local/sbin/a b.sh\n      - name: ok\n        local: b.sh\n        final: /usr/local/sbin/x\n        stage: sometimes\n        args: ['a b']\n        env: {'1X': v}\n      - name: ok\n        local: c.sh\n        final: /usr/local/sbin/x/y\n"
+        ),
         vec![
             "systemConfig.provisioning.scripts[0].name '-bad' must match ^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,63}$",
             "systemConfig.provisioning.scripts[0].final '/usr/local/sbin/a b.sh' must be an absolute path of letters, digits and ._@%+-",
@@ -333,6 +371,26 @@ fn provisioning_rules() {
             "systemConfig.provisioning.scripts: script name 'ok' is used twice",
             "systemConfig.provisioning.scripts[2].final '/usr/local/sbin/x/y' collides with systemConfig.provisioning.scripts[1].final '/usr/local/sbin/x'",
         ]
+    );
+}
+
+#[test]
+fn reboot_after_only_on_the_last_first_boot_script() {
+    let two = |a: &str, b: &str| {
+        user(&format!(
+            "systemConfig:\n  provisioning:\n    scripts:\n      - {{name: a, local: a, final: /a, order: 20{a}}}\n      - {{name: b, local: b, final: /b, order: 10{b}}}\n"
+        ))
+    };
+    assert!(two(", rebootAfter: true", "").is_empty());
+    assert_eq!(
+        two("", ", rebootAfter: true"),
+        vec![
+            "systemConfig.provisioning.scripts[1].rebootAfter is only allowed on the last script to run (the reboot would cut later scripts off)"
+        ]
+    );
+    assert_eq!(
+        two(", rebootAfter: true, stage: every-boot", ""),
+        vec!["systemConfig.provisioning.scripts[0].rebootAfter is for first-boot scripts only"]
     );
 }
 
@@ -385,12 +443,17 @@ fn baseline_and_overlay_rules() {
         "overlayPolicy.allowPackageRemoval is only valid with packageOperation: additive-and-upgrade",
     );
     one(
-        &format!("{ov}overlayPolicy:\n  packageOperation: additive-only\n  replaceKernel:\n    package: linux-image-*-oem\n"),
+        &format!(
+            "{ov}overlayPolicy:\n  packageOperation: additive-only\n  replaceKernel:\n    package: linux-image-*-oem\n"
+        ),
         "overlayPolicy.replaceKernel is only valid with packageOperation: additive-and-upgrade",
     );
     assert!(user(&format!("{ov}overlayPolicy:\n  packageOperation: additive-and-upgrade\n  allowPackageRemoval: true\n  replaceKernel:\n    package: linux-image-*-oem\n")).is_empty());
     assert_eq!(
-        user(&format!("{ov}systemConfig:\n  hostname: h\n  kernel: {{version: '6.1'}}\n  bootloader: {{provider: grub}}\n  packages: [x]\n  oepInstaller:\n    url: https://raw.githubusercontent.com/o/r/c/f\n    sha256: {h}\n    sbomUrl: https://raw.githubusercontent.com/o/r/c/s\n    sbomSha256: {h}\n    modules: [m]\n    user: edge\n", h = "a".repeat(64))),
+        user(&format!(
+            "{ov}systemConfig:\n  hostname: h\n  kernel: {{version: '6.1'}}\n  bootloader: {{provider: grub}}\n  packages: [x]\n  oepInstaller:\n    url: https://raw.githubusercontent.com/o/r/c/f\n    sha256: {h}\n    sbomUrl: https://raw.githubusercontent.com/o/r/c/s\n    sbomSha256: {h}\n    modules: [m]\n    user: edge\n",
+            h = "a".repeat(64)
+        )),
         vec![
             "overlay mode cannot apply systemConfig sections: hostname, kernel, bootloader (configure them in the baseline image)",
             "systemConfig.oepInstaller is not supported in overlay mode",
@@ -399,10 +462,51 @@ fn baseline_and_overlay_rules() {
 }
 
 #[test]
+fn apt_policy_refuses_an_allowed_and_a_pinned_repository_on_one_host() {
+    let repos = "packageRepositories:\n  - {codename: a, url: 'https://ppa.launchpadcontent.net/a/ubuntu', pkey: /k}\n  - {codename: b, url: 'https://ppa.launchpadcontent.net/b/ubuntu', pkey: /k}\n  - {codename: c, url: 'https://other.example/c', pkey: /k}\n";
+    assert_eq!(
+        user(&format!(
+            "{repos}systemConfig:\n  aptPolicy:\n    upgradeAllowedRepos: [a, c]\n"
+        )),
+        vec![
+            "systemConfig.aptPolicy: repositories 'a' (may upgrade) and 'b' (may not) are both on ppa.launchpadcontent.net, and APT pins by host: list both, or neither"
+        ]
+    );
+    assert!(
+        user(&format!(
+            "{repos}systemConfig:\n  aptPolicy:\n    upgradeAllowedRepos: [a, b]\n"
+        ))
+        .is_empty()
+    );
+    assert!(
+        user(&format!(
+            "{repos}systemConfig:\n  aptPolicy:\n    upgradeAllowedRepos: []\n"
+        ))
+        .is_empty()
+    );
+}
+
+#[test]
+fn replace_kernel_names() {
+    let ov = "baseline:\n  mode: overlay\n  source:\n    path: /a.img\noverlayPolicy:\n  packageOperation: additive-and-upgrade\n  replaceKernel:\n";
+    assert_eq!(
+        user(&format!(
+            "{ov}    package: 'linux image'\n    enableExtraModules: 'a  b'\n"
+        )),
+        vec![
+            "overlayPolicy.replaceKernel.package: 'linux image' is not a package name or glob",
+            "overlayPolicy.replaceKernel.enableExtraModules is module names separated by single spaces",
+        ]
+    );
+}
+
+#[test]
 fn oep_installer_rules() {
     let h = "b".repeat(64);
     assert_eq!(
-        merged(&format!("systemConfig:\n  users: [{{name: edge}}]\n  oepInstaller:\n    url: https://github.com/o/r/blob/c/f\n    sha256: xyz\n    sbomUrl: http://x/s\n    sbomSha256: {h}\n    modules: [m]\n    user: nobody\n    args: ['--a;b']\n")),
+        merged(&format!(
+            "systemConfig:\n  users: [{{name: edge}}]\n  oepInstaller:\n    url: https://github.com/o/r/blob/c/f\n    sha256: xyz\n    sbomUrl: http://x/s\n    sbomSha256: {h}\n    modules: [m]\n    user: nobody\n    args: ['--a;b']\n"
+        )),
         vec![
             "systemConfig.oepInstaller.url: 'https://github.com/o/r/blob/c/f' is a GitHub page URL; use the file's raw.githubusercontent.com URL",
             "systemConfig.oepInstaller.sbomUrl: 'http://x/s' must be an https:// URL",
@@ -427,10 +531,15 @@ fn wsl_rules() {
     };
     assert_eq!(
         msgs("systemConfig: {}\n", true),
-        vec!["disk is required when target.imageType is wsl2 (name, and artifacts of type tar with compression gz)"]
+        vec![
+            "disk is required when target.imageType is wsl2 (name, and artifacts of type tar with compression gz)"
+        ]
     );
     assert_eq!(
-        msgs("disk:\n  name: w\n  partitionTableType: gpt\n  artifacts:\n    - type: tar\n      compression: xz\nsystemConfig:\n  kernel:\n    version: '6.8'\n", false),
+        msgs(
+            "disk:\n  name: w\n  partitionTableType: gpt\n  artifacts:\n    - type: tar\n      compression: xz\nsystemConfig:\n  kernel:\n    version: '6.8'\n",
+            false
+        ),
         vec![
             "disk.artifacts[0]: a wsl2 image's artifacts must be type tar with compression gz",
             "disk.partitionTableType is not used for wsl2 templates",
@@ -462,7 +571,9 @@ fn merge_table_scalars_sections_and_lists() {
     let parent = layer(
         "disk:\n  name: p\n  size: 4GiB\npackageRepositories:\n  - {codename: a, url: https://a, pkey: /a}\n  - {codename: b, url: https://b, pkey: /b}\nsystemConfig:\n  name: P\n  hostname: ph\n  packages: [x, y]\n  kernel:\n    version: '6.1'\n    cmdline: quiet\n    packages: [k1]\n  bootloader: {bootType: efi, provider: grub}\n  network:\n    backend: netplan\n    interfaces: [{name: e0, dhcp4: true}]\n  configurations: [{cmd: one}]\n  immutability: {enabled: true}\n",
     );
-    let child = p("image:\n  name: child\ntarget:\n  os: ubuntu\n  dist: ubuntu24\n  arch: x86_64\n  imageType: raw\ndisk: {}\npackageRepositories:\n  - {codename: b, url: https://b2, pkey: /b2}\n  - {codename: c, url: https://c, pkey: /c}\nsystemConfig:\n  packages: [y, z]\n  kernel:\n    cmdline: verbose\n  bootloader: {provider: systemd-boot}\n  network:\n    interfaces: [{name: e1, dhcp4: true}]\n  configurations: [{cmd: two}, {cmd: one}]\n");
+    let child = p(
+        "image:\n  name: child\ntarget:\n  os: ubuntu\n  dist: ubuntu24\n  arch: x86_64\n  imageType: raw\ndisk: {}\npackageRepositories:\n  - {codename: b, url: https://b2, pkey: /b2}\n  - {codename: c, url: https://c, pkey: /c}\nsystemConfig:\n  packages: [y, z]\n  kernel:\n    cmdline: verbose\n  bootloader: {provider: systemd-boot}\n  network:\n    interfaces: [{name: e1, dhcp4: true}]\n  configurations: [{cmd: two}, {cmd: one}]\n",
+    );
     let m = merge(&child, &parent);
     assert_eq!(m.image.name, "child");
     assert_eq!(m.image.version, "1.0.0");
@@ -473,7 +584,10 @@ fn merge_table_scalars_sections_and_lists() {
         .iter()
         .map(|r| (r.codename.as_str(), r.url.as_str()))
         .collect();
-    assert_eq!(repos, vec![("a", "https://a"), ("b", "https://b2"), ("c", "https://c")]);
+    assert_eq!(
+        repos,
+        vec![("a", "https://a"), ("b", "https://b2"), ("c", "https://c")]
+    );
     let s = sc(&m);
     assert_eq!(s.name, "P");
     assert_eq!(s.hostname, "ph");
@@ -482,24 +596,43 @@ fn merge_table_scalars_sections_and_lists() {
     assert_eq!((k.version.as_str(), k.cmdline.as_str()), ("6.1", "verbose"));
     assert_eq!(k.packages, vec!["k1"]);
     let b = s.bootloader.clone().unwrap_or_default();
-    assert_eq!((b.boot_type.as_str(), b.provider.as_str()), ("efi", "systemd-boot"));
+    assert_eq!(
+        (b.boot_type.as_str(), b.provider.as_str()),
+        ("efi", "systemd-boot")
+    );
     let n = s.network.clone().unwrap_or_default();
     assert_eq!(n.backend, "netplan");
     assert_eq!(n.interfaces.len(), 1);
     assert_eq!(n.interfaces[0].name, "e1");
     let cmds: Vec<&str> = s.configurations.iter().map(|c| c.cmd.as_str()).collect();
     assert_eq!(cmds, vec!["one", "two", "one"]);
-    assert_eq!(s.immutability, Some(Immutability { enabled: Some(true), ..Default::default() }));
+    assert_eq!(
+        s.immutability,
+        Some(Immutability {
+            enabled: Some(true),
+            ..Default::default()
+        })
+    );
     // A child disk with content replaces the parent's whole.
     let child2 = layer("disk:\n  name: c\n");
     let m2 = merge(&child2, &parent);
-    assert_eq!(m2.disk, Some(Disk { name: "c".into(), ..Default::default() }));
+    assert_eq!(
+        m2.disk,
+        Some(Disk {
+            name: "c".into(),
+            ..Default::default()
+        })
+    );
 }
 
 #[test]
 fn users_and_additional_files_keep_first_seen_order() {
-    let parent = layer("systemConfig:\n  users:\n    - {name: a, shell: /bin/sh, passwordMaxAge: 90, sudo: true}\n    - {name: b}\n  additionalFiles:\n    - {local: p1, final: /etc/one}\n    - {local: p2, final: /etc/two}\n");
-    let child = layer("systemConfig:\n  users:\n    - {name: c}\n    - {name: a, password: pw, passwordMaxAge: 0, sudo: false}\n  additionalFiles:\n    - {local: c3, final: /etc/three}\n    - {local: c1, final: /etc/one}\n");
+    let parent = layer(
+        "systemConfig:\n  users:\n    - {name: a, shell: /bin/sh, passwordMaxAge: 90, sudo: true}\n    - {name: b}\n  additionalFiles:\n    - {local: p1, final: /etc/one}\n    - {local: p2, final: /etc/two}\n",
+    );
+    let child = layer(
+        "systemConfig:\n  users:\n    - {name: c}\n    - {name: a, password: pw, passwordMaxAge: 0, sudo: false}\n  additionalFiles:\n    - {local: c3, final: /etc/three}\n    - {local: c1, final: /etc/one}\n",
+    );
     let m = merge(&child, &parent);
     let s = sc(&m);
     let names: Vec<&str> = s.users.iter().map(|u| u.name.as_str()).collect();
@@ -515,15 +648,22 @@ fn users_and_additional_files_keep_first_seen_order() {
         .iter()
         .map(|f| (f.local.as_str(), f.final_path.as_str()))
         .collect();
-    assert_eq!(files, vec![("c1", "/etc/one"), ("p2", "/etc/two"), ("c3", "/etc/three")]);
+    assert_eq!(
+        files,
+        vec![("c1", "/etc/one"), ("p2", "/etc/two"), ("c3", "/etc/three")]
+    );
     // And the same again: stable.
     assert_eq!(merge(&child, &parent), m);
 }
 
 #[test]
 fn dkms_merge_semantics() {
-    let parent = layer("systemConfig:\n  dkms:\n    enabled: true\n    modules: [a/1, b/2]\n    secureBoot:\n      enabled: true\n      signingKeyPath: /p.key\n      signingCertPath: /p.crt\n      retainSigningIdentity: true\n      targetKeyPath: /t.key\n");
-    let child = layer("systemConfig:\n  dkms:\n    enabled: false\n    modules: []\n    secureBoot:\n      enabled: false\n      signingKeyPath: /c.key\n");
+    let parent = layer(
+        "systemConfig:\n  dkms:\n    enabled: true\n    modules: [a/1, b/2]\n    secureBoot:\n      enabled: true\n      signingKeyPath: /p.key\n      signingCertPath: /p.crt\n      retainSigningIdentity: true\n      targetKeyPath: /t.key\n",
+    );
+    let child = layer(
+        "systemConfig:\n  dkms:\n    enabled: false\n    modules: []\n    secureBoot:\n      enabled: false\n      signingKeyPath: /c.key\n",
+    );
     let m = merge(&child, &parent);
     let d = sc(&m).dkms.clone().unwrap_or_default();
     assert_eq!(d.enabled, Some(false));
@@ -541,40 +681,83 @@ fn dkms_merge_semantics() {
 
 #[test]
 fn whole_section_replacements_proxy_provisioning_cloud_init_apt_policy_oep() {
-    let parent = layer("systemConfig:\n  proxy: {httpProxy: 'http://p:3128', noProxy: localhost}\n  provisioning:\n    beforeLogin: true\n    scripts:\n      - {name: s1, local: a, final: /a, args: [x], env: {A: '1'}}\n      - {name: s2, local: b, final: /b}\n  cloudInit: {enabled: true, userDataFile: u}\n  aptPolicy: {upgradeAllowedRepos: [r1]}\n  oepInstaller: {url: 'https://x/a', user: u1}\n");
-    let child = layer("systemConfig:\n  proxy: {httpsProxy: 'http://q:3128'}\n  provisioning:\n    beforeLogin: false\n    scripts:\n      - {name: s3, local: c, final: /c}\n      - {name: s1, local: a2, final: /a2}\n  cloudInit: {enabled: false}\n  aptPolicy: {upgradeAllowedRepos: []}\n  oepInstaller: {url: 'https://y/b', user: u2}\n");
+    let parent = layer(
+        "systemConfig:\n  proxy: {httpProxy: 'http://p:3128', noProxy: localhost}\n  provisioning:\n    beforeLogin: true\n    scripts:\n      - {name: s1, local: a, final: /a, args: [x], env: {A: '1'}}\n      - {name: s2, local: b, final: /b}\n  cloudInit: {enabled: true, userDataFile: u}\n  aptPolicy: {upgradeAllowedRepos: [r1]}\n  oepInstaller: {url: 'https://x/a', user: u1}\n",
+    );
+    let child = layer(
+        "systemConfig:\n  proxy: {httpsProxy: 'http://q:3128'}\n  provisioning:\n    beforeLogin: false\n    scripts:\n      - {name: s3, local: c, final: /c}\n      - {name: s1, local: a2, final: /a2}\n  cloudInit: {enabled: false}\n  aptPolicy: {upgradeAllowedRepos: []}\n  oepInstaller: {url: 'https://y/b', user: u2}\n",
+    );
     let m = merge(&child, &parent);
     let s = sc(&m);
-    assert_eq!(s.proxy, Some(Proxy { https_proxy: "http://q:3128".into(), ..Default::default() }));
+    assert_eq!(
+        s.proxy,
+        Some(Proxy {
+            https_proxy: "http://q:3128".into(),
+            ..Default::default()
+        })
+    );
     let pr = s.provisioning.clone().unwrap_or_default();
     assert_eq!(pr.before_login, Some(false));
-    let names: Vec<(&str, &str)> = pr.scripts.iter().map(|x| (x.name.as_str(), x.local.as_str())).collect();
+    let names: Vec<(&str, &str)> = pr
+        .scripts
+        .iter()
+        .map(|x| (x.name.as_str(), x.local.as_str()))
+        .collect();
     assert_eq!(names, vec![("s1", "a2"), ("s2", "b"), ("s3", "c")]);
     // Replaced as a whole, args and env too.
     assert!(pr.scripts[0].args.is_empty() && pr.scripts[0].env.is_empty());
-    assert_eq!(s.cloud_init, Some(CloudInit { enabled: Some(false), ..Default::default() }));
-    assert_eq!(s.apt_policy, Some(AptPolicy { upgrade_allowed_repos: Some(vec![]) }));
-    assert_eq!(s.oep_installer.as_ref().map(|o| o.user.as_str()), Some("u2"));
+    assert_eq!(
+        s.cloud_init,
+        Some(CloudInit {
+            enabled: Some(false),
+            ..Default::default()
+        })
+    );
+    assert_eq!(
+        s.apt_policy,
+        Some(AptPolicy {
+            upgrade_allowed_repos: Some(vec![])
+        })
+    );
+    assert_eq!(
+        s.oep_installer.as_ref().map(|o| o.user.as_str()),
+        Some("u2")
+    );
     // `proxy: {}` clears; an absent section inherits; beforeLogin absent inherits.
     let clear = layer("systemConfig:\n  proxy: {}\n  provisioning:\n    scripts: []\n");
     let m = merge(&clear, &parent);
     let s = sc(&m);
     assert_eq!(s.proxy, Some(Proxy::default()));
     assert!(to_yaml(&m, false).contains("  proxy: {}\n"));
-    assert_eq!(s.provisioning.as_ref().and_then(|p| p.before_login), Some(true));
-    assert_eq!(s.apt_policy, Some(AptPolicy { upgrade_allowed_repos: Some(vec!["r1".into()]) }));
-    assert_eq!(s.cloud_init.as_ref().map(|c| c.user_data_file.as_str()), Some("u"));
+    assert_eq!(
+        s.provisioning.as_ref().and_then(|p| p.before_login),
+        Some(true)
+    );
+    assert_eq!(
+        s.apt_policy,
+        Some(AptPolicy {
+            upgrade_allowed_repos: Some(vec!["r1".into()])
+        })
+    );
+    assert_eq!(
+        s.cloud_init.as_ref().map(|c| c.user_data_file.as_str()),
+        Some("u")
+    );
 }
 
 #[test]
 fn overlay_leaf_packages_are_exactly_its_own() {
     let parent = layer("systemConfig:\n  packages: [grub-efi, shim]\n");
-    let child = layer("baseline:\n  mode: overlay\n  source: {path: /b.img}\nsystemConfig:\n  packages: [htop]\n");
+    let child = layer(
+        "baseline:\n  mode: overlay\n  source: {path: /b.img}\nsystemConfig:\n  packages: [htop]\n",
+    );
     assert_eq!(sc(&merge(&child, &parent)).packages, vec!["htop"]);
 }
 
 // ---- extends ----
 
+// A library test writes its temp dir directly (no engine System here).
+#[allow(clippy::disallowed_methods)]
 fn write(dir: &Path, name: &str, text: &str) {
     if let Err(e) = std::fs::write(dir.join(name), text) {
         panic!("{e}");
@@ -612,19 +795,54 @@ fn chain_ok(leaf: &Path) -> Chain {
 fn the_worked_example() {
     let d = tmp();
     let dir = d.path();
-    write(dir, "root.yml", &format!("{HEAD}systemConfig:\n  packages: [docker-cli, containerd]\n  kernel:\n    version: '6.8'\n"));
-    write(dir, "middle.yml", &format!("extends: root.yml\n{HEAD}systemConfig:\n  packages: [prometheus-node-exporter, grafana-agent]\n  kernel:\n    version: '6.12'\n"));
-    write(dir, "leaf.yml", &format!("extends: ./middle.yml\n{HEAD}systemConfig:\n  packages: [my-custom-app]\n"));
-    let defaults = layer("systemConfig:\n  packages: [openssh-server]\n  kernel:\n    version: '6.1'\n    cmdline: quiet\n");
+    write(
+        dir,
+        "root.yml",
+        &format!(
+            "{HEAD}systemConfig:\n  packages: [docker-cli, containerd]\n  kernel:\n    version: '6.8'\n"
+        ),
+    );
+    write(
+        dir,
+        "middle.yml",
+        &format!(
+            "extends: root.yml\n{HEAD}systemConfig:\n  packages: [prometheus-node-exporter, grafana-agent]\n  kernel:\n    version: '6.12'\n"
+        ),
+    );
+    write(
+        dir,
+        "leaf.yml",
+        &format!("extends: ./middle.yml\n{HEAD}systemConfig:\n  packages: [my-custom-app]\n"),
+    );
+    let defaults = layer(
+        "systemConfig:\n  packages: [openssh-server]\n  kernel:\n    version: '6.1'\n    cmdline: quiet\n",
+    );
     let c = chain_ok(&dir.join("leaf.yml"));
-    assert_eq!(c.describe(), "Extends chain: root.yml -> middle.yml -> leaf.yml");
-    assert_eq!(c.files, vec![dir.join("root.yml"), dir.join("middle.yml"), dir.join("leaf.yml")]);
+    assert_eq!(
+        c.describe(),
+        "Extends chain: root.yml -> middle.yml -> leaf.yml"
+    );
+    assert_eq!(
+        c.files,
+        vec![
+            dir.join("root.yml"),
+            dir.join("middle.yml"),
+            dir.join("leaf.yml")
+        ]
+    );
     assert!(c.warnings.is_empty());
     let full = resolve_full(&c, Some(&defaults));
     let s = sc(&full);
     assert_eq!(
         s.packages,
-        vec!["openssh-server", "docker-cli", "containerd", "prometheus-node-exporter", "grafana-agent", "my-custom-app"]
+        vec![
+            "openssh-server",
+            "docker-cli",
+            "containerd",
+            "prometheus-node-exporter",
+            "grafana-agent",
+            "my-custom-app"
+        ]
     );
     let k = s.kernel.clone().unwrap_or_default();
     assert_eq!((k.version.as_str(), k.cmdline.as_str()), ("6.12", "quiet"));
@@ -634,9 +852,18 @@ fn the_worked_example() {
     // Chain-only: no defaults.
     assert_eq!(sc(&c.fold()).packages.len(), 5);
     // Overlay: the OS defaults do not apply.
-    write(dir, "ov.yml", &format!("extends: root.yml\n{HEAD}baseline:\n  mode: overlay\n  source: {{path: /b.img}}\nsystemConfig:\n  packages: [htop]\n"));
+    write(
+        dir,
+        "ov.yml",
+        &format!(
+            "extends: root.yml\n{HEAD}baseline:\n  mode: overlay\n  source: {{path: /b.img}}\nsystemConfig:\n  packages: [htop]\n"
+        ),
+    );
     let c = chain_ok(&dir.join("ov.yml"));
-    assert_eq!(sc(&resolve_full(&c, Some(&defaults))).packages, vec!["htop"]);
+    assert_eq!(
+        sc(&resolve_full(&c, Some(&defaults))).packages,
+        vec!["htop"]
+    );
 }
 
 #[test]
@@ -684,7 +911,11 @@ fn escapes_lexical_and_through_a_symlinked_directory() {
             dir.join("lex.yml").display()
         )]
     );
-    write(&dir, "abs.yml", &format!("extends: {}\n{HEAD}", top.join("x.yml").display()));
+    write(
+        &dir,
+        "abs.yml",
+        &format!("extends: {}\n{HEAD}", top.join("x.yml").display()),
+    );
     assert_eq!(chain_err(&dir.join("abs.yml")).len(), 1);
     symlink(&top.join("elsewhere"), &dir.join("link"));
     write(&dir, "sym.yml", &format!("extends: link/p.yml\n{HEAD}"));
@@ -747,7 +978,11 @@ fn depth_five_warns_and_succeeds() {
     let dir = d.path();
     write(dir, "l0.yml", HEAD);
     for i in 1..5 {
-        write(dir, &format!("l{i}.yml"), &format!("extends: l{}.yml\n{HEAD}", i - 1));
+        write(
+            dir,
+            &format!("l{i}.yml"),
+            &format!("extends: l{}.yml\n{HEAD}", i - 1),
+        );
     }
     let c = chain_ok(&dir.join("l4.yml"));
     assert_eq!(c.layers.len(), 5);
@@ -766,12 +1001,17 @@ fn depth_five_warns_and_succeeds() {
 
 #[test]
 fn variables_substitute_before_typing() {
-    let mut v = match Variables::from_yaml(Path::new("v.yml"), "name: edge\nsudo: 'true'\nver: 2.0.1\n") {
-        Ok(v) => v,
-        Err(e) => panic!("{e}"),
-    };
+    let mut v =
+        match Variables::from_yaml(Path::new("v.yml"), "name: edge\nsudo: 'true'\nver: 2.0.1\n") {
+            Ok(v) => v,
+            Err(e) => panic!("{e}"),
+        };
     v.set("ver", "3.0.0");
-    let t = match parse(Path::new("t.yml"), "image:\n  name: ${name}-img\n  version: ${ver}\nsystemConfig:\n  users:\n    - name: ${name}\n      sudo: ${sudo}\n", &v) {
+    let t = match parse(
+        Path::new("t.yml"),
+        "image:\n  name: ${name}-img\n  version: ${ver}\nsystemConfig:\n  users:\n    - name: ${name}\n      sudo: ${sudo}\n",
+        &v,
+    ) {
         Ok(t) => t,
         Err(e) => panic!("{e:?}"),
     };
@@ -780,7 +1020,9 @@ fn variables_substitute_before_typing() {
     assert_eq!(sc(&t).users[0].sudo, Some(true));
     assert_eq!(
         perr("image:\n  name: ${nope}\n"),
-        vec!["t.yml:2:9: unknown variable '${nope}': give it with --var nope=VALUE or in a variables file"]
+        vec![
+            "t.yml:2:9: unknown variable '${nope}': give it with --var nope=VALUE or in a variables file"
+        ]
     );
     match Variables::from_yaml(Path::new("v.yml"), "a:\n  b: 1\n") {
         Ok(_) => panic!("nested accepted"),
@@ -793,18 +1035,30 @@ fn variables_substitute_before_typing() {
 
 #[test]
 fn defaults_path_maps_img_to_initrd() {
-    let t = Target { os: "ubuntu".into(), dist: "ubuntu24".into(), arch: "x86_64".into(), image_type: "img".into() };
+    let t = Target {
+        os: "ubuntu".into(),
+        dist: "ubuntu24".into(),
+        arch: "x86_64".into(),
+        image_type: "img".into(),
+    };
     assert_eq!(
         defaults_path(Path::new("config/osv"), &t),
-        Path::new("config/osv/ubuntu/ubuntu24/imageconfigs/defaultconfigs/default-initrd-x86_64.yml")
+        Path::new(
+            "config/osv/ubuntu/ubuntu24/imageconfigs/defaultconfigs/default-initrd-x86_64.yml"
+        )
     );
-    let t = Target { image_type: "raw".into(), ..t };
+    let t = Target {
+        image_type: "raw".into(),
+        ..t
+    };
     assert!(defaults_path(Path::new("d"), &t).ends_with("default-raw-x86_64.yml"));
 }
 
 #[test]
 fn redaction_and_field_order() {
-    let t = layer("systemConfig:\n  immutability:\n    enabled: true\n    secureBootDBKey: /k.key\n    secureBootDBCrt: /k.crt\n    secureBootDBCer: /k.cer\n  users:\n    - {shell: /bin/sh, name: admin, password: '$6$s$h', hash_algo: sha512}\n  dkms:\n    enabled: true\n    secureBoot: {enabled: true, signingKeyPath: /s.key, signingCertPath: /s.crt}\n");
+    let t = layer(
+        "systemConfig:\n  immutability:\n    enabled: true\n    secureBootDBKey: /k.key\n    secureBootDBCrt: /k.crt\n    secureBootDBCer: /k.cer\n  users:\n    - {shell: /bin/sh, name: admin, password: '$6$s$h', hash_algo: sha512}\n  dkms:\n    enabled: true\n    secureBoot: {enabled: true, signingKeyPath: /s.key, signingCertPath: /s.crt}\n",
+    );
     let y = to_yaml(&t, true);
     assert_eq!(
         y,

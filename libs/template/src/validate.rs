@@ -6,7 +6,7 @@ use std::path::Path;
 
 use std::sync::OnceLock;
 
-use csis_model::DocPath;
+use csis_model::{DocPath, Seg, Value};
 use regex::Regex;
 
 use crate::types::*;
@@ -39,13 +39,19 @@ impl Findings {
     }
 
     fn into_problems(self, file: &Path, text: Option<&str>) -> Vec<Problem> {
-        let pos = text.and_then(|t| csis_yaml::parse(t).ok()).map(|(_, p)| p);
+        let parsed = text.and_then(|t| csis_yaml::parse(t).ok());
         self.0
             .into_iter()
             .map(|f| {
-                let (line, col) = pos
+                // A scalar's own position; else the key of the nearest
+                // node the text has (a section, or the one a missing
+                // field belongs in).
+                let (line, col) = parsed
                     .as_ref()
-                    .and_then(|p| p.nearest(&f.path, true))
+                    .and_then(|(v, p)| match node(v, &f.path) {
+                        Some(Value::Scalar { .. }) => p.value(&f.path),
+                        _ => p.nearest(&f.path, true),
+                    })
                     .map(|s| (s.line, s.col))
                     .unwrap_or((0, 0));
                 Problem {
@@ -58,6 +64,18 @@ impl Findings {
             })
             .collect()
     }
+}
+
+/// The node at `path`, when the document has it.
+fn node<'v>(v: &'v Value, path: &DocPath) -> Option<&'v Value> {
+    let mut at = v;
+    for seg in &path.0 {
+        at = match seg {
+            Seg::Key(k) => at.get(k)?,
+            Seg::Index(i) => at.as_seq()?.get(*i)?,
+        };
+    }
+    Some(at)
 }
 
 fn root() -> DocPath {
@@ -87,7 +105,6 @@ pub fn validate_merged_located(file: &Path, text: &str, t: &Template) -> Vec<Pro
     check(t, true).into_problems(file, Some(text))
 }
 
-
 fn re(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
     cell.get_or_init(|| {
         #[allow(clippy::unwrap_used)]
@@ -109,10 +126,16 @@ pattern!(
     version_re,
     r"^[0-9]+(\.([0-9]+|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)){0,2}(\+[0-9a-zA-Z-]+(\.[0-9a-zA-Z-]+)*)?$"
 );
-pattern!(package_re, r"^[A-Za-z0-9](?:[A-Za-z0-9+_.:~-]*[A-Za-z0-9+])?$");
+pattern!(
+    package_re,
+    r"^[A-Za-z0-9](?:[A-Za-z0-9+_.:~-]*[A-Za-z0-9+])?$"
+);
 pattern!(package_glob_re, r"^[A-Za-z0-9][A-Za-z0-9+_.:~*?\[\]-]*$");
 pattern!(offset_re, r"^-?[1-9][0-9]*(KiB|MiB|GiB|K|M|G|KB|MB|GB)$");
-pattern!(size_re, r"^[1-9][0-9]*(KiB|MiB|GiB|TiB|K|M|G|T|KB|MB|GB|TB)$");
+pattern!(
+    size_re,
+    r"^[1-9][0-9]*(KiB|MiB|GiB|TiB|K|M|G|T|KB|MB|GB|TB)$"
+);
 pattern!(script_name_re, r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,63}$");
 pattern!(script_final_re, r"^/[A-Za-z0-9._@%+/-]*[A-Za-z0-9._@%+-]$");
 pattern!(arg_re, r"^[A-Za-z0-9._@%+:/=,-]{1,256}$");
@@ -126,6 +149,10 @@ pattern!(
 );
 pattern!(uri_scheme_re, r"^[A-Za-z][A-Za-z0-9+.-]*:");
 pattern!(sha256_re, r"^[0-9a-fA-F]{64}$");
+pattern!(
+    modules_re,
+    r"^[A-Za-z0-9_][A-Za-z0-9_.-]*( [A-Za-z0-9_][A-Za-z0-9_.-]*)*$"
+);
 pattern!(iface_re, r"^[a-zA-Z0-9][a-zA-Z0-9._-]{0,14}$");
 
 pub(crate) const OSES: &[&str] = &[
@@ -164,7 +191,10 @@ fn required(f: &mut Findings, path: DocPath, value: &str, why: &str) {
 fn unique(f: &mut Findings, path: &DocPath, list: &[String], what: &str) {
     for (i, x) in list.iter().enumerate() {
         if list[..i].contains(x) {
-            f.err(path.index(i), format!("{path}: {what} '{x}' is listed twice"));
+            f.err(
+                path.index(i),
+                format!("{path}: {what} '{x}' is listed twice"),
+            );
         }
     }
 }
@@ -211,7 +241,10 @@ fn https_pinned(f: &mut Findings, path: DocPath, v: &str) {
         return;
     }
     if !v.starts_with("https://") || v.len() <= "https://".len() {
-        f.err(path.clone(), format!("{path}: '{v}' must be an https:// URL"));
+        f.err(
+            path.clone(),
+            format!("{path}: '{v}' must be an https:// URL"),
+        );
         return;
     }
     let host = v["https://".len()..].split('/').next().unwrap_or("");
@@ -220,13 +253,17 @@ fn https_pinned(f: &mut Findings, path: DocPath, v: &str) {
     {
         f.err(
             path.clone(),
-            format!("{path}: '{v}' is a GitHub page URL; use the file's raw.githubusercontent.com URL"),
+            format!(
+                "{path}: '{v}' is a GitHub page URL; use the file's raw.githubusercontent.com URL"
+            ),
         );
     }
 }
 
 fn grub_text(f: &mut Findings, path: DocPath, v: &str) {
-    if v.chars().any(|c| matches!(c, '"' | '$' | '`' | '\\' | '\n')) {
+    if v.chars()
+        .any(|c| matches!(c, '"' | '$' | '`' | '\\' | '\n'))
+    {
         f.err(
             path.clone(),
             format!("{path} must not contain a double quote, dollar sign, backtick, backslash or newline"),
@@ -280,7 +317,9 @@ fn image(f: &mut Findings, t: &Template) {
     if !n.is_empty() && !image_name_re().is_match(n) {
         f.err(
             p.key("name"),
-            format!("image.name '{n}' must be letters and digits with inner hyphens and underscores"),
+            format!(
+                "image.name '{n}' must be letters and digits with inner hyphens and underscores"
+            ),
         );
     }
     let v = &t.image.version;
@@ -318,8 +357,18 @@ fn target(f: &mut Findings, t: &Template) {
             ),
         );
     }
-    one_of(f, p.key("arch"), &tg.arch, &["x86_64", "aarch64", "armv7hl"]);
-    one_of(f, p.key("imageType"), &tg.image_type, &["raw", "iso", "img", "wsl2"]);
+    one_of(
+        f,
+        p.key("arch"),
+        &tg.arch,
+        &["x86_64", "aarch64", "armv7hl"],
+    );
+    one_of(
+        f,
+        p.key("imageType"),
+        &tg.image_type,
+        &["raw", "iso", "img", "wsl2"],
+    );
 }
 
 fn baseline(f: &mut Findings, t: &Template) {
@@ -342,12 +391,19 @@ fn baseline(f: &mut Findings, t: &Template) {
         if let Some(s) = &b.source {
             let sp = p.key("source");
             if s.path.is_empty() == s.url.is_empty() {
-                f.err(sp.clone(), "baseline.source must set exactly one of path and url");
+                f.err(
+                    sp.clone(),
+                    "baseline.source must set exactly one of path and url",
+                );
             }
-            if !s.url.is_empty() && !(s.url.starts_with("https://") && s.url.len() > 8) {
+            let https = s.url.starts_with("https://") && s.url.len() > "https://".len();
+            if !s.url.is_empty() && !https {
                 f.err(
                     sp.key("url"),
-                    format!("baseline.source.url '{}' must be an https:// URL (plain http is rejected)", s.url),
+                    format!(
+                        "baseline.source.url '{}' must be an https:// URL (plain http is rejected)",
+                        s.url
+                    ),
                 );
             }
             for (k, v) in [("path", &s.path), ("sbomPath", &s.sbom_path)] {
@@ -358,13 +414,21 @@ fn baseline(f: &mut Findings, t: &Template) {
                     );
                 }
             }
-            one_of(f, sp.key("format"), &s.format, &["raw", "qcow2", "vhd", "vhdx"]);
+            one_of(
+                f,
+                sp.key("format"),
+                &s.format,
+                &["raw", "qcow2", "vhd", "vhdx"],
+            );
         }
     }
     if let Some(op) = &t.overlay_policy {
         let p = r.key("overlayPolicy");
         if !overlay {
-            f.err(p.clone(), "overlayPolicy may only be set when baseline.mode is overlay");
+            f.err(
+                p.clone(),
+                "overlayPolicy may only be set when baseline.mode is overlay",
+            );
         }
         one_of(
             f,
@@ -372,7 +436,12 @@ fn baseline(f: &mut Findings, t: &Template) {
             &op.package_operation,
             &["additive-only", "additive-and-upgrade"],
         );
-        one_of(f, p.key("conflictPolicy"), &op.conflict_policy, &["fail", "allow-explicit"]);
+        one_of(
+            f,
+            p.key("conflictPolicy"),
+            &op.conflict_policy,
+            &["fail", "allow-explicit"],
+        );
         let upgrade = op.package_operation == "additive-and-upgrade";
         if op.allow_package_removal == Some(true) && !upgrade {
             f.err(
@@ -387,7 +456,30 @@ fn baseline(f: &mut Findings, t: &Template) {
                     "overlayPolicy.replaceKernel is only valid with packageOperation: additive-and-upgrade",
                 );
             }
-            required(f, p.key("replaceKernel").key("package"), &rk.package, "");
+            let rp = p.key("replaceKernel");
+            required(f, rp.key("package"), &rk.package, "");
+            for (k, v) in std::iter::once(("package", &rk.package)).chain(
+                rk.additional_packages
+                    .iter()
+                    .map(|x| ("additionalPackages", x)),
+            ) {
+                if !v.is_empty() && !package_glob_re().is_match(v) {
+                    f.err(
+                        rp.key(k),
+                        format!(
+                            "overlayPolicy.replaceKernel.{k}: '{v}' is not a package name or glob"
+                        ),
+                    );
+                }
+            }
+            if !rk.enable_extra_modules.is_empty()
+                && !modules_re().is_match(&rk.enable_extra_modules)
+            {
+                f.err(
+                    rp.key("enableExtraModules"),
+                    "overlayPolicy.replaceKernel.enableExtraModules is module names separated by single spaces",
+                );
+            }
         }
         grub_text(f, p.key("kernelCmdline"), &op.kernel_cmdline);
         grub_text(f, p.key("grubDefault"), &op.grub_default);
@@ -447,14 +539,24 @@ fn disk(f: &mut Findings, d: &Disk, tg: &Target) {
         if !v.is_empty() && !size_re().is_match(v) {
             f.err(
                 p.key(k),
-                format!("disk.{k} '{v}' is not a size (a whole number with a unit, e.g. 4GiB or 8GB)"),
+                format!(
+                    "disk.{k} '{v}' is not a size (a whole number with a unit, e.g. 4GiB or 8GB)"
+                ),
             );
         }
     }
     if !d.max_size.is_empty() && d.size.is_empty() {
-        f.err(p.key("maxSize"), "disk.maxSize requires disk.size to be set");
+        f.err(
+            p.key("maxSize"),
+            "disk.maxSize requires disk.size to be set",
+        );
     }
-    one_of(f, p.key("partitionTableType"), &d.partition_table_type, &["gpt", "mbr"]);
+    one_of(
+        f,
+        p.key("partitionTableType"),
+        &d.partition_table_type,
+        &["gpt", "mbr"],
+    );
     for (i, a) in d.artifacts.iter().enumerate() {
         let ap = p.key("artifacts").index(i);
         required(f, ap.key("type"), &a.kind, "");
@@ -491,7 +593,10 @@ fn disk(f: &mut Findings, d: &Disk, tg: &Target) {
             );
         }
         if !d.partitions.is_empty() {
-            f.err(p.key("partitions"), "disk.partitions are not used for wsl2 templates");
+            f.err(
+                p.key("partitions"),
+                "disk.partitions are not used for wsl2 templates",
+            );
         }
     }
     let last = d.partitions.len().saturating_sub(1);
@@ -550,7 +655,10 @@ fn repository(f: &mut Findings, p: DocPath, r: &PackageRepository) {
 fn packages(f: &mut Findings, p: &DocPath, list: &[String]) {
     for (i, x) in list.iter().enumerate() {
         if !package_re().is_match(x) {
-            f.err(p.index(i), format!("{p}: '{x}' is not a valid package name"));
+            f.err(
+                p.index(i),
+                format!("{p}: '{x}' is not a valid package name"),
+            );
         }
     }
     unique(f, p, list, "package");
@@ -571,13 +679,21 @@ fn system_config(f: &mut Findings, t: &Template, sc: &SystemConfig, merged: bool
     if let Some(k) = &sc.kernel {
         packages(f, &p.key("kernel").key("packages"), &k.packages);
         if t.target.image_type == "wsl2" {
-            f.err(p.key("kernel"), "systemConfig.kernel is not allowed for wsl2 templates");
+            f.err(
+                p.key("kernel"),
+                "systemConfig.kernel is not allowed for wsl2 templates",
+            );
         }
     }
     if let Some(b) = &sc.bootloader {
         let bp = p.key("bootloader");
         one_of(f, bp.key("bootType"), &b.boot_type, &["efi", "legacy"]);
-        one_of(f, bp.key("provider"), &b.provider, &["grub", "grub2", "systemd-boot"]);
+        one_of(
+            f,
+            bp.key("provider"),
+            &b.provider,
+            &["grub", "grub2", "systemd-boot"],
+        );
         one_of(
             f,
             bp.key("bootEntryPolicy"),
@@ -591,14 +707,25 @@ fn system_config(f: &mut Findings, t: &Template, sc: &SystemConfig, merged: bool
     if let Some(i) = &sc.immutability {
         let ip = p.key("immutability");
         if i.enabled.is_none() {
-            f.err(ip.key("enabled"), "systemConfig.immutability.enabled is required");
+            f.err(
+                ip.key("enabled"),
+                "systemConfig.immutability.enabled is required",
+            );
         }
-        let any = [&i.secure_boot_db_key, &i.secure_boot_db_crt, &i.secure_boot_db_cer]
-            .iter()
-            .any(|s| !s.is_empty());
-        let all = [&i.secure_boot_db_key, &i.secure_boot_db_crt, &i.secure_boot_db_cer]
-            .iter()
-            .all(|s| !s.is_empty());
+        let any = [
+            &i.secure_boot_db_key,
+            &i.secure_boot_db_crt,
+            &i.secure_boot_db_cer,
+        ]
+        .iter()
+        .any(|s| !s.is_empty());
+        let all = [
+            &i.secure_boot_db_key,
+            &i.secure_boot_db_crt,
+            &i.secure_boot_db_cer,
+        ]
+        .iter()
+        .all(|s| !s.is_empty());
         if any && (!all || i.enabled != Some(true)) {
             f.err(
                 ip,
@@ -612,7 +739,12 @@ fn system_config(f: &mut Findings, t: &Template, sc: &SystemConfig, merged: bool
             f.err(fp.key("enabled"), "systemConfig.fde.enabled is required");
         }
         if d.enabled == Some(true) {
-            required(f, fp.key("passphraseFile"), &d.passphrase_file, " when fde.enabled is true");
+            required(
+                f,
+                fp.key("passphraseFile"),
+                &d.passphrase_file,
+                " when fde.enabled is true",
+            );
         }
         one_of(f, fp.key("unlock"), &d.unlock, &["auto", "manual"]);
     }
@@ -621,7 +753,10 @@ fn system_config(f: &mut Findings, t: &Template, sc: &SystemConfig, merged: bool
     }
     users(f, &p.key("users"), &sc.users);
     if merged
-        && sc.users.iter().any(|u| !u.ssh_authorized_keys.is_empty() || !u.ssh_authorized_keys_files.is_empty())
+        && sc
+            .users
+            .iter()
+            .any(|u| !u.ssh_authorized_keys.is_empty() || !u.ssh_authorized_keys_files.is_empty())
         && !sc.packages.iter().any(|x| x == "openssh-server")
     {
         f.warn(
@@ -639,7 +774,10 @@ fn system_config(f: &mut Findings, t: &Template, sc: &SystemConfig, merged: bool
         if !a.stage.is_empty() && a.stage != "pre-initramfs" {
             f.err(
                 ap.key("stage"),
-                format!("{ap}.stage '{}' is not one of: \"\" (default), pre-initramfs", a.stage),
+                format!(
+                    "{ap}.stage '{}' is not one of: \"\" (default), pre-initramfs",
+                    a.stage
+                ),
             );
         }
     }
@@ -671,23 +809,76 @@ fn system_config(f: &mut Findings, t: &Template, sc: &SystemConfig, merged: bool
         );
     }
     if let Some(a) = &sc.apt_policy {
-        for (i, x) in a.upgrade_allowed_repos.iter().flatten().enumerate() {
-            required(f, p.key("aptPolicy").key("upgradeAllowedRepos").index(i), x, "");
+        let ap = p.key("aptPolicy").key("upgradeAllowedRepos");
+        let allowed = a.upgrade_allowed_repos.as_deref().unwrap_or_default();
+        for (i, x) in allowed.iter().enumerate() {
+            required(f, ap.index(i), x, "");
         }
+        apt_hosts(f, &ap, allowed, &t.package_repositories);
     }
     if let Some(o) = &sc.oep_installer {
         oep(f, &p.key("oepInstaller"), o, sc, merged);
     }
 }
 
+/// The host of a URL (`scheme://host[:port]/...`).
+fn host(url: &str) -> &str {
+    let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
+    let authority = rest.split('/').next().unwrap_or("");
+    let authority = authority.rsplit('@').next().unwrap_or(authority);
+    authority.split(':').next().unwrap_or(authority)
+}
+
+/// APT pins by origin (host): an allowed and a not-allowed repository on
+/// one host cannot be told apart. An empty list allows all.
+fn apt_hosts(f: &mut Findings, p: &DocPath, allowed: &[String], repos: &[PackageRepository]) {
+    if allowed.is_empty() {
+        return;
+    }
+    for (i, name) in allowed.iter().enumerate() {
+        let Some(a) = repos.iter().find(|r| &r.codename == name) else {
+            continue;
+        };
+        let h = host(&a.url);
+        if h.is_empty() {
+            continue;
+        }
+        if let Some(b) = repos
+            .iter()
+            .find(|r| !allowed.contains(&r.codename) && host(&r.url) == h)
+        {
+            f.err(
+                p.index(i),
+                format!(
+                    "systemConfig.aptPolicy: repositories '{}' (may upgrade) and '{}' (may not) are both on {h}, and APT pins by host: list both, or neither",
+                    a.codename, b.codename
+                ),
+            );
+        }
+    }
+}
+
 fn network(f: &mut Findings, p: &DocPath, n: &Network) {
-    required(f, p.key("backend"), &n.backend, " when systemConfig.network is present");
-    one_of(f, p.key("backend"), &n.backend, &["systemd-networkd", "netplan"]);
+    required(
+        f,
+        p.key("backend"),
+        &n.backend,
+        " when systemConfig.network is present",
+    );
+    one_of(
+        f,
+        p.key("backend"),
+        &n.backend,
+        &["systemd-networkd", "netplan"],
+    );
     for (i, x) in n.interfaces.iter().enumerate() {
         let ip = p.key("interfaces").index(i);
         required(f, ip.key("name"), &x.name, "");
         if !x.name.is_empty() && !iface_re().is_match(&x.name) {
-            f.err(ip.key("name"), format!("{ip}.name '{}' is not an interface name", x.name));
+            f.err(
+                ip.key("name"),
+                format!("{ip}.name '{}' is not an interface name", x.name),
+            );
         }
         if (x.dhcp4 == Some(true) || x.dhcp6 == Some(true)) && !x.addresses.is_empty() {
             f.err(
@@ -697,7 +888,10 @@ fn network(f: &mut Findings, p: &DocPath, n: &Network) {
         }
         for (j, a) in x.addresses.iter().enumerate() {
             if !is_cidr(a) {
-                f.err(ip.key("addresses").index(j), format!("{ip}.addresses: '{a}' is not an address in CIDR form"));
+                f.err(
+                    ip.key("addresses").index(j),
+                    format!("{ip}.addresses: '{a}' is not an address in CIDR form"),
+                );
             }
         }
         for (j, rt) in x.routes.iter().enumerate() {
@@ -705,15 +899,24 @@ fn network(f: &mut Findings, p: &DocPath, n: &Network) {
             required(f, rp.key("to"), &rt.to, "");
             required(f, rp.key("via"), &rt.via, "");
             if !rt.to.is_empty() && rt.to != "default" && !is_cidr(&rt.to) {
-                f.err(rp.key("to"), format!("{rp}.to '{}' is not default or a CIDR", rt.to));
+                f.err(
+                    rp.key("to"),
+                    format!("{rp}.to '{}' is not default or a CIDR", rt.to),
+                );
             }
             if !rt.via.is_empty() && rt.via.parse::<std::net::IpAddr>().is_err() {
-                f.err(rp.key("via"), format!("{rp}.via '{}' is not an IP address", rt.via));
+                f.err(
+                    rp.key("via"),
+                    format!("{rp}.via '{}' is not an IP address", rt.via),
+                );
             }
         }
         for (j, ns) in x.nameservers.iter().enumerate() {
             if ns.parse::<std::net::IpAddr>().is_err() {
-                f.err(ip.key("nameservers").index(j), format!("{ip}.nameservers: '{ns}' is not an IP address"));
+                f.err(
+                    ip.key("nameservers").index(j),
+                    format!("{ip}.nameservers: '{ns}' is not an IP address"),
+                );
             }
         }
     }
@@ -746,7 +949,10 @@ fn dkms(f: &mut Findings, p: &DocPath, d: &Dkms) {
     let Some(sb) = &d.secure_boot else { return };
     let sp = p.key("secureBoot");
     if sb.enabled.is_none() {
-        f.err(sp.key("enabled"), "systemConfig.dkms.secureBoot.enabled is required");
+        f.err(
+            sp.key("enabled"),
+            "systemConfig.dkms.secureBoot.enabled is required",
+        );
     }
     if sb.enabled == Some(true) {
         if d.enabled != Some(true) {
@@ -755,8 +961,18 @@ fn dkms(f: &mut Findings, p: &DocPath, d: &Dkms) {
                 "systemConfig.dkms.secureBoot.enabled requires systemConfig.dkms.enabled: true",
             );
         }
-        required(f, sp.key("signingKeyPath"), &sb.signing_key_path, " when secureBoot.enabled is true");
-        required(f, sp.key("signingCertPath"), &sb.signing_cert_path, " when secureBoot.enabled is true");
+        required(
+            f,
+            sp.key("signingKeyPath"),
+            &sb.signing_key_path,
+            " when secureBoot.enabled is true",
+        );
+        required(
+            f,
+            sp.key("signingCertPath"),
+            &sb.signing_cert_path,
+            " when secureBoot.enabled is true",
+        );
     }
     if sb.retain_signing_identity == Some(true) {
         if sb.enabled != Some(true) {
@@ -765,8 +981,18 @@ fn dkms(f: &mut Findings, p: &DocPath, d: &Dkms) {
                 "systemConfig.dkms.secureBoot.retainSigningIdentity requires secureBoot.enabled: true",
             );
         }
-        required(f, sp.key("targetKeyPath"), &sb.target_key_path, " when retainSigningIdentity is true");
-        required(f, sp.key("targetCertPath"), &sb.target_cert_path, " when retainSigningIdentity is true");
+        required(
+            f,
+            sp.key("targetKeyPath"),
+            &sb.target_key_path,
+            " when retainSigningIdentity is true",
+        );
+        required(
+            f,
+            sp.key("targetCertPath"),
+            &sb.target_cert_path,
+            " when retainSigningIdentity is true",
+        );
     }
 }
 
@@ -775,23 +1001,43 @@ fn users(f: &mut Findings, p: &DocPath, users: &[User]) {
         let up = p.index(i);
         required(f, up.key("name"), &u.name, "");
         if !u.name.is_empty() && !user_name_re().is_match(&u.name) {
-            f.err(up.key("name"), format!("{up}.name '{}' is not a user name", u.name));
+            f.err(
+                up.key("name"),
+                format!("{up}.name '{}' is not a user name", u.name),
+            );
         }
         if !u.name.is_empty() && users[..i].iter().any(|v| v.name == u.name) {
-            f.err(up.key("name"), format!("{p}: user '{}' is defined twice", u.name));
+            f.err(
+                up.key("name"),
+                format!("{p}: user '{}' is defined twice", u.name),
+            );
         }
-        one_of(f, up.key("hash_algo"), &u.hash_algo, &["bcrypt", "sha512", "sha256", "md5"]);
+        one_of(
+            f,
+            up.key("hash_algo"),
+            &u.hash_algo,
+            &["bcrypt", "sha512", "sha256", "md5"],
+        );
         if u.hash_algo == "md5" {
-            f.warn(up.key("hash_algo"), format!("{up}.hash_algo md5 is insecure; avoid it in production"));
+            f.warn(
+                up.key("hash_algo"),
+                format!("{up}.hash_algo md5 is insecure; avoid it in production"),
+            );
         }
         if let Some(a) = u.password_max_age
             && a < 0
         {
-            f.err(up.key("passwordMaxAge"), format!("{up}.passwordMaxAge must be 0 or more"));
+            f.err(
+                up.key("passwordMaxAge"),
+                format!("{up}.passwordMaxAge must be 0 or more"),
+            );
         }
         for (k, v) in [("home", &u.home), ("shell", &u.shell)] {
             if !v.is_empty() && !v.starts_with('/') {
-                f.err(up.key(k), format!("{up}.{k} '{v}' must be an absolute path"));
+                f.err(
+                    up.key(k),
+                    format!("{up}.{k} '{v}' must be an absolute path"),
+                );
             }
         }
     }
@@ -807,11 +1053,17 @@ fn provisioning(f: &mut Findings, p: &DocPath, pr: &Provisioning) {
         if !s.name.is_empty() && !script_name_re().is_match(&s.name) {
             f.err(
                 ip.key("name"),
-                format!("{ip}.name '{}' must match ^[a-zA-Z0-9][a-zA-Z0-9_.-]{{0,63}}$", s.name),
+                format!(
+                    "{ip}.name '{}' must match ^[a-zA-Z0-9][a-zA-Z0-9_.-]{{0,63}}$",
+                    s.name
+                ),
             );
         }
         if !s.name.is_empty() && pr.scripts[..i].iter().any(|o| o.name == s.name) {
-            f.err(ip.key("name"), format!("{sp}: script name '{}' is used twice", s.name));
+            f.err(
+                ip.key("name"),
+                format!("{sp}: script name '{}' is used twice", s.name),
+            );
         }
         if !s.final_path.is_empty() {
             if !script_final_re().is_match(&s.final_path)
@@ -845,7 +1097,10 @@ fn provisioning(f: &mut Findings, p: &DocPath, pr: &Provisioning) {
         if let Some(o) = s.timeout_sec
             && o < 0
         {
-            f.err(ip.key("timeoutSec"), format!("{ip}.timeoutSec must be 0 or more"));
+            f.err(
+                ip.key("timeoutSec"),
+                format!("{ip}.timeoutSec must be 0 or more"),
+            );
         }
         for (j, a) in s.args.iter().enumerate() {
             if !arg_re().is_match(a) {
@@ -857,12 +1112,17 @@ fn provisioning(f: &mut Findings, p: &DocPath, pr: &Provisioning) {
         }
         for (k, v) in &s.env {
             if !env_name_re().is_match(k) {
-                f.err(ip.key("env").key(k), format!("{ip}.env: '{k}' is not a variable name"));
+                f.err(
+                    ip.key("env").key(k),
+                    format!("{ip}.env: '{k}' is not a variable name"),
+                );
             }
             if !env_value_re().is_match(v) {
                 f.err(
                     ip.key("env").key(k),
-                    format!("{ip}.env.{k} must be 0-256 characters of letters, digits and ._@%+:/=,-"),
+                    format!(
+                        "{ip}.env.{k} must be 0-256 characters of letters, digits and ._@%+:/=,-"
+                    ),
                 );
             }
         }
@@ -871,8 +1131,25 @@ fn provisioning(f: &mut Findings, p: &DocPath, pr: &Provisioning) {
                 ip.key("rebootAfter"),
                 format!("{ip}.rebootAfter is for first-boot scripts only"),
             );
+        } else if s.reboot_after == Some(true) && Some(i) != last_to_run(&pr.scripts) {
+            f.err(
+                ip.key("rebootAfter"),
+                format!(
+                    "{ip}.rebootAfter is only allowed on the last script to run (the reboot would cut later scripts off)"
+                ),
+            );
         }
     }
+}
+
+/// The index of the script that runs last: the highest `order` (unset is
+/// 0), ties in template order.
+fn last_to_run(scripts: &[Script]) -> Option<usize> {
+    scripts
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, s)| (s.order.unwrap_or(0), *i))
+        .map(|(i, _)| i)
 }
 
 fn oep(f: &mut Findings, p: &DocPath, o: &OepInstaller, sc: &SystemConfig, merged: bool) {
@@ -886,21 +1163,33 @@ fn oep(f: &mut Findings, p: &DocPath, o: &OepInstaller, sc: &SystemConfig, merge
         required(f, p.key(k), v, "");
     }
     if o.modules.is_empty() {
-        f.err(p.key("modules"), "systemConfig.oepInstaller.modules is required");
+        f.err(
+            p.key("modules"),
+            "systemConfig.oepInstaller.modules is required",
+        );
     }
     https_pinned(f, p.key("url"), &o.url);
     https_pinned(f, p.key("sbomUrl"), &o.sbom_url);
     for (k, v) in [("sha256", &o.sha256), ("sbomSha256", &o.sbom_sha256)] {
         if !v.is_empty() && !sha256_re().is_match(v) {
-            f.err(p.key(k), format!("systemConfig.oepInstaller.{k} is not a hex SHA-256 digest"));
+            f.err(
+                p.key(k),
+                format!("systemConfig.oepInstaller.{k} is not a hex SHA-256 digest"),
+            );
         }
     }
     if o.user == "root" {
-        f.err(p.key("user"), "systemConfig.oepInstaller.user must not be root");
+        f.err(
+            p.key("user"),
+            "systemConfig.oepInstaller.user must not be root",
+        );
     } else if merged && !o.user.is_empty() && !sc.users.iter().any(|u| u.name == o.user) {
         f.err(
             p.key("user"),
-            format!("systemConfig.oepInstaller.user '{}' is not a systemConfig.users entry", o.user),
+            format!(
+                "systemConfig.oepInstaller.user '{}' is not a systemConfig.users entry",
+                o.user
+            ),
         );
     }
     for (i, a) in o.args.iter().enumerate() {

@@ -46,10 +46,8 @@ impl Variables {
                             out.values.insert(k, String::new());
                         }
                         other => {
-                            let (line, col) = pos
-                                .value(&path)
-                                .map(|s| (s.line, s.col))
-                                .unwrap_or((0, 0));
+                            let (line, col) =
+                                pos.value(&path).map(|s| (s.line, s.col)).unwrap_or((0, 0));
                             return Err(Problem::error(
                                 file,
                                 line,
