@@ -402,3 +402,31 @@ fn watch_replans_template_edits_and_follows_a_changed_extends() {
     );
     assert_eq!(child.wait().unwrap().code(), Some(0));
 }
+
+#[test]
+fn a_chain_deeper_than_four_levels_warns_and_validates() {
+    let t = tree("templates");
+    let r = t.path();
+    let root = read(r.join("templates/root.yml"));
+    let with_parent = root.replacen("# The root of the chain", "extends: root.yml\n#", 1);
+    std::fs::write(r.join("templates/r3.yml"), &with_parent).unwrap();
+    std::fs::write(
+        r.join("templates/r2.yml"),
+        with_parent.replace("extends: root.yml", "extends: r3.yml"),
+    )
+    .unwrap();
+    edit(
+        r,
+        "templates/middle.yml",
+        "extends: root.yml",
+        "extends: r2.yml",
+    );
+    let (code, stderr) = crate::support::brief_validate(r);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains(
+            "cfg/builders.yml:25:19: warning: OS builder edge runtimes[0] template templates/leaf.yml: templates/leaf.yml: extends chain depth 5 exceeds recommended maximum of 4"
+        ),
+        "{stderr}"
+    );
+}
