@@ -430,3 +430,39 @@ fn a_chain_deeper_than_four_levels_warns_and_validates() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_symlinked_parent_and_an_escape_through_a_directory_symlink_are_refused() {
+    let t = tree("templates");
+    let r = t.path();
+    std::os::unix::fs::symlink("root.yml", r.join("templates/linked.yml")).unwrap();
+    edit(
+        r,
+        "templates/middle.yml",
+        "extends: root.yml",
+        "extends: linked.yml",
+    );
+    let out = crate::support::validate_refuses(r);
+    assert!(
+        out.contains(
+            "templates/middle.yml:2:10: extends parent is a symbolic link: templates/linked.yml"
+        ),
+        "{out}"
+    );
+    // templates/elsewhere -> ../ict: lexically inside, really outside.
+    std::os::unix::fs::symlink("../ict", r.join("templates/elsewhere")).unwrap();
+    std::fs::write(r.join("ict/other.yml"), read(r.join("templates/root.yml"))).unwrap();
+    edit(
+        r,
+        "templates/middle.yml",
+        "extends: linked.yml",
+        "extends: elsewhere/other.yml",
+    );
+    let out = crate::support::validate_refuses(r);
+    assert!(
+        out.contains(
+            "templates/middle.yml:2:10: extends path escapes child template's directory: elsewhere/other.yml"
+        ),
+        "{out}"
+    );
+}

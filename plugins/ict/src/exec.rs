@@ -123,3 +123,73 @@ fn materialize(root: &Path, spec_path: &Path, spec: &J) -> Result<String, String
         field(spec, "work_dir")?
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    const ROOT: &str = "image:\n  name: r\n  version: \"1\"\ntarget:\n  os: ubuntu\n  dist: ubuntu24\n  arch: x86_64\n  imageType: raw\nsystemConfig:\n  name: r\n  packages: [a]\n";
+
+    fn setup() -> (tempfile::TempDir, J) {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        fs::create_dir_all(r.join("t")).unwrap();
+        fs::create_dir_all(r.join("gen/os/image-generation")).unwrap();
+        fs::write(r.join("t/root.yml"), ROOT).unwrap();
+        fs::write(
+            r.join("t/leaf.yml"),
+            ROOT.replacen("image:", "extends: root.yml\nimage:", 1)
+                .replace("packages: [a]", "packages: [b]\n  users:\n    - {name: op, password: \"${pw}\", hash_algo: sha512}"),
+        )
+        .unwrap();
+        let spec = json!({
+            "series": "os",
+            "runtime": "here",
+            "template": "t/leaf.yml",
+            "variables": {"pw": "s3cret"},
+            "redacted": "os/image-generation/os.yml",
+            "out": "_private/ict/os-here/template.yml",
+            "work_dir": "_private/ict/os-here/work",
+        });
+        let (_, redacted) = resolve(r, &spec).unwrap();
+        fs::write(r.join("gen/os/image-generation/os.yml"), redacted).unwrap();
+        (d, spec)
+    }
+
+    #[test]
+    fn materialize_writes_the_unredacted_template_under_private_and_empties_the_work_dir() {
+        let (d, spec) = setup();
+        let r = d.path();
+        fs::create_dir_all(r.join("_private/ict/os-here/work/old")).unwrap();
+        fs::write(r.join("_private/ict/os-here/work/old/stale.raw"), "x").unwrap();
+        let spec_path = r.join("gen/os/image-generation/os.json");
+        materialize(r, &spec_path, &spec).unwrap();
+        let full = fs::read_to_string(r.join("_private/ict/os-here/template.yml")).unwrap();
+        assert!(full.contains("s3cret"), "{full}");
+        assert!(full.contains("- a") && full.contains("- b"), "{full}");
+        let generated = fs::read_to_string(r.join("gen/os/image-generation/os.yml")).unwrap();
+        assert!(!generated.contains("s3cret"), "{generated}");
+        assert!(!r.join("_private/ict/os-here/work/old").exists());
+        assert!(r.join("_private/ict/os-here/work").is_dir());
+    }
+
+    #[test]
+    fn materialize_refuses_a_template_changed_since_generation() {
+        let (d, spec) = setup();
+        let r = d.path();
+        fs::write(
+            r.join("t/root.yml"),
+            ROOT.replace("packages: [a]", "packages: [a, c]"),
+        )
+        .unwrap();
+        let spec_path = r.join("gen/os/image-generation/os.json");
+        let e = materialize(r, &spec_path, &spec).unwrap_err();
+        assert_eq!(
+            e,
+            "the image template of os changed since generation (os/image-generation/os.yml no longer matches its chain); run again"
+        );
+        assert!(!r.join("_private/ict/os-here/template.yml").exists());
+    }
+}
