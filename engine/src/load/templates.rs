@@ -258,6 +258,10 @@ pub fn resolved_template<'db>(
         wanted: RefCell::new(Vec::new()),
     };
     let mut out = resolve_with(&fs, &u);
+    // Files as the tree names them (`./a/../b.yml` is `b.yml`).
+    let named = |p: &String| tree_key(db, tree, Path::new(p)).unwrap_or_else(|| p.clone());
+    out.chain = out.chain.iter().map(named).collect();
+    out.defaults = out.defaults.as_ref().map(named);
     // Canonical paths in messages (a cycle's) are shown from the root.
     if let Some(real_root) = tree
         .path_facts(db)

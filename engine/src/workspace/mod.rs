@@ -415,21 +415,16 @@ files inside the tree",
                 symlink: false,
             },
         );
-        let mut facts_set = false;
+        tree.set_path_facts(&mut db)
+            .with_durability(Durability::MEDIUM)
+            .to(Arc::new(facts.clone()));
         for _ in 0..TEMPLATE_ROUNDS {
-            let wanted: Vec<String> = if facts_set {
-                crate::load::templates::wanted_paths(&db, tree)
-                    .into_iter()
-                    .filter(|p| !facts.contains_key(p))
-                    .collect()
-            } else {
-                // The first round: every chain wants at least its leaf.
-                crate::load::templates::template_uses(&db, tree)
-                    .iter()
-                    .map(|u| u.leaf.clone())
-                    .collect()
-            };
-            if wanted.is_empty() && facts_set {
+            // Every chain wants at least its leaf, then each level's parent.
+            let wanted: Vec<String> = crate::load::templates::wanted_paths(&db, tree)
+                .into_iter()
+                .filter(|p| !facts.contains_key(p))
+                .collect();
+            if wanted.is_empty() {
                 break;
             }
             for path in wanted {
@@ -464,7 +459,6 @@ files inside the tree",
             tree.set_path_facts(&mut db)
                 .with_durability(Durability::MEDIUM)
                 .to(Arc::new(facts.clone()));
-            facts_set = true;
         }
         Ok(Workspace {
             db,
