@@ -88,11 +88,23 @@ fn variables(opts: &TemplateOpts) -> Result<Variables, String> {
     Ok(vars)
 }
 
+/// Where the OS defaults are read from, and how csis knows the place.
+struct DefaultsDir {
+    dir: PathBuf,
+    /// Found by walking up from the template, not given with
+    /// --defaults-dir: a missing file for the target is then a warning
+    /// (the found tree need not hold every target's defaults).
+    found: bool,
+}
+
 /// `--defaults-dir`, else the first `config/osv` from the template's
 /// directory up.
-fn defaults_dir(opts: &TemplateOpts, file: &Path) -> Option<PathBuf> {
+fn defaults_dir(opts: &TemplateOpts, file: &Path) -> Option<DefaultsDir> {
     if let Some(d) = &opts.defaults_dir {
-        return Some(d.clone());
+        return Some(DefaultsDir {
+            dir: d.clone(),
+            found: false,
+        });
     }
     let start = OsFs.canonicalize(file).ok()?;
     start
@@ -100,28 +112,51 @@ fn defaults_dir(opts: &TemplateOpts, file: &Path) -> Option<PathBuf> {
         .skip(1)
         .map(|a| a.join("config").join("osv"))
         .find(|c| c.is_dir())
+        .map(|dir| DefaultsDir { dir, found: true })
+}
+
+/// What reading the OS defaults gave.
+enum Defaults {
+    /// Read (`None` in overlay mode, where they do not apply).
+    Read(Option<Template>),
+    /// A found directory has no file for the target: the path looked for.
+    Missing(PathBuf),
 }
 
 /// The OS defaults of the chain's target, when they apply (not in
 /// overlay mode).
 fn defaults(
-    dir: &Path,
+    dd: &DefaultsDir,
     folded: &Template,
     vars: &Variables,
-) -> Result<Option<Template>, Vec<Problem>> {
+) -> Result<Defaults, Vec<Problem>> {
     if folded.is_overlay() {
-        return Ok(None);
+        return Ok(Defaults::Read(None));
     }
-    let path = defaults_path(dir, &folded.target);
-    let text = OsFs.read(&path).map_err(|e| {
-        vec![Problem::error(
-            &path,
-            0,
-            0,
-            format!("cannot read the OS defaults for {}: {e}", folded.target),
-        )]
-    })?;
-    parse(&path, &text, vars).map(Some)
+    let path = defaults_path(&dd.dir, &folded.target);
+    let text = match OsFs.read(&path) {
+        Ok(t) => t,
+        Err(e) if dd.found && e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Defaults::Missing(path));
+        }
+        Err(e) => {
+            return Err(vec![Problem::error(
+                &path,
+                0,
+                0,
+                format!("cannot read the OS defaults for {}: {e}", folded.target),
+            )]);
+        }
+    };
+    parse(&path, &text, vars).map(|t| Defaults::Read(Some(t)))
+}
+
+fn no_defaults(folded: &Template, path: &Path) -> String {
+    format!(
+        "no OS defaults for {} at {}; the merged template is not checked",
+        folded.target,
+        path.display()
+    )
 }
 
 fn print(problems: &[Problem]) {
@@ -179,11 +214,14 @@ fn validate_one(opts: &TemplateOpts, file: &Path, vars: &Variables) -> Vec<Probl
         // What only the layers together break (an inherited overlay mode, say).
         add_new(&mut all, validate_user(file, &folded));
     }
-    if let Some(dir) = defaults_dir(opts, file) {
-        match defaults(&dir, &folded, vars) {
-            Ok(d) => {
+    if let Some(dd) = defaults_dir(opts, file) {
+        match defaults(&dd, &folded, vars) {
+            Ok(Defaults::Read(d)) => {
                 let full = resolve_full(&chain, d.as_ref());
                 add_new(&mut all, validate_merged(file, &full));
+            }
+            Ok(Defaults::Missing(path)) => {
+                all.push(Problem::warning(file, 0, 0, no_defaults(&folded, &path)));
             }
             Err(e) => all.extend(e),
         }
@@ -209,15 +247,25 @@ fn resolve(opts: &TemplateOpts, full: bool, format: TemplateFormat, file: &Path)
     print(&chain.warnings);
     eprintln!("{}", chain.describe());
     let t = if full {
-        let Some(dir) = defaults_dir(opts, file) else {
+        let Some(dd) = defaults_dir(opts, file) else {
             eprintln!(
                 "error: --full needs the OS defaults: no config/osv/ found from {} up; pass --defaults-dir DIR",
                 file.display()
             );
             return ExitCode::from(1);
         };
-        match defaults(&dir, &chain.fold(), &vars) {
-            Ok(d) => resolve_full(&chain, d.as_ref()),
+        let folded = chain.fold();
+        match defaults(&dd, &folded, &vars) {
+            Ok(Defaults::Read(d)) => resolve_full(&chain, d.as_ref()),
+            Ok(Defaults::Missing(path)) => {
+                eprintln!(
+                    "error: --full needs the OS defaults: no OS defaults for {} at {} (in the config/osv/ found from {} up); pass --defaults-dir DIR",
+                    folded.target,
+                    path.display(),
+                    file.display()
+                );
+                return ExitCode::from(1);
+            }
             Err(e) => {
                 print(&e);
                 return ExitCode::from(1);

@@ -264,16 +264,8 @@ fn read_builder_list(
             );
             continue;
         };
-        let mut f = Fields::new(m, origin.clone(), format!("{label} {name}"), &mut out.diags);
-        let base = spec.base.read(&mut f);
-        let extra = (spec.read_extra)(&mut f);
-        f.finish();
-        let decl = BuilderDecl {
-            model: spec.name,
-            classification: spec.classification,
-            base,
-            extra,
-        };
+        let f = Fields::new(m, origin.clone(), format!("{label} {name}"), &mut out.diags);
+        let decl = spec.declare(f);
         let common = decl.base.common();
         let bname = common.name().to_string();
         let class = out.by_class.entry(vct.sanitize()).or_default();

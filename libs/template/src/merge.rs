@@ -100,6 +100,7 @@ fn merge_system_config(c: &SystemConfig, p: &SystemConfig, overlay: bool) -> Sys
             packages: v(&c.packages, &p.packages),
             enable_extra_modules: s(&c.enable_extra_modules, &p.enable_extra_modules),
             uki: c.uki.or(p.uki),
+            name: s(&c.name, &p.name),
         }),
         bootloader: both(&c.bootloader, &p.bootloader, |c, p| Bootloader {
             boot_type: s(&c.boot_type, &p.boot_type),
@@ -121,6 +122,7 @@ fn merge_system_config(c: &SystemConfig, p: &SystemConfig, overlay: bool) -> Sys
             passphrase_file: s(&c.passphrase_file, &p.passphrase_file),
             partitions: v(&c.partitions, &p.partitions),
             unlock: s(&c.unlock, &p.unlock),
+            passphrase: s(&c.passphrase, &p.passphrase),
         }),
         dkms: both(&c.dkms, &p.dkms, |c, p| Dkms {
             enabled: c.enabled.or(p.enabled),
@@ -166,6 +168,11 @@ fn merge_system_config(c: &SystemConfig, p: &SystemConfig, overlay: bool) -> Sys
         cloud_init: c.cloud_init.clone().or_else(|| p.cloud_init.clone()),
         apt_policy: c.apt_policy.clone().or_else(|| p.apt_policy.clone()),
         oep_installer: c.oep_installer.clone().or_else(|| p.oep_installer.clone()),
+        // ICT's, not the reference's: a child's value replaces when set.
+        installer_payload: c
+            .installer_payload
+            .clone()
+            .or_else(|| p.installer_payload.clone()),
     }
 }
 

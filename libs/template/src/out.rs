@@ -6,7 +6,8 @@ use crate::types::Template;
 /// What a redacted value reads.
 pub const REDACTED: &str = "<redacted>";
 
-/// `t` with user passwords, `hash_algo` values and the secure-boot key and
+/// `t` with user passwords, `hash_algo` values, `fde.passphrase` and the
+/// secure-boot key and
 /// certificate paths (immutability's `secureBootDB*`, dkms.secureBoot's
 /// signing and target key/cert paths) replaced with `<redacted>`; empty
 /// values stay empty.
@@ -21,6 +22,9 @@ pub fn redact(t: &Template) -> Template {
         for u in &mut sc.users {
             r(&mut u.password);
             r(&mut u.hash_algo);
+        }
+        if let Some(fde) = sc.fde.as_mut() {
+            r(&mut fde.passphrase);
         }
         if let Some(i) = sc.immutability.as_mut() {
             r(&mut i.secure_boot_db_key);

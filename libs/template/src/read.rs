@@ -356,6 +356,7 @@ impl Reader<'_> {
                 "grubDefault",
                 "allowPackageRemoval",
                 "replaceKernel",
+                "allowDiskResize",
             ],
             |r, m, p| OverlayPolicy {
                 package_operation: r.string(m, p, "packageOperation"),
@@ -380,6 +381,7 @@ impl Reader<'_> {
                         version: r.string(m, p, "version"),
                     },
                 ),
+                allow_disk_resize: r.bool(m, p, "allowDiskResize"),
             },
         );
         let disk = self.section(
@@ -394,6 +396,8 @@ impl Reader<'_> {
                 "partitionTableType",
                 "artifacts",
                 "partitions",
+                "selectionPolicy",
+                "extendLastPartitionToFillDisk",
             ],
             |r, m, p| Disk {
                 name: r.string(m, p, "name"),
@@ -440,6 +444,12 @@ impl Reader<'_> {
                         flags: r.strings(m, p, "flags"),
                     })
                 }),
+                selection_policy: r.carried(m, "selectionPolicy"),
+                extend_last_partition_to_fill_disk: r.bool(
+                    m,
+                    p,
+                    "extendLastPartitionToFillDisk",
+                ),
             },
         );
         let package_repositories = self.list(m, &root, "packageRepositories", |r, v, p| {
@@ -454,6 +464,9 @@ impl Reader<'_> {
                     "priority",
                     "allowPackages",
                     "AllowPackages",
+                    "pkeys",
+                    "packages",
+                    "insecureSkipVerify",
                 ],
             )?;
             let mut allow = r.strings(m, p, "allowPackages");
@@ -475,6 +488,9 @@ impl Reader<'_> {
                 component: r.string(m, p, "component"),
                 priority: r.int(m, p, "priority"),
                 allow_packages: allow,
+                pkeys: r.strings(m, p, "pkeys"),
+                packages: r.strings(m, p, "packages"),
+                insecure_skip_verify: r.bool(m, p, "insecureSkipVerify"),
             })
         });
         let system_config = self.section(m, &root, "systemConfig", SC_KEYS, |r, m, p| {
@@ -509,6 +525,7 @@ impl Reader<'_> {
                     "packages",
                     "enableExtraModules",
                     "uki",
+                    "name",
                 ],
                 |r, m, p| Kernel {
                     version: r.string(m, p, "version"),
@@ -516,6 +533,7 @@ impl Reader<'_> {
                     packages: r.strings(m, p, "packages"),
                     enable_extra_modules: r.string(m, p, "enableExtraModules"),
                     uki: r.bool(m, p, "uki"),
+                    name: r.string(m, p, "name"),
                 },
             ),
             bootloader: self.section(
@@ -583,12 +601,19 @@ impl Reader<'_> {
                 m,
                 p,
                 "fde",
-                &["enabled", "passphraseFile", "partitions", "unlock"],
+                &[
+                    "enabled",
+                    "passphraseFile",
+                    "partitions",
+                    "unlock",
+                    "passphrase",
+                ],
                 |r, m, p| Fde {
                     enabled: r.bool(m, p, "enabled"),
                     passphrase_file: r.string(m, p, "passphraseFile"),
                     partitions: r.strings(m, p, "partitions"),
                     unlock: r.string(m, p, "unlock"),
+                    passphrase: r.string(m, p, "passphrase"),
                 },
             ),
             dkms: self.section(
@@ -740,6 +765,16 @@ impl Reader<'_> {
                     args: r.strings(m, p, "args"),
                 },
             ),
+            installer_payload: self.carried(m, "installerPayload"),
+        }
+    }
+
+    /// A field ICT reads and the reference does not describe: its value
+    /// as written (`None` when absent or null), not checked.
+    fn carried(&mut self, m: &Map, k: &str) -> Option<Carried> {
+        match m.get(k)? {
+            Value::Null => None,
+            v => Some(v.clone()),
         }
     }
 
@@ -825,4 +860,5 @@ pub(crate) const SC_KEYS: &[&str] = &[
     "cloudInit",
     "aptPolicy",
     "oepInstaller",
+    "installerPayload",
 ];

@@ -22,7 +22,7 @@ fn unknown_key_is_refused_with_its_position() {
     assert_eq!(
         e,
         vec![
-            "t.yml:4:3: unknown key 'foo' in systemConfig; expected one of: name, description, hostname, packages, kernel, bootloader, network, immutability, fde, dkms, users, initramfs, additionalFiles, configurations, proxy, provisioning, cloudInit, aptPolicy, oepInstaller"
+            "t.yml:4:3: unknown key 'foo' in systemConfig; expected one of: name, description, hostname, packages, kernel, bootloader, network, immutability, fde, dkms, users, initramfs, additionalFiles, configurations, proxy, provisioning, cloudInit, aptPolicy, oepInstaller, installerPayload"
         ]
     );
 }
@@ -127,7 +127,7 @@ fn image_and_target_are_required_and_checked() {
         vec![
             "t.yml:2:9: image.name 'a-' must be letters and digits with inner hyphens and underscores",
             "t.yml:3:12: image.version 'v1' is not semver-like (1.0.0, 24.04, 1.0.0+build1)",
-            "t.yml:5:7: target.os: 'debianx' is not one of: azure-linux, edge-microvisor-toolkit, wind-river-elxr, ubuntu, redhat-compatible-distro",
+            "t.yml:5:7: target.os: 'debianx' is not one of: azure-linux, edge-microvisor-toolkit, wind-river-elxr, ubuntu, redhat-compatible-distro, debian",
             "t.yml:7:9: target.arch: 'i386' is not one of: x86_64, aarch64, armv7hl",
             "t.yml:8:14: target.imageType: 'vmdk' is not one of: raw, iso, img, wsl2",
         ]
@@ -235,7 +235,7 @@ fn package_names_and_uniqueness() {
     assert_eq!(
         user("systemConfig:\n  packages: [vim, 'bad name', vim, curl_8.5.0-2ubuntu10.13]\n"),
         vec![
-            "systemConfig.packages: 'bad name' is not a valid package name",
+            "systemConfig.packages: 'bad name' is not a valid package name or glob",
             "systemConfig.packages: package 'vim' is listed twice",
         ]
     );

@@ -8,6 +8,11 @@
 use indexmap::IndexMap;
 use serde::Serialize;
 
+/// A value of a field ICT reads that the reference does not describe
+/// (`disk.selectionPolicy`, `systemConfig.installerPayload`): carried as
+/// written, not checked, emitted by resolve.
+pub type Carried = csis_model::Value;
+
 fn empty(s: &str) -> bool {
     s.is_empty()
 }
@@ -136,6 +141,9 @@ pub struct OverlayPolicy {
     pub allow_package_removal: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replace_kernel: Option<ReplaceKernel>,
+    /// ICT's, not the reference's: read and carried, not checked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_disk_resize: Option<bool>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Default, Serialize)]
@@ -168,6 +176,12 @@ pub struct Disk {
     pub artifacts: Vec<Artifact>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub partitions: Vec<Partition>,
+    /// ICT's, not the reference's: read and carried, not checked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selection_policy: Option<Carried>,
+    /// ICT's, not the reference's: read and carried, not checked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extend_last_partition_to_fill_disk: Option<bool>,
 }
 
 impl Disk {
@@ -227,6 +241,15 @@ pub struct PackageRepository {
     /// Read from `allowPackages` (or its alias `AllowPackages`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allow_packages: Vec<String>,
+    /// ICT's, not the reference's (several keys): read and carried.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pkeys: Vec<String>,
+    /// ICT's, not the reference's (package files by URL): read and carried.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub packages: Vec<String>,
+    /// ICT's, not the reference's: read and carried, not checked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub insecure_skip_verify: Option<bool>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Default, Serialize)]
@@ -270,6 +293,9 @@ pub struct SystemConfig {
     pub apt_policy: Option<AptPolicy>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub oep_installer: Option<OepInstaller>,
+    /// ICT's, not the reference's: read and carried, not checked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub installer_payload: Option<Carried>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Default, Serialize)]
@@ -285,6 +311,9 @@ pub struct Kernel {
     pub enable_extra_modules: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uki: Option<bool>,
+    /// ICT's, not the reference's: read and carried, not checked.
+    #[serde(skip_serializing_if = "empty")]
+    pub name: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Default, Serialize)]
@@ -354,6 +383,10 @@ pub struct Fde {
     pub partitions: Vec<String>,
     #[serde(skip_serializing_if = "empty")]
     pub unlock: String,
+    /// ICT's, not the reference's: the passphrase inline. A secret:
+    /// redacted by resolve. Read and carried, not checked.
+    #[serde(skip_serializing_if = "empty")]
+    pub passphrase: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Default, Serialize)]

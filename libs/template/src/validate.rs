@@ -126,11 +126,29 @@ pattern!(
     version_re,
     r"^[0-9]+(\.([0-9]+|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)){0,2}(\+[0-9a-zA-Z-]+(\.[0-9a-zA-Z-]+)*)?$"
 );
-pattern!(
-    package_re,
-    r"^[A-Za-z0-9](?:[A-Za-z0-9+_.:~-]*[A-Za-z0-9+])?$"
-);
 pattern!(package_glob_re, r"^[A-Za-z0-9][A-Za-z0-9+_.:~*?\[\]-]*$");
+
+/// A package name, or a glob over names: the reference's replaceKernel note
+/// says a package "accepts the same glob wildcards as an ordinary
+/// systemConfig package (`*`, `?`, `[...]`)". It starts with a letter or
+/// digit (so a glob-only `*` is refused), and every `[` opens a non-empty
+/// class closed by `]` (no nesting, no stray `]`).
+fn is_package_glob(s: &str) -> bool {
+    if !package_glob_re().is_match(s) {
+        return false;
+    }
+    let mut open: Option<usize> = None;
+    for (i, c) in s.char_indices() {
+        match (c, open) {
+            ('[', None) => open = Some(i),
+            ('[', Some(_)) => return false,
+            (']', Some(o)) if i > o + 1 => open = None,
+            (']', _) => return false,
+            _ => {}
+        }
+    }
+    open.is_none()
+}
 pattern!(offset_re, r"^-?[1-9][0-9]*(KiB|MiB|GiB|K|M|G|KB|MB|GB)$");
 pattern!(
     size_re,
@@ -161,6 +179,8 @@ pub(crate) const OSES: &[&str] = &[
     "wind-river-elxr",
     "ubuntu",
     "redhat-compatible-distro",
+    // Newer than the reference's table; ICT's published templates target it.
+    "debian",
 ];
 
 /// The valid `dist` values of an OS; `None` when any is (redhat-compatible-distro).
@@ -168,7 +188,10 @@ pub(crate) fn dists(os: &str) -> Option<&'static [&'static str]> {
     match os {
         "azure-linux" => Some(&["azl3"]),
         "edge-microvisor-toolkit" => Some(&["emt3"]),
-        "wind-river-elxr" => Some(&["elxr12"]),
+        // elxr13 and debian13: newer than the reference's table; ICT's
+        // published templates target them.
+        "wind-river-elxr" => Some(&["elxr12", "elxr13"]),
+        "debian" => Some(&["debian13"]),
         "ubuntu" => Some(&["ubuntu24", "ubuntu26"]),
         _ => None,
     }
@@ -463,7 +486,7 @@ fn baseline(f: &mut Findings, t: &Template) {
                     .iter()
                     .map(|x| ("additionalPackages", x)),
             ) {
-                if !v.is_empty() && !package_glob_re().is_match(v) {
+                if !v.is_empty() && !is_package_glob(v) {
                     f.err(
                         rp.key(k),
                         format!(
@@ -629,8 +652,14 @@ fn disk(f: &mut Findings, d: &Disk, tg: &Target) {
 
 fn repository(f: &mut Findings, p: DocPath, r: &PackageRepository) {
     required(f, p.key("codename"), &r.codename, "");
-    required(f, p.key("url"), &r.url, "");
-    required(f, p.key("pkey"), &r.pkey, "");
+    // ICT's `packages` (package files by URL) stands in for `url`, its
+    // `pkeys` for `pkey`: its published templates use them so.
+    if r.packages.is_empty() {
+        required(f, p.key("url"), &r.url, "");
+    }
+    if r.pkeys.is_empty() {
+        required(f, p.key("pkey"), &r.pkey, "");
+    }
     if !r.url.is_empty() && r.url != "<URL>" && !uri_scheme_re().is_match(&r.url) {
         f.err(p.key("url"), format!("{p}.url '{}' is not a URI", r.url));
     }
@@ -643,7 +672,7 @@ fn repository(f: &mut Findings, p: DocPath, r: &PackageRepository) {
         );
     }
     for (i, a) in r.allow_packages.iter().enumerate() {
-        if !package_glob_re().is_match(a) {
+        if !is_package_glob(a) {
             f.err(
                 p.key("allowPackages").index(i),
                 format!("{p}.allowPackages: '{a}' is not a package name or glob"),
@@ -654,10 +683,10 @@ fn repository(f: &mut Findings, p: DocPath, r: &PackageRepository) {
 
 fn packages(f: &mut Findings, p: &DocPath, list: &[String]) {
     for (i, x) in list.iter().enumerate() {
-        if !package_re().is_match(x) {
+        if !is_package_glob(x) {
             f.err(
                 p.index(i),
-                format!("{p}: '{x}' is not a valid package name"),
+                format!("{p}: '{x}' is not a valid package name or glob"),
             );
         }
     }
@@ -738,7 +767,8 @@ fn system_config(f: &mut Findings, t: &Template, sc: &SystemConfig, merged: bool
         if d.enabled.is_none() {
             f.err(fp.key("enabled"), "systemConfig.fde.enabled is required");
         }
-        if d.enabled == Some(true) {
+        // ICT's inline `passphrase` stands in for the file.
+        if d.enabled == Some(true) && d.passphrase.is_empty() {
             required(
                 f,
                 fp.key("passphraseFile"),

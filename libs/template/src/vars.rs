@@ -1,5 +1,8 @@
 //! `${name}` substitution: values from a flat YAML mapping and `k=v`
-//! pairs (a pair set later wins over the file).
+//! pairs (a pair set later wins over the file). Only `${name}` with a
+//! name `[A-Za-z_][A-Za-z0-9_]*` is a variable; any other `${...}` (a
+//! shell's `${p:-MISSING}` or `${VAR#x}` in a configuration command) is
+//! left as written.
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -19,7 +22,7 @@ fn reference() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
         #[allow(clippy::unwrap_used)]
-        Regex::new(r"\$\{([^{}]*)\}").unwrap()
+        Regex::new(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}").unwrap()
     })
 }
 

@@ -79,6 +79,20 @@ impl ModelSpec {
             builder,
         }
     }
+
+    /// A builder declaration of this model read from its mapping: the base
+    /// model's fields, then the model's own, then the unknown keys refused.
+    pub fn declare(&self, mut f: Fields<'_>) -> BuilderDecl {
+        let base = self.base.read(&mut f);
+        let extra = (self.read_extra)(&mut f);
+        f.finish();
+        BuilderDecl {
+            model: self.name,
+            classification: self.classification,
+            base,
+            extra,
+        }
+    }
 }
 
 impl std::fmt::Debug for ModelSpec {

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use csis_model::path::DocPath;
-use csis_model::{Diagnostic, Fields, Origin, Vct};
+use csis_model::{Diagnostic, Fields, Origin};
 use csis_plugin_api::{Builder, BuilderDecl, PackerBake, PackerParent, PackerValue};
 
 use super::*;
@@ -23,21 +23,13 @@ fn decl(yaml: &str) -> (BuilderDecl, Vec<String>) {
     let (v, _) = csis_yaml::parse(yaml).unwrap();
     let m = v.as_map().unwrap();
     let mut diags: Vec<Diagnostic> = Vec::new();
-    let mut f = Fields::new(
+    let f = Fields::new(
         m,
         Origin::new("cfg/x.yml", DocPath::default()),
         "runtime 'gce1'",
         &mut diags,
     );
-    let base = BaseModelKind::Cloud.read(&mut f);
-    let extra = runtime_extra(&mut f);
-    f.finish();
-    let d = BuilderDecl {
-        model: MODEL,
-        classification: Vct::CloudBuilderModel,
-        base,
-        extra,
-    };
+    let d = GcePlugin.models()[0].declare(f);
     (d, diags.into_iter().map(|d| d.message.clone()).collect())
 }
 

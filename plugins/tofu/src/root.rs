@@ -56,8 +56,6 @@ pub fn apply_allowed(ctx: &dyn HookContext, me: &BuilderDecl, runtime: &str) -> 
         .is_some_and(|key| apply_flag(&ctx.config(), key).allows(me.name(), Some(runtime)))
 }
 
-/// `csis gate-plan` of a planfile: the root's destroy whitelist, and the
-/// unmount receipts when a detach needs them.
 /// A csis step's arguments: the configuration root, the words, and the
 /// tofu binary when the builder names one.
 fn csis_args(words: &[&str], binary: Option<&str>) -> Vec<String> {
@@ -72,6 +70,8 @@ fn csis_args(words: &[&str], binary: Option<&str>) -> Vec<String> {
     args
 }
 
+/// `csis gate-plan` of a planfile: the root's destroy whitelist, and the
+/// unmount receipts when a detach needs them.
 fn gate(planfile: &str, binary: Option<&str>, content: &Content) -> Command {
     let mut args = csis_args(&["gate-plan", "--planfile", planfile], binary);
     for w in &content.whitelist {
@@ -245,17 +245,18 @@ pub fn sequence(
     ));
     commands.push(gate(&planfile, binary.as_deref(), content));
     if apply_allowed(ctx, me, &rt.name) {
-        commands.push(Command::csis([
-            "--root-dir",
-            "${CSIS_ROOT}",
-            "apply-check",
-            "--lifecycle",
-            ctx.lifecycle(),
-            "--builder",
-            me.name(),
-            "--runtime",
-            rt.name.as_str(),
-        ]));
+        commands.push(Command::csis(csis_args(
+            &[
+                "apply-check",
+                "--lifecycle",
+                ctx.lifecycle(),
+                "--builder",
+                me.name(),
+                "--runtime",
+                rt.name.as_str(),
+            ],
+            None,
+        )));
         commands.push(Command::executable(
             &tofu,
             ["apply", "-input=false", planfile.as_str()],

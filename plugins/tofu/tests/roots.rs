@@ -553,11 +553,14 @@ fn a_builder_on_a_runtime_of_another_type_is_refused() {
         "  - {name: pd, type: tofu-gce, runtime: gcp, state_configuration: gstate}",
         "  - {name: pd, type: tofu-gce, runtime: aws, state_configuration: gstate}",
     );
-    // Refused at validate, at the builder's runtime field.
+    // Refused at validate, at the builder's runtime field; the storage's
+    // GCE zone then also disagrees with the runtime it would be created on,
+    // which is true and is said too.
     assert_eq!(
         errors(&dry_run(&t, &[], &["storage"])),
         [
-            "Error: validation: cfg/builders.yml:38:41: storage builder 'pd' (type tofu-gce) launches on runtime 'aws' of type 'aws' -- point its runtime at a runtime of type gce"
+            "Error: validation: cfg/builders.yml:38:41: storage builder 'pd' (type tofu-gce) launches on runtime 'aws' of type 'aws' -- point its runtime at a runtime of type gce",
+            "Error: validation: storages/s.yml:4:66: storage 'gce_data' declares availability zone 'europe-west1-b' but runtime 'aws' (its default availability zone or subnet) is in 'us-east-1a' -- a zone is replace-forcing; fix the declaration, never the plan"
         ]
     );
     let t = tree(BASE_CONFIG).replace(
