@@ -55,6 +55,10 @@ struct Cli {
     /// 0 refuses at once.
     #[arg(long, value_name = "SECONDS", default_value_t = 0, global = true)]
     lock_timeout: u64,
+    /// An unset `${env.NAME}` becomes `<missing env NAME>` with one
+    /// warning per name, instead of an error (docs/interpolation.md).
+    #[arg(long, global = true)]
+    tolerate_missing_env: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -617,6 +621,7 @@ fn main() -> ExitCode {
         max_file_size: cli
             .max_file_size
             .unwrap_or(csis_engine::workspace::DEFAULT_MAX_FILE_SIZE),
+        tolerate_missing_env: cli.tolerate_missing_env,
     };
     // Deferred steps run from generated/<lifecycle>/ with CSIS_ROOT set:
     // an absolute root keeps them pointing at the tree.

@@ -16,6 +16,7 @@ mod generation_gate;
 mod hostnames;
 mod ict;
 mod identity;
+mod interpolation;
 mod launch;
 mod layering;
 mod lineage;

@@ -51,7 +51,22 @@ pub fn load_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
             .iter()
             .cloned(),
     );
-    csis_model::cause::fold_consequences(drop_backstop_repeats(out))
+    csis_model::cause::fold_consequences(drop_backstop_repeats(once_per_missing_env(out)))
+}
+
+/// `--tolerate-missing-env` warns once per variable name, at its first use.
+fn once_per_missing_env(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let mut seen = std::collections::BTreeSet::new();
+    diags
+        .into_iter()
+        .filter(|d| {
+            d.is_error()
+                || !d
+                    .message
+                    .starts_with(crate::load::interp::MISSING_ENV_WARNING)
+                || seen.insert(d.message.clone())
+        })
+        .collect()
 }
 
 /// Drop the model backstop's repeat of a reserved-name refusal at the same

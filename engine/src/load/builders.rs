@@ -427,6 +427,8 @@ fn read_ia_config(top: &Map, doc: &CfgDocument, out: &mut Builders) {
     let rest: Map = top
         .iter()
         .filter(|(k, _)| *k != "executables" && !BUILDER_KEYS.iter().any(|(b, _)| b == k))
+        // Read by load/interp.rs.
+        .filter(|(k, _)| *k != "interpolation" && *k != "tolerate_missing_env")
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     let origin = doc

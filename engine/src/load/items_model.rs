@@ -31,6 +31,8 @@ pub struct StructuredItem {
     pub secrets: Vec<csis_model::models::Secret>,
     pub origin: Option<Origin>,
     pub diags: Vec<Diagnostic>,
+    /// What `${env.*}` / `${terraform.*}` substituted, and from where.
+    pub interpolated: Vec<csis_string_stage::interp::Used>,
 }
 
 /// What messages call an item of a kind ("Image 'web'").
@@ -82,6 +84,12 @@ pub fn structured_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Str
         }));
     }
     let mut secrets = raw.secrets.clone();
+    // After the Jinja stage, before structuring: ${env.*}, ${terraform.*}.
+    let interpolated =
+        crate::load::interp::interpolate_item(db, tree, kind.key(), &mut value, &raw.origin);
+    out.diags.extend(interpolated.diags);
+    secrets.extend(interpolated.secrets);
+    out.interpolated = interpolated.used;
     let user_rule = (kind == ItemKind::USERS)
         .then(|| UserRule::of(b, &value))
         .flatten();

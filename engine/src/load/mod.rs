@@ -8,6 +8,7 @@
 
 pub mod builders;
 pub mod cfg;
+pub mod interp;
 pub mod items;
 pub mod items_model;
 pub mod overlay;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use csis_model::vct::BUILDER_KEYS;
 use csis_model::{Diagnostic, DocPath, Map, Seg, Value};
-use csis_string_stage::passes::{DEFAULT_DATEFORMAT, StageEnv};
+use csis_string_stage::passes::{DEFAULT_DATEFORMAT, LAST_JINJA_ORDER, StageEnv};
 use csis_string_stage::{Refusal, Renderer};
 
 use crate::db::{Db, Tree};
@@ -21,6 +21,8 @@ pub struct RenderedCfg {
     pub value: Arc<Value>,
     /// The values the passes refused (a template over its limits).
     pub diags: Vec<Diagnostic>,
+    /// What interpolation substituted in the builder lists.
+    pub interpolated: Vec<csis_string_stage::interp::Used>,
 }
 
 #[salsa::tracked(returns(ref))]
@@ -58,18 +60,28 @@ pub fn rendered_cfg(db: &dyn Db, tree: Tree) -> RenderedCfg {
         &dateformat,
         config,
     );
+    let mut st = st;
     let r = Renderer::new();
     for pass in db.registry().resolution_passes() {
+        if pass.order > LAST_JINJA_ORDER && st.external.is_none() {
+            // After the Jinja passes: what interpolation reads, only when
+            // a builder entry mentions it (else no file is read).
+            st.external = crate::load::interp::external_for_cfg(db, tree, &doc);
+        }
         (pass.run)(&mut doc, &st, &r);
     }
-    let diags = st
+    let mut diags: Vec<Diagnostic> = st
         .take_refusals()
         .iter()
         .map(|(path, refusal)| refusal_diagnostic(cfg, &doc, path, refusal))
         .collect();
+    let interpolated =
+        crate::load::interp::report(st.take_interpolation(), |p| cfg.origin(p), false);
+    diags.extend(interpolated.diags);
     RenderedCfg {
         value: Arc::new(doc),
         diags,
+        interpolated: interpolated.used,
     }
 }
 

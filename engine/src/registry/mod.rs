@@ -30,6 +30,8 @@ pub struct Registry {
     passes: Vec<ResolutionPass>,
     /// Every lifecycle in run order.
     lifecycles: Vec<LifecycleSpec>,
+    /// Sections plugins made interpolatable, besides the core ones.
+    interpolatable: Vec<String>,
     /// Run hooks in plugin order.
     hooks: Vec<&'static dyn RunHooks>,
 }
@@ -65,6 +67,9 @@ impl Registry {
             reg.item_models.extend(plugin.item_models());
             for k in plugin.item_kinds() {
                 reg.register_item_kind(k, plugin.name())?;
+            }
+            for section in plugin.interpolatable_sections() {
+                reg.register_interpolatable_section(section);
             }
             if let Some(hooks) = plugin.run_hooks() {
                 for spec in hooks.lifecycles() {
@@ -190,6 +195,30 @@ impl Registry {
         &self.passes
     }
 
+    /// Make a top-level section's entries interpolatable (spec 003's
+    /// "an Extension registers additional sections").
+    pub fn register_interpolatable_section(&mut self, section: &str) {
+        if !self.interpolatable.iter().any(|s| s == section) {
+            self.interpolatable.push(section.to_string());
+        }
+    }
+
+    /// The sections `${env.*}` and `${terraform.*}` are resolved in: the
+    /// item collections, the builder lists of cfg/, and what plugins added.
+    pub fn interpolatable_sections(&self) -> Vec<String> {
+        let mut out: Vec<String> = ["users", "groups", "storages", "images", "instances"]
+            .iter()
+            .chain(csis_model::vct::BUILDER_KEYS.iter().map(|(k, _)| k))
+            .map(|s| s.to_string())
+            .collect();
+        for s in &self.interpolatable {
+            if !out.contains(s) {
+                out.push(s.clone());
+            }
+        }
+        out
+    }
+
     pub fn lifecycles(&self) -> &[LifecycleSpec] {
         &self.lifecycles
     }
@@ -304,10 +333,19 @@ mod tests {
             order,
             run: mark_seen,
         };
-        reg.register_resolution_pass(pass("late", 30)).unwrap();
+        reg.register_resolution_pass(pass("late", 40)).unwrap();
         reg.register_resolution_pass(pass("early", 5)).unwrap();
         let names: Vec<_> = reg.resolution_passes().iter().map(|p| p.name).collect();
-        assert_eq!(names, ["early", "interpolate", "scope-this", "late"]);
+        assert_eq!(
+            names,
+            [
+                "early",
+                "interpolate",
+                "scope-this",
+                "interpolate-external",
+                "late"
+            ]
+        );
         assert!(
             reg.register_resolution_pass(pass("interpolate", 1))
                 .is_err()

@@ -146,7 +146,7 @@ fn changed_inputs(
         {
             format!(" (the content of {file})")
         } else {
-            String::new()
+            interpolated_from(ws, series, k)
         };
         out.push(format!(
             "{pad}{k} {what} since {}{detail}{}",
@@ -194,6 +194,32 @@ fn template_detail(ws: &Workspace, series: &str, rt: &str, field: &str, pad: &st
         out.push(format!("{pad}  {field} is set at {}", set_in.join(", ")));
     }
     out
+}
+
+/// ` (from env FOO, terraform output x of <state>)`: the sources of the
+/// values `${env.*}` / `${terraform.*}` put under an image's input.
+fn interpolated_from(ws: &Workspace, series: &str, input: &str) -> String {
+    let (db, tree) = (&ws.db, ws.tree);
+    let Some((image, false)) = series_origin(ws, series) else {
+        return String::new();
+    };
+    let at = image_input_origin(ws, series, &image, input);
+    let id = ItemId::new(db, ItemKind::IMAGES, series.to_string());
+    let mut sources: Vec<&str> = structured_item(db, tree, id)
+        .interpolated
+        .iter()
+        .filter(|u| {
+            let mut p = image.path.0.clone();
+            p.extend(u.path.0.iter().skip(2).cloned());
+            p.starts_with(&at.path.0)
+        })
+        .map(|u| u.source.as_str())
+        .collect();
+    sources.dedup();
+    if sources.is_empty() {
+        return String::new();
+    }
+    format!(" (interpolated from {})", sources.join(", "))
 }
 
 /// Why the parent's fingerprint moved: a new pin, or a re-baked parent.

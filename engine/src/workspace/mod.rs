@@ -34,6 +34,10 @@ pub struct LoadOptions {
     /// The most bytes read from one file (`--max-file-size`); a larger
     /// file is refused unread.
     pub max_file_size: u64,
+    /// `--tolerate-missing-env`: an unset `${env.NAME}` is a marked
+    /// placeholder and a warning (set in the environment snapshot as
+    /// CSIS_TOLERATE_MISSING_ENV=1).
+    pub tolerate_missing_env: bool,
 }
 
 /// The most rounds of reading an image template chain's files at load
@@ -52,6 +56,7 @@ impl Default for LoadOptions {
             undeclare: Vec::new(),
             display_root: None,
             max_file_size: DEFAULT_MAX_FILE_SIZE,
+            tolerate_missing_env: false,
         }
     }
 }
@@ -227,6 +232,37 @@ fn identities(
     })
 }
 
+/// The environment snapshot of a load, with `--tolerate-missing-env`.
+fn load_env(system: &dyn System, options: &LoadOptions) -> BTreeMap<String, String> {
+    let mut env = system.env();
+    if options.tolerate_missing_env {
+        env.insert(
+            crate::load::interp::TOLERATE_ENV.to_string(),
+            "1".to_string(),
+        );
+    }
+    env
+}
+
+/// The files interpolation reads, each read once: (path, text).
+fn read_aux(
+    system: &dyn System,
+    root: &Path,
+    real_root: &Path,
+    max: u64,
+    paths: &[String],
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<(Arc<str>, Arc<str>)> {
+    paths
+        .iter()
+        .filter_map(|p| {
+            let place = Place::Tree { root: real_root };
+            read_limited(system, &root.join(p), p, place, max, diags)
+                .map(|t| (Arc::from(p.as_str()), Arc::from(t)))
+        })
+        .collect()
+}
+
 /// A diagnostic located in its file.
 pub struct Located {
     pub file: String,
@@ -352,7 +388,7 @@ files inside the tree",
             item_files,
             overlays,
             options.undeclare.clone(),
-            Arc::new(system.env()),
+            Arc::new(load_env(system, options)),
             system.now_unix(),
             meta_files,
             Vec::new(),
@@ -384,7 +420,27 @@ files inside the tree",
         // The files the configuration names (modification scripts) are
         // known only once it is read: read them now, absent ones stay out.
         let mut aux = Vec::new();
+        // Interpolation's state files and env_files first: the scripts are
+        // found by structuring, which reads them.
+        let mut referenced = crate::load::interp::interpolation_files(&db, tree);
+        referenced.retain(|p| !p.starts_with('/') && !p.split('/').any(|s| s == ".."));
+        if !referenced.is_empty() {
+            let interp = read_aux(system, root, &real_root, max, &referenced, &mut read_diags);
+            for f in &interp {
+                let f = SourceFile::builder(f.0.clone(), f.1.clone())
+                    .durability(durability_for(&f.0))
+                    .new(&db);
+                files.insert(f.path(&db).to_string(), f);
+                aux.push(f);
+            }
+            tree.set_aux_files(&mut db)
+                .with_durability(Durability::MEDIUM)
+                .to(aux.clone());
+        }
         for path in crate::plan::fingerprint::referenced_files(&db, tree).clone() {
+            if files.contains_key(&path) {
+                continue;
+            }
             let place = Place::Tree { root: &real_root };
             if let Some(text) = read_limited(
                 system,

@@ -13,6 +13,7 @@
 //! function templates do not have is refused ([`Refusal`]), never kept.
 
 pub mod clock;
+pub mod interp;
 pub mod limits;
 pub mod passes;
 

@@ -17,6 +17,9 @@ pub struct StageEnv {
     pub execution: JValue,
     pub config: Map,
     refusals: RefCell<Vec<(DocPath, Refusal)>>,
+    /// What `interpolate-external` reads; without it the pass does nothing.
+    pub external: Option<crate::interp::External>,
+    outcome: RefCell<crate::interp::Outcome>,
 }
 
 impl StageEnv {
@@ -31,7 +34,14 @@ impl StageEnv {
             execution: execution_value(start_unix, dateformat),
             config,
             refusals: RefCell::new(Vec::new()),
+            external: None,
+            outcome: RefCell::new(Default::default()),
         }
+    }
+
+    /// What `interpolate-external` substituted and refused.
+    pub fn take_interpolation(&self) -> crate::interp::Outcome {
+        std::mem::take(&mut *self.outcome.borrow_mut())
     }
 
     /// Record that the value at `path` (in the merged document) was
@@ -93,7 +103,29 @@ pub fn builtin_passes() -> Vec<ResolutionPass> {
             order: 20,
             run: scope_this,
         },
+        ResolutionPass {
+            name: "interpolate-external",
+            order: INTERPOLATE_EXTERNAL_ORDER,
+            run: interpolate_external,
+        },
     ]
+}
+
+/// The order of `interpolate-external`: after the Jinja passes. Passes
+/// ordered above [`LAST_JINJA_ORDER`] also run on each item entry.
+pub const INTERPOLATE_EXTERNAL_ORDER: u32 = 30;
+/// The last Jinja pass's order (scope-this).
+pub const LAST_JINJA_ORDER: u32 = 20;
+
+/// Pass 3: `${env.NAME}` and `${terraform.KEY}` in the interpolatable
+/// sections (spec 003), from what the engine read ([`StageEnv::external`]).
+pub fn interpolate_external(doc: &mut Value, st: &StageEnv, _r: &Renderer) {
+    let Some(ext) = &st.external else { return };
+    let out = crate::interp::interpolate_document(doc, ext);
+    let mut acc = st.outcome.borrow_mut();
+    acc.used.extend(out.used);
+    acc.failures.extend(out.failures);
+    acc.missing_env.extend(out.missing_env);
 }
 
 /// Every templated string below `v` (at `path`) replaced by `f` of its

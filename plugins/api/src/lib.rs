@@ -136,6 +136,12 @@ pub trait Plugin: Send + Sync {
     fn item_kinds(&self) -> Vec<ItemKindPlugin> {
         Vec::new()
     }
+    /// Top-level sections (item collections or cfg/ lists) whose entries
+    /// `${env.*}` / `${terraform.*}` interpolation reaches, besides the
+    /// core ones (docs/interpolation.md).
+    fn interpolatable_sections(&self) -> Vec<&'static str> {
+        Vec::new()
+    }
     /// The plugin's run hooks, if it has any.
     fn run_hooks(&self) -> Option<&dyn RunHooks> {
         None

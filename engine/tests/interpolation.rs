@@ -1,0 +1,459 @@
+//! `${env.NAME}` and `${terraform.KEY}` in the load (spec 003): each
+//! state file read once per invocation, per-entry tokens, builder lists,
+//! the sections left alone, a plugin's section, and an edit of a state
+//! file re-executing only the entries that read it.
+#![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use csis_engine::db::system::{
+    HeldLock, MemorySystem, Process, ProcessOutput, SourceRead, Stream, System,
+};
+use csis_engine::load::builders::builders;
+use csis_engine::load::items::ItemId;
+use csis_engine::load::items_model::structured_item;
+use csis_engine::load::strings::rendered_cfg;
+use csis_engine::workspace::{LoadOptions, Workspace};
+use csis_model::kinds::ItemKindSpec;
+use csis_model::{Fields, ItemKind, Map, Value, Vct};
+use csis_plugin_api::{ItemKindPlugin, ModelSpec, Plugin};
+use csis_test_support::{LOCAL_BASE, ROOT, memory_system, parse, registry};
+
+/// A memory system that counts the reads of each file.
+struct Counting {
+    inner: MemorySystem,
+    reads: Mutex<BTreeMap<PathBuf, usize>>,
+}
+
+impl Counting {
+    fn reads_of(&self, rel: &str) -> usize {
+        let reads = self.reads.lock().unwrap();
+        reads.get(&Path::new(ROOT).join(rel)).copied().unwrap_or(0)
+    }
+}
+
+impl System for Counting {
+    fn read_to_string(&self, path: &Path) -> io::Result<Option<String>> {
+        *self
+            .reads
+            .lock()
+            .unwrap()
+            .entry(path.to_path_buf())
+            .or_default() += 1;
+        self.inner.read_to_string(path)
+    }
+    fn read_source(&self, path: &Path, max_bytes: u64) -> SourceRead {
+        *self
+            .reads
+            .lock()
+            .unwrap()
+            .entry(path.to_path_buf())
+            .or_default() += 1;
+        self.inner.read_source(path, max_bytes)
+    }
+    fn resolve(&self, path: &Path) -> io::Result<PathBuf> {
+        self.inner.resolve(path)
+    }
+    fn list_files(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        self.inner.list_files(dir)
+    }
+    fn is_dir(&self, path: &Path) -> bool {
+        self.inner.is_dir(path)
+    }
+    fn env(&self) -> BTreeMap<String, String> {
+        self.inner.env()
+    }
+    fn now_unix(&self) -> i64 {
+        self.inner.now_unix()
+    }
+    fn read_bytes(&self, path: &Path) -> io::Result<Option<Vec<u8>>> {
+        *self
+            .reads
+            .lock()
+            .unwrap()
+            .entry(path.to_path_buf())
+            .or_default() += 1;
+        self.inner.read_bytes(path)
+    }
+    fn write_atomic(&self, path: &Path, bytes: &[u8], executable: bool) -> io::Result<()> {
+        self.inner.write_atomic(path, bytes, executable)
+    }
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        self.inner.remove_file(path)
+    }
+    fn remove_empty_dirs(&self, dir: &Path) -> io::Result<()> {
+        self.inner.remove_empty_dirs(dir)
+    }
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        self.inner.canonicalize(path)
+    }
+    fn run_streaming(
+        &self,
+        process: &Process,
+        on_line: &mut dyn FnMut(Stream, &str),
+    ) -> io::Result<ProcessOutput> {
+        self.inner.run_streaming(process, on_line)
+    }
+    fn modified(&self, path: &Path) -> io::Result<Option<std::time::SystemTime>> {
+        self.inner.modified(path)
+    }
+    fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn HeldLock>>> {
+        self.inner.try_lock(path)
+    }
+}
+
+const STATE: &str = r#"{"version": 4, "outputs": {
+  "subnet_id": {"value": "subnet-prod"},
+  "web_zone": {"value": "zone-web"},
+  "db_zone": {"value": "zone-db"},
+  "cidr": {"value": "10.9.0.0/16"},
+  "machine": {"value": "medium"}
+}}"#;
+
+const TREE: &str = r#"
+--- cfg/_config.yml
+id: interp
+config:
+  environment: prod
+interpolation:
+  terraform:
+    - name: net
+      path: state/{environment}.tfstate
+    - name: own
+      path: state/{name}.tfstate
+executables:
+  - {name: bash, binary: bash, description: "${env.NOT_INTERPOLATED}", version: ">=4"}
+--- state/prod.tfstate
+STATE
+--- state/web.tfstate
+{"version": 4, "outputs": {"role": {"value": "web-from-own"}}}
+--- state/db.tfstate
+{"version": 4, "outputs": {"role": {"value": "db-from-own"}}}
+--- images/base.yml
+images:
+  - name: base
+    source_image: alma
+    group: ops
+    runtimes:
+      - image_builder: ib
+--- instances/web.yml
+instances:
+  - name: web
+    image: base
+    availability_zone: "${terraform.net.{name}_zone}"
+    tags:
+      subnet: "${terraform.net.subnet_id}"
+      role: "${terraform.own.role}"
+--- instances/db.yml
+instances:
+  - name: db
+    image: base
+    availability_zone: "${terraform.net.{name}_zone}"
+    tags:
+      subnet: "${terraform.net.subnet_id}"
+      role: "${terraform.own.role}"
+--- instances/cache.yml
+instances:
+  - name: cache
+    image: base
+    env_file: cache.env
+    tags:
+      user: "${env.Cache_User}"
+      subnet: "${terraform.net.subnet_id}"
+--- cache.env
+CACHE_USER=from-file
+"#;
+
+fn tree_text() -> String {
+    format!("{LOCAL_BASE}{}", TREE.replace("STATE", STATE))
+}
+
+fn load_counting(text: &str, env: &[(&str, &str)]) -> (Workspace, Arc<Counting>) {
+    let root = Path::new(ROOT);
+    let mut sys = memory_system(root, &parse(text));
+    for (k, v) in env {
+        sys = sys.with_env(k, v);
+    }
+    let sys = Arc::new(Counting {
+        inner: sys,
+        reads: Mutex::new(BTreeMap::new()),
+    });
+    let ws = Workspace::load(
+        sys.as_ref(),
+        registry(csis_test_support::LINKED),
+        root,
+        &LoadOptions::default(),
+    )
+    .unwrap();
+    (ws, sys)
+}
+
+fn resolved(ws: &Workspace, kind: ItemKind, name: &str) -> Value {
+    let id = ItemId::new(&ws.db, kind, name.to_string());
+    let si = structured_item(&ws.db, ws.tree, id);
+    assert!(
+        si.diags.iter().all(|d| !d.is_error()),
+        "{:?}",
+        si.diags.iter().map(|d| ws.describe(d)).collect::<Vec<_>>()
+    );
+    (**si.resolved.as_ref().unwrap()).clone()
+}
+
+fn at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
+    path.iter()
+        .fold(v, |v, k| v.get(k).unwrap())
+        .as_str()
+        .unwrap()
+}
+
+#[test]
+fn each_state_file_is_read_once_for_every_entry_that_reads_it() {
+    let (ws, sys) = load_counting(&tree_text(), &[("CACHE_USER", "from-env")]);
+    ws.load_diagnostics();
+    let web = resolved(&ws, ItemKind::INSTANCES, "web");
+    let db = resolved(&ws, ItemKind::INSTANCES, "db");
+    let cache = resolved(&ws, ItemKind::INSTANCES, "cache");
+    // Three entries read state/prod.tfstate: one read.
+    assert_eq!(sys.reads_of("state/prod.tfstate"), 1);
+    // {name} in the location makes two locations: each read once.
+    assert_eq!(sys.reads_of("state/web.tfstate"), 1);
+    assert_eq!(sys.reads_of("state/db.tfstate"), 1);
+    assert_eq!(sys.reads_of("cache.env"), 1);
+    // Tokens in the key and in the location.
+    assert_eq!(at(&web, &["availability_zone"]), "zone-web");
+    assert_eq!(at(&db, &["availability_zone"]), "zone-db");
+    assert_eq!(at(&web, &["tags", "role"]), "web-from-own");
+    assert_eq!(at(&db, &["tags", "role"]), "db-from-own");
+    assert_eq!(at(&web, &["tags", "subnet"]), "subnet-prod");
+    // env_file wins over the process environment, case-insensitively.
+    assert_eq!(at(&cache, &["tags", "user"]), "from-file");
+    assert!(cache.get("env_file").is_none());
+}
+
+#[test]
+fn sections_not_declared_interpolatable_are_left_as_written() {
+    let (ws, _) = load_counting(&tree_text(), &[("NOT_INTERPOLATED", "/bin/bash")]);
+    let rendered = rendered_cfg(&ws.db, ws.tree);
+    let exe = &rendered.value.get("executables").unwrap().as_seq().unwrap()[0];
+    assert_eq!(at(exe, &["description"]), "${env.NOT_INTERPOLATED}");
+    // Nor are the sources' own declarations.
+    let decl = &rendered
+        .value
+        .get("interpolation")
+        .and_then(|i| i.get("terraform"))
+        .unwrap()
+        .as_seq()
+        .unwrap()[0];
+    assert_eq!(at(decl, &["path"]), "state/{environment}.tfstate");
+}
+
+#[test]
+fn a_builder_entry_is_interpolated_and_a_missing_env_names_its_place() {
+    let text = tree_text().replace(
+        "default_machine_type: small}",
+        "default_machine_type: \"${terraform.net.machine}\", description: \"${env.NOPE_NOT_SET}\"}",
+    );
+    let (ws, _) = load_counting(&text, &[]);
+    let lines: Vec<String> = ws
+        .load_diagnostics()
+        .iter()
+        .map(|d| ws.describe(d))
+        .collect();
+    let line = lines
+        .iter()
+        .find(|l| l.contains("NOPE_NOT_SET"))
+        .unwrap_or_else(|| panic!("{lines:#?}"));
+    assert!(
+        line.starts_with("cfg/builders.yml:2:")
+            && line.contains("interpolation: runtime_builders entry 'here', field 'description': environment variable 'NOPE_NOT_SET' is not set"),
+        "{line}"
+    );
+    let text = tree_text().replace(
+        "default_machine_type: small}",
+        "default_machine_type: \"${terraform.net.machine}\"}",
+    );
+    let (ws, _) = load_counting(&text, &[]);
+    let b = builders(&ws.db, ws.tree);
+    assert!(b.resolve(Vct::RuntimeBuilderModel, "here").is_some());
+    let rendered = rendered_cfg(&ws.db, ws.tree);
+    let here = &rendered
+        .value
+        .get("runtime_builders")
+        .unwrap()
+        .as_seq()
+        .unwrap()[0];
+    assert_eq!(at(here, &["default_machine_type"]), "medium");
+    assert!(b.diags.iter().all(|d| !d.is_error()), "{:?}", b.diags);
+}
+
+#[test]
+fn a_state_edit_reexecutes_only_the_entries_that_read_it() {
+    let (mut ws, _) = load_counting(&tree_text(), &[("CACHE_USER", "x")]);
+    ws.load_diagnostics();
+    ws.db.query_log().start();
+    assert!(ws.set_file_text(
+        "state/web.tfstate",
+        r#"{"version": 4, "outputs": {"role": {"value": "web-two"}}}"#
+    ));
+    ws.load_diagnostics();
+    let executed: Vec<String> = ws
+        .db
+        .query_log()
+        .take()
+        .into_iter()
+        .filter(|q| q.starts_with("structured_item"))
+        .collect();
+    assert_eq!(executed.len(), 1, "{executed:?}");
+    let web = resolved(&ws, ItemKind::INSTANCES, "web");
+    assert_eq!(at(&web, &["tags", "role"]), "web-two");
+}
+
+static NETWORKS: ItemKindSpec = ItemKindSpec {
+    key: "networks",
+    singular: "network",
+    dir: "networks",
+    model_vct: Vct::Unclassified,
+    builder_vct: Vct::RuntimeBuilderModel,
+    read: true,
+};
+
+fn read_network(f: &mut Fields<'_>) -> Map {
+    let mut m = Map::new();
+    m.insert("cidr".into(), Value::str(f.req_str("cidr")));
+    m
+}
+
+/// A plugin with an item kind; `interpolated` says whether it registers
+/// the kind's section as interpolatable.
+struct Networks {
+    interpolated: bool,
+}
+impl Plugin for Networks {
+    fn name(&self) -> &'static str {
+        "networks"
+    }
+    fn models(&self) -> Vec<ModelSpec> {
+        Vec::new()
+    }
+    fn item_kinds(&self) -> Vec<ItemKindPlugin> {
+        vec![ItemKindPlugin {
+            kind: ItemKind::new(&NETWORKS),
+            read: read_network,
+            validate: None,
+        }]
+    }
+    fn interpolatable_sections(&self) -> Vec<&'static str> {
+        if self.interpolated {
+            vec!["networks"]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+static WITH: Networks = Networks { interpolated: true };
+static WITHOUT: Networks = Networks {
+    interpolated: false,
+};
+
+#[test]
+fn a_section_a_plugin_registers_is_interpolated_and_others_are_not() {
+    let text = r#"
+--- cfg/_config.yml
+id: kinds
+interpolation:
+  terraform:
+    - {name: net, path: state/prod.tfstate}
+runtime_builders:
+  - {name: here, type: local, is_default: true, default_machine_type: small}
+--- networks/lan.yml
+networks:
+  - {name: lan, cidr: "${terraform.cidr}"}
+--- state/prod.tfstate
+STATE
+"#
+    .replace("STATE", STATE);
+    let cidr = |plugin: &'static Networks| {
+        let ws = csis_test_support::workspace_with(
+            &text,
+            &[&csis_plugin_local::LocalPlugin, plugin],
+            &[],
+            &LoadOptions::default(),
+        );
+        let kind = ItemKind::new(&NETWORKS);
+        let id = ItemId::new(&ws.db, kind, "lan".to_string());
+        let si = structured_item(&ws.db, ws.tree, id);
+        si.resolved
+            .as_ref()
+            .and_then(|v| v.get("cidr"))
+            .and_then(Value::as_str)
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(cidr(&WITH), "10.9.0.0/16");
+    assert_eq!(cidr(&WITHOUT), "${terraform.cidr}");
+}
+
+#[test]
+fn tolerate_missing_env_in_config_warns_once_per_name() {
+    let text = tree_text()
+        .replace("id: interp\n", "id: interp\ntolerate_missing_env: true\n")
+        .replace("${env.Cache_User}", "${env.UNSET_ONE}")
+        .replace(
+            "    env_file: cache.env\n",
+            "    env_file: cache.env\n    description: \"${env.UNSET_ONE} ${env.UNSET_TWO}\"\n",
+        );
+    let (ws, _) = load_counting(&text, &[]);
+    let diags = ws.load_diagnostics();
+    let missing: Vec<String> = diags
+        .iter()
+        .filter(|d| d.message.contains("UNSET_"))
+        .map(|d| ws.describe(d))
+        .collect();
+    assert_eq!(missing.len(), 2, "{missing:#?}");
+    assert!(
+        missing.iter().all(|l| l.contains("warning: ")),
+        "{missing:#?}"
+    );
+    assert!(
+        diags
+            .iter()
+            .all(|d| !d.message.contains("tolerate_missing_env")),
+        "the key is not refused"
+    );
+    let cache = resolved(&ws, ItemKind::INSTANCES, "cache");
+    assert_eq!(at(&cache, &["tags", "user"]), "<missing env UNSET_ONE>");
+}
+
+#[test]
+fn a_local_state_backend_of_the_tree_is_a_source() {
+    let text = format!(
+        "{LOCAL_BASE}{}",
+        r#"
+--- cfg/_config.yml
+id: interp
+interpolation:
+  terraform:
+    - {name: shared, backend: files, workspace: network}
+state_backends:
+  - {name: files, type: local, config: {bucket: tfstate, prefix: prod-}}
+--- tfstate/prod-network.tfstate
+{"version": 4, "outputs": {"subnet_id": {"value": "subnet-from-backend"}}}
+--- images/base.yml
+images:
+  - name: base
+    source_image: alma
+    group: ops
+    tags: {subnet: "${terraform.subnet_id}"}
+    runtimes:
+      - image_builder: ib
+"#
+    );
+    let (ws, sys) = load_counting(&text, &[]);
+    let base = resolved(&ws, ItemKind::IMAGES, "base");
+    assert_eq!(at(&base, &["tags", "subnet"]), "subnet-from-backend");
+    assert_eq!(sys.reads_of("tfstate/prod-network.tfstate"), 1);
+}
