@@ -118,7 +118,7 @@ fn defaults_dir(opts: &TemplateOpts, file: &Path) -> Option<DefaultsDir> {
 /// What reading the OS defaults gave.
 enum Defaults {
     /// Read (`None` in overlay mode, where they do not apply).
-    Read(Option<Template>),
+    Read(Option<Box<Template>>),
     /// A found directory has no file for the target: the path looked for.
     Missing(PathBuf),
 }
@@ -148,7 +148,7 @@ fn defaults(
             )]);
         }
     };
-    parse(&path, &text, vars).map(|t| Defaults::Read(Some(t)))
+    parse(&path, &text, vars).map(|t| Defaults::Read(Some(Box::new(t))))
 }
 
 fn no_defaults(folded: &Template, path: &Path) -> String {
@@ -217,7 +217,7 @@ fn validate_one(opts: &TemplateOpts, file: &Path, vars: &Variables) -> Vec<Probl
     if let Some(dd) = defaults_dir(opts, file) {
         match defaults(&dd, &folded, vars) {
             Ok(Defaults::Read(d)) => {
-                let full = resolve_full(&chain, d.as_ref());
+                let full = resolve_full(&chain, d.as_deref());
                 add_new(&mut all, validate_merged(file, &full));
             }
             Ok(Defaults::Missing(path)) => {
@@ -256,7 +256,7 @@ fn resolve(opts: &TemplateOpts, full: bool, format: TemplateFormat, file: &Path)
         };
         let folded = chain.fold();
         match defaults(&dd, &folded, &vars) {
-            Ok(Defaults::Read(d)) => resolve_full(&chain, d.as_ref()),
+            Ok(Defaults::Read(d)) => resolve_full(&chain, d.as_deref()),
             Ok(Defaults::Missing(path)) => {
                 eprintln!(
                     "error: --full needs the OS defaults: no OS defaults for {} at {} (in the config/osv/ found from {} up); pass --defaults-dir DIR",

@@ -155,7 +155,7 @@ fn validate_prints_ok_or_the_problems_with_positions() {
         err,
         "bad.yml:4:20: systemConfig.packages: package 'htop' is listed twice\n\
          bad.yml:5:3: systemConfig.fde.passphraseFile is required when fde.enabled is true\n\
-         typo.yml:4:3: unknown key 'pakages' in systemConfig; expected one of: name, description, hostname, packages, kernel, bootloader, network, immutability, fde, dkms, users, initramfs, additionalFiles, configurations, proxy, provisioning, cloudInit, aptPolicy, oepInstaller\n"
+         typo.yml:4:3: unknown key 'pakages' in systemConfig; expected one of: name, description, hostname, packages, kernel, bootloader, network, immutability, fde, dkms, users, initramfs, additionalFiles, configurations, proxy, provisioning, cloudInit, aptPolicy, oepInstaller, installerPayload\n"
     );
     // An unknown variable is named.
     let (code, _, err) = csis(&dir, &["validate", "leaf.yml"]);
@@ -250,4 +250,65 @@ fn chain_refusals_and_parent_problems_name_their_file() {
         "parent.yml:4:26: systemConfig.bootloader.provider: 'lilo' is not one of: grub, grub2, systemd-boot\n\
          out.yml:1:10: extends path escapes child template's directory: ../x.yml\n"
     );
+}
+
+#[test]
+fn found_defaults_without_the_targets_file_warn_in_validate_and_refuse_resolve_full() {
+    let t = csis_test_support::temp_tree([
+        (
+            "ict/config/osv/ubuntu/ubuntu24/imageconfigs/defaultconfigs/default-raw-x86_64.yml",
+            format!("image: {{name: d, version: '1'}}\n{TARGET}disk: {{name: D}}\n"),
+        ),
+        (
+            "ict/templates/iso.yml",
+            "image: {name: i, version: '1'}\ntarget: {os: ubuntu, dist: ubuntu24, arch: x86_64, imageType: iso}\nsystemConfig:\n  fde: {enabled: true, passphrase: \"12345\"}\n  configurations:\n    - cmd: echo ${p:-MISSING}\n".to_string(),
+        ),
+    ]);
+    let dir = t.path().join("ict/templates");
+    let osv = t.path().join("ict/config/osv");
+    let want = osv.join("ubuntu/ubuntu24/imageconfigs/defaultconfigs/default-iso-x86_64.yml");
+    let want = std::fs::canonicalize(t.path())
+        .unwrap()
+        .join(want.strip_prefix(t.path()).unwrap());
+    // Found by walking up: a warning naming the path, the user checks ran.
+    let (code, out, err) = csis(&dir, &["validate", "iso.yml"]);
+    assert_eq!((code, out.as_str()), (0, "iso.yml: ok\n"), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "iso.yml: warning: no OS defaults for ubuntu/ubuntu24/x86_64/iso at {}; the merged template is not checked\n",
+            want.display()
+        )
+    );
+    // Given with --defaults-dir: still an error.
+    let (code, out, err) = csis(
+        &dir,
+        &[
+            "validate",
+            "iso.yml",
+            "--defaults-dir",
+            osv.to_str().unwrap(),
+        ],
+    );
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert!(
+        err.contains("cannot read the OS defaults for ubuntu/ubuntu24/x86_64/iso"),
+        "{err}"
+    );
+    // resolve --full cannot show the full view: an error saying to pass --defaults-dir.
+    let (code, out, err) = csis(&dir, &["resolve", "--full", "iso.yml"]);
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert_eq!(
+        err,
+        format!(
+            "Extends chain: iso.yml\nerror: --full needs the OS defaults: no OS defaults for ubuntu/ubuntu24/x86_64/iso at {} (in the config/osv/ found from iso.yml up); pass --defaults-dir DIR\n",
+            want.display()
+        )
+    );
+    // ICT's inline passphrase is redacted; a shell `${p:-MISSING}` is left as written.
+    let (code, out, err) = csis(&dir, &["resolve", "iso.yml"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("passphrase: \"<redacted>\""), "{out}");
+    assert!(!out.contains("12345"), "{out}");
+    assert!(out.contains("echo ${p:-MISSING}"), "{out}");
 }

@@ -445,11 +445,7 @@ impl Reader<'_> {
                     })
                 }),
                 selection_policy: r.carried(m, "selectionPolicy"),
-                extend_last_partition_to_fill_disk: r.bool(
-                    m,
-                    p,
-                    "extendLastPartitionToFillDisk",
-                ),
+                extend_last_partition_to_fill_disk: r.bool(m, p, "extendLastPartitionToFillDisk"),
             },
         );
         let package_repositories = self.list(m, &root, "packageRepositories", |r, v, p| {

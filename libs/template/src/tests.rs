@@ -1069,3 +1069,85 @@ fn redaction_and_field_order() {
     // The canonical text reads back to the same template.
     assert_eq!(p(&to_yaml(&t, false)), t);
 }
+
+#[test]
+fn package_globs_are_names() {
+    assert_eq!(
+        user(
+            "systemConfig:\n  packages: ['wayland*', 'libva*', 'lib?x', 'linux-[0-9]*']\n  kernel:\n    packages: ['linux-image-generic*']\n"
+        ),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        user("systemConfig:\n  packages: ['*', '[a]x', 'a[', 'a[]', 'a]', 'a[[b]]']\n"),
+        vec![
+            "systemConfig.packages: '*' is not a valid package name or glob",
+            "systemConfig.packages: '[a]x' is not a valid package name or glob",
+            "systemConfig.packages: 'a[' is not a valid package name or glob",
+            "systemConfig.packages: 'a[]' is not a valid package name or glob",
+            "systemConfig.packages: 'a]' is not a valid package name or glob",
+            "systemConfig.packages: 'a[[b]]' is not a valid package name or glob",
+        ]
+    );
+}
+
+#[test]
+fn debian13_and_elxr13_targets() {
+    let t = |os: &str, dist: &str| {
+        let t = p(&format!(
+            "image: {{name: a, version: '1'}}\ntarget: {{os: {os}, dist: {dist}, arch: x86_64, imageType: raw}}\n"
+        ));
+        validate_user(Path::new("t.yml"), &t)
+            .into_iter()
+            .map(|p| p.message)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(t("debian", "debian13"), Vec::<String>::new());
+    assert_eq!(t("wind-river-elxr", "elxr13"), Vec::<String>::new());
+    assert_eq!(
+        t("debian", "debian12"),
+        vec!["target.dist 'debian12' is not a dist of debian: debian13"]
+    );
+}
+
+#[test]
+fn icts_fields_are_read_merged_and_emitted() {
+    let parent = p(&format!(
+        "{HEAD}disk:\n  name: d\n  selectionPolicy: {{strategy: largest, excludeRemovable: true}}\n  extendLastPartitionToFillDisk: true\npackageRepositories:\n  - codename: local\n    packages: ['https://x/a.deb']\n    pkey: '[trusted=yes]'\n    insecureSkipVerify: true\n  - codename: base\n    url: https://r/\n    pkeys: [https://k/1, https://k/2]\nsystemConfig:\n  kernel: {{name: kernel, cmdline: quiet}}\n  fde: {{enabled: true, passphrase: '12345'}}\n  installerPayload: {{enabled: true, compression: zstd}}\n"
+    ));
+    assert_eq!(validate_user(Path::new("t.yml"), &parent), Vec::new());
+    let child = p("systemConfig:\n  kernel: {name: other}\n  installerPayload: {enabled: false}\n");
+    let m = merge(&child, &parent);
+    let y = to_yaml(&m, true);
+    for want in [
+        "  selectionPolicy:\n    strategy: largest\n    excludeRemovable: true\n",
+        "  extendLastPartitionToFillDisk: true\n",
+        "    packages:\n      - \"https://x/a.deb\"\n    insecureSkipVerify: true\n",
+        "    pkeys:\n      - \"https://k/1\"\n      - \"https://k/2\"\n",
+        "    cmdline: quiet\n    name: other\n",
+        "    passphrase: \"<redacted>\"\n",
+        "  installerPayload:\n    enabled: false\n",
+    ] {
+        assert!(y.contains(want), "{want:?} not in:\n{y}");
+    }
+    assert!(!y.contains("12345"));
+    assert!(to_yaml(&m, false).contains("12345"));
+    let op = p("overlayPolicy: {allowDiskResize: true}\n");
+    assert_eq!(
+        op.overlay_policy.and_then(|o| o.allow_disk_resize),
+        Some(true)
+    );
+    assert_eq!(
+        perr("disk:\n  extendLastPartitionToFillDisk: maybe\n"),
+        vec!["t.yml:2:34: disk.extendLastPartitionToFillDisk must be true or false"]
+    );
+}
+
+#[test]
+fn only_a_plain_name_is_a_variable() {
+    let t = p("systemConfig:\n  configurations:\n    - cmd: 'echo ${p:-MISSING} ${VAR#x} ${}'\n");
+    assert_eq!(
+        sc(&t).configurations[0].cmd,
+        "echo ${p:-MISSING} ${VAR#x} ${}"
+    );
+}
