@@ -103,6 +103,13 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// The ict OS builder's deferred step (`csis ict materialize --spec
+    /// FILE`): the merged image template, unredacted, under _private/.
+    #[command(hide = true)]
+    Ict {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// The dummy plugin's deferred step (`csis dummy apply --spec FILE`).
     #[command(hide = true)]
     Dummy {
@@ -537,6 +544,7 @@ fn plugins() -> Vec<&'static dyn Plugin> {
         &csis_plugin_gce::GcePlugin,
         &csis_plugin_packer::PackerPlugin,
         &csis_plugin_tofu::TofuPlugin,
+        &csis_plugin_ict::IctPlugin,
     ]
 }
 
@@ -578,6 +586,7 @@ fn main() -> ExitCode {
             return ExitCode::from(csis_plugin_local::exec::main(args));
         }
         Command::Dummy { args } => return ExitCode::from(csis_plugin_dummy::exec::main(args)),
+        Command::Ict { args } => return ExitCode::from(csis_plugin_ict::exec::main(args)),
         Command::CloudConfig {
             command: CloudConfigCommand::Check { offline, files },
         } => return cloud_config_check(files, *offline),
@@ -767,6 +776,7 @@ fn main() -> ExitCode {
         } => render(&ws, style, *raw, *format),
         // Answered before the tree is loaded.
         Command::Local { .. }
+        | Command::Ict { .. }
         | Command::Dummy { .. }
         | Command::Watch { .. }
         | Command::CloudConfig { .. }
@@ -812,6 +822,7 @@ fn writes_tree(command: &Command) -> bool {
         // Answered before the tree is loaded: local and watch lock for
         // themselves; the others write no tree.
         Command::Local { .. }
+        | Command::Ict { .. }
         | Command::Dummy { .. }
         | Command::Watch { .. }
         | Command::CloudConfig { .. }

@@ -189,6 +189,9 @@ pub fn watch(args: WatchArgs) -> ExitCode {
                 }
             }
         }
+        // An image template's chain that now names a file the load did
+        // not read (an `extends` changed) is re-discovered by a load.
+        reload = reload || ws.wants_reload();
         if reload {
             match load() {
                 Ok(fresh) => ws = fresh,

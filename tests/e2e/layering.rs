@@ -26,6 +26,9 @@ fn allowed(krate: &str) -> Vec<&'static str> {
         "csis-model" => vec![],
         "csis-yaml" | "csis-string-stage" => vec!["csis-model"],
         "csis-plugin-api" => vec!["csis-model", "csis-hcl"],
+        // The ict OS builder resolves a template again at execution
+        // (`csis ict materialize`) through the one implementation.
+        "csis-plugin-ict" => vec!["csis-model", "csis-plugin-api", "csis-template"],
         "csis-cloud-config" | "csis-template" | "csis-public-safe" | "csis-secrets" => {
             vec!["csis-model", "csis-yaml"]
         }
@@ -57,6 +60,7 @@ fn allowed(krate: &str) -> Vec<&'static str> {
                     "csis-plugin-gce",
                     "csis-plugin-packer",
                     "csis-plugin-tofu",
+                    "csis-plugin-ict",
                 ])
                 .collect();
             if krate == "csis-benches" {

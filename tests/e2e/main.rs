@@ -14,6 +14,7 @@ mod explain;
 mod gate;
 mod generation_gate;
 mod hostnames;
+mod ict;
 mod identity;
 mod interpolation;
 mod launch;

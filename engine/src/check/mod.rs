@@ -27,6 +27,7 @@ pub mod released_pins;
 pub mod report;
 pub mod state_locations;
 mod storages;
+pub mod templates;
 mod test_specs;
 pub mod user_data;
 pub mod validate;

@@ -58,6 +58,7 @@ pub fn validation_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     ));
     out.extend(crate::check::logins::login_diagnostics(db, tree));
     out.extend(crate::check::bake_users::bake_user_diagnostics(db, tree));
+    out.extend(crate::check::templates::template_diagnostics(db, tree));
     out
 }
 

@@ -72,6 +72,11 @@ pub struct Tree {
     /// read so their content enters fingerprints; a missing one is absent.
     #[returns(ref)]
     pub aux_files: Vec<SourceFile>,
+    /// What the load learnt of the paths an image template chain names
+    /// (its canonical path, whether it is a symlink), by path relative to
+    /// the root: the facts the extends resolver asks besides file texts.
+    #[returns(ref)]
+    pub path_facts: Arc<BTreeMap<String, PathFact>>,
     /// The identities CSIS_CONFIG_IDENTITY names.
     #[returns(ref)]
     pub identities: csis_secrets::IdentitySource,
@@ -82,6 +87,15 @@ pub struct Tree {
     /// re-verified.
     #[returns(ref)]
     pub index: crate::db::index::ItemIndex,
+}
+
+/// A path's facts as the load found them through the `System`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PathFact {
+    /// Every symlink followed; `None` when the path does not exist.
+    pub canonical: Option<std::path::PathBuf>,
+    /// The path itself is a symbolic link.
+    pub symlink: bool,
 }
 
 #[salsa::db]

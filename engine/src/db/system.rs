@@ -40,6 +40,10 @@ pub trait System: Send + Sync {
     /// The path with every symlink resolved; an error when it does not
     /// exist.
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
+    /// Whether `path` is itself a symbolic link (not followed).
+    fn is_symlink(&self, _path: &Path) -> bool {
+        false
+    }
     /// Run a process to completion, handing `on_line` each line of its
     /// stdout and stderr (without the line end) as it arrives, in the order
     /// it arrives; the whole output is returned too.
@@ -374,6 +378,10 @@ impl System for OsSystem {
     /// caller's thread, as they come.
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         std::fs::canonicalize(path)
+    }
+
+    fn is_symlink(&self, path: &Path) -> bool {
+        std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
     }
 
     fn run_streaming(

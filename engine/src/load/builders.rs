@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use csis_model::models::{ExecutableModel, IAConfig};
+use csis_model::models::{BaseBuilder, ExecutableModel, IAConfig};
 use csis_model::vct::BUILDER_KEYS;
 use csis_model::{Diagnostic, DocPath, Fields, Map, Origin, Subject, Value, Vct};
 use csis_plugin_api::BuilderDecl;
@@ -358,6 +358,13 @@ fn finalize_builders(db: &dyn Db, out: &mut Builders) {
         if let Err(problems) = hooks.finalize() {
             diags.extend(problems);
         }
+        if let BaseBuilder::Os(os) = &decl.base {
+            diags.extend(template_key_problems(
+                os,
+                decl.model,
+                hooks.composes_from_template(),
+            ));
+        }
         let runtime = decl
             .base
             .runtime()
@@ -374,6 +381,46 @@ fn finalize_builders(db: &dyn Db, out: &mut Builders) {
         }
     }
     out.diags.extend(diags);
+}
+
+/// `template:`, `variables:` and `defaults_dir` of an OS builder's
+/// runtimes entries: required (`template:`) by a type that composes from
+/// image templates, refused by any other, each at its key.
+fn template_key_problems(
+    os: &csis_model::models::OsBuilderModel,
+    model: &str,
+    composes: bool,
+) -> Vec<Diagnostic> {
+    let name = os.name();
+    let mut out = Vec::new();
+    for (i, entry) in os.runtimes.iter().enumerate() {
+        let at = |key: &str| entry.origin.as_ref().map(|o| o.key(key));
+        if composes && entry.template.is_none() {
+            out.push(
+                Diagnostic::error(format!(
+                    "OS builder {name} runtimes[{i}]: `template:` is required: type '{model}' composes the base image from an image template (a path relative to the root)"
+                ))
+                .at_opt(entry.origin.clone()),
+            );
+        }
+        if !composes {
+            let given = [
+                ("template", entry.template.is_some()),
+                ("variables", !entry.variables.is_empty()),
+                ("defaults_dir", entry.defaults_dir.is_some()),
+            ];
+            for (key, _) in given.iter().filter(|(_, set)| *set) {
+                out.push(
+                    Diagnostic::error(format!(
+                        "OS builder {name} runtimes[{i}]: `{key}:` is read only by an OS builder type that composes base images from image templates; type '{model}' does not"
+                    ))
+                    .at_opt(at(key))
+                    .on_key(),
+                );
+            }
+        }
+    }
+    out
 }
 
 fn read_ia_config(top: &Map, doc: &CfgDocument, out: &mut Builders) {

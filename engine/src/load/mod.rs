@@ -16,4 +16,5 @@ pub mod render;
 pub mod reserved;
 pub mod resolve;
 pub mod strings;
+pub mod templates;
 pub mod user_identity;

@@ -190,7 +190,7 @@ pub fn input_fingerprint<'db>(
         let BaseBuilder::Os(os) = &decl.base else {
             return None;
         };
-        return base_fingerprint(b, decl.name(), os, runtime);
+        return base_fingerprint(db, tree, decl.name(), os, runtime);
     }
     let id = ItemId::new(db, ItemKind::IMAGES, series.clone());
     let si = structured_item(db, tree, id);
@@ -280,15 +280,17 @@ fn parent_fingerprint(
 }
 
 fn base_fingerprint(
-    b: &Builders,
+    db: &dyn Db,
+    tree: Tree,
     name: &str,
     os: &OsBuilderModel,
     runtime: &str,
 ) -> Option<Fingerprint> {
-    let entry = os
-        .runtimes
-        .iter()
-        .find(|e| runtime_of_image_builder(b, &e.image_builder).as_deref() == Some(runtime))?;
+    let b = builders(db, tree);
+    let (index, entry) =
+        os.runtimes.iter().enumerate().find(|(_, e)| {
+            runtime_of_image_builder(b, &e.image_builder).as_deref() == Some(runtime)
+        })?;
     let mut owners = os.owners.clone();
     if let Some(r) = b
         .resolve(Vct::RuntimeBuilderModel, runtime)
@@ -333,6 +335,19 @@ fn base_fingerprint(
         "verification": map_json(tests),
         "bake_disk_size": disk,
     });
+    // A base composed from an image template hashes the fully merged,
+    // variable-substituted template, never the files' texts: a comment or
+    // a key order moves nothing, a package added anywhere in the chain
+    // (or the OS defaults) moves exactly the bases whose chain holds it.
+    let mut fields = fields;
+    if entry.template.is_some()
+        && let J::Object(m) = &mut fields
+    {
+        let template = crate::load::templates::template_of(db, tree, os.name(), index)
+            .and_then(|r| r.json.clone())
+            .unwrap_or(J::Null);
+        m.insert("template".to_string(), template);
+    }
     Some(Fingerprint {
         hex: hash(&fields),
         inputs: leaf_inputs(&fields, &[]),

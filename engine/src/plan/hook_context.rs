@@ -187,6 +187,21 @@ impl HookContext for EngineContext<'_> {
         Some((spec.builder)(decl))
     }
 
+    fn base_template(&self, series: &str, runtime: &str) -> Option<csis_plugin_api::BaseTemplate> {
+        let (u, r) =
+            crate::load::templates::template_on_runtime(self.db, self.tree, series, runtime)?;
+        let json = r.json.as_ref()?;
+        Some(csis_plugin_api::BaseTemplate {
+            full_yaml: r.full_yaml.clone(),
+            redacted_yaml: r.redacted_yaml.clone(),
+            chain: r.chain.clone(),
+            defaults: r.defaults.clone(),
+            defaults_dir: u.defaults_dir.clone(),
+            variables: u.variables.clone(),
+            artifact_types: crate::load::templates::artifact_types(json),
+        })
+    }
+
     fn migrates_state(&self, workspace: &str) -> bool {
         self.run.is_some_and(|run| {
             run.options(self.db)

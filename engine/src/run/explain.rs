@@ -137,6 +137,8 @@ fn changed_inputs(
         };
         let detail = if k == "parent_fingerprint" {
             parent_detail(ws, series, rt, head)
+        } else if k.starts_with("template.") {
+            String::new()
         } else if let Some(file) = k
             .split_once("].files.")
             .map(|(_, f)| f)
@@ -151,7 +153,47 @@ fn changed_inputs(
             head.build_id,
             field_at(ws, series, k)
         ));
+        if let Some(field) = k.strip_prefix("template.") {
+            out.extend(template_detail(ws, series, rt, field, pad));
+        }
     }
+}
+
+/// Where a merged template's field comes from: the image template's
+/// extends chain (and OS defaults), and the files of it that set the field,
+/// each at its key.
+fn template_detail(ws: &Workspace, series: &str, rt: &str, field: &str, pad: &str) -> Vec<String> {
+    let (db, tree) = (&ws.db, ws.tree);
+    let Some((_, r)) = crate::load::templates::template_on_runtime(db, tree, series, rt) else {
+        return Vec::new();
+    };
+    let path = field
+        .split('.')
+        .fold(csis_model::DocPath::root(), |p, seg| p.key(seg));
+    let set_in: Vec<String> = r
+        .defaults
+        .iter()
+        .chain(r.chain.iter())
+        .filter_map(|f| {
+            let sf = ws.file(f)?;
+            let parsed = crate::db::files::parse_file(db, sf);
+            let span = parsed.positions.key(&path)?;
+            Some(format!("{f}:{}:{}", span.line, span.col))
+        })
+        .collect();
+    let defaults = r
+        .defaults
+        .as_ref()
+        .map(|d| format!(" over OS defaults {d}"))
+        .unwrap_or_default();
+    let mut out = vec![format!(
+        "{pad}  image template: extends chain {}{defaults}",
+        r.chain.join(" -> ")
+    )];
+    if !set_in.is_empty() {
+        out.push(format!("{pad}  {field} is set at {}", set_in.join(", ")));
+    }
+    out
 }
 
 /// ` (from env FOO, terraform output x of <state>)`: the sources of the
@@ -283,6 +325,7 @@ fn base_input_origin(decl: &Origin, input: &str) -> Origin {
         "update" => decl.key("update"),
         "capabilities" => decl.key(rest),
         "verification" => decl.key("tests"),
+        "template" => decl.key("runtimes"),
         "bake_disk_size" => decl.key("default_primary_disk_size"),
         _ => decl.clone(),
     }

@@ -18,7 +18,7 @@ use crate::check::report::load_diagnostics;
 use crate::db::files::parse_file;
 use crate::db::run_input::{RunInput, RunOptions};
 use crate::db::system::System;
-use crate::db::{Database, ItemFile, SourceFile, Tree, durability_for};
+use crate::db::{Database, ItemFile, PathFact, SourceFile, Tree, durability_for};
 use crate::load::items::item_file_names;
 use crate::registry::Registry;
 use csis_yaml::Span;
@@ -39,6 +39,11 @@ pub struct LoadOptions {
     /// CSIS_TOLERATE_MISSING_ENV=1).
     pub tolerate_missing_env: bool,
 }
+
+/// The most rounds of reading an image template chain's files at load
+/// (each round reads one more level of every chain; the resolver refuses
+/// a chain deeper than this anyway).
+const TEMPLATE_ROUNDS: usize = 34;
 
 /// 16 MiB: far above any hand-written configuration file, far below what
 /// would exhaust memory once parsed.
@@ -387,6 +392,7 @@ files inside the tree",
             system.now_unix(),
             meta_files,
             Vec::new(),
+            Arc::new(BTreeMap::new()),
             identities(system, max)?,
             Default::default(),
         )
@@ -403,6 +409,7 @@ files inside the tree",
         .start_unix_durability(Durability::HIGH)
         .meta_files_durability(Durability::MEDIUM)
         .identities_durability(Durability::HIGH)
+        .path_facts_durability(Durability::MEDIUM)
         .new(&db);
         let mut db = db;
         crate::workspace::prewarm::parse_files(&db, tree);
@@ -452,7 +459,63 @@ files inside the tree",
         }
         tree.set_aux_files(&mut db)
             .with_durability(Durability::MEDIUM)
-            .to(aux);
+            .to(aux.clone());
+        // Image templates: a chain is known only as its files are read
+        // (each names its parent), so read what the chains want, then ask
+        // again, until they want nothing new.
+        let mut facts: BTreeMap<String, PathFact> = BTreeMap::new();
+        facts.insert(
+            String::new(),
+            PathFact {
+                canonical: Some(real_root.clone()),
+                symlink: false,
+            },
+        );
+        tree.set_path_facts(&mut db)
+            .with_durability(Durability::MEDIUM)
+            .to(Arc::new(facts.clone()));
+        for _ in 0..TEMPLATE_ROUNDS {
+            // Every chain wants at least its leaf, then each level's parent.
+            let wanted: Vec<String> = crate::load::templates::wanted_paths(&db, tree)
+                .into_iter()
+                .filter(|p| !facts.contains_key(p))
+                .collect();
+            if wanted.is_empty() {
+                break;
+            }
+            for path in wanted {
+                let abs = root.join(&path);
+                let fact = PathFact {
+                    canonical: system.canonicalize(&abs).ok(),
+                    symlink: system.is_symlink(&abs),
+                };
+                // Only a file inside the tree is read (a chain leaving it
+                // is refused by the resolver with its own message).
+                let inside = fact
+                    .canonical
+                    .as_ref()
+                    .is_some_and(|c| c.starts_with(&real_root));
+                if inside && !fact.symlink && !system.is_dir(&abs) && !files.contains_key(&path) {
+                    let place = Place::Tree { root: &real_root };
+                    if let Some(text) =
+                        read_limited(system, &abs, &path, place, max, &mut read_diags)
+                    {
+                        let f = SourceFile::builder(Arc::from(path.as_str()), Arc::from(text))
+                            .durability(durability_for(&path))
+                            .new(&db);
+                        files.insert(path.clone(), f);
+                        aux.push(f);
+                    }
+                }
+                facts.insert(path, fact);
+            }
+            tree.set_aux_files(&mut db)
+                .with_durability(Durability::MEDIUM)
+                .to(aux.clone());
+            tree.set_path_facts(&mut db)
+                .with_durability(Durability::MEDIUM)
+                .to(Arc::new(facts.clone()));
+        }
         Ok(Workspace {
             db,
             tree,
@@ -490,6 +553,13 @@ files inside the tree",
         let mut out = self.read_diags.clone();
         out.extend(load_diagnostics(&self.db, self.tree).iter().cloned());
         out
+    }
+
+    /// Whether the tree must be loaded again to follow an edit: an image
+    /// template chain now names a file (an `extends` changed, or a
+    /// `template:`) the load did not read.
+    pub fn wants_reload(&self) -> bool {
+        !crate::load::templates::wanted_paths(&self.db, self.tree).is_empty()
     }
 
     /// Replace one file's text (an edit). Returns false for a file the tree

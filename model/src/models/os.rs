@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use indexmap::IndexMap;
 use serde::Serialize;
 
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, Origin};
 use crate::fields::Fields;
 use crate::models::common::{BuilderModel, opt_str_list, py_type_name};
 use crate::naming::safe_name;
@@ -189,6 +189,21 @@ pub struct OsBuilderBaseImageBuilderSubconfig {
     pub ssh_username: String,
     pub tests: Option<IndexMap<String, Value>>,
     pub config: IndexMap<String, Value>,
+    /// An image template (spec 001) the base image is composed from, a
+    /// path relative to the root: read only by an OS builder type that
+    /// composes from templates (`ict`); any other type refuses it at load.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+    /// `${name}` values substituted into the template.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub variables: BTreeMap<String, String>,
+    /// ICT's `config/osv` directory holding the OS defaults, relative to
+    /// the root (overrides the OS builder's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub defaults_dir: Option<String>,
+    /// Where the entry was declared (for the template refusals).
+    #[serde(skip)]
+    pub origin: Option<Origin>,
 }
 
 impl OsBuilderBaseImageBuilderSubconfig {
@@ -218,6 +233,10 @@ impl OsBuilderBaseImageBuilderSubconfig {
             ssh_username: f.str_or("ssh_username", "default"),
             tests: f.opt_any_map("tests"),
             config: f.any_map("config"),
+            template: f.opt_str("template"),
+            variables: f.str_map("variables"),
+            defaults_dir: f.opt_str("defaults_dir"),
+            origin: Some(f.origin().clone()),
         }
     }
 }

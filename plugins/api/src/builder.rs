@@ -200,6 +200,72 @@ pub trait HookContext {
     fn migrates_state(&self, _workspace: &str) -> bool {
         false
     }
+    /// The image template a base image `<series>@<runtime>` is composed
+    /// from (an OS builder whose runtimes entry names `template:`): the
+    /// extends chain folded over the OS defaults, variables substituted.
+    /// `None` for a base image without a template, or one whose chain was
+    /// refused (validation reported it).
+    fn base_template(&self, _series: &str, _runtime: &str) -> Option<BaseTemplate> {
+        None
+    }
+}
+
+/// A base image's merged image template, as generation writes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BaseTemplate {
+    /// The merged template as YAML, every value as written.
+    pub full_yaml: String,
+    /// The same with passwords, hash_algo values and secure-boot key and
+    /// certificate paths redacted: what may be written under generated/.
+    pub redacted_yaml: String,
+    /// The chain's files, root first, relative to the configuration root.
+    pub chain: Vec<String>,
+    /// The OS defaults file folded underneath, when there is one.
+    pub defaults: Option<String>,
+    /// The `defaults_dir` in force (relative to the root).
+    pub defaults_dir: Option<String>,
+    /// The runtimes entry's `variables:`.
+    pub variables: std::collections::BTreeMap<String, String>,
+    /// The template's `disk.artifacts[].type` values, in order.
+    pub artifact_types: Vec<String>,
+}
+
+/// Where a base image composed from a template is built, relative to the
+/// configuration root: the work directory `image-composer-tool build
+/// --work-dir` is handed, and where a runtime takes the artifact from.
+/// Under `_private/` (kept out of git, ignored by `csis watch`), and
+/// without the run id, so generated files do not change between runs.
+pub fn template_work_dir(series: &str, runtime: &str) -> String {
+    format!("_private/ict/{series}-{runtime}/work")
+}
+
+/// Where a base image's unredacted merged template is written before its
+/// build, relative to the configuration root (when the template holds a
+/// secret; otherwise the build reads the generated one).
+pub fn template_private_file(series: &str, runtime: &str) -> String {
+    format!("_private/ict/{series}-{runtime}/template.yml")
+}
+
+/// The file suffixes of the image artifacts a template build leaves
+/// (`disk.artifacts[].type`, and ISO and initrd images), each optionally
+/// followed by a compression suffix.
+pub const TEMPLATE_ARTIFACT_SUFFIXES: [&str; 9] = [
+    "raw", "qcow2", "vhd", "vhdx", "vmdk", "vdi", "tar", "iso", "img",
+];
+pub const TEMPLATE_COMPRESSION_SUFFIXES: [&str; 5] = ["gz", "gzip", "xz", "zst", "bz2"];
+
+/// Whether a file name is an image artifact of a template build:
+/// `<anything>.<artifact>[.<compression>]`.
+pub fn is_template_artifact(name: &str) -> bool {
+    let mut parts: Vec<&str> = name.rsplitn(3, '.').collect();
+    parts.reverse();
+    let last = parts.last().copied().unwrap_or_default();
+    let ext_ok = |e: &str| TEMPLATE_ARTIFACT_SUFFIXES.contains(&e);
+    match parts.len() {
+        0 | 1 => false,
+        2 => ext_ok(last),
+        _ => ext_ok(last) || (TEMPLATE_COMPRESSION_SUFFIXES.contains(&last) && ext_ok(parts[1])),
+    }
 }
 
 /// Where one terraform root keeps its state.
@@ -284,6 +350,12 @@ pub trait Builder: Send + Sync {
     }
     /// Once, after the builder is constructed: where a plugin checks its
     /// model against its provider.
+    /// OS builders: whether this type composes its base images from image
+    /// templates (reads each runtimes entry's `template:`, `variables:`
+    /// and `defaults_dir`). Any other OS builder refuses those keys.
+    fn composes_from_template(&self) -> bool {
+        false
+    }
     fn finalize(&self) -> HookResult<()> {
         Ok(())
     }

@@ -132,6 +132,56 @@ fn head_path(store: &Path, series: &str, runtime: &str) -> PathBuf {
     store.join("heads").join(format!("{series}@{runtime}"))
 }
 
+/// The artifact of a template build (docs/templates-in-csis.md): every
+/// image file (`*.raw`, `*.qcow2`, ... optionally compressed) under the
+/// work directory image-composer-tool was handed, gathered flat into a
+/// staging tree beside it (`<work>/../artifact/`), which becomes the base
+/// image's store entry. None is a refusal naming the directory.
+fn template_artifacts(env: &Env, work: &str) -> Result<PathBuf, String> {
+    let dir = env.root.join(work);
+    let mut found = Vec::new();
+    let mut stack = vec![dir.clone()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            let Ok(ty) = e.file_type() else { continue };
+            if ty.is_dir() {
+                stack.push(p);
+            } else if ty.is_file()
+                && csis_plugin_api::is_template_artifact(&e.file_name().to_string_lossy())
+            {
+                found.push(p);
+            }
+        }
+    }
+    found.sort();
+    if found.is_empty() {
+        return Err(format!(
+            "image-composer-tool left no image artifact (*.raw, *.qcow2, *.vhd, *.vhdx, *.vmdk, *.vdi, *.tar, *.iso, *.img, optionally .gz/.xz/.zst/.bz2) under {}",
+            dir.display()
+        ));
+    }
+    let staging = dir.with_file_name("artifact");
+    let _ = fs::remove_dir_all(&staging);
+    fs::create_dir_all(&staging).map_err(|e| format!("{}: {e}", staging.display()))?;
+    for p in &found {
+        let name = p.file_name().unwrap_or_default();
+        let to = staging.join(name);
+        if to.exists() {
+            return Err(format!(
+                "two image artifacts named {} under {}; the local runtime keeps one file per name",
+                name.to_string_lossy(),
+                dir.display()
+            ));
+        }
+        fs::copy(p, &to).map_err(|e| format!("copying {}: {e}", p.display()))?;
+    }
+    Ok(staging)
+}
+
 /// Bake: copy the parent (a vendor tree, or the parent series' newest
 /// build), apply each modification with the build's root in
 /// `$CSIS_IMAGE_ROOT`, record the manifest, move it into place.
@@ -141,6 +191,10 @@ fn bake(env: &Env, spec: &J) -> Result<String, String> {
     let runtime = field(spec, "runtime")?;
     let build_id = crate::build_id(series, runtime, &env.run_id);
     let (parent_root, parent_id) = match field(spec, "kind")? {
+        "base" if spec.get("vendor_kind").and_then(J::as_str) == Some("template-build") => (
+            template_artifacts(env, field(spec, "vendor")?)?,
+            "vendor".to_string(),
+        ),
         "base" => {
             let vendor = env.root.join(field(spec, "vendor")?);
             if !vendor.is_dir() {

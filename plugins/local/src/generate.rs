@@ -117,7 +117,14 @@ pub fn base_bakes(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Ste
             continue;
         };
         let series = os_decl.name();
-        let Some(vendor) = entry.image_id.clone() else {
+        // A base composed from an image template: image-composer-tool
+        // builds it into the work directory before this bake (the ict OS
+        // builder's pre-execution steps), and the bake takes its artifact.
+        let vendor = match &entry.template {
+            Some(_) => Some(csis_plugin_api::template_work_dir(series, &runtime)),
+            None => entry.image_id.clone(),
+        };
+        let Some(vendor) = vendor else {
             return refuse(format!(
                 "No resolved Image identifiers for OS {series} in predefined_resolve (the local runtime takes the vendor tree from the runtimes entry's image_id, a directory relative to the root)"
             ));
@@ -138,6 +145,12 @@ pub fn base_bakes(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Ste
             "update": update_of(os),
             "tags": os.builder.tags,
         });
+        let mut spec = spec;
+        if entry.template.is_some()
+            && let J::Object(m) = &mut spec
+        {
+            m.insert("vendor_kind".into(), json!("template-build"));
+        }
         steps.push(bake_step(
             me.name(),
             P::ImageGeneration,

@@ -38,6 +38,7 @@ pub const LINKED: &[&dyn Plugin] = &[
     &csis_plugin_gce::GcePlugin,
     &csis_plugin_packer::PackerPlugin,
     &csis_plugin_tofu::TofuPlugin,
+    &csis_plugin_ict::IctPlugin,
 ];
 
 /// A small tree's declarations on the local runtime (every builder kind,
