@@ -147,7 +147,6 @@ fn recall_and_precision_are_printed() {
 /// Issue 18's bar: nine in ten secrets caught, fewer than one in ten
 /// findings on harmless values.
 #[test]
-#[ignore = "enabled once the keyword and entropy rules land"]
 fn recall_and_precision_reach_nine_in_ten() {
     let f = measure();
     assert!(
