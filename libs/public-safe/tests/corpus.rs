@@ -17,8 +17,17 @@ struct Sample<'a> {
 }
 
 fn corpus() -> Vec<Sample<'static>> {
-    include_str!("corpus/corpus.tsv")
-        .lines()
+    parse(include_str!("corpus/corpus.tsv"))
+}
+
+/// Written after the scanner was tuned on corpus.tsv, from published
+/// scanner tests (see corpus/heldout.py); measured, never tuned against.
+fn heldout() -> Vec<Sample<'static>> {
+    parse(include_str!("corpus/heldout.tsv"))
+}
+
+fn parse(tsv: &'static str) -> Vec<Sample<'static>> {
+    tsv.lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())
         .map(|l| {
             let c: Vec<&str> = l.splitn(5, '\t').collect();
@@ -30,7 +39,7 @@ fn corpus() -> Vec<Sample<'static>> {
                 kind: c[1],
                 path: c[2],
                 source: c[3],
-                text: c[4].replace("\\n", "\n"),
+                text: c[4].replace("\\n", "\n").replace("\\t", "\t"),
             }
         })
         .collect()
@@ -52,12 +61,11 @@ struct Figures {
     report: String,
 }
 
-fn measure() -> Figures {
-    let samples = corpus();
+fn measure(samples: &[Sample<'_>]) -> Figures {
     let (mut tp, mut fn_, mut fp, mut tn) = (0, 0, 0, 0);
     let mut kinds: BTreeMap<(bool, &str), Tally> = BTreeMap::new();
     let mut wrong = Vec::new();
-    for s in &samples {
+    for s in samples {
         let found = scan_bytes(s.path, s.text.as_bytes(), &Allow::default());
         let t = kinds.entry((s.secret, s.kind)).or_default();
         t.total += 1;
@@ -139,16 +147,17 @@ fn the_corpus_is_what_the_issue_asks_for() {
 /// Prints the figures; the threshold is held by the test below.
 #[test]
 fn recall_and_precision_are_printed() {
-    let f = measure();
+    let samples = corpus();
+    let f = measure(&samples);
     println!("{}", f.report);
-    assert_eq!(f.tp + f.fn_ + f.fp + f.tn, corpus().len());
+    assert_eq!(f.tp + f.fn_ + f.fp + f.tn, samples.len());
 }
 
 /// Issue 18's bar: nine in ten secrets caught, fewer than one in ten
 /// findings on harmless values.
 #[test]
 fn recall_and_precision_reach_nine_in_ten() {
-    let f = measure();
+    let f = measure(&corpus());
     assert!(
         f.recall >= 0.90 && f.precision >= 0.90,
         "recall {:.3}, precision {:.3}\n{}",
@@ -156,4 +165,15 @@ fn recall_and_precision_reach_nine_in_ten() {
         f.precision,
         f.report
     );
+}
+
+/// The held-out figures, printed: how far the corpus figures carry to
+/// samples the rules were not written against. No threshold: a miss here
+/// is a finding to read, not to tune away.
+#[test]
+fn held_out_figures_are_printed() {
+    let samples = heldout();
+    let f = measure(&samples);
+    println!("held out: {}", f.report);
+    assert_eq!(f.tp + f.fn_ + f.fp + f.tn, samples.len());
 }
