@@ -7,7 +7,6 @@
 //! finding names the path, the rule and a six-character excerpt, never the
 //! value.
 
-use std::io::Read;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -114,12 +113,21 @@ pub fn glob(pattern: &str, text: &str) -> bool {
     go(&p, &t)
 }
 
+/// Key stores, refused by name like [`REFUSED_PATHS`]: they hold private
+/// keys whatever their password.
+pub const KEY_STORES: [&str; 4] = ["*.p12", "*.pfx", "*.jks", "*.keystore"];
+
 /// Whether a path's name is refused at any depth.
 pub fn refused_name(path: &str) -> bool {
-    path.split('/')
-        .any(|seg| REFUSED_PATHS.iter().any(|g| glob(g, seg)))
+    path.split('/').any(|seg| {
+        REFUSED_PATHS
+            .iter()
+            .chain(KEY_STORES.iter())
+            .any(|g| glob(g, seg))
+    })
 }
 
+pub mod archive;
 pub mod rules;
 pub mod value;
 
@@ -336,9 +344,32 @@ pub fn scan_text(path: &str, text: &str, allow: &Allow, hard_only: bool) -> Vec<
     scan.out
 }
 
-/// Scan a file's bytes: refused names, zip and gzip members, then text.
+/// Scan a file's bytes: refused names, archive members (within
+/// [`archive::BOUNDS`]), then text.
 pub fn scan_bytes(path: &str, bytes: &[u8], allow: &Allow) -> Vec<Finding> {
+    scan_bytes_bounded(path, bytes, allow, archive::BOUNDS)
+}
+
+/// [`scan_bytes`] with other bounds on what archives may expand to.
+pub fn scan_bytes_bounded(
+    path: &str,
+    bytes: &[u8],
+    allow: &Allow,
+    bounds: archive::Bounds,
+) -> Vec<Finding> {
+    let mut budget = archive::Budget::new(bounds);
+    scan_nested(path, bytes, allow, 0, &mut budget)
+}
+
+fn scan_nested(
+    path: &str,
+    bytes: &[u8],
+    allow: &Allow,
+    depth: usize,
+    budget: &mut archive::Budget,
+) -> Vec<Finding> {
     let mut out = Vec::new();
+    let base = path.rsplit(['/', '!']).next().unwrap_or(path);
     if refused_name(path) && !allow.accepts_file(path) {
         out.push(Finding {
             path: path.to_string(),
@@ -347,29 +378,24 @@ pub fn scan_bytes(path: &str, bytes: &[u8], allow: &Allow) -> Vec<Finding> {
         });
         return out;
     }
-    if bytes.starts_with(b"PK\x03\x04") {
-        if let Ok(mut archive) = zip::ZipArchive::new(std::io::Cursor::new(bytes)) {
-            for i in 0..archive.len() {
-                let Ok(mut member) = archive.by_index(i) else {
-                    continue;
-                };
-                let name = format!("{path}!{}", member.name());
-                let mut data = Vec::new();
-                if member.read_to_end(&mut data).is_ok() {
-                    out.extend(scan_bytes(&name, &data, allow));
-                }
-            }
+    if let Some(kind) = archive::kind(bytes) {
+        let (members, over) = archive::members(path, kind, bytes, depth, budget);
+        if over.is_some() && budget.over.is_none() {
+            budget.over = over;
         }
-        return out;
-    }
-    if bytes.starts_with(&[0x1f, 0x8b]) {
-        let mut data = Vec::new();
-        if flate2::read::GzDecoder::new(bytes)
-            .read_to_end(&mut data)
-            .is_ok()
-        {
-            let inner = path.strip_suffix(".gz").unwrap_or(path);
-            out.extend(scan_bytes(&format!("{inner}!gz"), &data, allow));
+        for (name, data) in members {
+            if budget.over.is_some() {
+                break;
+            }
+            out.extend(scan_nested(&name, &data, allow, depth + 1, budget));
+        }
+        // One bound crossed anywhere refuses the file scanned, once.
+        if depth == 0 && budget.over.is_some() && !allow.accepts_file(path) {
+            out.push(Finding {
+                path: path.to_string(),
+                rule: "archive-bound",
+                excerpt: excerpt(base),
+            });
         }
         return out;
     }
