@@ -128,9 +128,11 @@ pub fn refused_name(path: &str) -> bool {
 }
 
 pub mod archive;
+pub mod explain;
 pub mod rules;
 pub mod value;
 
+pub use explain::{RuleInfo, all_rules, describe, explain, reasons};
 pub use rules::{CODE_RULES, Check, Layer, RULES, Rule};
 
 pub(crate) fn re(s: &str) -> Regex {
@@ -184,7 +186,7 @@ fn public_domain(domain: &str) -> bool {
         || d == "localhost"
 }
 
-fn excerpt(s: &str) -> String {
+pub(crate) fn excerpt(s: &str) -> String {
     s.trim_start_matches(|c: char| c.is_whitespace() || "\\'\"`>=:(,)".contains(c))
         .chars()
         .take(6)
@@ -237,6 +239,17 @@ fn kubernetes_secret(text: &str) -> Option<std::ops::Range<usize>> {
         offset += line.len();
     }
     None
+}
+
+/// The text with its structural public material blanked (same length,
+/// newlines kept).
+pub(crate) fn blank_public(text: &str) -> String {
+    let mut blanked = text.to_string();
+    let ranges: Vec<_> = BLANK.find_iter(text).map(|m| m.range()).collect();
+    for r in ranges {
+        blank_range(&mut blanked, r);
+    }
+    blanked
 }
 
 struct Scan<'a> {
@@ -301,11 +314,7 @@ pub fn scan_text(path: &str, text: &str, allow: &Allow, hard_only: bool) -> Vec<
     if allow.accepts_file(path) {
         return Vec::new();
     }
-    let mut blanked = text.to_string();
-    let ranges: Vec<_> = BLANK.find_iter(text).map(|m| m.range()).collect();
-    for r in ranges {
-        blank_range(&mut blanked, r);
-    }
+    let mut blanked = blank_public(text);
     let matched = rules::COMPILED.set.matches(&blanked);
     let mut scan = Scan {
         path,
