@@ -147,7 +147,6 @@ pub(crate) fn re(s: &str) -> Regex {
 static BLANK: LazyLock<Regex> = LazyLock::new(|| {
     re(&[
         r"ENC\[age:[A-Za-z0-9+/=]*\]",
-        r#"(?m:(?:^|[\s"'=(\[,]))[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[A-Za-z0-9._~/-]+(?:\.git)?\b"#,
         r"\bage1[0-9a-z]{58}\b",
         r"\b(?:h1|zh):[A-Za-z0-9+/=]+",
         r"\b(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp[0-9]+|sk-(?:ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com) [A-Za-z0-9+/=]+",
@@ -158,6 +157,12 @@ static BLANK: LazyLock<Regex> = LazyLock::new(|| {
         r"\bSHA256:[A-Za-z0-9+/]{43}",
     ]
     .join("|"))
+});
+
+/// scp-style git URLs (`git@host:org/repo.git`), apart: the one blanked
+/// shape with no literal prefix, run only on a text with an `@`.
+static SCP_URL: LazyLock<Regex> = LazyLock::new(|| {
+    re(r#"(?m:(?:^|[\s"'=(\[,]))[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[A-Za-z0-9._~/-]+(?:\.git)?\b"#)
 });
 
 static SERVICE_ACCOUNT: LazyLock<Regex> = LazyLock::new(|| re(r#""type"\s*:\s*"service_account""#));
@@ -245,7 +250,10 @@ fn kubernetes_secret(text: &str) -> Option<std::ops::Range<usize>> {
 /// newlines kept).
 pub(crate) fn blank_public(text: &str) -> String {
     let mut blanked = text.to_string();
-    let ranges: Vec<_> = BLANK.find_iter(text).map(|m| m.range()).collect();
+    let mut ranges: Vec<_> = BLANK.find_iter(text).map(|m| m.range()).collect();
+    if text.contains('@') {
+        ranges.extend(SCP_URL.find_iter(text).map(|m| m.range()));
+    }
     for r in ranges {
         blank_range(&mut blanked, r);
     }
@@ -279,8 +287,8 @@ impl Scan<'_> {
         self.claimed.push(range);
     }
 
-    fn table(&mut self, text: &str, matched: &regex::SetMatches, layer: Layer) {
-        for i in matched.iter() {
+    fn table(&mut self, text: &str, matched: &[usize], layer: Layer) {
+        for &i in matched {
             let Some(rule) = RULES.get(i).filter(|r| r.layer == layer) else {
                 continue;
             };
@@ -315,7 +323,7 @@ pub fn scan_text(path: &str, text: &str, allow: &Allow, hard_only: bool) -> Vec<
         return Vec::new();
     }
     let mut blanked = blank_public(text);
-    let matched = rules::COMPILED.set.matches(&blanked);
+    let matched = rules::candidates(&blanked);
     let mut scan = Scan {
         path,
         allow,
@@ -331,8 +339,9 @@ pub fn scan_text(path: &str, text: &str, allow: &Allow, hard_only: bool) -> Vec<
         scan.found("gcp-service-account", &blanked, m.range());
     }
     if !hard_only && !soft_skipped(path) {
+        let at = blanked.contains('@');
         let emails: Vec<_> = EMAIL
-            .find_iter(&blanked)
+            .find_iter(if at { &blanked } else { "" })
             // user@host inside a URL (https://key@host/) is not an address.
             .filter(|m| !blanked[..m.start()].ends_with("//"))
             .filter(|m| !public_domain(m.as_str().rsplit('@').next().unwrap_or_default()))

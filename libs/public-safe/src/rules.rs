@@ -61,6 +61,11 @@ pub struct Rule {
     /// The capture group holding the value (0: the whole match).
     pub group: usize,
     pub check: Check,
+    /// Empty: the pattern has a literal prefix and joins the `RegexSet`.
+    /// Otherwise the rule runs alone, and only on a text containing one of
+    /// these (case-sensitive; `""` always): a pattern with no literal
+    /// prefix would make the set's automaton slow for every rule.
+    pub needles: &'static [&'static str],
     pub positives: &'static [&'static str],
     pub negatives: &'static [&'static str],
 }
@@ -78,6 +83,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Jwt,
+        needles: &[],
         positives: &[
             "token: eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abc",
             "eyJhbGciOiJIUzI1NiJ9wZXJ0aWVzIjp7fX0x",
@@ -95,6 +101,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 1,
         check: PemBody,
+        needles: &[],
         positives: &[
             "-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAK\n-----END RSA PRIVATE KEY-----",
             "-----BEGIN OPENSSH PRIVATE KEY-----",
@@ -113,6 +120,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Runs,
+        needles: &[],
         positives: &[
             "aws_access_key_id = AKIAIOSFODNN7EXAMPLE",
             "ABIAMJFFBLUWXHCKJRGR",
@@ -132,6 +140,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Always,
+        needles: &[],
         positives: &[r#"{"type": "service_account", "private_key_id": "1234abcd"}"#],
         negatives: &[r#"{"private_key_id": ""}"#],
     },
@@ -142,6 +151,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Placeholder,
+        needles: &[],
         positives: &["xoxb-123456789012-abcdefghij"],
         negatives: &["xoxb-xxxxxxxxxxxx-xxxxxxxxxxxxx", "xoxb-123"],
     },
@@ -152,6 +162,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Placeholder,
+        needles: &[],
         positives: &["GH=ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"],
         negatives: &[
             "ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
@@ -165,6 +176,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Always,
+        needles: &[],
         positives: &["AGE-SECRET-KEY-1QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ"],
         negatives: &[
             "AGE-SECRET-KEY-1QQQQ",
@@ -178,6 +190,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 1,
         check: Literal,
+        needles: &[],
         positives: &[
             "export TF_VAR_db_password=hunter2hunter2",
             "TF_VAR_token=\"literal-value\"",
@@ -196,6 +209,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Placeholder,
+        needles: &[],
         positives: &[
             "aws_session_token = IQoJb3JpZ2luX2VjNnTr2Zvy6KRzMID+rrTkJu3uCbo6MCjT1P6u7f0laSO7475+eZjXolA91p+GA1rC0X7W4816byeU0Nfq6EnJQJQYX1zy+VirUVGv0f5A/OjU3P+cGiE4pKw1",
         ],
@@ -208,6 +222,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Placeholder,
+        needles: &[],
         positives: &[
             "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",
         ],
@@ -223,6 +238,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Placeholder,
+        needles: &[],
         positives: &[
             "CI_TOKEN=glpat-Cszx9IEbS6NP3zTufiti",
             "glptt-d158cd75340e0099c72ce8c4a851db418c4d5cc0",
@@ -236,6 +252,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Placeholder,
+        needles: &[],
         positives: &[
             "xapp-1-ASF17SG0GJF-8070343976719-e9f005fee811233a7c7ec8b08c65e495a895f9c5a868c8b01e579e5854ea339e",
         ],
@@ -248,6 +265,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Placeholder,
+        needles: &[],
         positives: &[
             "xoxe.xoxp-1-yisBHywfdEGmjVHVrILBThFEnTeGs6FlAnUuQgSTjHc4hgzVNdnDinypLtdZ",
             "xoxo-8UO93XXUOuLruvGuGTNDzeTkLig6bibP2vfYrR4H",
@@ -261,6 +279,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Placeholder,
+        needles: &[],
         positives: &[
             "url: https://hooks.slack.com/services/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",
         ],
@@ -276,6 +295,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Placeholder,
+        needles: &[],
         positives: &[
             "sk_live_9AA7S9LATaTrEFbjLVnQcjZMnD3k7HplfPyl0I4B",
             "rk_live_jfSUPjEnWTnHC392F8Ej1zoKjFxioE39hRcs7LoR",
@@ -292,6 +312,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 1,
         check: Placeholder,
+        needles: &[],
         positives: &["maps_key: AIzaOKf8gQ-Nj5HYuH3soT8qLD5FIpUadxGUPk7"],
         negatives: &[
             "AIzaXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
@@ -305,6 +326,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Placeholder,
+        needles: &[],
         positives: &["client_secret: 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"],
         negatives: &["GOCSPX-xxxxxxxxxxxxxxxxxxxxxxxxxxxx"],
     },
@@ -315,6 +337,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 1,
         check: Placeholder,
+        needles: &["Q~"],
         positives: &[
             "client_secret=eNj8Q~5sa-Gpg63aENfTCO24FVsdZvLB9jmGApN",
             "value: \"eNj8Q~5sa-Gpg63aENfTCO24FVsdZvLB9jmGApN\"",
@@ -331,6 +354,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 1,
         check: Placeholder,
+        needles: &[],
         positives: &[
             "DefaultEndpointsProtocol=https;AccountName=x;AccountKey=nAbJx9eIgrs6nxzVx1WGsDvi21c0ldEESx7evnZ8C6bfg6jjs6KY6mB0sdtxG2VqUGncjsoNCKwV1gIitzxKuA==;EndpointSuffix=core.windows.net",
         ],
@@ -343,6 +367,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Placeholder,
+        needles: &[],
         positives: &[
             "https://a.blob.core.windows.net/c?sv=2022-11-02&ss=b&sp=r&se=2027-01-01T00:00:00Z&sig=wX9uxOdmXvmihKobwXeFQEIt7Hplf9AA7S9LAT%3D",
         ],
@@ -355,6 +380,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Placeholder,
+        needles: &[],
         positives: &["HUGGINGFACE_TOKEN=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"],
         negatives: &[
             "hf_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
@@ -368,6 +394,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Placeholder,
+        needles: &[],
         positives: &[
             "sk-proj-1LaYpoMjOcIZjdY5Bty0ojjGqzTZYU97daENu81AT3BlbkFJF9d90vxfEaW7sDiB6JZac2pjjvKYWEu4Hh9VVnCq",
         ],
@@ -380,6 +407,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Placeholder,
+        needles: &[],
         positives: &[
             "sk-ant-api03-nHyR4Th69Uip0gmNCdvBfuWzJVOo0emzF0_7_-UZqxQwX8DrDZPIuX76s-OG0CueCu1rgUrSVv3cdwhiU20c1tBQMKXpmAA",
         ],
@@ -392,6 +420,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Placeholder,
+        needles: &[],
         positives: &[
             "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",
             "r8_FU7jWqhn873r47wqLChlyoC7rLTEm9ZgTPLL2",
@@ -405,6 +434,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Placeholder,
+        needles: &[],
         positives: &["npm_1QQQ9nAS5UHoInrSQsBEbA8TiiL5Ez0cN1wE"],
         negatives: &["npm_config_registry_url_for_the_mirror"],
     },
@@ -415,6 +445,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 1,
         check: Literal,
+        needles: &["_auth", "_password"],
         positives: &["//registry.npmjs.org/:_authToken=8f3d4a2c-1b9e-4c7d-a6f5-0e2b9c8d7a61"],
         negatives: &["//registry.npmjs.org/:_authToken=${NPM_TOKEN}"],
     },
@@ -425,6 +456,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Placeholder,
+        needles: &[],
         positives: &[
             "password = pypi-AgEIcHlwaS5vcmcjgT8sbJzZ_nffY6ucKKv-Q3ZVOwb3mTh8hbfbJQkuTDR7vA2x_88i_9Ey_V8",
         ],
@@ -437,6 +469,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Placeholder,
+        needles: &[],
         positives: &[
             "rubygems_f6bf4bfaf339d1f39dd18d7896e10201dda61d8d58f9e95a",
             "oy2orqu2ss60icxn0ftskkz92qs1gwhso7uli7ghi6bx67",
@@ -452,6 +485,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Placeholder,
+        needles: &[],
         positives: &[
             "VAULT_TOKEN=hvs.NI0LbxQ9xa9ZXequFe2LfIjjn0904WFcVhfjFDYPguxvjNiFEgpgfedbClE6RM5g2F7UtaVFzWtbImVp_PQ1s1P-LF",
         ],
@@ -464,6 +498,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Placeholder,
+        needles: &[".atlasv1."],
         positives: &[
             "Mw6cWkcQziPZ0r.atlasv1.t4Wzjlsf7FsBqFEIko_jQ0XPe_ez0LbYN3ypRnt4lwWjiTh6aCo3YTqqQgE7PyVPuHh",
         ],
@@ -478,6 +513,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Placeholder,
+        needles: &["SK", "SG.", "key-", "-us"],
         positives: &[
             "SKbfd95e78d5c59da7e4a667c6d823c648",
             "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",
@@ -497,6 +533,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Placeholder,
+        needles: &[":AA"],
         positives: &["bot_token: 535638054:AAhsAVz9ixhPBbaNn_aPwwlmC63FXrCqRdw"],
         negatives: &[
             "time: 20261203:AA",
@@ -510,6 +547,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Placeholder,
+        needles: &["."],
         positives: &[
             "MgnFSdgVcFTp9bnfKRiZiP1wSm.3afAHe.14Z6IpJmP74FGLG5dockZQUjahxLFIwAJt_oLb",
             "https://discord.com/api/webhooks/467207962872062971/aW4njp9Tg3NeJRezAdfHj-A2QaSkFGZz_qSimQhPTy7h_t5cJxJ3sAM8DB2829c1cf83",
@@ -523,6 +561,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Placeholder,
+        needles: &[],
         positives: &[
             "DATABRICKS_TOKEN=dapidbe06531ec674358a31a21e349f48d8e",
             "databricks_token: dapidbe06531ec674358a31a21e349f48d8e",
@@ -555,6 +594,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Placeholder,
+        needles: &[],
         positives: &[
             "sq0atp-wUt20DFUswTN2pgKYCr5sB",
             "EAAAXPWorMLb3aTaEp331qRkD05JDUxnOMtwJsUT8yvDkWll9Tdoxx6CtpbXt8ZI",
@@ -572,6 +612,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Placeholder,
+        needles: &[],
         positives: &[
             "LTAIwXulqN5LwQmWUjFMC4Qt",
             "EAAC1DtWqwdhfZfjBfAjHkXIpQPRy8dgj9dpksBXDV2QRTUz5dpkIKZ1lfLJRmrSCvcha8NKi6wYvP1UURzjjCQhqi5GU8K44vYJOhyDCyI1ajXV8R",
@@ -589,6 +630,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Always,
+        needles: &[],
         positives: &["-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBF..."],
         negatives: &["-----BEGIN PGP PUBLIC KEY BLOCK-----"],
     },
@@ -599,6 +641,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Always,
+        needles: &[],
         positives: &["PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none"],
         negatives: &["PuTTYgen"],
     },
@@ -609,6 +652,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 0,
         check: Base64PrivateKey,
+        needles: &[],
         positives: &[
             "client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQozM2J0TElyeFB1d2RwTi9wNllzS2RpYm5JVENYRnFGbHMxOHMyTmRs",
         ],
@@ -621,6 +665,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 1,
         check: Placeholder,
+        needles: &["PrivateKey"],
         positives: &["[Interface]\nPrivateKey = Yh7YYUvmIo2qI6jaG0ey5Mhp8KND2e9pZCLiC8UfCdA="],
         negatives: &["PublicKey = Yh7YYUvmIo2qI6jaG0ey5Mhp8KND2e9pZCLiC8UfCdA="],
     },
@@ -631,6 +676,7 @@ pub static RULES: &[Rule] = &[
         layer: Hard,
         group: 1,
         check: Literal,
+        needles: &["://"],
         positives: &[
             "database_url: postgres://app:Orchid!42river@db1.internal:5432/app",
             "mongodb+srv://admin:q8Zr2kLm@cluster0.internal",
@@ -650,6 +696,7 @@ pub static RULES: &[Rule] = &[
         layer: Soft,
         group: 1,
         check: Literal,
+        needles: &["curl"],
         positives: &["curl -u deploy:Velvet#281maple https://api.internal.test/v1/items"],
         negatives: &[
             "curl -u deploy:$PASSWORD https://x",
@@ -663,6 +710,7 @@ pub static RULES: &[Rule] = &[
         layer: Soft,
         group: 1,
         check: Literal,
+        needles: &["uthorization", "UTHORIZATION"],
         positives: &[
             "curl -H \"Authorization: Bearer 9AA7S9LATaTrEFbjLVnQcjZMnD3k7Hpl\" https://x",
             "Authorization: Basic c3ZjOk9yY2hpZCE0MnJpdmVy",
@@ -680,6 +728,7 @@ pub static RULES: &[Rule] = &[
         layer: Soft,
         group: 1,
         check: Literal,
+        needles: &["machine"],
         positives: &["machine api.internal.test login deploy password Quartz%91harbor"],
         negatives: &["machine api.internal.test login deploy password $NETRC_PASSWORD"],
     },
@@ -690,6 +739,7 @@ pub static RULES: &[Rule] = &[
         layer: Soft,
         group: 1,
         check: Literal,
+        needles: &["--"],
         positives: &[
             "mysql -u root --password=Nimbus&772cobalt app",
             "app --api-token 9AA7S9LATaTrEFbjLVnQcjZMnD3k7Hpl --verbose",
@@ -707,6 +757,7 @@ pub static RULES: &[Rule] = &[
         layer: Soft,
         group: 2,
         check: Literal,
+        needles: &["</"],
         positives: &["<server><id>nexus</id><password>Tango&12velvet</password></server>"],
         negatives: &[
             "<password>${env.NEXUS_PASSWORD}</password>",
@@ -720,6 +771,7 @@ pub static RULES: &[Rule] = &[
         layer: Soft,
         group: 0,
         check: Assignment,
+        needles: &[""],
         positives: &[
             "password: Orchid!42river",
             "DB_PASSWORD=Falcon_06falcon$",
@@ -772,20 +824,51 @@ pub static CODE_RULES: &[(&str, Layer, &str)] = &[
 ];
 
 pub struct Compiled {
+    /// The rules with a literal prefix, in one automaton.
     pub set: RegexSet,
+    /// For each entry of `set`, its index in [`RULES`].
+    pub in_set: Vec<usize>,
+    /// Every rule's own pattern, by index in [`RULES`].
     pub each: Vec<Regex>,
 }
 
 pub static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
-    let patterns: Vec<&str> = RULES.iter().map(|r| r.regex).collect();
+    let in_set: Vec<usize> = (0..RULES.len())
+        .filter(|&i| RULES[i].needles.is_empty())
+        .collect();
     Compiled {
-        set: RegexSet::new(&patterns).unwrap_or_else(|e| panic!("built-in rule table: {e}")),
-        each: patterns
+        set: RegexSet::new(in_set.iter().map(|&i| RULES[i].regex))
+            .unwrap_or_else(|e| panic!("built-in rule table: {e}")),
+        in_set,
+        each: RULES
             .iter()
-            .map(|p| Regex::new(p).unwrap_or_else(|e| panic!("built-in pattern {p}: {e}")))
+            .map(|r| {
+                Regex::new(r.regex).unwrap_or_else(|e| panic!("built-in pattern {}: {e}", r.regex))
+            })
             .collect(),
     }
 });
+
+/// The rules that may match a text, by index in [`RULES`]: one pass of
+/// the set, and the needles of the rules that run alone.
+pub fn candidates(text: &str) -> Vec<usize> {
+    let c = &*COMPILED;
+    let mut out: Vec<usize> = c
+        .set
+        .matches(text)
+        .iter()
+        .filter_map(|k| c.in_set.get(k).copied())
+        .collect();
+    out.extend(
+        RULES
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| !r.needles.is_empty() && r.needles.iter().any(|n| text.contains(n)))
+            .map(|(i, _)| i),
+    );
+    out.sort_unstable();
+    out
+}
 
 pub fn rule(id: &str) -> Option<&'static Rule> {
     RULES.iter().find(|r| r.id == id)
@@ -840,8 +923,8 @@ mod tests {
             assert!(!rule.description.is_empty(), "{}", rule.id);
             for p in rule.positives {
                 assert!(
-                    COMPILED.set.matches(p).matched(i),
-                    "{}: set misses {p}",
+                    candidates(p).contains(&i),
+                    "{}: the set or needles miss {p}",
                     rule.id
                 );
                 assert!(hits(rule, i, p), "{}: misses {p}", rule.id);

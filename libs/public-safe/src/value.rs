@@ -479,6 +479,18 @@ pub fn high_entropy_value(token: &str) -> bool {
     if b.iter().all(u8::is_ascii_hexdigit) || token.starts_with('/') {
         return false;
     }
+    // A path: a `/`-separated segment that is a lower-case word
+    // (`com/machine_type/EKKQh8...`, `src/components/...`).
+    if token.contains('/')
+        && token.split('/').any(|seg| {
+            seg.len() >= 3
+                && seg
+                    .bytes()
+                    .all(|c| c.is_ascii_lowercase() || c == b'_' || c == b'-')
+        })
+    {
+        return false;
+    }
     let successive = b
         .windows(2)
         .filter(|w| w[1] == w[0].wrapping_add(1))
@@ -496,7 +508,8 @@ pub fn high_entropy_value(token: &str) -> bool {
 pub fn high_entropy_spans(text: &str) -> Vec<Range<usize>> {
     const MIN: usize = 32;
     let b = text.as_bytes();
-    let mut urls = URL.find_iter(text).map(|m| m.range()).peekable();
+    let scheme = if text.contains("://") { text } else { "" };
+    let mut urls = URL.find_iter(scheme).map(|m| m.range()).peekable();
     let mut out = Vec::new();
     let mut i = 0;
     while i < b.len() {
@@ -592,6 +605,7 @@ mod tests {
             "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
             "0123456789abcdef0123456789ABCDEF0123",
             "IyEvYmluL2Jhc2gKc2V0IC1ldW8gcGlwZWZhaWwKYXB0LWdldCB1cGRhdGUK",
+            "com/machine_type/EKKQh8KqRptSdsUfeHBTYV9x",
         ] {
             assert!(!high_entropy_value(s), "{s}");
         }
