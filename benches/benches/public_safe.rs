@@ -41,6 +41,9 @@ impl Lcg {
     }
 }
 
+/// How one line of a file is written: the generator, a key, a number.
+type Line = fn(&mut Lcg, &str, usize) -> String;
+
 const AN: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 const HEX: &[u8] = b"0123456789abcdef";
 
@@ -63,7 +66,7 @@ fn file(g: &mut Lcg, i: usize) -> (String, Vec<u8>) {
         "network",
     ];
     let mut body = String::new();
-    let (path, line): (String, fn(&mut Lcg, &str, usize) -> String) = match i % 6 {
+    let (path, line): (String, Line) = match i % 6 {
         0 => (format!("images/img-{i}.yml"), |g, k, n| {
             format!(
                 "  {k}_{n}: {}-{}\n",
@@ -105,7 +108,7 @@ fn file(g: &mut Lcg, i: usize) -> (String, Vec<u8>) {
         let k = g.pick(&words);
         body.push_str(&line(g, k, n));
     }
-    if i % 50 == 0 {
+    if i.is_multiple_of(50) {
         body.push_str(&format!("api_key: \"{}\"\n", g.token(AN, 32)));
     }
     (path, body.into_bytes())
