@@ -147,6 +147,7 @@ pub(crate) fn re(s: &str) -> Regex {
 static BLANK: LazyLock<Regex> = LazyLock::new(|| {
     re(&[
         r"ENC\[age:[A-Za-z0-9+/=]*\]",
+        r"ENC\[AES256_GCM,data:[^\]\s]*\]",
         r"\bage1[0-9a-z]{58}\b",
         r"\b(?:h1|zh):[A-Za-z0-9+/=]+",
         r"\b(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp[0-9]+|sk-(?:ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com) [A-Za-z0-9+/=]+",

@@ -691,13 +691,18 @@ pub static RULES: &[Rule] = &[
     // ---- generic credentials (soft)
     Rule {
         id: "curl-credentials",
-        description: "curl -u/--user user:password with a literal password.",
-        regex: r"\bcurl\b[^\n]*?\s(?:-u|--user)[\s=]+[\x22']?[^\s:\x22']+:([^\s\x22']+)",
+        description: "curl -u/--user user:password with a literal password (on the curl line or a continuation line; the user may be empty, the password quoted).",
+        regex: r"\bcurl\b(?:[^\n]|\\\n)*?\s(?:-u|--user)[ \t=]+[\x22']?[^\s:\x22']*:[\x22']?([^\s\x22']+)",
         layer: Soft,
         group: 1,
         check: Literal,
         needles: &["curl"],
-        positives: &["curl -u deploy:Velvet#281maple https://api.internal.test/v1/items"],
+        positives: &[
+            "curl -u deploy:Velvet#281maple https://api.internal.test/v1/items",
+            "curl -k https://x \\\n  -u developer:Velvet#281maple",
+            "curl --user kevin:'Velvet#281maple' -X PATCH",
+            "curl -u \":Velvet#281maple\" https://x",
+        ],
         negatives: &[
             "curl -u deploy:$PASSWORD https://x",
             "curl -u \"$USER:$PASS\" https://x",
@@ -705,8 +710,8 @@ pub static RULES: &[Rule] = &[
     },
     Rule {
         id: "authorization-header",
-        description: "An Authorization header with a literal Bearer, Basic or token credential.",
-        regex: r"(?i)\bauthorization[\x22']?\s*[:=]\s*[\x22']?(?:bearer|basic|token)\s+([A-Za-z0-9._~+/=-]{8,})",
+        description: "An Authorization header with a literal credential (Bearer, Basic, Token, Api-Token or no scheme).",
+        regex: r"(?i)\bauthorization[\x22']?\s*[:=]\s*[\x22']?(?:(?:bearer|basic|token|api-token)\s+)?([A-Za-z0-9._~+/=-]{8,})",
         layer: Soft,
         group: 1,
         check: Literal,
@@ -767,7 +772,7 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "secret-assignment",
         description: "A secret-sounding key (password, passwd, secret, token, api_key, client_secret, private_key, credentials, ...) assigned a literal in YAML, JSON, INI, .env, HCL, shell or code: not a ${...}/{{ ... }}/$VAR reference, not ENC[age:...], not a placeholder, and with enough entropy for its length.",
-        regex: r#"(?i)([a-z0-9_.-]*(?:pass|pwd|secret|token|key|cred|auth)[a-z0-9_.-]*)["']?[ \t]*(?::=|=>|:|=)[ \t]*(?:"([^"\r\n]*)"|'([^'\r\n]*)'|([^\s"'][^\s]*))"#,
+        regex: r#"(?i)([a-z0-9_.-]*(?:pass|pwd|secret|token|key|cred|auth)[a-z0-9_.-]*)["']?(?:\[\])?\]?[ \t]*(?::=|=>|:|=)[ \t]*(?:"([^"\r\n]*)"|'([^'\r\n]*)'|([^\s"'][^\s]*))"#,
         layer: Soft,
         group: 0,
         check: Assignment,

@@ -99,7 +99,13 @@ pub fn one_char_run(v: &str) -> bool {
 /// A placeholder: a marker, a bare word, or a run of one character.
 pub fn placeholder(v: &str) -> bool {
     let l = v.trim().to_ascii_lowercase();
-    MARKERS.iter().any(|m| l.contains(m)) || WORDS.contains(&l.as_str()) || one_char_run(&l)
+    let b = l.as_bytes();
+    MARKERS.iter().any(|m| l.contains(m))
+        || WORDS.contains(&l.as_str())
+        || one_char_run(&l)
+        // `[PASSWORD]`, `yyy`
+        || (l.starts_with('[') && l.ends_with(']'))
+        || (b.len() >= 3 && b.iter().all(|&c| c == b[0]))
 }
 
 /// A reference to a value held elsewhere: `${...}`, `{{ ... }}`, `$VAR`,
