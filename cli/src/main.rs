@@ -224,6 +224,14 @@ enum Command {
         /// Install a git pre-commit hook that runs `public-safe --staged`.
         #[arg(long)]
         install_hook: bool,
+        /// The findings as text (stderr), JSON or SARIF 2.1.0 (stdout; what
+        /// code-scanning UIs read).
+        #[arg(long, value_enum, default_value = "text")]
+        format: PublicSafeFormat,
+        /// Print what RULE refuses and what it lets through; with PATH, also
+        /// why each of its findings there matched (never the value).
+        #[arg(long, value_name = "RULE")]
+        explain: Option<String>,
     },
     /// Lineage: the recorded builds.
     Lineage {
@@ -523,6 +531,13 @@ enum PlanFormat {
     Json,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum PublicSafeFormat {
+    Text,
+    Json,
+    Sarif,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum GraphFormat {
     Dot,
@@ -591,6 +606,11 @@ fn main() -> ExitCode {
             command: CloudConfigCommand::Check { offline, files },
         } => return cloud_config_check(files, *offline),
         Command::Template { command } => return template_cmd::run(command),
+        Command::PublicSafe {
+            explain: Some(rule),
+            path: None,
+            ..
+        } => return public_safe_explain(rule),
         Command::Completions { shell } => {
             clap_complete::generate(*shell, &mut Cli::command(), "csis", &mut std::io::stdout());
             return ExitCode::SUCCESS;
@@ -727,7 +747,16 @@ fn main() -> ExitCode {
             path,
             staged,
             install_hook,
-        } => public_safe(&ws, path.as_deref(), *staged, *install_hook),
+            format,
+            explain,
+        } => public_safe(
+            &ws,
+            path.as_deref(),
+            *staged,
+            *install_hook,
+            *format,
+            explain.as_deref(),
+        ),
         Command::DecryptCheck => outcome(decrypt_check(&ws)),
         Command::Upgrade {
             kind,
@@ -1328,15 +1357,99 @@ fn decrypt_check(ws: &Workspace) -> Result<String, String> {
     Ok(lines.join("\n"))
 }
 
+/// `csis public-safe --explain RULE`: the rule's description, layer,
+/// pattern and what it lets through. Exit 2 for an unknown rule.
+fn public_safe_explain(rule: &str) -> ExitCode {
+    match csis_public_safe::explain(rule) {
+        Some(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        None => {
+            let ids: Vec<&str> = csis_public_safe::all_rules().iter().map(|r| r.id).collect();
+            eprintln!(
+                "error: no public-safe rule {rule:?} (rules: {})",
+                ids.join(", ")
+            );
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The findings as JSON: `{"scanned": n, "findings": [{path, rule,
+/// excerpt}]}`.
+fn public_safe_json(scanned: usize, findings: &[csis_public_safe::Finding]) -> serde_json::Value {
+    serde_json::json!({
+        "scanned": scanned,
+        "findings": findings
+            .iter()
+            .map(|f| serde_json::json!({"path": f.path, "rule": f.rule, "excerpt": f.excerpt}))
+            .collect::<Vec<_>>(),
+    })
+}
+
+/// The findings as SARIF 2.1.0: one run of the tool `csis public-safe`,
+/// every rule with its description, one error-level result per finding at
+/// its file (an archive member at the archive).
+fn public_safe_sarif(findings: &[csis_public_safe::Finding]) -> serde_json::Value {
+    let rules: Vec<serde_json::Value> = csis_public_safe::all_rules()
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "id": r.id,
+                "shortDescription": {"text": r.id},
+                "fullDescription": {"text": r.description},
+                "defaultConfiguration": {"level": "error"},
+                "properties": {"layer": match r.layer {
+                    csis_public_safe::Layer::Hard => "hard",
+                    csis_public_safe::Layer::Soft => "soft",
+                }},
+            })
+        })
+        .collect();
+    let results: Vec<serde_json::Value> = findings
+        .iter()
+        .map(|f| {
+            let file = f.path.split('!').next().unwrap_or(&f.path);
+            serde_json::json!({
+                "ruleId": f.rule,
+                "level": "error",
+                "message": {"text": format!("{}: {} (public-safe by construction; allow a value by decision in cfg/_config.yml public_safe.allow)", f.rule, f.excerpt)},
+                "locations": [{"physicalLocation": {"artifactLocation": {"uri": file}}}],
+                "partialFingerprints": {"csis/v1": format!("{}:{}:{}", f.path, f.rule, f.excerpt)},
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "csis public-safe",
+                "version": env!("CARGO_PKG_VERSION"),
+                "rules": rules,
+            }},
+            "results": results,
+        }],
+    })
+}
+
 fn public_safe(
     ws: &Workspace,
     path: Option<&std::path::Path>,
     staged: bool,
     install: bool,
+    format: PublicSafeFormat,
+    explain: Option<&str>,
 ) -> ExitCode {
     use csis_engine::run::commit;
     if install {
         return outcome(commit::install_hook(&OsSystem, &ws.root));
+    }
+    if let Some(rule) = explain
+        && csis_public_safe::describe(rule).is_none()
+    {
+        return public_safe_explain(rule);
     }
     let scanned = if staged {
         commit::scan_staged(&OsSystem, &ws.root)
@@ -1344,28 +1457,74 @@ fn public_safe(
         let under = path.map_or_else(|| ws.root.clone(), |p| ws.root.join(p));
         commit::scan_tree(&OsSystem, &ws.root, &under)
     };
-    match scanned {
+    let (n, findings) = match scanned {
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::from(1)
+            return ExitCode::from(1);
         }
-        Ok((n, findings)) if findings.is_empty() => {
-            println!("public-safe: {n} file(s) scanned, no findings");
-            ExitCode::SUCCESS
-        }
-        Ok((_, findings)) => {
-            for f in &findings {
-                eprintln!("{f}");
+        Ok(s) => s,
+    };
+    if let Some(rule) = explain {
+        // The rule, then why each of its findings matched, file by file.
+        print!("{}", csis_public_safe::explain(rule).unwrap_or_default());
+        let read = |p: &std::path::Path| {
+            OsSystem
+                .read_bytes(p)
+                .ok()
+                .flatten()
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default()
+        };
+        let allow =
+            csis_public_safe::Allow::from_config_text(&read(&ws.root.join("cfg/_config.yml")));
+        let mut files: Vec<&str> = findings
+            .iter()
+            .filter(|f| f.rule == rule && !f.path.contains('!'))
+            .map(|f| f.path.as_str())
+            .collect();
+        files.dedup();
+        for file in files {
+            let text = read(&ws.root.join(file));
+            for why in csis_public_safe::reasons(file, &text, &allow, rule) {
+                println!("{file}: {why}");
             }
-            let what = if staged {
-                "the staged files"
-            } else {
-                "the tree"
-            };
-            eprintln!("error: {}", csis_public_safe::refusal(what, &findings));
-            ExitCode::from(3)
         }
+        return if findings.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(3)
+        };
     }
+    let code = if findings.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(3)
+    };
+    match format {
+        PublicSafeFormat::Json => {
+            println!("{:#}", public_safe_json(n, &findings));
+            return code;
+        }
+        PublicSafeFormat::Sarif => {
+            println!("{:#}", public_safe_sarif(&findings));
+            return code;
+        }
+        PublicSafeFormat::Text => {}
+    }
+    if findings.is_empty() {
+        println!("public-safe: {n} file(s) scanned, no findings");
+        return code;
+    }
+    for f in &findings {
+        eprintln!("{f}");
+    }
+    let what = if staged {
+        "the staged files"
+    } else {
+        "the tree"
+    };
+    eprintln!("error: {}", csis_public_safe::refusal(what, &findings));
+    code
 }
 
 /// `csis cloud-config check`: every finding as `file:line:col: level:

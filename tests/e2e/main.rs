@@ -23,6 +23,7 @@ mod lineage;
 mod live;
 mod operations;
 mod packer;
+mod public_safe;
 mod run;
 mod secrets;
 mod shell;
