@@ -8,11 +8,9 @@
 use crate::support::{edit, ok};
 use csis_test_support::tree;
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
+use std::time::Duration;
 
 const T0: i64 = 1_796_226_804;
 const B0: &str = "2026_12_02T15_53_24";
@@ -285,43 +283,19 @@ fn a_template_key_on_an_os_builder_that_does_not_compose_from_templates_is_refus
     );
 }
 
-/// Lines until one contains `want`; all of them, for the message.
-fn until(rx: &mpsc::Receiver<String>, want: &str) -> Vec<String> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut seen = Vec::new();
-    while Instant::now() < deadline {
-        if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
-            let done = line.contains(want);
-            seen.push(line);
-            if done {
-                return seen;
-            }
-        }
-    }
-    panic!("no line with {want:?} in {seen:#?}");
-}
-
 #[test]
 fn watch_replans_template_edits_and_follows_a_changed_extends() {
     let (t, d) = built();
     let r = t.path();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_csis"))
-        .arg("--root-dir")
-        .arg(r)
-        .args(["watch", "all"])
-        .env("PATH", path_with(d.path()))
-        .env("CSIS_NOW", (T0 + 60).to_string())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (tx, rx) = mpsc::channel();
-    let stderr = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let start = until(&rx, "Watching for changes");
+    let (mut child, rx) = crate::support::watch(
+        Command::new(env!("CARGO_BIN_EXE_csis"))
+            .arg("--root-dir")
+            .arg(r)
+            .args(["watch", "all"])
+            .env("PATH", path_with(d.path()))
+            .env("CSIS_NOW", (T0 + 60).to_string()),
+    );
+    let start = crate::support::until(&rx, "Watching for changes");
     assert!(
         start.last().unwrap().contains("0 bake(s) planned"),
         "{start:#?}"
@@ -334,8 +308,11 @@ fn watch_replans_template_edits_and_follows_a_changed_extends() {
         "    - containerd\n",
         "    - containerd\n    - jq\n",
     );
-    let mut block = until(&rx, "templates/root.yml changed; re-planned in");
-    block.extend(until(&rx, "app-top@here: skip: current -> bake:"));
+    let mut block = crate::support::until(&rx, "templates/root.yml changed; re-planned in");
+    block.extend(crate::support::until(
+        &rx,
+        "app-top@here: skip: current -> bake:",
+    ));
     std::thread::sleep(Duration::from_millis(500));
     block.extend(rx.try_iter());
     let printed = block.join("\n");
@@ -351,7 +328,7 @@ fn watch_replans_template_edits_and_follows_a_changed_extends() {
         "{printed}"
     );
     edit(r, "templates/root.yml", "    - jq\n", "");
-    until(&rx, "tool@here: bake: parent lean re-bakes this run");
+    crate::support::until(&rx, "tool@here: bake: parent lean re-bakes this run");
     std::thread::sleep(Duration::from_millis(500));
     let _: Vec<String> = rx.try_iter().collect();
 
@@ -362,7 +339,7 @@ fn watch_replans_template_edits_and_follows_a_changed_extends() {
         "# The root of the chain",
         "# Edited: the root",
     );
-    let block = until(&rx, "templates/root.yml changed; re-planned in");
+    let block = crate::support::until(&rx, "templates/root.yml changed; re-planned in");
     std::thread::sleep(Duration::from_millis(500));
     let later: Vec<String> = rx.try_iter().collect();
     assert!(
@@ -377,7 +354,7 @@ fn watch_replans_template_edits_and_follows_a_changed_extends() {
         "extends: root.yml",
         "extends: extra.yml",
     );
-    let mut block = until(&rx, "tool@here: skip: current -> bake:");
+    let mut block = crate::support::until(&rx, "tool@here: skip: current -> bake:");
     std::thread::sleep(Duration::from_millis(500));
     block.extend(rx.try_iter());
     let printed = block.join("\n");

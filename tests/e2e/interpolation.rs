@@ -2,11 +2,9 @@
 //! through the binary: render raw and resolved, a sensitive output kept
 //! out of every output and file, and watch re-planning on a state change.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use csis_test_support::{files_below, tree, write_file};
 
@@ -190,44 +188,20 @@ fn a_sensitive_output_never_appears_in_outputs_or_files() {
     );
 }
 
-/// Lines until one contains `want`; all of them, for the message.
-fn until(rx: &mpsc::Receiver<String>, want: &str) -> Vec<String> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut seen = Vec::new();
-    while Instant::now() < deadline {
-        if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
-            let done = line.contains(want);
-            seen.push(line);
-            if done {
-                return seen;
-            }
-        }
-    }
-    panic!("no line with {want:?} in {seen:#?}");
-}
-
 #[test]
 fn watch_replans_only_the_entries_that_read_a_changed_output() {
     let t = interp_tree();
     let r = t.path();
     ok(csis_at(r, 1_796_226_804, &["run", "all", "--no-dry-run"]));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_csis"))
-        .arg("--root-dir")
-        .arg(r)
-        .args(["watch", "all"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (tx, rx) = mpsc::channel();
-    let stderr = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    until(&rx, "Watching for changes");
+    let (mut child, rx) = crate::support::watch(
+        Command::new(env!("CARGO_BIN_EXE_csis"))
+            .arg("--root-dir")
+            .arg(r)
+            .args(["watch", "all"]),
+    );
+    crate::support::until(&rx, "Watching for changes");
     std::fs::write(r.join("state/net.tfstate"), state("top-two")).unwrap();
-    let mut block = until(&rx, "state/net.tfstate changed; re-planned in");
+    let mut block = crate::support::until(&rx, "state/net.tfstate changed; re-planned in");
     assert!(
         block.last().unwrap().contains("queries executed"),
         "a state change re-plans in place: {block:#?}"

@@ -75,3 +75,36 @@ pub fn brief_validate(root: &Path) -> (Option<i32>, String) {
         String::from_utf8_lossy(&out.stderr).to_string(),
     )
 }
+
+/// `cmd` (a `csis ... watch` command) started with its stderr streamed,
+/// line by line, to the receiver.
+pub fn watch(cmd: &mut Command) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    use std::io::{BufRead, BufReader};
+    let mut child = cmd.stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    (child, rx)
+}
+
+/// Lines until one contains `want` (30 s at most); all of them, for the
+/// message.
+pub fn until(rx: &std::sync::mpsc::Receiver<String>, want: &str) -> Vec<String> {
+    use std::time::{Duration, Instant};
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut seen = Vec::new();
+    while Instant::now() < deadline {
+        if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
+            let done = line.contains(want);
+            seen.push(line);
+            if done {
+                return seen;
+            }
+        }
+    }
+    panic!("no line with {want:?} in {seen:#?}");
+}

@@ -1,26 +1,7 @@
 //! `csis watch`: re-plans on edits, survives broken YAML, stops on Ctrl-C.
 
 use csis_test_support::tree;
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
-
-/// Lines until one contains `want`; all of them, for the message.
-fn until(rx: &mpsc::Receiver<String>, want: &str) -> Vec<String> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut seen = Vec::new();
-    while Instant::now() < deadline {
-        if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
-            let done = line.contains(want);
-            seen.push(line);
-            if done {
-                return seen;
-            }
-        }
-    }
-    panic!("no line with {want:?} in {seen:#?}");
-}
+use std::process::Command;
 
 #[test]
 fn watch_replans_edits_recovers_from_broken_yaml_and_stops_on_ctrl_c() {
@@ -32,22 +13,14 @@ fn watch_replans_edits_recovers_from_broken_yaml_and_stops_on_ctrl_c() {
         1_796_226_804,
         &["run", "all", "--no-dry-run"],
     ));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_csis"))
-        .arg("--root-dir")
-        .arg(r)
-        .args(["watch", "all", "--generate"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (tx, rx) = mpsc::channel();
-    let stderr = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    until(&rx, "Watching for changes");
-    until(&rx, "[instance-image] generated: ");
+    let (mut child, rx) = crate::support::watch(
+        Command::new(env!("CARGO_BIN_EXE_csis"))
+            .arg("--root-dir")
+            .arg(r)
+            .args(["watch", "all", "--generate"]),
+    );
+    crate::support::until(&rx, "Watching for changes");
+    crate::support::until(&rx, "[instance-image] generated: ");
     assert!(
         r.join("generated/instance-image/run-instance-image.sh")
             .is_file(),
@@ -57,13 +30,13 @@ fn watch_replans_edits_recovers_from_broken_yaml_and_stops_on_ctrl_c() {
     let chain = r.join("images/chain.yml");
     let text = std::fs::read_to_string(&chain).unwrap();
     std::fs::write(&chain, text.replace("echo mid >", "echo middle >")).unwrap();
-    let block = until(&rx, "images/chain.yml changed; re-planned in");
+    let block = crate::support::until(&rx, "images/chain.yml changed; re-planned in");
     assert!(
         block.last().unwrap().contains("queries executed"),
         "an edit re-plans in place: {block:#?}"
     );
     // The decision that moved, why, and the files --generate rewrote.
-    let block = until(&rx, "[instance-image] generated: ");
+    let block = crate::support::until(&rx, "[instance-image] generated: ");
     let printed = block.join("\n");
     assert!(
         printed.contains("  mid@here: skip: current -> bake: inputs changed (fingerprint "),
@@ -82,13 +55,13 @@ fn watch_replans_edits_recovers_from_broken_yaml_and_stops_on_ctrl_c() {
 
     // A save with broken YAML prints its diagnostic; the watch goes on.
     std::fs::write(&chain, "images: [\n").unwrap();
-    let block = until(&rx, "error:");
+    let block = crate::support::until(&rx, "error:");
     assert!(
         block.iter().any(|l| l.contains("images/chain.yml")),
         "{block:#?}"
     );
     std::fs::write(&chain, &text).unwrap();
-    until(&rx, "the tree loads cleanly again");
+    crate::support::until(&rx, "the tree loads cleanly again");
 
     // Ctrl-C exits 0.
     let pid = child.id().to_string();
