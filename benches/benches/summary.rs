@@ -19,6 +19,10 @@ use csis_engine::db::system::MemorySystem;
 use csis_engine::run::RunSummary;
 use csis_engine::workspace::Workspace;
 
+/// The allocator of the `csis` binary, so the benches time what it runs.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// One measure's runs.
 struct Measure {
     name: &'static str,

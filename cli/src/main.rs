@@ -4,6 +4,12 @@
 //! Each command is a thin wrapper over one engine operation. The registry
 //! is assembled here from the plugins this binary links.
 
+/// mimalloc rather than glibc's malloc: a cold plan allocates on both
+/// cores, where glibc spends its time growing per-thread arenas (see
+/// docs/dependencies.md and docs/performance.md for the measurement).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod progress;
 mod report;
 mod template_cmd;
