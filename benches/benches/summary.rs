@@ -3,6 +3,11 @@
 //! ratio to the cold plan measured in the same run, the queries the engine
 //! executed and re-validated in its last run, and the process's peak
 //! memory (VmHWM) after the first cold dry run. A markdown table on stdout.
+//! Last, the `csis` binary from disk (`target/release/csis`, or
+//! `CSIS_BENCH_BIN`), on the tree written to a temporary directory: `csis
+//! plan`, and `csis run all --no-apply` on a fresh copy each run, with the
+//! peak memory of each (wait4's maxrss); skipped when the binary is not
+//! built, and under `cargo test`.
 //!
 //! `cargo bench -p csis-benches --bench summary` (reference tree): cold
 //! measures 3 to 5 runs, warm ones 3 to 20, fewer when slow (see
@@ -190,6 +195,101 @@ fn warm(fx: &Fixture, name: &'static str, budget: Budget, kind: Option<EditKind>
     m
 }
 
+/// The `csis` binary the benches run from disk: `CSIS_BENCH_BIN`, or the
+/// one built beside this bench (`cargo build --release -p csis`).
+fn csis_binary() -> Option<std::path::PathBuf> {
+    if let Some(p) = std::env::var_os("CSIS_BENCH_BIN") {
+        return Some(p.into());
+    }
+    // target/release/deps/summary-HASH -> target/release/csis
+    let exe = std::env::current_exe().ok()?;
+    let bin = exe.parent()?.parent()?.join("csis");
+    bin.is_file().then_some(bin)
+}
+
+/// Run `csis --root-dir ROOT ARGS` to completion: its wall time, its CPU
+/// time (user and system) and its peak resident memory (wait4's maxrss).
+#[allow(clippy::zombie_processes)] // reaped by wait4, which std cannot do
+fn run_binary(
+    bin: &std::path::Path,
+    root: &std::path::Path,
+    args: &[&str],
+) -> (Duration, Duration, u64) {
+    let t = Instant::now();
+    let child = std::process::Command::new(bin)
+        .arg("--root-dir")
+        .arg(root)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("csis starts");
+    let mut status = 0;
+    // SAFETY: zeroed rusage is a valid value; wait4 writes both out
+    // parameters, and waits for our own child, which std never reaps
+    // (the Child is not waited on through std).
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    let wall = t.elapsed();
+    assert_eq!(pid, child.id() as libc::pid_t, "wait4 failed");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "csis {args:?} failed: status {status}"
+    );
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    let cpu = tv(usage.ru_utime) + tv(usage.ru_stime);
+    (wall, cpu, usage.ru_maxrss as u64)
+}
+
+/// The binary from disk: `csis plan`, and `csis run all --no-apply` on a
+/// fresh copy of the tree each time (no generated/ or meta-state/ yet).
+/// Each with the peak memory (KiB) of its runs, the median.
+fn from_disk(fx: &Fixture, bin: &std::path::Path, budget: Budget) -> Vec<(Measure, u64)> {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let write_tree = |root: &std::path::Path| {
+        for (rel, text) in &fx.files {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+    };
+    let mut out = Vec::new();
+    for (name, args, fresh) in [
+        (
+            "cold `csis plan` from disk (the binary)",
+            &["plan"][..],
+            false,
+        ),
+        (
+            "cold `csis run all --no-apply` from disk (the binary)",
+            &["run", "all", "--no-apply"][..],
+            true,
+        ),
+    ] {
+        let root = dir.path().join("tree");
+        let mut m = Measure {
+            name,
+            times: Vec::new(),
+            cpu: Vec::new(),
+            queries: (0, 0),
+        };
+        let mut rss = Vec::new();
+        while budget.more(&m.times) {
+            if fresh || !root.exists() {
+                let _ = std::fs::remove_dir_all(&root);
+                write_tree(&root);
+            }
+            let (wall, cpu, kib) = run_binary(bin, &root, args);
+            m.times.push(wall);
+            m.cpu.push(cpu);
+            rss.push(kib);
+        }
+        rss.sort();
+        out.push((m, rss[rss.len() / 2]));
+    }
+    out
+}
+
 fn ms(d: Duration) -> String {
     let ms = d.as_secs_f64() * 1e3;
     if ms >= 100.0 {
@@ -333,6 +433,14 @@ fn main() {
     }
     drop(ws);
 
+    // Last, the binary from disk (when it is built): what `csis plan` and
+    // `csis run all --no-apply` cost a user, with their peak memory.
+    let binary = csis_binary();
+    let disk = match (&binary, bench_mode() || runs_from_env().is_some()) {
+        (Some(bin), true) => from_disk(&fx, bin, cold_runs),
+        _ => Vec::new(),
+    };
+
     let base = plan.best();
     println!();
     println!("{}", fx.describe());
@@ -350,10 +458,11 @@ fn main() {
     let rows = [&validate, &plan, &dry_run]
         .into_iter()
         .chain(warm_measures.iter())
-        .chain([&warm_dry]);
+        .chain([&warm_dry])
+        .chain(disk.iter().map(|(m, _)| m));
     for m in rows {
         println!(
-            "| {} | {} | {} | {} | {:.4} | {} / {} |",
+            "| {} | {} | {} | {} | {:.4} | {} |",
             m.name,
             ms(m.best()),
             ms(m.median()),
@@ -361,8 +470,11 @@ fn main() {
                 .filter(|_| m.best() >= CPU_SHOWN_FROM)
                 .map_or("-".into(), ms),
             m.best().as_secs_f64() / base.as_secs_f64(),
-            m.queries.0,
-            m.queries.1
+            if m.name.contains("from disk") {
+                "- / -".to_string()
+            } else {
+                format!("{} / {}", m.queries.0, m.queries.1)
+            }
         );
     }
     println!();
@@ -372,6 +484,22 @@ fn main() {
             kib as f64 / 1024.0
         ),
         None => println!("peak memory: /proc/self/status has no VmHWM here"),
+    }
+    for (m, kib) in &disk {
+        println!(
+            "peak memory (wait4 maxrss, median of its runs) of {}: {:.0} MiB",
+            m.name,
+            *kib as f64 / 1024.0
+        );
+    }
+    if disk.is_empty() {
+        println!(
+            "the binary from disk: not measured ({}; only under `cargo bench` or CSIS_BENCH_RUNS)",
+            binary.map_or(
+                "no csis binary: `cargo build --release -p csis` or CSIS_BENCH_BIN".into(),
+                |b| format!("{}", b.display())
+            )
+        );
     }
     println!();
     println!("stages (`--stats`):");
