@@ -6,8 +6,8 @@
 //! Last, the `csis` binary from disk (`target/release/csis`, or
 //! `CSIS_BENCH_BIN`), on the tree written to a temporary directory: `csis
 //! plan`, and `csis run all --no-apply` on a fresh copy each run, with the
-//! peak memory of each (wait4's maxrss); skipped when the binary is not
-//! built, and under `cargo test`.
+//! peak memory of each (from one more run with `--stats`); skipped when
+//! the binary is not built, and under `cargo test`.
 //!
 //! `cargo bench -p csis-benches --bench summary` (reference tree): cold
 //! measures 3 to 5 runs, warm ones 3 to 20, fewer when slow (see
@@ -207,14 +207,16 @@ fn csis_binary() -> Option<std::path::PathBuf> {
     bin.is_file().then_some(bin)
 }
 
-/// Run `csis --root-dir ROOT ARGS` to completion: its wall time, its CPU
-/// time (user and system) and its peak resident memory (wait4's maxrss).
+/// Run `csis --root-dir ROOT ARGS` to completion: its wall time and its
+/// CPU time (user and system, wait4's rusage). Not its peak memory:
+/// wait4's maxrss counts the pages the child had between fork and exec,
+/// which are this process's (600 MiB and more here).
 #[allow(clippy::zombie_processes)] // reaped by wait4, which std cannot do
 fn run_binary(
     bin: &std::path::Path,
     root: &std::path::Path,
     args: &[&str],
-) -> (Duration, Duration, u64) {
+) -> (Duration, Duration) {
     let t = Instant::now();
     let child = std::process::Command::new(bin)
         .arg("--root-dir")
@@ -238,13 +240,39 @@ fn run_binary(
     );
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     let cpu = tv(usage.ru_utime) + tv(usage.ru_stime);
-    (wall, cpu, usage.ru_maxrss as u64)
+    (wall, cpu)
+}
+
+/// The peak memory (KiB) `csis ARGS --stats` reports of itself (VmHWM at
+/// its end; the query log `--stats` turns on costs no memory to speak of).
+fn peak_from_stats(bin: &std::path::Path, root: &std::path::Path, args: &[&str]) -> Option<u64> {
+    let out = std::process::Command::new(bin)
+        .arg("--root-dir")
+        .arg(root)
+        .args(args)
+        .arg("--stats")
+        .output()
+        .expect("csis starts");
+    assert!(out.status.success(), "csis {args:?} --stats failed");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mib: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("stats: peak memory "))?
+        .trim_end_matches("MiB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some((mib * 1024.0) as u64)
 }
 
 /// The binary from disk: `csis plan`, and `csis run all --no-apply` on a
 /// fresh copy of the tree each time (no generated/ or meta-state/ yet).
-/// Each with the peak memory (KiB) of its runs, the median.
-fn from_disk(fx: &Fixture, bin: &std::path::Path, budget: Budget) -> Vec<(Measure, u64)> {
+/// Each with its peak memory (KiB), from one more run with `--stats`.
+fn from_disk(fx: &Fixture, bin: &std::path::Path, budget: Budget) -> Vec<(Measure, Option<u64>)> {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let write_tree = |root: &std::path::Path| {
         for (rel, text) in &fx.files {
@@ -273,19 +301,21 @@ fn from_disk(fx: &Fixture, bin: &std::path::Path, budget: Budget) -> Vec<(Measur
             cpu: Vec::new(),
             queries: (0, 0),
         };
-        let mut rss = Vec::new();
         while budget.more(&m.times) {
             if fresh || !root.exists() {
                 let _ = std::fs::remove_dir_all(&root);
                 write_tree(&root);
             }
-            let (wall, cpu, kib) = run_binary(bin, &root, args);
+            let (wall, cpu) = run_binary(bin, &root, args);
             m.times.push(wall);
             m.cpu.push(cpu);
-            rss.push(kib);
         }
-        rss.sort();
-        out.push((m, rss[rss.len() / 2]));
+        if fresh {
+            let _ = std::fs::remove_dir_all(&root);
+            write_tree(&root);
+        }
+        let peak = peak_from_stats(bin, &root, args);
+        out.push((m, peak));
     }
     out
 }
@@ -486,11 +516,14 @@ fn main() {
         None => println!("peak memory: /proc/self/status has no VmHWM here"),
     }
     for (m, kib) in &disk {
-        println!(
-            "peak memory (wait4 maxrss, median of its runs) of {}: {:.0} MiB",
-            m.name,
-            *kib as f64 / 1024.0
-        );
+        match kib {
+            Some(kib) => println!(
+                "peak memory (VmHWM, its `--stats` in one more run) of {}: {:.0} MiB",
+                m.name,
+                *kib as f64 / 1024.0
+            ),
+            None => println!("peak memory of {}: `--stats` did not say", m.name),
+        }
     }
     if disk.is_empty() {
         println!(
