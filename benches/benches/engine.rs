@@ -17,6 +17,10 @@ use std::sync::LazyLock;
 use csis_benches::harness::{self, EditKind, Fixture};
 use divan::Bencher;
 
+/// The allocator of the `csis` binary, so the benches time what it runs.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 static FIXTURE: LazyLock<Fixture> = LazyLock::new(Fixture::from_env);
 
 fn main() {

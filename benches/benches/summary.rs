@@ -3,6 +3,11 @@
 //! ratio to the cold plan measured in the same run, the queries the engine
 //! executed and re-validated in its last run, and the process's peak
 //! memory (VmHWM) after the first cold dry run. A markdown table on stdout.
+//! Last, the `csis` binary from disk (`target/release/csis`, or
+//! `CSIS_BENCH_BIN`), on the tree written to a temporary directory: `csis
+//! plan`, and `csis run all --no-apply` on a fresh copy each run, with the
+//! peak memory of each (from one more run with `--stats`); skipped when
+//! the binary is not built, and under `cargo test`.
 //!
 //! `cargo bench -p csis-benches --bench summary` (reference tree): cold
 //! measures 3 to 5 runs, warm ones 3 to 20, fewer when slow (see
@@ -18,6 +23,10 @@ use csis_benches::harness::{self, EditKind, Fixture, bench_mode};
 use csis_engine::db::system::MemorySystem;
 use csis_engine::run::RunSummary;
 use csis_engine::workspace::Workspace;
+
+/// The allocator of the `csis` binary, so the benches time what it runs.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// One measure's runs.
 struct Measure {
@@ -134,7 +143,6 @@ fn cold<T>(
         cpu: Vec::new(),
         queries: (0, 0),
     };
-    let mut last = None;
     while budget.more(&m.times) {
         let first = m.times.is_empty();
         let sys = fx.system();
@@ -145,14 +153,20 @@ fn cold<T>(
         });
         m.times.push(wall);
         m.cpu.extend(cpu);
-        m.queries = counts(&ws);
         drop(std::hint::black_box(ws));
-        last = Some(out);
+        drop(std::hint::black_box(out));
         if first {
             after_first();
         }
     }
-    (m, last)
+    // The timed runs load as `csis` without `--stats` (no query log); one
+    // more, untimed, with the log counts the queries.
+    let sys = fx.system();
+    let ws = fx.load_with(&sys, true);
+    let last = op(&ws, &sys);
+    m.queries = counts(&ws);
+    drop(ws);
+    (m, Some(last))
 }
 
 /// Re-plans of one warm workspace, each after `edit` (if any).
@@ -179,6 +193,131 @@ fn warm(fx: &Fixture, name: &'static str, budget: Budget, kind: Option<EditKind>
         drop(std::hint::black_box(report));
     }
     m
+}
+
+/// The `csis` binary the benches run from disk: `CSIS_BENCH_BIN`, or the
+/// one built beside this bench (`cargo build --release -p csis`).
+fn csis_binary() -> Option<std::path::PathBuf> {
+    if let Some(p) = std::env::var_os("CSIS_BENCH_BIN") {
+        return Some(p.into());
+    }
+    // target/release/deps/summary-HASH -> target/release/csis
+    let exe = std::env::current_exe().ok()?;
+    let bin = exe.parent()?.parent()?.join("csis");
+    bin.is_file().then_some(bin)
+}
+
+/// Run `csis --root-dir ROOT ARGS` to completion: its wall time and its
+/// CPU time (user and system, wait4's rusage). Not its peak memory:
+/// wait4's maxrss counts the pages the child had between fork and exec,
+/// which are this process's (600 MiB and more here).
+#[allow(clippy::zombie_processes)] // reaped by wait4, which std cannot do
+fn run_binary(
+    bin: &std::path::Path,
+    root: &std::path::Path,
+    args: &[&str],
+) -> (Duration, Duration) {
+    let t = Instant::now();
+    let child = std::process::Command::new(bin)
+        .arg("--root-dir")
+        .arg(root)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("csis starts");
+    let mut status = 0;
+    // SAFETY: zeroed rusage is a valid value; wait4 writes both out
+    // parameters, and waits for our own child, which std never reaps
+    // (the Child is not waited on through std).
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    let wall = t.elapsed();
+    assert_eq!(pid, child.id() as libc::pid_t, "wait4 failed");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "csis {args:?} failed: status {status}"
+    );
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    let cpu = tv(usage.ru_utime) + tv(usage.ru_stime);
+    (wall, cpu)
+}
+
+/// The peak memory (KiB) `csis ARGS --stats` reports of itself (VmHWM at
+/// its end; the query log `--stats` turns on costs no memory to speak of).
+fn peak_from_stats(bin: &std::path::Path, root: &std::path::Path, args: &[&str]) -> Option<u64> {
+    let out = std::process::Command::new(bin)
+        .arg("--root-dir")
+        .arg(root)
+        .args(args)
+        .arg("--stats")
+        .output()
+        .expect("csis starts");
+    assert!(out.status.success(), "csis {args:?} --stats failed");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mib: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("stats: peak memory "))?
+        .trim_end_matches("MiB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some((mib * 1024.0) as u64)
+}
+
+/// The binary from disk: `csis plan`, and `csis run all --no-apply` on a
+/// fresh copy of the tree each time (no generated/ or meta-state/ yet).
+/// Each with its peak memory (KiB), from one more run with `--stats`.
+fn from_disk(fx: &Fixture, bin: &std::path::Path, budget: Budget) -> Vec<(Measure, Option<u64>)> {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let write_tree = |root: &std::path::Path| {
+        for (rel, text) in &fx.files {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+    };
+    let mut out = Vec::new();
+    for (name, args, fresh) in [
+        (
+            "cold `csis plan` from disk (the binary)",
+            &["plan"][..],
+            false,
+        ),
+        (
+            "cold `csis run all --no-apply` from disk (the binary)",
+            &["run", "all", "--no-apply"][..],
+            true,
+        ),
+    ] {
+        let root = dir.path().join("tree");
+        let mut m = Measure {
+            name,
+            times: Vec::new(),
+            cpu: Vec::new(),
+            queries: (0, 0),
+        };
+        while budget.more(&m.times) {
+            if fresh || !root.exists() {
+                let _ = std::fs::remove_dir_all(&root);
+                write_tree(&root);
+            }
+            let (wall, cpu) = run_binary(bin, &root, args);
+            m.times.push(wall);
+            m.cpu.push(cpu);
+        }
+        if fresh {
+            let _ = std::fs::remove_dir_all(&root);
+            write_tree(&root);
+        }
+        let peak = peak_from_stats(bin, &root, args);
+        out.push((m, peak));
+    }
+    out
 }
 
 fn ms(d: Duration) -> String {
@@ -324,6 +463,14 @@ fn main() {
     }
     drop(ws);
 
+    // Last, the binary from disk (when it is built): what `csis plan` and
+    // `csis run all --no-apply` cost a user, with their peak memory.
+    let binary = csis_binary();
+    let disk = match (&binary, bench_mode() || runs_from_env().is_some()) {
+        (Some(bin), true) => from_disk(&fx, bin, cold_runs),
+        _ => Vec::new(),
+    };
+
     let base = plan.best();
     println!();
     println!("{}", fx.describe());
@@ -341,10 +488,11 @@ fn main() {
     let rows = [&validate, &plan, &dry_run]
         .into_iter()
         .chain(warm_measures.iter())
-        .chain([&warm_dry]);
+        .chain([&warm_dry])
+        .chain(disk.iter().map(|(m, _)| m));
     for m in rows {
         println!(
-            "| {} | {} | {} | {} | {:.4} | {} / {} |",
+            "| {} | {} | {} | {} | {:.4} | {} |",
             m.name,
             ms(m.best()),
             ms(m.median()),
@@ -352,8 +500,11 @@ fn main() {
                 .filter(|_| m.best() >= CPU_SHOWN_FROM)
                 .map_or("-".into(), ms),
             m.best().as_secs_f64() / base.as_secs_f64(),
-            m.queries.0,
-            m.queries.1
+            if m.name.contains("from disk") {
+                "- / -".to_string()
+            } else {
+                format!("{} / {}", m.queries.0, m.queries.1)
+            }
         );
     }
     println!();
@@ -363,6 +514,25 @@ fn main() {
             kib as f64 / 1024.0
         ),
         None => println!("peak memory: /proc/self/status has no VmHWM here"),
+    }
+    for (m, kib) in &disk {
+        match kib {
+            Some(kib) => println!(
+                "peak memory (VmHWM, its `--stats` in one more run) of {}: {:.0} MiB",
+                m.name,
+                *kib as f64 / 1024.0
+            ),
+            None => println!("peak memory of {}: `--stats` did not say", m.name),
+        }
+    }
+    if disk.is_empty() {
+        println!(
+            "the binary from disk: not measured ({}; only under `cargo bench` or CSIS_BENCH_RUNS)",
+            binary.map_or(
+                "no csis binary: `cargo build --release -p csis` or CSIS_BENCH_BIN".into(),
+                |b| format!("{}", b.display())
+            )
+        );
     }
     println!();
     println!("stages (`--stats`):");

@@ -78,20 +78,31 @@ impl Fixture {
         csis_test_support::memory_system(Self::root(), self.files.iter().map(|(p, t)| (p, t)))
     }
 
-    /// `Workspace::load`, as `csis` does at start.
+    /// `Workspace::load`, as `csis` does at start (no query log, as
+    /// without `--stats`).
     pub fn load(&self, sys: &MemorySystem) -> Workspace {
+        self.load_with(sys, false)
+    }
+
+    /// `Workspace::load` with the query log on or off (`--stats` and
+    /// `watch` turn it on).
+    pub fn load_with(&self, sys: &MemorySystem, query_log: bool) -> Workspace {
         csis_test_support::load(
             sys,
             self.registry.clone(),
             Self::root(),
-            &LoadOptions::default(),
+            &LoadOptions {
+                query_log,
+                ..LoadOptions::default()
+            },
         )
     }
 
-    /// A workspace loaded and planned once, for warm re-plans.
+    /// A workspace loaded and planned once, for warm re-plans; its query
+    /// log is on, as in `csis watch`, which reports executed queries.
     pub fn warmed(&self) -> (MemorySystem, Workspace) {
         let sys = self.system();
-        let ws = self.load(&sys);
+        let ws = self.load_with(&sys, true);
         plan(&ws, &sys);
         (sys, ws)
     }

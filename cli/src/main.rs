@@ -4,6 +4,12 @@
 //! Each command is a thin wrapper over one engine operation. The registry
 //! is assembled here from the plugins this binary links.
 
+/// mimalloc rather than glibc's malloc: a cold plan allocates on both
+/// cores, where glibc spends its time growing per-thread arenas (see
+/// docs/dependencies.md and docs/performance.md for the measurement).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod progress;
 mod report;
 mod template_cmd;
@@ -642,6 +648,12 @@ fn main() -> ExitCode {
             .max_file_size
             .unwrap_or(csis_engine::workspace::DEFAULT_MAX_FILE_SIZE),
         tolerate_missing_env: cli.tolerate_missing_env,
+        // Salsa's event per query costs a cold plan 7-10%: only what
+        // reports query counts asks for it.
+        query_log: matches!(
+            &cli.command,
+            Command::Watch { .. } | Command::Plan { stats: true, .. }
+        ) || matches!(&cli.command, Command::Run(args) if args.stats),
     };
     // Deferred steps run from generated/<lifecycle>/ with CSIS_ROOT set:
     // an absolute root keeps them pointing at the tree.

@@ -185,7 +185,10 @@ fn load_counting(text: &str, env: &[(&str, &str)]) -> (Workspace, Arc<Counting>)
         sys.as_ref(),
         registry(csis_test_support::LINKED),
         root,
-        &LoadOptions::default(),
+        &LoadOptions {
+            query_log: true,
+            ..LoadOptions::default()
+        },
     )
     .unwrap();
     (ws, sys)

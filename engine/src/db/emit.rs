@@ -1,7 +1,8 @@
 //! Writing a generated directory: the tree left behind equals a wipe and a
 //! full regeneration, but a file whose bytes did not change is not
 //! rewritten (its mtime stays), a stale file is removed, and every write is
-//! atomic (a temporary file, then a rename).
+//! atomic (a temporary file, then a rename) but not synced on its own: the
+//! run syncs the file system once at its end ([`System::sync_tree`]).
 
 use std::collections::BTreeMap;
 use std::io;
@@ -63,6 +64,6 @@ pub fn write_if_changed(
     if system.read_bytes(path)?.as_deref() == Some(bytes) {
         return Ok(false);
     }
-    system.write_atomic(path, bytes, executable)?;
+    system.write_replace(path, bytes, executable)?;
     Ok(true)
 }

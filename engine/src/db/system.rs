@@ -30,9 +30,26 @@ pub trait System: Send + Sync {
     fn now_unix(&self) -> i64;
     /// A file's bytes; `Ok(None)` when it does not exist.
     fn read_bytes(&self, path: &Path) -> io::Result<Option<Vec<u8>>>;
-    /// Write a file whole or not at all: a temporary file in the same
-    /// directory, then a rename. Parent directories are created.
+    /// Write a file whole or not at all, durably: a temporary file in the
+    /// same directory, fsync'd, renamed over the target, then the
+    /// directory fsync'd; once this returns, the new file survives a power
+    /// loss. Parent directories are created. Records (meta-state/) use it.
     fn write_atomic(&self, path: &Path, bytes: &[u8], executable: bool) -> io::Result<()>;
+    /// Write a file whole or not at all, without waiting for the disk: a
+    /// temporary file, then a rename. A kill leaves the old file or the new
+    /// one, whole; a power loss before [`System::sync_tree`] may leave
+    /// either, or an empty file. For derived, regenerable files
+    /// (generated/), synced once at the end of a run. By default the
+    /// durable write.
+    fn write_replace(&self, path: &Path, bytes: &[u8], executable: bool) -> io::Result<()> {
+        self.write_atomic(path, bytes, executable)
+    }
+    /// Make every write so far to the file system holding `dir` durable
+    /// (one `syncfs`, where the OS has it): the end of a run's
+    /// [`System::write_replace`] writes. Nothing when `dir` is missing.
+    fn sync_tree(&self, _dir: &Path) -> io::Result<()> {
+        Ok(())
+    }
     fn remove_file(&self, path: &Path) -> io::Result<()>;
     /// Remove every empty directory below `dir` (and `dir` itself when it
     /// ends up empty).
@@ -170,6 +187,57 @@ pub struct ProcessOutput {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct OsSystem;
 
+/// [`System::write_replace`] writes of this process not yet synced.
+static UNSYNCED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A temporary file beside `path`, then a rename over it; `durable`: the
+/// temporary fsync'd before the rename and the directory after it.
+#[allow(clippy::disallowed_methods)]
+fn os_replace(path: &Path, bytes: &[u8], executable: bool, durable: bool) -> io::Result<()> {
+    use std::io::Write;
+    let dir = path
+        .parent()
+        .ok_or_else(|| io::Error::other(format!("{} has no parent", path.display())))?;
+    std::fs::create_dir_all(dir)?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    // Unique per process and per write, so two writers (processes, or
+    // threads of one) never share a temporary.
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{name}{TEMP_MARK}{}-{n}", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        if durable {
+            f.sync_all()?;
+        }
+        #[cfg(unix)]
+        if executable {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))?;
+        }
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    let result = result.and_then(|()| {
+        // The rename itself reaches the disk with the directory.
+        #[cfg(unix)]
+        if durable {
+            std::fs::File::open(dir)?.sync_all()?;
+        }
+        if !durable {
+            UNSYNCED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(())
+    });
+    result.map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+}
+
 #[allow(clippy::disallowed_methods)]
 impl System for OsSystem {
     fn read_to_string(&self, path: &Path) -> io::Result<Option<String>> {
@@ -301,35 +369,32 @@ impl System for OsSystem {
     }
 
     fn write_atomic(&self, path: &Path, bytes: &[u8], executable: bool) -> io::Result<()> {
-        use std::io::Write;
-        let dir = path
-            .parent()
-            .ok_or_else(|| io::Error::other(format!("{} has no parent", path.display())))?;
-        std::fs::create_dir_all(dir)?;
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_default();
-        // Unique per process and per write, so two writers (processes, or
-        // threads of one) never share a temporary.
-        static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let tmp = dir.join(format!(".{name}{TEMP_MARK}{}-{n}", std::process::id()));
-        let result = (|| {
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(bytes)?;
-            f.sync_all()?;
-            #[cfg(unix)]
-            if executable {
-                use std::os::unix::fs::PermissionsExt;
-                std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))?;
-            }
-            std::fs::rename(&tmp, path)
-        })();
-        if result.is_err() {
-            let _ = std::fs::remove_file(&tmp);
+        os_replace(path, bytes, executable, true)
+    }
+
+    fn write_replace(&self, path: &Path, bytes: &[u8], executable: bool) -> io::Result<()> {
+        os_replace(path, bytes, executable, false)
+    }
+
+    fn sync_tree(&self, dir: &Path) -> io::Result<()> {
+        // Nothing written since the last sync: nothing to wait for.
+        if UNSYNCED.swap(0, std::sync::atomic::Ordering::Relaxed) == 0 || !dir.is_dir() {
+            return Ok(());
         }
-        result.map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+        let d = std::fs::File::open(dir)?;
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            // SAFETY: syncfs only reads the descriptor, which `d` keeps
+            // open for the call.
+            if unsafe { libc::syncfs(d.as_raw_fd()) } != 0 {
+                let e = io::Error::last_os_error();
+                return Err(io::Error::new(e.kind(), format!("{}: {e}", dir.display())));
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        d.sync_all()?;
+        Ok(())
     }
 
     fn modified(&self, path: &Path) -> io::Result<Option<std::time::SystemTime>> {
@@ -781,6 +846,28 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
             .collect();
         assert_eq!(leftovers, ["lineage.yaml"]);
+    }
+
+    #[test]
+    fn a_replacing_write_leaves_the_new_file_whole_and_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("gen/base-image/main.sh");
+        OsSystem.write_replace(&target, b"old\n", false).unwrap();
+        OsSystem.write_replace(&target, b"new\n", true).unwrap();
+        OsSystem.sync_tree(dir.path()).unwrap();
+        OsSystem.sync_tree(&dir.path().join("missing")).unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"new\n");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&target).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o755);
+        }
+        let names: Vec<_> = std::fs::read_dir(target.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .collect();
+        assert_eq!(names, ["main.sh"]);
     }
 
     #[test]

@@ -103,6 +103,16 @@ pub fn run(
         summary.ok = false;
         summary.error = Some(e);
     }
+    // generated/ and _private/ are written without an fsync per file
+    // (derived, regenerable): one sync makes them durable before the run
+    // records itself (docs/reliability.md).
+    if let Err(e) = system.sync_tree(&runner.gen_dir) {
+        let e = format!("syncing {}: {e}", runner.gen_dir.display());
+        runner.log.line(Level::Error, e.clone());
+        summary.ok = false;
+        summary.error.get_or_insert(e);
+    }
+    runner.mark(&mut summary, "sync");
     if let Some(stats) = summary.stats.as_mut() {
         stats.peak_memory_kib = crate::db::stats::peak_memory_kib(system);
     }

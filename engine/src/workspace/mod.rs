@@ -38,6 +38,9 @@ pub struct LoadOptions {
     /// placeholder and a warning (set in the environment snapshot as
     /// CSIS_TOLERATE_MISSING_ENV=1).
     pub tolerate_missing_env: bool,
+    /// Count and log the queries salsa executes (`--stats`, `watch`,
+    /// tests of incrementality); off, salsa builds no event per query.
+    pub query_log: bool,
 }
 
 /// The most rounds of reading an image template chain's files at load
@@ -57,6 +60,7 @@ impl Default for LoadOptions {
             display_root: None,
             max_file_size: DEFAULT_MAX_FILE_SIZE,
             tolerate_missing_env: false,
+            query_log: false,
         }
     }
 }
@@ -292,7 +296,11 @@ impl Workspace {
         options: &LoadOptions,
     ) -> std::io::Result<Workspace> {
         let dirs = registry.item_dirs();
-        let db = Database::new(registry);
+        let db = if options.query_log {
+            Database::with_query_log(registry)
+        } else {
+            Database::new(registry)
+        };
         let mut files = BTreeMap::new();
         let mut read_diags = Vec::new();
         let make = |path: String, text: String, files: &mut BTreeMap<String, SourceFile>| {

@@ -224,9 +224,14 @@ pub fn workspace_with(
     load(&sys, registry(plugins), root, options)
 }
 
-/// An inline tree loaded with the plugins `csis` links.
+/// An inline tree loaded with the plugins `csis` links, its query log on
+/// (tests of incrementality read it).
 pub fn workspace(tree: &str, env: &[(&str, &str)]) -> Workspace {
-    workspace_with(tree, LINKED, env, &LoadOptions::default())
+    let options = LoadOptions {
+        query_log: true,
+        ..LoadOptions::default()
+    };
+    workspace_with(tree, LINKED, env, &options)
 }
 
 /// Whether an external tool an interoperability test runs is installed.
