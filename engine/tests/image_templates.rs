@@ -17,7 +17,11 @@ fn workspace() -> Workspace {
         &sys,
         registry(LINKED),
         Path::new(ROOT),
-        &LoadOptions::default(),
+        // The query log on: the incrementality tests read it.
+        &LoadOptions {
+            query_log: true,
+            ..LoadOptions::default()
+        },
     )
 }
 
