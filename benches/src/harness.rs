@@ -293,3 +293,53 @@ impl EditKind {
         }
     }
 }
+
+/// First saves as people make them (issue 20): one edit of each of
+/// several distinct files, none edited before in the session. Image
+/// modification scripts at depth 0 and at the chain's last depth in five
+/// chains spread over the tree, one user's last name in two rosters, a
+/// storage's and an instance's description.
+pub fn first_saves(fx: &Fixture) -> Vec<Edit> {
+    let s = &fx.size;
+    let depth = s.chain_depth.max(1);
+    let chains = s.images / depth;
+    let mut out = Vec::new();
+    let once = |path: String, f: &dyn Fn(&str) -> String| {
+        let base = fx.text(&path);
+        let edited = f(base);
+        assert_ne!(edited, base, "the edit of {path} changes nothing");
+        Edit::new(&path, edited, base.to_string())
+    };
+    for k in 0..5 {
+        let chain = k * chains / 5;
+        for at in [0, depth - 1] {
+            let i = chain * depth + at;
+            out.push(once(
+                format!("images/chain-{chain:04}/img-{i:05}.yml"),
+                &|t| t.replacen(" step 0\"", " step 0 saved\"", 1),
+            ));
+        }
+    }
+    let rosters = s.users.div_ceil(200);
+    for chunk in [rosters / 3, 2 * rosters / 3] {
+        let u = chunk * 200;
+        out.push(once(format!("groups/users-{chunk:03}.yml"), &|t| {
+            t.replacen(&format!("last_name: Last{u}}}"), "last_name: Saved}", 1)
+        }));
+    }
+    out.push(once("storages/storages-000.yml".into(), &|t| {
+        t.replacen(
+            "  - name: vol-0000\n",
+            "  - name: vol-0000\n    description: saved\n",
+            1,
+        )
+    }));
+    out.push(once("instances/hosts-0000.yml".into(), &|t| {
+        t.replacen(
+            "  - name: host-00000\n",
+            "  - name: host-00000\n    description: saved\n",
+            1,
+        )
+    }));
+    out
+}

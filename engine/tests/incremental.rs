@@ -44,14 +44,6 @@ fn executed(ws: &Workspace) -> Vec<String> {
     v
 }
 
-/// A file being worked on: its first save moves it to LOW durability (see
-/// `durability_for`), after which a save costs only what it reaches.
-fn being_edited(ws: &mut Workspace, path: &str) {
-    let text = ws.file(path).unwrap().text(&ws.db).to_string();
-    assert!(ws.set_file_text(path, &format!("{text}# opened in an editor\n")));
-    ws.load_diagnostics();
-}
-
 fn count(log: &[String], name: &str) -> usize {
     log.iter().filter(|q| *q == name).count()
 }
@@ -61,7 +53,6 @@ fn an_image_edit_reexecutes_only_that_file_and_what_it_reaches() {
     let mut ws = workspace();
     let before = ws.load_diagnostics();
     assert!(before.is_empty(), "{before:?}");
-    being_edited(&mut ws, "images/web.yml");
     let index_before = ws.tree.index(&ws.db).clone();
 
     ws.db.query_log().start();
@@ -77,11 +68,19 @@ fn an_image_edit_reexecutes_only_that_file_and_what_it_reaches() {
     // The file names the same items: the name index stays as it was.
     assert_eq!(count(&log, "item_file_names"), 1, "{log:?}");
     assert_eq!(ws.tree.index(&ws.db), &index_before);
-    // The edited image, and the instance that reads it through `image:`.
-    assert_eq!(count(&log, "raw_item"), 1, "{log:?}");
+    // The edited image, and the instance that reads it through `image:`,
+    // and the findings of their two files.
     assert_eq!(count(&log, "structured_item"), 2, "{log:?}");
+    assert_eq!(count(&log, "file_findings"), 2, "{log:?}");
     // Nothing of cfg/ and no other item is touched.
-    for untouched in ["cfg_document", "rendered_cfg", "builders", "check_groups"] {
+    for untouched in [
+        "cfg_document",
+        "rendered_cfg",
+        "builders",
+        "check_groups",
+        "load_diagnostics",
+        "validation_diagnostics",
+    ] {
         assert_eq!(
             count(&log, untouched),
             0,
@@ -94,7 +93,6 @@ fn an_image_edit_reexecutes_only_that_file_and_what_it_reaches() {
 fn a_comment_only_edit_reexecutes_nothing_past_the_parse() {
     let mut ws = workspace();
     assert!(ws.load_diagnostics().is_empty());
-    being_edited(&mut ws, "images/web.yml");
     ws.db.query_log().start();
     let text = "# the web image\nimages:\n  - name: web   # trailing comment\n    source_image: base\n    group: ops\n\n    runtimes:\n      - image_builder: ib\n";
     assert!(ws.set_file_text("images/web.yml", text));
@@ -107,71 +105,36 @@ fn a_comment_only_edit_reexecutes_nothing_past_the_parse() {
 fn a_user_edit_leaves_images_alone() {
     let mut ws = workspace();
     assert!(ws.load_diagnostics().is_empty());
-    being_edited(&mut ws, "groups/people.yml");
     ws.db.query_log().start();
     let text = "users:\n  - {name: avery.alpha, first_name: Avery, last_name: Alphonse}\n  - {name: blake.bravo, first_name: Blake, last_name: Bravo}\ngroups:\n  - {name: ops, is_root: true, members: [avery.alpha], description: \"{{ group.name }} group\"}\n";
     assert!(ws.set_file_text("groups/people.yml", text));
     assert!(ws.load_diagnostics().is_empty());
     let log = executed(&ws);
-    // Only avery's raw entry changed; blake's and the group's are equal.
-    assert_eq!(count(&log, "structured_item"), 1, "{log:?}");
-    assert_eq!(count(&log, "builders"), 0, "{log:?}");
+    // The file's items are structured again (an item's entry is not a
+    // query of its own); only avery's changed, so only the checks that
+    // read users run again: the file's own, and the instance's, whose
+    // user-data lists the users; nothing of the images.
+    assert_eq!(count(&log, "structured_item"), 3, "{log:?}");
+    assert_eq!(count(&log, "file_findings"), 2, "{log:?}");
+    for untouched in ["builders", "capability_diagnostics", "input_fingerprint"] {
+        assert_eq!(count(&log, untouched), 0, "{untouched}: {log:?}");
+    }
 }
 
 #[test]
-fn the_first_save_of_a_file_reexecutes_its_chain_once() {
-    // Salsa does not backdate a value across a durability drop: the first
-    // save of a file (MEDIUM to LOW) re-executes what reads it even when
-    // no value changed; the next equal save stops at the parse.
+fn the_first_save_of_a_file_costs_what_the_second_does() {
+    // A file keeps the durability it was loaded with (see
+    // `durability_for`): were its first save to lower it, salsa would not
+    // backdate anything downstream, and every query reading the file,
+    // tree-wide reports included, would run again although no value
+    // changed.
     let mut ws = workspace();
     assert!(ws.load_diagnostics().is_empty());
-    ws.db.query_log().start();
     let commented = "# the web image\nimages:\n  - name: web\n    source_image: base\n    group: ops\n    runtimes:\n      - image_builder: ib\n";
-    assert!(ws.set_file_text("images/web.yml", commented));
-    assert!(ws.load_diagnostics().is_empty());
-    // The edited image's own queries, the instance that reads it through
-    // `image:`, their files' per-check findings (4 checks of images, 6 of
-    // instances) and the checks that concatenate them; no other item's.
-    assert_eq!(
-        executed(&ws),
-        [
-            "attach_diagnostics",
-            "capability_diagnostics",
-            "capability_diagnostics",
-            "file_document",
-            "file_findings",
-            "file_findings",
-            "file_findings",
-            "file_findings",
-            "file_findings",
-            "file_findings",
-            "file_findings",
-            "file_findings",
-            "file_findings",
-            "file_findings",
-            "image_bake_users",
-            "image_instances",
-            "image_instances",
-            "instances_by_image",
-            "item_diagnostics",
-            "item_diagnostics",
-            "item_file_entries",
-            "item_file_names",
-            "label_keys_of",
-            "label_keys_of",
-            "load_diagnostics",
-            "parse_file",
-            "raw_item",
-            "storage_diagnostics",
-            "structured_item",
-            "structured_item",
-            "user_data_of",
-            "validation_diagnostics",
-            "zones_of"
-        ]
-    );
-    ws.db.query_log().start();
-    assert!(ws.set_file_text("images/web.yml", &format!("# again\n{commented}")));
-    assert!(ws.load_diagnostics().is_empty());
-    assert_eq!(executed(&ws), ["file_document", "parse_file"]);
+    for text in [commented.to_string(), format!("# again\n{commented}")] {
+        ws.db.query_log().start();
+        assert!(ws.set_file_text("images/web.yml", &text));
+        assert!(ws.load_diagnostics().is_empty());
+        assert_eq!(executed(&ws), ["file_document", "parse_file"]);
+    }
 }

@@ -7,7 +7,7 @@
 //! chain root's.
 
 use csis_model::models::{BaseBuilder, Item};
-use csis_model::{Diagnostic, ItemKind, Subject, Vct};
+use csis_model::{Diagnostic, Subject, Vct};
 
 use crate::check::item_checks::{ItemCheck, each_item};
 use crate::db::{Db, Tree};
@@ -112,16 +112,10 @@ pub fn bake_user_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
             }
         }
     }
-    out.extend(each_item(
-        db,
-        tree,
-        &[ItemKind::IMAGES],
-        ItemCheck::BakeUsers,
-    ));
+    out.extend(each_item(db, tree, ItemCheck::BakeUsers));
     out
 }
 
-#[salsa::tracked(returns(ref))]
 pub(crate) fn image_bake_users<'db>(
     db: &'db dyn Db,
     tree: Tree,

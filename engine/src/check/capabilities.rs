@@ -47,14 +47,14 @@ pub(super) fn capability_report(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
 
 /// What one image's capability check found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(super) struct CapabilityFindings {
+pub(crate) struct CapabilityFindings {
     /// The image's group, when no identity builder serves it.
     group_without_identity: Option<String>,
     diagnostics: Vec<Diagnostic>,
 }
 
 #[salsa::tracked(returns(ref))]
-pub(super) fn capability_diagnostics<'db>(
+pub(crate) fn capability_diagnostics<'db>(
     db: &'db dyn Db,
     tree: Tree,
     id: ItemId<'db>,

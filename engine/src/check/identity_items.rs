@@ -13,15 +13,9 @@ use crate::load::items::ItemId;
 use crate::load::items_model::structured_item;
 
 pub fn identity_item_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
-    each_item(
-        db,
-        tree,
-        &[ItemKind::USERS, ItemKind::GROUPS],
-        ItemCheck::IdentityItem,
-    )
+    each_item(db, tree, ItemCheck::IdentityItem)
 }
 
-#[salsa::tracked(returns(ref))]
 pub(crate) fn identity_item_of<'db>(
     db: &'db dyn Db,
     tree: Tree,

@@ -1,16 +1,18 @@
-//! The checks that are one query per item, reported for the whole tree.
+//! The checks of one item, reported for the whole tree.
 //!
-//! A tree-wide report concatenates per-item results. Read item by item,
-//! it would depend on every item's memo (27,000 on a large tree), and salsa
-//! re-verifies every one of those dependencies after each edit; read
-//! through one query per (file, kind, check), it depends on a few thousand,
-//! and only the edited file's query re-runs.
+//! A tree-wide report concatenates per-item results. Each check runs
+//! inside one query per (file, kind, check), not in a query per item: the
+//! first save of a file makes salsa re-verify every memo of its
+//! durability (docs/performance.md, "First saves"), so the number of
+//! memos, not what an edit recomputes, is what that save costs. Per file,
+//! an edit re-runs the checks of the edited file's items (one image, or a
+//! roster of users) and the report depends on a few thousand memos.
 
 use csis_model::{Diagnostic, ItemKind};
 
 use crate::db::index::ItemSource;
 use crate::db::{Db, SourceFile, Tree};
-use crate::load::items::{ItemId, item_file_names, item_index};
+use crate::load::items::{ItemId, item_file_entries, item_file_names, item_index};
 
 /// A per-item check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -29,9 +31,39 @@ pub enum ItemCheck {
 }
 
 impl ItemCheck {
-    fn run<'db>(self, db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> &'db Vec<Diagnostic> {
+    /// Every check with the kinds of items it reads, as the tree-wide
+    /// reports ask for them (and the parallel warm-up computes them).
+    pub fn each(db: &dyn Db) -> Vec<(ItemCheck, Vec<ItemKind>)> {
+        use ItemKind as K;
+        vec![
+            (ItemCheck::Structure, db.registry().item_kinds()),
+            (ItemCheck::Own, vec![K::IMAGES, K::INSTANCES, K::STORAGES]),
+            (ItemCheck::Attach, vec![K::INSTANCES]),
+            (
+                ItemCheck::LabelKeys,
+                vec![K::IMAGES, K::INSTANCES, K::STORAGES],
+            ),
+            (ItemCheck::Zones, vec![K::STORAGES, K::INSTANCES]),
+            (ItemCheck::BakeUsers, vec![K::IMAGES]),
+            (ItemCheck::IdentityItem, vec![K::USERS, K::GROUPS]),
+            (ItemCheck::UserData, vec![K::INSTANCES]),
+        ]
+    }
+
+    /// The kinds `self` reads.
+    fn kinds(self, db: &dyn Db) -> Vec<ItemKind> {
+        Self::each(db)
+            .into_iter()
+            .find(|(c, _)| *c == self)
+            .map(|(_, k)| k)
+            .unwrap_or_default()
+    }
+
+    fn run<'db>(self, db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec<Diagnostic> {
         match self {
-            ItemCheck::Structure => &crate::load::items_model::structured_item(db, tree, id).diags,
+            ItemCheck::Structure => crate::load::items_model::structured_item(db, tree, id)
+                .diags
+                .clone(),
             ItemCheck::Own => crate::check::validate::item_diagnostics(db, tree, id),
             ItemCheck::Attach => crate::check::storages::attach_diagnostics(db, tree, id),
             ItemCheck::LabelKeys => crate::check::labels::label_keys_of(db, tree, id),
@@ -43,47 +75,93 @@ impl ItemCheck {
     }
 }
 
-/// `check`'s diagnostics over every item of `kinds`, in index order.
-pub fn each_item(db: &dyn Db, tree: Tree, kinds: &[ItemKind], check: ItemCheck) -> Vec<Diagnostic> {
+/// `check`'s diagnostics over every item of the kinds it reads, in
+/// index order.
+pub fn each_item(db: &dyn Db, tree: Tree, check: ItemCheck) -> Vec<Diagnostic> {
     let index = item_index(db, tree);
     let mut out = Vec::new();
-    for kind in kinds {
+    for kind in &check.kinds(db) {
         for f in tree.item_files(db).iter().filter(|f| f.dir == kind.dir()) {
-            out.extend(
-                file_findings(db, tree, f.file, *kind, check)
-                    .iter()
-                    .cloned(),
-            );
+            for found in &file_findings(db, tree, f.file).found {
+                if found.kind == *kind && found.check == check {
+                    out.extend(found.diags.iter().cloned());
+                }
+            }
         }
         // Items an overlay declares come last, as in the index.
         let declared = index.items.get(kind).into_iter().flatten();
         for (name, source) in declared {
             if let ItemSource::Overlay { .. } = source {
                 let id = ItemId::new(db, *kind, name.clone());
-                out.extend(check.run(db, tree, id).iter().cloned());
+                out.extend(check.run(db, tree, id));
             }
         }
     }
     out
 }
 
-/// `check` over the items of one kind one file declares: those the index
-/// takes from it (not a duplicate, not undeclared).
-#[salsa::tracked(returns(ref))]
-fn file_findings(
-    db: &dyn Db,
-    tree: Tree,
-    file: SourceFile,
+/// Every item file's checks, computed on every core (the cold load's
+/// warm-up, so the tree-wide reports find them memoized).
+pub fn warm_up(db: &crate::db::Database, tree: Tree) {
+    use rayon::prelude::*;
+    let files: Vec<SourceFile> = tree.item_files(db).iter().map(|f| f.file).collect();
+    files.par_iter().for_each_with(db.clone(), |db, file| {
+        file_findings(db, tree, *file);
+    });
+}
+
+/// What reading an item file into entries refused, file by file, read
+/// through the files' findings: a save that changes no refusal leaves
+/// them unchanged, and the tree-wide report is not re-run.
+pub fn entries_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
+    tree.item_files(db)
+        .iter()
+        .flat_map(|f| file_findings(db, tree, f.file).entries.iter().cloned())
+        .collect()
+}
+
+/// What a tree-wide report needs from one item file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FileFindings {
+    /// Reading the file into entries.
+    entries: Vec<Diagnostic>,
+    /// Each check that found something, by kind.
+    found: Vec<Found>,
+}
+
+/// What one check found over the items of one kind in one file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Found {
     kind: ItemKind,
     check: ItemCheck,
-) -> Vec<Diagnostic> {
-    let indexed = item_index(db, tree).items.get(&kind);
-    let mut out = Vec::new();
-    for (n, (k, name)) in item_file_names(db, tree, file).iter().enumerate() {
-        let here = ItemSource::Tree { file, index: n };
-        if *k == kind && indexed.and_then(|m| m.get(name)) == Some(&here) {
-            let id = ItemId::new(db, kind, name.clone());
-            out.extend(check.run(db, tree, id).iter().cloned());
+    diags: Vec<Diagnostic>,
+}
+
+/// Reading one file, then every check over the items it declares (those
+/// the index takes from it: not a duplicate, not undeclared), by kind and
+/// check; only what found something.
+#[salsa::tracked(returns(ref))]
+fn file_findings(db: &dyn Db, tree: Tree, file: SourceFile) -> FileFindings {
+    let index = item_index(db, tree);
+    let names = item_file_names(db, tree, file);
+    let mut out = FileFindings {
+        entries: item_file_entries(db, tree, file).diags.clone(),
+        found: Vec::new(),
+    };
+    for (check, kinds) in ItemCheck::each(db) {
+        for kind in kinds {
+            let indexed = index.items.get(&kind);
+            let mut diags = Vec::new();
+            for (n, (k, name)) in names.iter().enumerate() {
+                let here = ItemSource::Tree { file, index: n };
+                if *k == kind && indexed.and_then(|m| m.get(name)) == Some(&here) {
+                    let id = ItemId::new(db, kind, name.clone());
+                    diags.extend(check.run(db, tree, id));
+                }
+            }
+            if !diags.is_empty() {
+                out.found.push(Found { kind, check, diags });
+            }
         }
     }
     out

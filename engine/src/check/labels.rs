@@ -3,7 +3,7 @@
 //! named with the item that declared it, instead of failing at apply.
 
 use csis_model::models::Item;
-use csis_model::{Diagnostic, ItemKind, Origin, Vct};
+use csis_model::{Diagnostic, Origin, Vct};
 
 use crate::check::item_checks::{ItemCheck, each_item};
 use crate::db::{Db, Tree};
@@ -12,15 +12,9 @@ use crate::load::items::ItemId;
 use crate::load::items_model::structured_item;
 
 pub fn label_key_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
-    each_item(
-        db,
-        tree,
-        &[ItemKind::IMAGES, ItemKind::INSTANCES, ItemKind::STORAGES],
-        ItemCheck::LabelKeys,
-    )
+    each_item(db, tree, ItemCheck::LabelKeys)
 }
 
-#[salsa::tracked(returns(ref))]
 pub(crate) fn label_keys_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec<Diagnostic> {
     let (kind, name) = (id.kind(db), id.name(db));
     let b = builders(db, tree);

@@ -8,7 +8,7 @@ use crate::check::released_pins::check_released_pins;
 use crate::db::{Db, Tree};
 use crate::load::builders::builders;
 use crate::load::cfg::cfg_document;
-use crate::load::items::{item_file_entries, item_index};
+use crate::load::items::item_index;
 use crate::load::overlay::overlay_document;
 use crate::load::reserved::is_reserved_refusal;
 
@@ -27,15 +27,12 @@ pub fn load_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
         out.extend(overlay_document(db, *file).diags.iter().cloned());
     }
     out.extend(builders(db, tree).diags.iter().cloned());
-    for f in tree.item_files(db) {
-        out.extend(item_file_entries(db, tree, f.file).diags.iter().cloned());
-    }
+    out.extend(crate::check::item_checks::entries_diagnostics(db, tree));
     let index = item_index(db, tree);
     out.extend(index.diags.iter().cloned());
     out.extend(crate::check::item_checks::each_item(
         db,
         tree,
-        &db.registry().item_kinds(),
         crate::check::item_checks::ItemCheck::Structure,
     ));
     out.extend(check_groups(db, tree).iter().cloned());

@@ -15,7 +15,6 @@ use crate::load::items::ItemId;
 use crate::load::items_model::structured_item;
 
 /// One instance's storage mappings under the strict attach rule.
-#[salsa::tracked(returns(ref))]
 pub(crate) fn attach_diagnostics<'db>(
     db: &'db dyn Db,
     tree: Tree,

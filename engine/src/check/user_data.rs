@@ -21,10 +21,9 @@ const NAME_RULE: &str =
     "cloud-config names are at most 32 characters of [A-Za-z0-9._-], not beginning with '.' or '-'";
 
 pub fn user_data_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
-    each_item(db, tree, &[ItemKind::INSTANCES], ItemCheck::UserData)
+    each_item(db, tree, ItemCheck::UserData)
 }
 
-#[salsa::tracked(returns(ref))]
 pub(crate) fn user_data_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec<Diagnostic> {
     let b = builders(db, tree);
     let registry = db.registry();

@@ -9,13 +9,12 @@
 //! its own; this one only lists them. Each refusal is a diagnostic with
 //! the spec's wording, placed where the offending value is.
 
+use csis_model::Diagnostic;
 use csis_model::models::Item;
-use csis_model::{Diagnostic, ItemKind};
 
-use crate::check::capabilities::{capability_diagnostics, capability_report};
+use crate::check::capabilities::capability_report;
 use crate::check::context::Checks;
 use crate::check::item_checks::{ItemCheck, each_item};
-use crate::check::storages::attach_diagnostics;
 use crate::db::{Db, Tree};
 use crate::load::items::ItemId;
 use crate::load::items_model::structured_item;
@@ -26,19 +25,9 @@ use crate::load::items_model::structured_item;
 /// item re-runs that item's checks only; this query concatenates.
 #[salsa::tracked(returns(ref))]
 pub fn validation_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
-    let mut out = each_item(
-        db,
-        tree,
-        &[ItemKind::IMAGES, ItemKind::INSTANCES, ItemKind::STORAGES],
-        ItemCheck::Own,
-    );
+    let mut out = each_item(db, tree, ItemCheck::Own);
     out.extend(builder_diagnostics(db, tree).iter().cloned());
-    out.extend(each_item(
-        db,
-        tree,
-        &[ItemKind::INSTANCES],
-        ItemCheck::Attach,
-    ));
+    out.extend(each_item(db, tree, ItemCheck::Attach));
     out.extend(storage_diagnostics(db, tree).iter().cloned());
     out.extend(capability_report(db, tree));
     out.extend(
@@ -62,28 +51,8 @@ pub fn validation_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     out
 }
 
-/// The checks of one item that are queries of their own: what a parallel
-/// cold load computes ahead (see `prewarm`).
-pub fn item_checks<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) {
-    match id.kind(db) {
-        ItemKind::IMAGES => {
-            item_diagnostics(db, tree, id);
-            capability_diagnostics(db, tree, id);
-        }
-        ItemKind::INSTANCES => {
-            item_diagnostics(db, tree, id);
-            attach_diagnostics(db, tree, id);
-        }
-        ItemKind::STORAGES => {
-            item_diagnostics(db, tree, id);
-        }
-        _ => {}
-    }
-}
-
 /// One image's, instance's or storage's own checks: foreign keys,
 /// policies, test specs, the canonical hostname.
-#[salsa::tracked(returns(ref))]
 pub(crate) fn item_diagnostics<'db>(
     db: &'db dyn Db,
     tree: Tree,

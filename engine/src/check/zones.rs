@@ -17,17 +17,11 @@ use crate::load::items_model::structured_item;
 const FIX: &str = "a zone is replace-forcing; fix the declaration, never the plan";
 
 pub fn zone_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
-    each_item(
-        db,
-        tree,
-        &[ItemKind::STORAGES, ItemKind::INSTANCES],
-        ItemCheck::Zones,
-    )
+    each_item(db, tree, ItemCheck::Zones)
 }
 
 /// A storage's zone against its runtime's; an instance's, its storages'
 /// and its runtime's against each other.
-#[salsa::tracked(returns(ref))]
 pub(crate) fn zones_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec<Diagnostic> {
     let name = id.name(db);
     let b = builders(db, tree);

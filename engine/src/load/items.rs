@@ -387,7 +387,10 @@ pub struct ItemId<'db> {
 }
 
 /// An item's declaration with every overlay update applied key by key.
-#[salsa::tracked(returns(ref))]
+///
+/// Not a query of its own: its readers depend on the item's file's
+/// entries directly, one memo per file rather than one per item (which
+/// is what a first save pays for; docs/performance.md, "First saves").
 pub fn raw_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<RawItem> {
     let kind = id.kind(db);
     let name = id.name(db);

@@ -404,10 +404,11 @@ files inside the tree",
             identities(system, max)?,
             Default::default(),
         )
-        // What a workspace never changes is HIGH, and item files and
-        // records MEDIUM (see `durability_for`): a query's durability is
-        // the lowest of what it read, so one LOW field read by every item
-        // would make every item re-verified after any edit.
+        // What a workspace never changes is HIGH, and what changes only
+        // on a reload or a rename MEDIUM; the files carry their own (see
+        // `durability_for`). A query's durability is the lowest of what it
+        // read, so one LOW field read by every item would make every item
+        // re-verified after any edit, cfg/-only ones included.
         .root_display_durability(Durability::HIGH)
         .cfg_files_durability(Durability::HIGH)
         .item_files_durability(Durability::MEDIUM)
@@ -579,13 +580,9 @@ files inside the tree",
         if f.text(&self.db).as_ref() == text {
             return true;
         }
-        // An edited file is the one being worked on: LOW from now on (a
-        // cfg/ file keeps HIGH: an edit there reaches everything anyway).
-        let durability = if path.starts_with("cfg/") {
-            Durability::HIGH
-        } else {
-            Durability::LOW
-        };
+        // The durability the file was loaded with: lowering it would stop
+        // salsa from backdating anything downstream (see `durability_for`).
+        let durability = durability_for(path);
         // Item names come from the item files (rendered with cfg/): the
         // index is rebuilt only when the edit may have renamed something.
         let tree = self.tree;

@@ -1,5 +1,5 @@
 //! A cold load on every core: the per-file and per-item queries (parse,
-//! structure, the item's own checks) computed in parallel, so that the
+//! structure, the per-file checks) computed in parallel, so that the
 //! sequential queries that read them all find them memoized. Each worker
 //! holds a handle on the same database, as generation's do.
 
@@ -28,6 +28,9 @@ pub fn structure_items(db: &Database, tree: Tree) {
         .for_each_with(db.clone(), |db, (kind, name)| {
             let id = ItemId::new(db, *kind, name.clone());
             structured_item(db, tree, id);
-            crate::check::validate::item_checks(db, tree, id);
+            if *kind == csis_model::ItemKind::IMAGES {
+                crate::check::capabilities::capability_diagnostics(db, tree, id);
+            }
         });
+    crate::check::item_checks::warm_up(db, tree);
 }
