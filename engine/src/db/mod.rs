@@ -20,8 +20,6 @@ pub mod system;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use salsa::Durability;
-
 use crate::registry::Registry;
 
 /// One file of the tree (or an overlay), by its path relative to the root
@@ -215,32 +213,5 @@ impl salsa::Database for Database {}
 impl Db for Database {
     fn registry(&self) -> &Registry {
         &self.registry
-    }
-}
-
-/// Durability of a file, from its load on: it never changes with an
-/// edit. cfg/ declarations are rarely edited (HIGH) and meta-state records
-/// change only when a run records (MEDIUM); what people edit while they
-/// work (item files, their scripts, templates, state files an entry
-/// reads) is LOW from the start.
-///
-/// Why from the start: salsa backdates a re-computed value only if its
-/// durability did not fall, so a file that went from MEDIUM to LOW on its
-/// first save re-executed every query downstream of it, tree-wide reports
-/// included, and every memo of the tree was re-verified. With the edited
-/// file's durability unchanged, a save re-verifies the LOW memos (those
-/// that read some item file) and re-executes only what the edit changed;
-/// the first save of a file costs what the second does
-/// (docs/performance.md, "First saves").
-pub fn durability_for(path: &str) -> Durability {
-    if path.starts_with("cfg/") {
-        Durability::HIGH
-    } else if path
-        .strip_prefix(crate::state::meta_state::DIR)
-        .is_some_and(|rest| rest.starts_with('/'))
-    {
-        Durability::MEDIUM
-    } else {
-        Durability::LOW
     }
 }

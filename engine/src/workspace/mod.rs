@@ -18,7 +18,7 @@ use crate::check::report::load_diagnostics;
 use crate::db::files::parse_file;
 use crate::db::run_input::{RunInput, RunOptions};
 use crate::db::system::System;
-use crate::db::{Database, ItemFile, PathFact, SourceFile, Tree, durability_for};
+use crate::db::{Database, ItemFile, PathFact, SourceFile, Tree};
 use crate::load::items::item_file_names;
 use crate::registry::Registry;
 use csis_yaml::Span;
@@ -687,5 +687,32 @@ files inside the tree",
             text: sf.text(&self.db).clone(),
             span,
         })
+    }
+}
+
+/// Durability of a file, from its load on: it never changes with an
+/// edit. cfg/ declarations are rarely edited (HIGH) and meta-state records
+/// change only when a run records (MEDIUM); what people edit while they
+/// work (item files, their scripts, templates, state files an entry
+/// reads) is LOW from the start.
+///
+/// Why from the start: salsa backdates a re-computed value only if its
+/// durability did not fall, so a file that went from MEDIUM to LOW on its
+/// first save re-executed every query downstream of it, tree-wide reports
+/// included, and every memo of the tree was re-verified. With the edited
+/// file's durability unchanged, a save re-verifies the LOW memos (those
+/// that read some item file) and re-executes only what the edit changed;
+/// the first save of a file costs what the second does
+/// (docs/performance.md, "First saves").
+fn durability_for(path: &str) -> Durability {
+    if path.starts_with("cfg/") {
+        Durability::HIGH
+    } else if path
+        .strip_prefix(crate::state::meta_state::DIR)
+        .is_some_and(|rest| rest.starts_with('/'))
+    {
+        Durability::MEDIUM
+    } else {
+        Durability::LOW
     }
 }
