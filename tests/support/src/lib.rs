@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use csis_engine::db::system::{MemorySystem, System};
 use csis_engine::registry::Registry;
+use csis_engine::run::{Level, RunRequest, RunSummary, run};
 use csis_engine::workspace::{LoadOptions, Workspace};
 use csis_plugin_api::Plugin;
 use tempfile::TempDir;
@@ -232,6 +233,30 @@ pub fn workspace(tree: &str, env: &[(&str, &str)]) -> Workspace {
         ..LoadOptions::default()
     };
     workspace_with(tree, LINKED, env, &options)
+}
+
+/// What [`run_in_memory`] did: the run's summary, its log (each line as
+/// `{level:?}: {line}`) and the memory system it wrote to.
+pub struct MemoryRun {
+    pub summary: RunSummary,
+    pub log: Vec<String>,
+    pub sys: MemorySystem,
+}
+
+/// `req` run over `files`, loaded with `plugins` from a memory system at
+/// [`ROOT`] that holds them and nothing else.
+pub fn run_in_memory(
+    files: &Files,
+    plugins: &[&'static dyn Plugin],
+    req: &RunRequest,
+) -> MemoryRun {
+    let ws = workspace_with(&inline(files), plugins, &[], &LoadOptions::default());
+    let sys = memory_system(Path::new(ROOT), files);
+    let mut log = Vec::new();
+    let summary = run(&ws, &sys, req, &mut |level: Level, line: String| {
+        log.push(format!("{level:?}: {line}"));
+    });
+    MemoryRun { summary, log, sys }
 }
 
 /// Whether an external tool an interoperability test runs is installed.
