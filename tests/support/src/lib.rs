@@ -271,18 +271,26 @@ pub fn tool_available(program: &str, require_var: &str, package: &str) -> bool {
     {
         return true;
     }
+    skipped_without(
+        require_var,
+        &format!("{program} is not installed (apt-get install {package})"),
+        "this check is skipped here and left to CI",
+    );
+    false
+}
+
+/// What a test does when a tool it needs is `missing`: fail when
+/// `require_var` is set (CI sets it after installing the tool), otherwise
+/// say on stderr what is `skipped`.
+pub fn skipped_without(require_var: &str, missing: &str, skipped: &str) {
     assert!(
         std::env::var_os(require_var).is_none(),
-        "{program} is not installed (apt-get install {package}) and {require_var} is set"
+        "{missing} and {require_var} is set"
     );
     // Written past the test harness's capture, so the skip shows in
     // `cargo test`'s output and is not mistaken for a pass.
     use std::io::Write as _;
-    let _ = writeln!(
-        std::io::stderr(),
-        "notice: {program} is not installed (apt-get install {package}): this check is skipped here and left to CI"
-    );
-    false
+    let _ = writeln!(std::io::stderr(), "notice: {missing}: {skipped}");
 }
 
 /// Checks the HCL under `dirs` with the independent parser
@@ -301,14 +309,10 @@ pub fn check_hcl(dirs: &[&std::path::Path]) -> Result<bool, String> {
     match out.status.code() {
         Some(0) => Ok(true),
         Some(2) => {
-            assert!(
-                std::env::var_os("CSIS_REQUIRE_HCL2").is_none(),
-                "python-hcl2 is not installed (pip install python-hcl2) and CSIS_REQUIRE_HCL2 is set"
-            );
-            use std::io::Write as _;
-            let _ = writeln!(
-                std::io::stderr(),
-                "notice: python-hcl2 is not installed (pip install python-hcl2): the HCL check is skipped here and left to CI"
+            skipped_without(
+                "CSIS_REQUIRE_HCL2",
+                "python-hcl2 is not installed (pip install python-hcl2)",
+                "the HCL check is skipped here and left to CI",
             );
             Ok(false)
         }
