@@ -17,10 +17,11 @@ use csis_engine::load::items::ItemId;
 use csis_engine::load::items_model::structured_item;
 use csis_engine::load::strings::rendered_cfg;
 use csis_engine::workspace::{LoadOptions, Workspace};
-use csis_model::kinds::ItemKindSpec;
-use csis_model::{Fields, ItemKind, Map, Value, Vct};
-use csis_plugin_api::{ItemKindPlugin, ModelSpec, Plugin};
+use csis_model::{ItemKind, Value, Vct};
 use csis_test_support::{LOCAL_BASE, ROOT, memory_system, parse, registry};
+
+mod common;
+use common::{NETWORKS, Networks};
 
 /// A memory system that counts the reads of each file.
 struct Counting {
@@ -314,51 +315,12 @@ fn a_state_edit_reexecutes_only_the_entries_that_read_it() {
     assert_eq!(at(&web, &["tags", "role"]), "web-two");
 }
 
-static NETWORKS: ItemKindSpec = ItemKindSpec {
-    key: "networks",
-    singular: "network",
-    dir: "networks",
-    model_vct: Vct::Unclassified,
-    builder_vct: Vct::RuntimeBuilderModel,
-    read: true,
+static WITH: Networks = Networks {
+    validated: false,
+    interpolated: true,
 };
-
-fn read_network(f: &mut Fields<'_>) -> Map {
-    let mut m = Map::new();
-    m.insert("cidr".into(), Value::str(f.req_str("cidr")));
-    m
-}
-
-/// A plugin with an item kind; `interpolated` says whether it registers
-/// the kind's section as interpolatable.
-struct Networks {
-    interpolated: bool,
-}
-impl Plugin for Networks {
-    fn name(&self) -> &'static str {
-        "networks"
-    }
-    fn models(&self) -> Vec<ModelSpec> {
-        Vec::new()
-    }
-    fn item_kinds(&self) -> Vec<ItemKindPlugin> {
-        vec![ItemKindPlugin {
-            kind: ItemKind::new(&NETWORKS),
-            read: read_network,
-            validate: None,
-        }]
-    }
-    fn interpolatable_sections(&self) -> Vec<&'static str> {
-        if self.interpolated {
-            vec!["networks"]
-        } else {
-            Vec::new()
-        }
-    }
-}
-
-static WITH: Networks = Networks { interpolated: true };
 static WITHOUT: Networks = Networks {
+    validated: false,
     interpolated: false,
 };
 

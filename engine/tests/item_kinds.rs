@@ -6,49 +6,15 @@
 use csis_engine::load::render::resolved_tree;
 use csis_engine::registry::Registry;
 use csis_engine::workspace::{LoadOptions, Workspace};
-use csis_model::kinds::ItemKindSpec;
-use csis_model::{Fields, ItemKind, Map, Value, Vct};
-use csis_plugin_api::{ItemKindPlugin, ModelSpec, Plugin};
 
-static NETWORKS: ItemKindSpec = ItemKindSpec {
-    key: "networks",
-    singular: "network",
-    dir: "networks",
-    model_vct: Vct::Unclassified,
-    builder_vct: Vct::RuntimeBuilderModel,
-    read: true,
+mod common;
+use common::Networks;
+
+/// Validated, not interpolated.
+static PLUGIN: Networks = Networks {
+    validated: true,
+    interpolated: false,
 };
-
-fn read_network(f: &mut Fields<'_>) -> Map {
-    let mut m = Map::new();
-    m.insert("cidr".into(), Value::str(f.req_str("cidr")));
-    m
-}
-
-fn validate_network(fields: &Map) -> Vec<String> {
-    match fields.get("cidr").and_then(Value::as_str) {
-        Some(c) if c.contains('/') => Vec::new(),
-        Some(c) => vec![format!("cidr '{c}' needs a prefix length (/NN)")],
-        None => Vec::new(),
-    }
-}
-
-struct Networks;
-impl Plugin for Networks {
-    fn name(&self) -> &'static str {
-        "networks"
-    }
-    fn models(&self) -> Vec<ModelSpec> {
-        Vec::new()
-    }
-    fn item_kinds(&self) -> Vec<ItemKindPlugin> {
-        vec![ItemKindPlugin {
-            kind: ItemKind::new(&NETWORKS),
-            read: read_network,
-            validate: Some(validate_network),
-        }]
-    }
-}
 
 const TREE: &str = r#"
 --- cfg/_config.yml
@@ -69,7 +35,7 @@ fn load(undeclare: &[&str]) -> Workspace {
     };
     csis_test_support::workspace_with(
         TREE,
-        &[&csis_plugin_local::LocalPlugin, &Networks],
+        &[&csis_plugin_local::LocalPlugin, &PLUGIN],
         &[],
         &options,
     )
@@ -107,7 +73,7 @@ fn undeclare_knows_plugin_kinds() {
 
 #[test]
 fn a_second_kind_with_the_same_key_is_a_collision() {
-    let err = Registry::build(&[&Networks, &Networks]).err().unwrap();
+    let err = Registry::build(&[&PLUGIN, &PLUGIN]).err().unwrap();
     assert_eq!(
         err,
         "Type Collision: item kind 'networks' of plugin 'networks' is already registered"

@@ -78,6 +78,16 @@ fn apply_check_lets_a_listed_runtime_or_builder_apply() {
     );
 }
 
+/// The unmount of storage `data` from instance `box`, `confirm`ed by hand
+/// or not.
+fn unmount_data(confirm: bool) -> Unmount<'static> {
+    Unmount {
+        storage: "data",
+        instance: "box",
+        confirm,
+    }
+}
+
 #[test]
 fn a_storage_whose_attachment_was_removed_is_unmounted_at_its_recorded_mount_point() {
     // The declaration no longer attaches data; the launch record still
@@ -92,15 +102,7 @@ fn a_storage_whose_attachment_was_removed_is_unmounted_at_its_recorded_mount_poi
         &[("meta-state/launch-params.yaml", launched)],
     );
     let w = ws(&sys);
-    let o = unmount(
-        &w,
-        &sys,
-        &Unmount {
-            storage: "data",
-            instance: "box",
-            confirm: false,
-        },
-    );
+    let o = unmount(&w, &sys, &unmount_data(false));
     // The local runtime looks for the machine in its store, which this
     // in-memory tree has never launched: the failure is the receipt's.
     let path = receipt_path(Path::new(ROOT), "box", "data");
@@ -123,15 +125,7 @@ fn a_storage_whose_attachment_was_removed_is_unmounted_at_its_recorded_mount_poi
         })
     );
     // Confirmed by hand: USERNAME names the operator when USER is unset.
-    let o = unmount(
-        &w,
-        &sys,
-        &Unmount {
-            storage: "data",
-            instance: "box",
-            confirm: true,
-        },
-    );
+    let o = unmount(&w, &sys, &unmount_data(true));
     assert_eq!(o.code, 0, "{o:?}");
     let receipt: serde_json::Value = serde_json::from_str(&sys.read(&path)).unwrap();
     assert_eq!(
@@ -185,32 +179,49 @@ fn migrating() -> MemorySystem {
     )
 }
 
-#[test]
-fn a_migration_runs_its_tofu_steps_in_order_and_finish_records_the_move() {
-    let sys = migrating();
-    let cwd = Path::new("/t/_private/storage/bucket");
-    let probe = cwd.join(".csis-state-probe");
-    let config = "-backend-config=/t/_private/storage/bucket/bucket.tfbackend.hcl";
+/// The root of `bucket`.
+const BUCKET: &str = "/t/_private/storage/bucket";
+
+/// The move of `bucket` to the backend its generated config names.
+fn bucket_migration() -> StateMigration<'static> {
+    StateMigration {
+        cwd: Path::new(BUCKET),
+        workspace: "bucket",
+        backend_config: Some("bucket.tfbackend.hcl"),
+        tofu: "tofu",
+    }
+}
+
+/// The stand-in's answers to a begin of [`bucket_migration`]: every pull
+/// gives the old state, the probe's init succeeds, and the copying init
+/// exits `copy_code` with `copy_stderr`.
+fn answer_begin(sys: &MemorySystem, copy_code: i32, copy_stderr: &str) {
     sys.answer("tofu state pull", 0, OLD, "");
     sys.answer(
-        &format!("tofu init -input=false -reconfigure {config}"),
+        &format!(
+            "tofu init -input=false -reconfigure -backend-config={BUCKET}/bucket.tfbackend.hcl"
+        ),
         0,
         "",
         "",
     );
     sys.answer(
         "tofu init -input=false -migrate-state -force-copy -backend-config=bucket.tfbackend.hcl",
-        0,
+        copy_code,
         "",
-        "",
+        copy_stderr,
     );
+}
+
+#[test]
+fn a_migration_runs_its_tofu_steps_in_order_and_finish_records_the_move() {
+    let sys = migrating();
+    let cwd = Path::new(BUCKET);
+    let probe = cwd.join(".csis-state-probe");
+    let config = "-backend-config=/t/_private/storage/bucket/bucket.tfbackend.hcl";
+    answer_begin(&sys, 0, "");
     let w = ws(&sys);
-    let req = StateMigration {
-        cwd,
-        workspace: "bucket",
-        backend_config: Some("bucket.tfbackend.hcl"),
-        tofu: "tofu",
-    };
+    let req = bucket_migration();
     // The stand-in answers every pull with the old state: in the probe
     // that is this workspace's own lineage, so no collision.
     let o = begin(&w, &sys, &req);
@@ -272,27 +283,14 @@ fn a_migration_runs_its_tofu_steps_in_order_and_finish_records_the_move() {
 #[test]
 fn a_copy_that_fails_fails_the_begin_and_leaves_no_note() {
     let sys = migrating();
-    let cwd = Path::new("/t/_private/storage/bucket");
-    sys.answer("tofu state pull", 0, OLD, "");
-    sys.answer(
-        "tofu init -input=false -reconfigure -backend-config=/t/_private/storage/bucket/bucket.tfbackend.hcl",
-        0,
-        "",
-        "",
-    );
-    sys.answer(
-        "tofu init -input=false -migrate-state -force-copy -backend-config=bucket.tfbackend.hcl",
+    let cwd = Path::new(BUCKET);
+    answer_begin(
+        &sys,
         1,
-        "",
         "Error: Error copying state from the previous \"local\" backend\n",
     );
     let w = ws(&sys);
-    let req = StateMigration {
-        cwd,
-        workspace: "bucket",
-        backend_config: Some("bucket.tfbackend.hcl"),
-        tofu: "tofu",
-    };
+    let req = bucket_migration();
     assert_eq!(
         begin(&w, &sys, &req).err,
         [

@@ -11,25 +11,14 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use csis_test_support::{check_hcl, files_below, tree};
 
-use crate::support::{csis_at, ok};
+use crate::support::{csis_at, doubles, hcl2_available, here, ok, read, real_run};
 
 const NOW: i64 = 1_796_226_804;
 /// The run id CSIS_NOW=NOW gives.
 const RUN: &str = "2026_12_02T15_53_24";
-
-fn here(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/e2e")
-        .join(rel)
-}
-
-fn read(p: &Path) -> String {
-    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
 
 /// `text` against tests/e2e/clouds/<name>.snapshot; CSIS_UPDATE_EXPECT=1
 /// rewrites the snapshot instead.
@@ -156,61 +145,6 @@ fn the_dry_run_writes_the_snapshot_tree_without_the_run_id_and_it_parses() {
     check_hcl(&[&generated]).unwrap();
 }
 
-fn hcl2_available() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import hcl2"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var_os("CSIS_REQUIRE_HCL2").is_none(),
-            "python-hcl2 is not installed and CSIS_REQUIRE_HCL2 is set"
-        );
-        use std::io::Write as _;
-        let _ = writeln!(
-            std::io::stderr(),
-            "notice: python-hcl2 is not installed: the packer and tofu test doubles cannot run, this test is skipped"
-        );
-    }
-    ok
-}
-
-/// The doubles' directory: bin/ with the stand-in `packer` and `tofu`,
-/// cloud/ their pretend cloud (calls.log, images.json, state/).
-fn doubles() -> tempfile::TempDir {
-    let d = tempfile::tempdir().unwrap();
-    let bin = d.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    for tool in ["packer", "tofu"] {
-        std::fs::copy(here(&format!("doubles/{tool}")), bin.join(tool)).unwrap();
-    }
-    d
-}
-
-/// `csis run all --no-dry-run` with the doubles first on PATH.
-fn real_run(root: &Path, doubles: &Path, now: i64, env: &[(&str, &str)]) -> Output {
-    let path = format!(
-        "{}:{}",
-        doubles.join("bin").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_csis"));
-    cmd.current_dir(root)
-        .arg("--root-dir")
-        .arg(root)
-        .args(["run", "all", "--no-dry-run"])
-        .env("CSIS_NOW", now.to_string())
-        .env_remove("CSIS_RUN_ID")
-        .env_remove("TOFU_DOUBLE_FAIL")
-        .env_remove("PACKER_DOUBLE_FAIL")
-        .env("PATH", path)
-        .env("CSIS_DOUBLE_CLOUD", doubles.join("cloud"));
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.output().unwrap()
-}
-
 /// The doubles' calls, `<dir below _private/> <tool> <argv>`; the log is
 /// then emptied.
 fn take_calls(root: &Path, doubles: &Path) -> Vec<String> {
@@ -316,7 +250,7 @@ fn a_real_run_bakes_applies_records_and_pins_on_both_clouds_then_changes_nothing
     }
     let t = tree("clouds");
     let root = t.path();
-    let d = doubles();
+    let d = doubles(&["packer", "tofu"]);
     let out = ok(real_run(root, d.path(), NOW, &[]));
 
     // The stand-ins' calls, in order: the storage lifecycle's roots (ebs,
@@ -530,7 +464,7 @@ fn a_failed_tofu_apply_fails_the_run_and_pins_no_instance() {
     }
     let t = tree("clouds");
     let root = t.path();
-    let d = doubles();
+    let d = doubles(&["packer", "tofu"]);
     let out = real_run(
         root,
         d.path(),

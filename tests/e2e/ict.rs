@@ -402,7 +402,7 @@ fn a_chain_deeper_than_four_levels_warns_and_validates() {
     assert_eq!(code, Some(0), "{stderr}");
     assert!(
         stderr.contains(
-            "cfg/builders.yml:25:19: warning: OS builder edge runtimes[0] template templates/leaf.yml: templates/leaf.yml: extends chain depth 5 exceeds recommended maximum of 4"
+            "cfg/builders.yml:25:19: warning: OS builder edge runtimes[0] template templates/leaf.yml: templates/r3.yml:1:10: extends chain depth 5 exceeds recommended maximum of 4"
         ),
         "{stderr}"
     );

@@ -5,24 +5,13 @@
 //! their artifact ids give, nothing baked the second time, nothing
 //! re-baked for a machine type.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
 use csis_test_support::{check_hcl, temp_tree};
 
-use crate::support::{csis_at, edit, ok};
+use crate::support::{csis_at, doubles, edit, hcl2_available, here, ok, read, real_run};
 
 const NOW: i64 = 1796226804;
-
-fn here(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/e2e")
-        .join(rel)
-}
-
-fn read(p: &Path) -> String {
-    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
 
 /// The tree: an aws and a gce runtime, a packer image builder on each, a
 /// debian base image and an image `web` over it with two modifications.
@@ -88,63 +77,15 @@ fn a_dry_run_writes_one_template_per_bake_that_the_independent_parser_accepts() 
     check_hcl(&[&t.path().join("generated")]).unwrap();
 }
 
-fn hcl2_available() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import hcl2"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var_os("CSIS_REQUIRE_HCL2").is_none(),
-            "python-hcl2 is not installed and CSIS_REQUIRE_HCL2 is set"
-        );
-        use std::io::Write as _;
-        let _ = writeln!(
-            std::io::stderr(),
-            "notice: python-hcl2 is not installed: the packer test double cannot run, this test is skipped"
-        );
-    }
-    ok
-}
-
-/// `csis run all --no-dry-run` with the packer test double first on PATH;
-/// `fail` names a series whose build the double fails.
-fn real_run(root: &Path, bin: &Path, now: i64, fail: Option<&str>) -> Output {
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_csis"));
-    cmd.current_dir(root)
-        .arg("--root-dir")
-        .arg(root)
-        .args(["run", "all", "--no-dry-run"])
-        .env("CSIS_NOW", now.to_string())
-        .env_remove("CSIS_RUN_ID")
-        .env("PATH", path)
-        .env("CSIS_DOUBLE_CLOUD", bin.join("cloud"));
-    if let Some(series) = fail {
-        cmd.env("PACKER_DOUBLE_FAIL", series);
-    }
-    cmd.output().unwrap()
-}
-
-fn double() -> tempfile::TempDir {
-    let bin = tempfile::tempdir().unwrap();
-    std::fs::copy(here("doubles/packer"), bin.path().join("packer")).unwrap();
-    bin
-}
-
 #[test]
 fn a_real_run_bakes_in_order_and_records_the_builds_then_bakes_nothing() {
     if !hcl2_available() {
         return;
     }
     let t = tree();
-    let bin = double();
-    ok(real_run(t.path(), bin.path(), NOW, None));
-    let log = read(&bin.path().join("cloud/calls.log"));
+    let d = doubles(&["packer"]);
+    ok(real_run(t.path(), d.path(), NOW, &[]));
+    let log = read(&d.path().join("cloud/calls.log"));
     let root = t.path().canonicalize().unwrap();
     let lines: Vec<String> = log
         .lines()
@@ -212,9 +153,9 @@ fn a_real_run_bakes_in_order_and_records_the_builds_then_bakes_nothing() {
     );
 
     // Nothing changed: nothing bakes.
-    std::fs::remove_file(bin.path().join("cloud/calls.log")).unwrap();
-    let out = ok(real_run(t.path(), bin.path(), NOW + 3600, None));
-    assert!(!bin.path().join("cloud/calls.log").exists(), "{out}");
+    std::fs::remove_file(d.path().join("cloud/calls.log")).unwrap();
+    let out = ok(real_run(t.path(), d.path(), NOW + 3600, &[]));
+    assert!(!d.path().join("cloud/calls.log").exists(), "{out}");
 
     // A machine type is not an input of the build: nothing re-bakes.
     edit(t.path(), "cfg/_config.yml", "t3.micro", "t3.large");
@@ -253,8 +194,13 @@ fn a_failed_packer_build_records_nothing() {
         return;
     }
     let t = tree();
-    let bin = double();
-    let out = real_run(t.path(), bin.path(), NOW, Some("debian12"));
+    let d = doubles(&["packer"]);
+    let out = real_run(
+        t.path(),
+        d.path(),
+        NOW,
+        &[("PACKER_DOUBLE_FAIL", "debian12")],
+    );
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

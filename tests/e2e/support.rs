@@ -108,3 +108,72 @@ pub fn until(rx: &std::sync::mpsc::Receiver<String>, want: &str) -> Vec<String> 
     }
     panic!("no line with {want:?} in {seen:#?}");
 }
+
+/// A file of tests/e2e (a fixture, a snapshot, a test double).
+pub fn here(rel: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/e2e")
+        .join(rel)
+}
+
+/// A file's text, which must be there.
+pub fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// Whether python-hcl2 is installed: the packer and tofu test doubles of
+/// tests/e2e/doubles/ parse with it. Without it a test that runs them is
+/// skipped, with a notice, unless CSIS_REQUIRE_HCL2 is set.
+pub fn hcl2_available() -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", "import hcl2"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        csis_test_support::skipped_without(
+            "CSIS_REQUIRE_HCL2",
+            "python-hcl2 is not installed",
+            "the packer and tofu test doubles cannot run, this test is skipped",
+        );
+    }
+    ok
+}
+
+/// The test doubles' directory: bin/ with the named stand-ins of
+/// tests/e2e/doubles/ (`packer`, `tofu`), cloud/ their pretend cloud
+/// (calls.log, images.json, state/), made by the doubles as they run.
+pub fn doubles(tools: &[&str]) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    let bin = d.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for tool in tools {
+        std::fs::copy(here(&format!("doubles/{tool}")), bin.join(tool)).unwrap();
+    }
+    d
+}
+
+/// `csis run all --no-dry-run` at a fixed clock with the doubles of
+/// [`doubles`] first on PATH; `env` adds variables such as
+/// PACKER_DOUBLE_FAIL or TOFU_DOUBLE_FAIL (unset otherwise).
+pub fn real_run(root: &Path, doubles: &Path, now: i64, env: &[(&str, &str)]) -> Output {
+    let path = format!(
+        "{}:{}",
+        doubles.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_csis"));
+    cmd.current_dir(root)
+        .arg("--root-dir")
+        .arg(root)
+        .args(["run", "all", "--no-dry-run"])
+        .env("CSIS_NOW", now.to_string())
+        .env_remove("CSIS_RUN_ID")
+        .env_remove("TOFU_DOUBLE_FAIL")
+        .env_remove("PACKER_DOUBLE_FAIL")
+        .env("PATH", path)
+        .env("CSIS_DOUBLE_CLOUD", doubles.join("cloud"));
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}

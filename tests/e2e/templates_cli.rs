@@ -232,16 +232,12 @@ fn chain_refusals_and_parent_problems_name_their_file() {
         ),
     ]);
     let dir = t.path().join("t");
-    let canon = std::fs::canonicalize(&dir).unwrap();
     let (code, out, err) = csis(&dir, &["resolve", "a.yml"]);
     assert_eq!((code, out.as_str()), (1, ""));
+    // The cycle as the user named its files, not their canonical paths.
     assert_eq!(
         err,
-        format!(
-            "b.yml:1:10: circular extends detected: {a} -> {b} -> {a}\n",
-            a = canon.join("a.yml").display(),
-            b = canon.join("b.yml").display()
-        )
+        "b.yml:1:10: circular extends detected: a.yml -> b.yml -> a.yml\n"
     );
     let (code, out, err) = csis(&dir, &["validate", "child.yml", "out.yml"]);
     assert_eq!((code, out.as_str()), (1, ""));

@@ -10,11 +10,12 @@ use csis_yaml::Positions;
 use crate::merge::merge;
 use crate::read::parse_located;
 use crate::types::Template;
-use crate::{Problem, TemplateFs, Variables};
+use crate::{Problem, Severity, TemplateFs, Variables};
 
 /// Chains deeper than this warn.
 pub const RECOMMENDED_MAX_DEPTH: usize = 4;
-/// A hard stop, so that no chain is walked without end.
+/// A hard stop, so that no chain is walked without end: a chain of more
+/// templates than this (leaf included) is refused.
 pub const MAX_DEPTH: usize = 64;
 
 /// The extends chain of a leaf, root first.
@@ -87,6 +88,11 @@ fn dir_of(file: &Path) -> PathBuf {
     }
 }
 
+/// A template that cannot be read, at 1:1 of that file.
+fn unreadable(file: &Path, e: &std::io::Error) -> Problem {
+    Problem::error(file, 1, 1, format!("cannot read template: {e}"))
+}
+
 fn at(file: &Path, pos: &Positions, path: &DocPath, message: String) -> Problem {
     let (line, col) = pos
         .nearest(path, false)
@@ -112,30 +118,19 @@ pub fn load_chain(
             ),
         )]);
     }
-    let canon = fs.canonicalize(leaf).map_err(|e| {
-        vec![Problem::error(
-            leaf,
-            0,
-            0,
-            format!("cannot read template: {e}"),
-        )]
-    })?;
+    let canon = fs
+        .canonicalize(leaf)
+        .map_err(|e| vec![unreadable(leaf, &e)])?;
     // Leaf first while walking.
     let mut files = vec![leaf.to_path_buf()];
-    let mut canons = vec![canon.clone()];
     let mut seen: HashMap<PathBuf, usize> = HashMap::from([(canon, 0)]);
     let mut layers = Vec::new();
     let mut positions: Vec<Positions> = Vec::new();
     let mut current = leaf.to_path_buf();
     loop {
-        let text = fs.read(&current).map_err(|e| {
-            vec![Problem::error(
-                &current,
-                0,
-                0,
-                format!("cannot read template: {e}"),
-            )]
-        })?;
+        let text = fs
+            .read(&current)
+            .map_err(|e| vec![unreadable(&current, &e)])?;
         let (t, pos) = parse_located(&current, &text, vars)?;
         let level = layers.len();
         if let Some(child) = layers.last() {
@@ -194,12 +189,15 @@ pub fn load_chain(
         if !parent_canon.starts_with(&dir_canon) {
             return Err(here(escape()));
         }
+        // Found on canonical paths (a directory symlink cannot alias two
+        // names of one file), shown as the chain names them: `A -> B -> A`,
+        // the repeated template by the name it first had.
         if let Some(&first) = seen.get(&parent_canon) {
-            let mut cycle: Vec<String> = canons[first..]
+            let cycle: Vec<String> = files[first..]
                 .iter()
+                .chain([&files[first]])
                 .map(|p| p.display().to_string())
                 .collect();
-            cycle.push(parent_canon.display().to_string());
             return Err(here(format!(
                 "circular extends detected: {}",
                 cycle.join(" -> ")
@@ -210,22 +208,26 @@ pub fn load_chain(
                 "extends chain deeper than {MAX_DEPTH} levels"
             )));
         }
-        seen.insert(parent_canon.clone(), files.len());
-        canons.push(parent_canon);
+        seen.insert(parent_canon, files.len());
         files.push(parent.clone());
         current = parent;
     }
     let mut warnings = Vec::new();
     if layers.len() > RECOMMENDED_MAX_DEPTH {
-        warnings.push(Problem::warning(
-            leaf,
-            0,
-            0,
+        // On the `extends` that brought in the first template past the
+        // recommendation (files are still leaf first here).
+        let level = RECOMMENDED_MAX_DEPTH - 1;
+        let mut w = at(
+            &files[level],
+            &positions[level],
+            &DocPath::root().key("extends"),
             format!(
                 "extends chain depth {} exceeds recommended maximum of {RECOMMENDED_MAX_DEPTH}",
                 layers.len()
             ),
-        ));
+        );
+        w.severity = Severity::Warning;
+        warnings.push(w);
     }
     files.reverse();
     layers.reverse();

@@ -20,7 +20,7 @@ mod vars;
 #[cfg(test)]
 mod tests;
 
-pub use chain::{Chain, load_chain};
+pub use chain::{Chain, MAX_DEPTH, RECOMMENDED_MAX_DEPTH, load_chain};
 pub use merge::merge;
 pub use out::{REDACTED, redact, to_json, to_yaml};
 pub use types::*;

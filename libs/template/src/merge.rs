@@ -16,7 +16,7 @@ fn v<T: Clone>(child: &[T], parent: &[T]) -> Vec<T> {
 /// same-key child entry merged into it in place), new ones appended in
 /// the child's order. ICT's order here is not stable; csis keeps this
 /// first-seen order.
-fn by_key<T: Clone>(
+fn merge_by_key<T: Clone>(
     child: &[T],
     parent: &[T],
     key: impl Fn(&T) -> &str,
@@ -73,7 +73,7 @@ pub fn merge(child: &Template, parent: &Template) -> Template {
             Some(d) if !d.is_empty() => Some(d.clone()),
             _ => parent.disk.clone(),
         },
-        package_repositories: by_key(
+        package_repositories: merge_by_key(
             &child.package_repositories,
             &parent.package_repositories,
             |r| r.codename.as_str(),
@@ -136,12 +136,12 @@ fn merge_system_config(c: &SystemConfig, p: &SystemConfig, overlay: bool) -> Sys
                 target_cert_path: s(&c.target_cert_path, &p.target_cert_path),
             }),
         }),
-        users: by_key(&c.users, &p.users, |u| u.name.as_str(), merge_user),
+        users: merge_by_key(&c.users, &p.users, |u| u.name.as_str(), merge_user),
         initramfs: match &c.initramfs {
             Some(i) if !i.template.is_empty() => Some(i.clone()),
             _ => p.initramfs.clone().or_else(|| c.initramfs.clone()),
         },
-        additional_files: by_key(
+        additional_files: merge_by_key(
             &c.additional_files,
             &p.additional_files,
             |f| f.final_path.as_str(),
@@ -158,7 +158,7 @@ fn merge_system_config(c: &SystemConfig, p: &SystemConfig, overlay: bool) -> Sys
         proxy: c.proxy.clone().or_else(|| p.proxy.clone()),
         provisioning: both(&c.provisioning, &p.provisioning, |c, p| Provisioning {
             before_login: c.before_login.or(p.before_login),
-            scripts: by_key(
+            scripts: merge_by_key(
                 &c.scripts,
                 &p.scripts,
                 |s| s.name.as_str(),

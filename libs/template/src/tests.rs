@@ -873,20 +873,66 @@ fn a_cycle_through_a_directory_symlink_is_caught_on_canonical_paths() {
     symlink(dir, &dir.join("same"));
     write(dir, "a.yml", &format!("extends: same/b.yml\n{HEAD}"));
     write(dir, "b.yml", &format!("extends: same/a.yml\n{HEAD}"));
-    let canon = match std::fs::canonicalize(dir) {
-        Ok(c) => c,
-        Err(e) => panic!("{e}"),
-    };
-    let (a, b) = (canon.join("a.yml"), canon.join("b.yml"));
+    // `same/same/a.yml` is `a.yml`: caught, and shown as `A -> B -> A` with
+    // the paths as the chain names them, not canonical ones.
+    let (a, b) = (dir.join("a.yml"), dir.join("same/b.yml"));
     assert_eq!(
-        chain_err(&dir.join("a.yml")),
+        chain_err(&a),
         vec![format!(
             "{}:1:10: circular extends detected: {} -> {} -> {}",
-            dir.join("same/b.yml").display(),
+            b.display(),
             a.display(),
             b.display(),
             a.display()
         )]
+    );
+}
+
+/// Templates in memory by relative path; their canonical paths are below
+/// `/real`, so a message that showed one would say so.
+struct MemFs(Vec<(&'static str, String)>);
+
+impl TemplateFs for MemFs {
+    fn read(&self, path: &Path) -> std::io::Result<String> {
+        self.0
+            .iter()
+            .find(|(p, _)| Path::new(p) == path)
+            .map(|(_, text)| text.clone())
+            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
+    }
+
+    fn canonicalize(&self, path: &Path) -> std::io::Result<std::path::PathBuf> {
+        let rel: std::path::PathBuf = path
+            .components()
+            .filter(|c| !matches!(c, std::path::Component::CurDir))
+            .collect();
+        let dir = self.0.iter().any(|(p, _)| Path::new(p).starts_with(&rel));
+        if dir || rel.as_os_str().is_empty() {
+            Ok(Path::new("/real").join(rel))
+        } else {
+            Err(std::io::Error::from(std::io::ErrorKind::NotFound))
+        }
+    }
+
+    fn is_symlink(&self, _: &Path) -> bool {
+        false
+    }
+}
+
+#[test]
+fn a_cycle_is_shown_with_the_paths_as_written() {
+    let fs = MemFs(vec![
+        ("t/a.yml", format!("extends: b.yml\n{HEAD}")),
+        ("t/b.yml", format!("extends: ./c.yml\n{HEAD}")),
+        ("t/c.yml", format!("{HEAD}extends: b.yml\n")),
+    ]);
+    let err: Vec<String> = match load_chain(&fs, Path::new("t/a.yml"), &Variables::new()) {
+        Ok(c) => panic!("loaded {:?}", c.files),
+        Err(e) => e.iter().map(|p| p.to_string()).collect(),
+    };
+    assert_eq!(
+        err,
+        ["t/c.yml:9:10: circular extends detected: t/b.yml -> t/c.yml -> t/b.yml"]
     );
 }
 
@@ -987,14 +1033,40 @@ fn depth_five_warns_and_succeeds() {
     let c = chain_ok(&dir.join("l4.yml"));
     assert_eq!(c.layers.len(), 5);
     let w: Vec<String> = c.warnings.iter().map(|p| p.to_string()).collect();
+    // On the `extends` that brought in the fifth template: l1's.
     assert_eq!(
         w,
         vec![format!(
-            "{}: warning: extends chain depth 5 exceeds recommended maximum of 4",
-            dir.join("l4.yml").display()
+            "{}:1:10: warning: extends chain depth 5 exceeds recommended maximum of 4",
+            dir.join("l1.yml").display()
         )]
     );
     assert!(chain_ok(&dir.join("l3.yml")).warnings.is_empty());
+}
+
+#[test]
+fn a_template_that_cannot_be_read_is_refused_at_its_first_line() {
+    let d = tmp();
+    let dir = d.path();
+    // A missing leaf, and a parent that is a directory.
+    assert_eq!(
+        chain_err(&dir.join("gone.yml")),
+        vec![format!(
+            "{}:1:1: cannot read template: {}",
+            dir.join("gone.yml").display(),
+            std::io::Error::from_raw_os_error(2)
+        )]
+    );
+    if let Err(e) = std::fs::create_dir_all(dir.join("p.yml")) {
+        panic!("{e}");
+    }
+    write(dir, "leaf.yml", &format!("extends: p.yml\n{HEAD}"));
+    let err = chain_err(&dir.join("leaf.yml"));
+    let want = format!(
+        "{}:1:1: cannot read template: ",
+        dir.join("p.yml").display()
+    );
+    assert!(err.len() == 1 && err[0].starts_with(&want), "{err:?}");
 }
 
 // ---- variables, defaults path, output ----

@@ -7,10 +7,9 @@
 use std::path::{Path, PathBuf};
 
 use csis_engine::db::run_input::RunOptions;
-use csis_engine::run::{Level, RunRequest, run};
-use csis_engine::workspace::LoadOptions;
+use csis_engine::run::RunRequest;
 use csis_plugin_api::Plugin;
-use csis_test_support::{ROOT, memory_system, parse, workspace_with};
+use csis_test_support::{MemoryRun, ROOT, parse, run_in_memory};
 
 const PLUGINS: &[&dyn Plugin] = &[
     &csis_plugin_local::LocalPlugin,
@@ -71,10 +70,6 @@ workspaces:
 
 #[test]
 fn a_migrating_workspace_begins_and_finishes_its_move_where_the_others_init() {
-    let files = parse(TREE);
-    let text = csis_test_support::inline(&files);
-    let ws = workspace_with(&text, PLUGINS, &[], &LoadOptions::default());
-    let sys = memory_system(Path::new(ROOT), &files);
     let req = RunRequest {
         lifecycles: vec!["storage".into()],
         options: RunOptions {
@@ -86,17 +81,10 @@ fn a_migrating_workspace_begins_and_finishes_its_move_where_the_others_init() {
         // whole outcome.
         no_apply: true,
         csis: PathBuf::from("csis"),
-        commit: false,
-        record: false,
-        stats: false,
         no_state_query: true,
-        lock_token: None,
-        explain: false,
+        ..RunRequest::default()
     };
-    let mut log = Vec::new();
-    let summary = run(&ws, &sys, &req, &mut |level: Level, line: String| {
-        log.push(format!("{level:?}: {line}"));
-    });
+    let MemoryRun { summary, log, sys } = run_in_memory(&parse(TREE), PLUGINS, &req);
     assert!(summary.ok, "{log:#?}");
     let script = sys.read(&Path::new(ROOT).join("generated/storage/run-storage.sh"));
     let steps = |dir: &str| -> Vec<String> {

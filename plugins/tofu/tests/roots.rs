@@ -10,11 +10,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use csis_engine::db::run_input::RunOptions;
-use csis_engine::db::system::{MemorySystem, System};
-use csis_engine::run::{Level, RunRequest, RunSummary, run};
-use csis_engine::workspace::LoadOptions;
+use csis_engine::db::system::System;
+use csis_engine::run::RunRequest;
 use csis_plugin_api::Plugin;
-use csis_test_support::{ROOT, memory_system, parse, workspace_with};
+use csis_test_support::{MemoryRun as Outcome, ROOT, parse, run_in_memory};
 
 const PLUGINS: &[&dyn Plugin] = &[
     &csis_plugin_dummy::DummyPlugin,
@@ -130,40 +129,23 @@ storages:
     )
 }
 
-struct Outcome {
-    summary: RunSummary,
-    log: Vec<String>,
-    sys: MemorySystem,
-}
-
 fn dry_run(tree: &str, extra: &[(&str, &str)], lifecycles: &[&str]) -> Outcome {
     let mut files = parse(tree);
     for (p, t) in extra {
         files.insert((*p).to_string(), (*t).to_string());
     }
-    let text = csis_test_support::inline(&files);
-    let ws = workspace_with(&text, PLUGINS, &[], &LoadOptions::default());
-    let sys = memory_system(Path::new(ROOT), &files);
     let req = RunRequest {
         lifecycles: lifecycles.iter().map(|s| s.to_string()).collect(),
         options: RunOptions {
             dry_run: true,
             ..RunOptions::default()
         },
-        no_apply: false,
         csis: PathBuf::from("csis"),
-        commit: false,
         record: true,
-        stats: false,
         no_state_query: true,
-        lock_token: None,
-        explain: false,
+        ..RunRequest::default()
     };
-    let mut log = Vec::new();
-    let summary = run(&ws, &sys, &req, &mut |level: Level, line: String| {
-        log.push(format!("{level:?}: {line}"));
-    });
-    Outcome { summary, log, sys }
+    run_in_memory(&files, PLUGINS, &req)
 }
 
 fn ok_run(tree: &str, lifecycles: &[&str]) -> Outcome {

@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use csis_engine::db::system::{MemorySystem, System};
 use csis_engine::registry::Registry;
+use csis_engine::run::{Level, RunRequest, RunSummary, run};
 use csis_engine::workspace::{LoadOptions, Workspace};
 use csis_plugin_api::Plugin;
 use tempfile::TempDir;
@@ -234,6 +235,30 @@ pub fn workspace(tree: &str, env: &[(&str, &str)]) -> Workspace {
     workspace_with(tree, LINKED, env, &options)
 }
 
+/// What [`run_in_memory`] did: the run's summary, its log (each line as
+/// `{level:?}: {line}`) and the memory system it wrote to.
+pub struct MemoryRun {
+    pub summary: RunSummary,
+    pub log: Vec<String>,
+    pub sys: MemorySystem,
+}
+
+/// `req` run over `files`, loaded with `plugins` from a memory system at
+/// [`ROOT`] that holds them and nothing else.
+pub fn run_in_memory(
+    files: &Files,
+    plugins: &[&'static dyn Plugin],
+    req: &RunRequest,
+) -> MemoryRun {
+    let ws = workspace_with(&inline(files), plugins, &[], &LoadOptions::default());
+    let sys = memory_system(Path::new(ROOT), files);
+    let mut log = Vec::new();
+    let summary = run(&ws, &sys, req, &mut |level: Level, line: String| {
+        log.push(format!("{level:?}: {line}"));
+    });
+    MemoryRun { summary, log, sys }
+}
+
 /// Whether an external tool an interoperability test runs is installed.
 /// When it is not, the test is skipped with a notice on stderr; with
 /// `require_var` set (CI sets it after installing the tool) a missing
@@ -246,18 +271,26 @@ pub fn tool_available(program: &str, require_var: &str, package: &str) -> bool {
     {
         return true;
     }
+    skipped_without(
+        require_var,
+        &format!("{program} is not installed (apt-get install {package})"),
+        "this check is skipped here and left to CI",
+    );
+    false
+}
+
+/// What a test does when a tool it needs is `missing`: fail when
+/// `require_var` is set (CI sets it after installing the tool), otherwise
+/// say on stderr what is `skipped`.
+pub fn skipped_without(require_var: &str, missing: &str, skipped: &str) {
     assert!(
         std::env::var_os(require_var).is_none(),
-        "{program} is not installed (apt-get install {package}) and {require_var} is set"
+        "{missing} and {require_var} is set"
     );
     // Written past the test harness's capture, so the skip shows in
     // `cargo test`'s output and is not mistaken for a pass.
     use std::io::Write as _;
-    let _ = writeln!(
-        std::io::stderr(),
-        "notice: {program} is not installed (apt-get install {package}): this check is skipped here and left to CI"
-    );
-    false
+    let _ = writeln!(std::io::stderr(), "notice: {missing}: {skipped}");
 }
 
 /// Checks the HCL under `dirs` with the independent parser
@@ -276,14 +309,10 @@ pub fn check_hcl(dirs: &[&std::path::Path]) -> Result<bool, String> {
     match out.status.code() {
         Some(0) => Ok(true),
         Some(2) => {
-            assert!(
-                std::env::var_os("CSIS_REQUIRE_HCL2").is_none(),
-                "python-hcl2 is not installed (pip install python-hcl2) and CSIS_REQUIRE_HCL2 is set"
-            );
-            use std::io::Write as _;
-            let _ = writeln!(
-                std::io::stderr(),
-                "notice: python-hcl2 is not installed (pip install python-hcl2): the HCL check is skipped here and left to CI"
+            skipped_without(
+                "CSIS_REQUIRE_HCL2",
+                "python-hcl2 is not installed (pip install python-hcl2)",
+                "the HCL check is skipped here and left to CI",
             );
             Ok(false)
         }
