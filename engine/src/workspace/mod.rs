@@ -267,6 +267,77 @@ fn read_aux(
         .collect()
 }
 
+/// The remote state objects interpolation reads, each by its command, run
+/// once: (location, stdout). A command that cannot start or fails is a
+/// load error naming the source, the backend, the command line and what to
+/// do; the object is then left out (the entries reading it say so too).
+fn read_remote(
+    system: &dyn System,
+    root: &Path,
+    max: u64,
+    reads: &[crate::load::interp::RemoteRead],
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<(Arc<str>, Arc<str>)> {
+    use crate::db::system::Process;
+    let mut out = Vec::new();
+    for r in reads {
+        let c = &r.command;
+        let line = c.line();
+        let whose = format!(
+            "interpolation source '{}' (state backend '{}', {}): {}",
+            r.source, r.backend, r.backend_type, r.location
+        );
+        let process = Process {
+            program: PathBuf::from(&c.program),
+            args: c.args.clone(),
+            cwd: root.to_path_buf(),
+            env: Vec::new(),
+        };
+        match system.run(&process) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                diags.push(Diagnostic::error(format!(
+                    "{whose}: cannot run `{line}`: '{}' is not on PATH; csis needs {} to read this source -- install it, or put it on PATH",
+                    c.program, c.what
+                )));
+            }
+            Err(e) => diags.push(Diagnostic::error(format!(
+                "{whose}: cannot run `{line}`: {e}"
+            ))),
+            Ok(o) if o.code != Some(0) => {
+                let status = o
+                    .code
+                    .map_or_else(|| "was killed by a signal".to_string(), |c| format!("exited {c}"));
+                let stderr: Vec<&str> = o
+                    .stderr
+                    .lines()
+                    .map(str::trim_end)
+                    .filter(|l| !l.is_empty())
+                    .take(STDERR_LINES)
+                    .collect();
+                let said = if stderr.is_empty() {
+                    " and printed nothing on stderr".to_string()
+                } else {
+                    format!(": {}", stderr.join(" | "))
+                };
+                diags.push(Diagnostic::error(format!(
+                    "{whose}: `{line}` {status}{said} -- {}",
+                    c.help
+                )));
+            }
+            Ok(o) if o.stdout.len() as u64 > max => diags.push(Diagnostic::error(format!(
+                "{whose}: `{line}` printed {}, over the limit of {} csis reads from one file; raise it with --max-file-size BYTES (or CSIS_MAX_FILE_SIZE)",
+                human_bytes(o.stdout.len() as u64),
+                human_bytes(max)
+            ))),
+            Ok(o) => out.push((Arc::from(r.location.as_str()), Arc::from(o.stdout))),
+        }
+    }
+    out
+}
+
+/// How many lines of a failed state command's stderr a load error quotes.
+const STDERR_LINES: usize = 3;
+
 /// A diagnostic located in its file.
 pub struct Located {
     pub file: String,
@@ -430,10 +501,12 @@ files inside the tree",
         let mut aux = Vec::new();
         // Interpolation's state files and env_files first: the scripts are
         // found by structuring, which reads them.
-        let mut referenced = crate::load::interp::interpolation_files(&db, tree);
+        let reads = crate::load::interp::interpolation_files(&db, tree);
+        let mut referenced = reads.files;
         referenced.retain(|p| !p.starts_with('/') && !p.split('/').any(|s| s == ".."));
-        if !referenced.is_empty() {
-            let interp = read_aux(system, root, &real_root, max, &referenced, &mut read_diags);
+        if !referenced.is_empty() || !reads.remote.is_empty() {
+            let mut interp = read_aux(system, root, &real_root, max, &referenced, &mut read_diags);
+            interp.extend(read_remote(system, root, max, &reads.remote, &mut read_diags));
             for f in &interp {
                 let f = SourceFile::builder(f.0.clone(), f.1.clone())
                     .durability(durability_for(&f.0))

@@ -8,7 +8,7 @@
 
 use csis_hcl::Body;
 use csis_model::Diagnostic;
-use csis_plugin_api::state_object::StateObject;
+use csis_plugin_api::state_object::{StateCommand, StateObject, StateRead};
 use csis_plugin_api::{BuilderDecl, HookResult, StateRoot};
 
 const S3_KEYS: [&str; 7] = [
@@ -133,6 +133,65 @@ pub fn backend_config(state: &StateRoot) -> HookResult<(&'static str, String)> {
         }
     };
     Ok((kind, body.render()))
+}
+
+/// How a `${terraform.KEY}` source on an s3 or gcs backend reads one
+/// workspace's state (docs/interpolation.md): the cloud's CLI printing the
+/// object on stdout, under the caller's own credentials.
+///
+/// - s3: `aws s3 cp s3://<bucket>/<key> - --region <region> [--profile
+///   <profile>]`. `aws s3 cp <S3Uri> -` streams the object to stdout
+///   ("Downloading an S3 object as a local file stream"); `--region` and
+///   `--profile` are the CLI's global options (AWS CLI Command Reference,
+///   `aws s3 cp`: <https://docs.aws.amazon.com/cli/v1/reference/s3/cp.html>).
+/// - gcs: `gcloud storage cat gs://<bucket>/<prefix>/default.tfstate`,
+///   which "outputs the contents of one or more URLs to stdout" (Google
+///   Cloud SDK reference, `gcloud storage cat`:
+///   <https://cloud.google.com/sdk/gcloud/reference/storage/cat>); the
+///   object is where the gcs backend keeps the `default` workspace
+///   (`csis_plugin_api::state_object`).
+pub fn state_reader(decl: &BuilderDecl, object: &StateObject) -> Option<StateRead> {
+    match object {
+        StateObject::S3 { bucket, key } => {
+            let mut args = vec![
+                "s3".to_string(),
+                "cp".to_string(),
+                format!("s3://{bucket}/{key}"),
+                "-".to_string(),
+            ];
+            if let Some(region) = setting(decl, "region") {
+                args.extend(["--region".to_string(), region]);
+            }
+            if let Some(profile) = setting(decl, "profile") {
+                args.extend(["--profile".to_string(), profile]);
+            }
+            Some(StateRead::Command(StateCommand {
+                program: "aws".into(),
+                args,
+                what: "the AWS CLI (aws), which reads the state object from S3".into(),
+                help: format!(
+                    "check that the AWS CLI can read s3://{bucket}/{key} with your credentials (aws sts get-caller-identity{}; AWS_PROFILE or the backend's config.profile) and that the object exists",
+                    setting(decl, "profile")
+                        .map(|p| format!(" --profile {p}"))
+                        .unwrap_or_default()
+                ),
+            }))
+        }
+        StateObject::Gcs { bucket, prefix } => Some(StateRead::Command(StateCommand {
+            program: "gcloud".into(),
+            args: vec![
+                "storage".into(),
+                "cat".into(),
+                format!("gs://{bucket}/{prefix}/default.tfstate"),
+            ],
+            what: "the Google Cloud CLI (gcloud), which reads the state object from Cloud Storage"
+                .into(),
+            help: format!(
+                "check that gcloud is logged in with an account that can read gs://{bucket}/{prefix}/default.tfstate (gcloud auth login, or gcloud auth application-default login) and that the object exists"
+            ),
+        })),
+        StateObject::Local { .. } | StateObject::Other { .. } => None,
+    }
 }
 
 /// The `backend "<type>" {}` block of `terraform {}` (partial
