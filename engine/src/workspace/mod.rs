@@ -280,8 +280,13 @@ fn read_remote(
 ) -> Vec<(Arc<str>, Arc<str>)> {
     use crate::db::system::Process;
     let mut out = Vec::new();
+    // A program not on PATH is said once, and not tried again.
+    let mut missing: Vec<&str> = Vec::new();
     for r in reads {
         let c = &r.command;
+        if missing.contains(&c.program.as_str()) {
+            continue;
+        }
         let line = c.line();
         let whose = format!(
             "interpolation source '{}' (state backend '{}', {}): {}",
@@ -295,8 +300,9 @@ fn read_remote(
         };
         match system.run(&process) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                missing.push(&c.program);
                 diags.push(Diagnostic::error(format!(
-                    "{whose}: cannot run `{line}`: '{}' is not on PATH; csis needs {} to read this source -- install it, or put it on PATH",
+                    "{whose}: cannot run `{line}`: '{}' is not on PATH; csis runs {} for this source -- install it, or put it on PATH",
                     c.program, c.what
                 )));
             }
@@ -506,7 +512,13 @@ files inside the tree",
         referenced.retain(|p| !p.starts_with('/') && !p.split('/').any(|s| s == ".."));
         if !referenced.is_empty() || !reads.remote.is_empty() {
             let mut interp = read_aux(system, root, &real_root, max, &referenced, &mut read_diags);
-            interp.extend(read_remote(system, root, max, &reads.remote, &mut read_diags));
+            interp.extend(read_remote(
+                system,
+                root,
+                max,
+                &reads.remote,
+                &mut read_diags,
+            ));
             for f in &interp {
                 let f = SourceFile::builder(f.0.clone(), f.1.clone())
                     .durability(durability_for(&f.0))

@@ -103,8 +103,9 @@ pub struct StateCommand {
     /// The executable, looked up on PATH (`aws`, `gcloud`).
     pub program: String,
     pub args: Vec<String>,
-    /// What the program is, for the message when it is not on PATH
-    /// (`the AWS CLI`).
+    /// What the program is and why csis runs it, for the message when it
+    /// is not on PATH (`the AWS CLI (aws) to read the state object from
+    /// S3`).
     pub what: String,
     /// What to check when it fails (credentials, the CLI's login).
     pub help: String,
@@ -117,7 +118,8 @@ impl StateCommand {
         std::iter::once(self.program.as_str())
             .chain(self.args.iter().map(String::as_str))
             .map(|a| {
-                if a.is_empty() || a.contains(|c: char| c.is_whitespace() || "'\"$`\\".contains(c)) {
+                if a.is_empty() || a.contains(|c: char| c.is_whitespace() || "'\"$`\\".contains(c))
+                {
                     format!("'{}'", a.replace('\'', "'\\''"))
                 } else {
                     a.to_string()

@@ -233,9 +233,9 @@ impl Plugin for LocalPlugin {
         object: &csis_plugin_api::state_object::StateObject,
     ) -> Option<csis_plugin_api::state_object::StateRead> {
         match object {
-            csis_plugin_api::state_object::StateObject::Local { path } => Some(
-                csis_plugin_api::state_object::StateRead::File(path.clone()),
-            ),
+            csis_plugin_api::state_object::StateObject::Local { path } => {
+                Some(csis_plugin_api::state_object::StateRead::File(path.clone()))
+            }
             _ => None,
         }
     }

@@ -168,7 +168,7 @@ pub fn state_reader(decl: &BuilderDecl, object: &StateObject) -> Option<StateRea
             Some(StateRead::Command(StateCommand {
                 program: "aws".into(),
                 args,
-                what: "the AWS CLI (aws), which reads the state object from S3".into(),
+                what: "the AWS CLI (aws) to read the state object from S3".into(),
                 help: format!(
                     "check that the AWS CLI can read s3://{bucket}/{key} with your credentials (aws sts get-caller-identity{}; AWS_PROFILE or the backend's config.profile) and that the object exists",
                     setting(decl, "profile")
@@ -184,7 +184,7 @@ pub fn state_reader(decl: &BuilderDecl, object: &StateObject) -> Option<StateRea
                 "cat".into(),
                 format!("gs://{bucket}/{prefix}/default.tfstate"),
             ],
-            what: "the Google Cloud CLI (gcloud), which reads the state object from Cloud Storage"
+            what: "the Google Cloud CLI (gcloud) to read the state object from Cloud Storage"
                 .into(),
             help: format!(
                 "check that gcloud is logged in with an account that can read gs://{bucket}/{prefix}/default.tfstate (gcloud auth login, or gcloud auth application-default login) and that the object exists"
