@@ -199,3 +199,68 @@ pub fn state_reader(decl: &BuilderDecl, object: &StateObject) -> Option<StateRea
 pub fn backend_block(kind: &str) -> csis_hcl::Block {
     csis_hcl::Block::new("backend", [kind])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use csis_model::models::BaseModelKind;
+    use csis_model::{DocPath, Fields, Map, Origin, Value, Vct};
+
+    fn backend(model: &'static str, config: &[(&str, &str)]) -> BuilderDecl {
+        let mut m = Map::new();
+        m.insert("name".into(), Value::str("st"));
+        m.insert("type".into(), Value::str(model));
+        let mut c = Map::new();
+        for (k, v) in config {
+            c.insert((*k).into(), Value::str(*v));
+        }
+        m.insert("config".into(), Value::Map(c));
+        let mut diags = Vec::new();
+        let mut f = Fields::new(
+            &m,
+            Origin::new("cfg/x.yml", DocPath::default()),
+            "state backend",
+            &mut diags,
+        );
+        let base = BaseModelKind::State.read(&mut f);
+        f.finish();
+        BuilderDecl {
+            model,
+            classification: Vct::StateBackendModel,
+            base,
+            extra: Map::new(),
+        }
+    }
+
+    fn argv(decl: &BuilderDecl, ws: &str) -> String {
+        match state_reader(decl, &StateObject::of(decl, ws)) {
+            Some(StateRead::Command(c)) => c.line(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn s3_and_gcs_states_are_read_by_their_clis_on_stdout() {
+        let s3 = backend(
+            "s3",
+            &[("bucket", "corp"), ("prefix", "csis/"), ("region", "eu-west-1")],
+        );
+        assert_eq!(
+            argv(&s3, "net"),
+            "aws s3 cp s3://corp/csis/net.tfstate - --region eu-west-1"
+        );
+        let profiled = backend("s3", &[("region", "us-east-1"), ("profile", "ops")]);
+        assert_eq!(
+            argv(&profiled, "net"),
+            "aws s3 cp s3://st/net.tfstate - --region us-east-1 --profile ops"
+        );
+        let gcs = backend("gcs", &[("bucket", "g"), ("prefix", "env/")]);
+        assert_eq!(
+            argv(&gcs, "net"),
+            "gcloud storage cat gs://g/env/net/default.tfstate"
+        );
+        // The local plugin owns `local`: this plugin gives no reader for it.
+        let local = backend("local", &[]);
+        assert_eq!(state_reader(&local, &StateObject::of(&local, "net")), None);
+    }
+}
