@@ -243,7 +243,11 @@ mod tests {
     fn s3_and_gcs_states_are_read_by_their_clis_on_stdout() {
         let s3 = backend(
             "s3",
-            &[("bucket", "corp"), ("prefix", "csis/"), ("region", "eu-west-1")],
+            &[
+                ("bucket", "corp"),
+                ("prefix", "csis/"),
+                ("region", "eu-west-1"),
+            ],
         );
         assert_eq!(
             argv(&s3, "net"),
