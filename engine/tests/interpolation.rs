@@ -627,3 +627,28 @@ csis runs the Google Cloud CLI (gcloud) to read the state object from Cloud Stor
         "{errors:#?}"
     );
 }
+
+#[test]
+fn an_edit_that_reads_another_remote_object_wants_a_reload() {
+    let shared = r#"{"version": 4, "outputs": {"subnet_id": {"value": "subnet-s3"}}}"#;
+    let (web, db) = (own_state("web"), own_state("db"));
+    let (mut ws, _) = load_remote(&[
+        (S3_LINE, 0, shared, ""),
+        (&gcs_line("web"), 0, &web, ""),
+        (&gcs_line("db"), 0, &db, ""),
+    ]);
+    ws.load_diagnostics();
+    // An edit reading the objects already read: no reload.
+    assert!(ws.set_file_text(
+        "instances/web.yml",
+        "instances:\n  - name: web\n    image: base\n    tags:\n      role: \"${terraform.own.role}\"\n"
+    ));
+    assert!(!ws.wants_reload());
+    // Renamed, the entry reads gs://g-state/env/web2-net/...: the load
+    // never ran that command, so the watch must load again.
+    assert!(ws.set_file_text(
+        "instances/web.yml",
+        "instances:\n  - name: web2\n    image: base\n    tags:\n      role: \"${terraform.own.role}\"\n"
+    ));
+    assert!(ws.wants_reload());
+}

@@ -179,6 +179,10 @@ pub struct Workspace {
     /// Whether the first load's queries ran on every core already; later
     /// re-plans recompute little and stay on one.
     prewarmed: std::sync::atomic::AtomicBool,
+    /// The remote state objects the load ran a command for (read or
+    /// failed): an edit that makes an entry read another one wants a
+    /// reload (`wants_reload`).
+    remote_tried: Vec<String>,
 }
 
 /// The identities CSIS_CONFIG_IDENTITY names: an AGE-SECRET-KEY-1 string,
@@ -508,6 +512,7 @@ files inside the tree",
         // Interpolation's state files and env_files first: the scripts are
         // found by structuring, which reads them.
         let reads = crate::load::interp::interpolation_files(&db, tree);
+        let remote_tried: Vec<String> = reads.remote.iter().map(|r| r.location.clone()).collect();
         let mut referenced = reads.files;
         referenced.retain(|p| !p.starts_with('/') && !p.split('/').any(|s| s == ".."));
         if !referenced.is_empty() || !reads.remote.is_empty() {
@@ -617,6 +622,7 @@ files inside the tree",
             read_diags,
             run_inputs: Default::default(),
             prewarmed: Default::default(),
+            remote_tried,
         })
     }
 
@@ -650,9 +656,17 @@ files inside the tree",
 
     /// Whether the tree must be loaded again to follow an edit: an image
     /// template chain now names a file (an `extends` changed, or a
-    /// `template:`) the load did not read.
+    /// `template:`) the load did not read, or an entry now reads a remote
+    /// state object (s3, gcs) the load did not.
     pub fn wants_reload(&self) -> bool {
         !crate::load::templates::wanted_paths(&self.db, self.tree).is_empty()
+            || (!crate::load::interp::declared(&self.db, self.tree)
+                .remote
+                .is_empty()
+                && crate::load::interp::interpolation_files(&self.db, self.tree)
+                    .remote
+                    .iter()
+                    .any(|r| !self.remote_tried.contains(&r.location)))
     }
 
     /// Replace one file's text (an edit). Returns false for a file the tree
