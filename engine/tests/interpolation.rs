@@ -422,3 +422,195 @@ images:
     assert_eq!(at(&base, &["tags", "subnet"]), "subnet-from-backend");
     assert_eq!(sys.reads_of("tfstate/prod-network.tfstate"), 1);
 }
+
+const REMOTE_TREE: &str = r#"
+--- cfg/_config.yml
+id: interp
+interpolation:
+  terraform:
+    - {name: shared, backend: corp, workspace: network}
+    - {name: own, backend: gstate, workspace: "{name}-net"}
+state_backends:
+  - {name: corp, type: s3, is_default: true, config: {bucket: corp-state, prefix: csis/, region: eu-west-1, profile: ops}}
+  - {name: gstate, type: gcs, config: {bucket: g-state, prefix: env/}}
+--- images/base.yml
+images:
+  - name: base
+    source_image: alma
+    group: ops
+    tags: {subnet: "${terraform.shared.subnet_id}"}
+    runtimes:
+      - image_builder: ib
+--- instances/web.yml
+instances:
+  - name: web
+    image: base
+    tags:
+      subnet: "${terraform.shared.subnet_id}"
+      role: "${terraform.own.role}"
+--- instances/db.yml
+instances:
+  - name: db
+    image: base
+    tags:
+      subnet: "${terraform.shared.subnet_id}"
+      role: "${terraform.own.role}"
+"#;
+
+const S3_LINE: &str =
+    "aws s3 cp s3://corp-state/csis/network.tfstate - --region eu-west-1 --profile ops";
+
+fn gcs_line(name: &str) -> String {
+    format!("gcloud storage cat gs://g-state/env/{name}-net/default.tfstate")
+}
+
+/// A workspace over the remote tree whose state commands answer as
+/// `answers` say (a command line with no answer fails to start).
+fn load_remote(answers: &[(&str, i32, &str, &str)]) -> (Workspace, Arc<Counting>) {
+    let root = Path::new(ROOT);
+    let sys = memory_system(root, &parse(&format!("{LOCAL_BASE}{REMOTE_TREE}")));
+    for (line, code, stdout, stderr) in answers {
+        sys.answer(line, *code, stdout, stderr);
+    }
+    let sys = Arc::new(Counting {
+        inner: sys,
+        reads: Mutex::new(BTreeMap::new()),
+    });
+    let ws = Workspace::load(
+        sys.as_ref(),
+        registry(csis_test_support::LINKED),
+        root,
+        &LoadOptions::default(),
+    )
+    .unwrap();
+    (ws, sys)
+}
+
+fn own_state(role: &str) -> String {
+    format!(r#"{{"version": 4, "outputs": {{"role": {{"value": "{role}"}}}}}}"#)
+}
+
+#[test]
+fn a_remote_state_is_read_by_its_plugins_command_once_per_distinct_object() {
+    let shared = r#"{"version": 4, "outputs": {"subnet_id": {"value": "subnet-s3"}}}"#;
+    let (web, db) = (own_state("web-from-gcs"), own_state("db-from-gcs"));
+    let (ws, sys) = load_remote(&[
+        (S3_LINE, 0, shared, ""),
+        (&gcs_line("web"), 0, &web, ""),
+        (&gcs_line("db"), 0, &db, ""),
+    ]);
+    let errors: Vec<String> = ws
+        .load_diagnostics()
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| ws.describe(d))
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let base = resolved(&ws, ItemKind::IMAGES, "base");
+    let web = resolved(&ws, ItemKind::INSTANCES, "web");
+    let db = resolved(&ws, ItemKind::INSTANCES, "db");
+    assert_eq!(at(&base, &["tags", "subnet"]), "subnet-s3");
+    assert_eq!(at(&web, &["tags", "subnet"]), "subnet-s3");
+    assert_eq!(at(&web, &["tags", "role"]), "web-from-gcs");
+    assert_eq!(at(&db, &["tags", "role"]), "db-from-gcs");
+    // Three entries read the s3 object: one call. {name} in the workspace
+    // makes two gcs objects: one call each. Run from the root.
+    let mut ran: Vec<(String, PathBuf)> = sys.inner.ran();
+    ran.sort();
+    let mut want = vec![
+        (S3_LINE.to_string(), PathBuf::from(ROOT)),
+        (gcs_line("db"), PathBuf::from(ROOT)),
+        (gcs_line("web"), PathBuf::from(ROOT)),
+    ];
+    want.sort();
+    assert_eq!(ran, want);
+}
+
+#[test]
+fn a_failing_state_command_is_a_load_error_naming_source_backend_and_command() {
+    let (web, db) = (own_state("web"), own_state("db"));
+    let (ws, _) = load_remote(&[
+        (
+            S3_LINE,
+            1,
+            "",
+            "\nfatal error: An error occurred (403) when calling the HeadObject operation: Forbidden\nsecond line\nthird line\nfourth line\n",
+        ),
+        (&gcs_line("web"), 0, &web, ""),
+        (&gcs_line("db"), 0, &db, ""),
+    ]);
+    let errors: Vec<String> = ws
+        .load_diagnostics()
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| ws.describe(d))
+        .collect();
+    assert_eq!(
+        errors[0],
+        "interpolation source 'shared' (state backend 'corp', s3): s3://corp-state/csis/network.tfstate: \
+`aws s3 cp s3://corp-state/csis/network.tfstate - --region eu-west-1 --profile ops` exited 1: \
+fatal error: An error occurred (403) when calling the HeadObject operation: Forbidden | second line | third line -- \
+check that the AWS CLI can read s3://corp-state/csis/network.tfstate with your credentials \
+(aws sts get-caller-identity --profile ops; AWS_PROFILE or the backend's config.profile) and that the object exists",
+        "{errors:#?}"
+    );
+    // The entries that read it say where to look.
+    assert!(
+        errors.iter().any(|e| e.contains(
+            "field 'tags.subnet': terraform source 'shared': s3://corp-state/csis/network.tfstate: the state object could not be read (the error reading it is reported above)"
+        )),
+        "{errors:#?}"
+    );
+}
+
+#[test]
+fn a_missing_state_cli_says_which_and_why() {
+    // No answer for the gcloud lines: the program is not there.
+    let shared = r#"{"version": 4, "outputs": {"subnet_id": {"value": "subnet-s3"}}}"#;
+    let (ws, _) = load_remote(&[(S3_LINE, 0, shared, "")]);
+    let errors: Vec<String> = ws
+        .load_diagnostics()
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| ws.describe(d))
+        .collect();
+    // Said once, for the first object (db before web), not per object.
+    let missing: Vec<&String> = errors
+        .iter()
+        .filter(|e| e.contains("not on PATH"))
+        .collect();
+    assert_eq!(
+        missing,
+        [
+            "interpolation source 'own' (state backend 'gstate', gcs): gcs://g-state/env/db-net/default.tfstate: \
+cannot run `gcloud storage cat gs://g-state/env/db-net/default.tfstate`: 'gcloud' is not on PATH; \
+csis runs the Google Cloud CLI (gcloud) to read the state object from Cloud Storage for this source -- install it, or put it on PATH"
+        ],
+        "{errors:#?}"
+    );
+}
+
+#[test]
+fn an_edit_that_reads_another_remote_object_wants_a_reload() {
+    let shared = r#"{"version": 4, "outputs": {"subnet_id": {"value": "subnet-s3"}}}"#;
+    let (web, db) = (own_state("web"), own_state("db"));
+    let (mut ws, _) = load_remote(&[
+        (S3_LINE, 0, shared, ""),
+        (&gcs_line("web"), 0, &web, ""),
+        (&gcs_line("db"), 0, &db, ""),
+    ]);
+    ws.load_diagnostics();
+    // An edit reading the objects already read: no reload.
+    assert!(ws.set_file_text(
+        "instances/web.yml",
+        "instances:\n  - name: web\n    image: base\n    tags:\n      role: \"${terraform.own.role}\"\n"
+    ));
+    assert!(!ws.wants_reload());
+    // Renamed, the entry reads gs://g-state/env/web2-net/...: the load
+    // never ran that command, so the watch must load again.
+    assert!(ws.set_file_text(
+        "instances/web.yml",
+        "instances:\n  - name: web2\n    image: base\n    tags:\n      role: \"${terraform.own.role}\"\n"
+    ));
+    assert!(ws.wants_reload());
+}

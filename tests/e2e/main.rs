@@ -17,6 +17,7 @@ mod hostnames;
 mod ict;
 mod identity;
 mod interpolation;
+mod interpolation_remote;
 mod launch;
 mod layering;
 mod lineage;

@@ -7,15 +7,21 @@
 //! The files are read by the workspace, once each per invocation, into the
 //! tree's aux files (salsa inputs): an entry reads only the files it names,
 //! so an edit of a state file re-executes only the entries that read it.
+//! A source on a remote state backend (s3, gcs) is read the same way, by
+//! the command its backend's plugin gives (`Plugin::state_reader`): the
+//! workspace runs it once per distinct object and keeps its stdout as the
+//! aux file named by the object's location (`s3://<bucket>/<key>`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use csis_model::{Diagnostic, DocPath, Origin, Seg, Value};
+use csis_model::{Diagnostic, DocPath, Fields, Origin, Seg, Value, Vct};
+use csis_plugin_api::BuilderDecl;
+use csis_plugin_api::state_object::{StateCommand, StateObject, StateRead};
 use csis_string_stage::Renderer;
 use csis_string_stage::interp::{
-    ENV_FILE_KEY, External, Outcome, Outputs, Source, Used, entry_reads, has_placeholder,
-    tfstate_outputs,
+    ENV_FILE_KEY, External, Outcome, Outputs, Source, Tokens, Used, entry_reads, has_placeholder,
+    substitute_tokens, tfstate_outputs,
 };
 use csis_string_stage::passes::{DEFAULT_DATEFORMAT, LAST_JINJA_ORDER, StageEnv};
 
@@ -30,10 +36,24 @@ pub const TOLERATE_ENV: &str = "CSIS_TOLERATE_MISSING_ENV";
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Declared {
     pub sources: Vec<Source>,
+    /// The sources on a remote state backend (s3, gcs): read by a command
+    /// its plugin gives, not from a file.
+    pub remote: Vec<RemoteSource>,
     pub tolerate_missing_env: bool,
     /// The document's `config.environment` ({environment}'s default).
     pub environment: Option<String>,
     pub diags: Vec<Diagnostic>,
+}
+
+/// A source on a state backend whose plugin reads its state by a command
+/// (`Plugin::state_reader`): the backend as declared and the workspace,
+/// tokens unsubstituted. Its [`Source`]'s location is the state object's
+/// (`s3://<bucket>/<key>`, `gcs://<bucket>/<prefix>/default.tfstate`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteSource {
+    pub source: String,
+    pub backend: Arc<BuilderDecl>,
+    pub workspace: String,
 }
 
 /// The sources as written in cfg/ (the declarations are not interpolated).
@@ -87,7 +107,34 @@ pub fn declared(db: &dyn Db, tree: Tree) -> Declared {
             let name = s.get("name").and_then(Value::as_str);
             let location = match (s.get("path").and_then(Value::as_str), s.get("backend")) {
                 (Some(p), None) => Some(p.to_string()),
-                (None, Some(b)) => backend_location(&cfg.value, b, s.get("workspace")),
+                (None, Some(b)) => match backend_source(db, &cfg.value, b, s.get("workspace")) {
+                    Ok(BackendSource::File(path)) => Some(path),
+                    Ok(BackendSource::Remote {
+                        location,
+                        backend,
+                        workspace,
+                    }) => {
+                        if let Some(n) = name {
+                            out.remote.push(RemoteSource {
+                                source: n.to_string(),
+                                backend,
+                                workspace,
+                            });
+                        }
+                        Some(location)
+                    }
+                    Err(Some(why)) => {
+                        out.diags.push(
+                            Diagnostic::error(format!(
+                                "interpolation.terraform[{i}]{}: {why}",
+                                name.map(|n| format!(" ('{n}')")).unwrap_or_default()
+                            ))
+                            .at_opt(at(here.key("backend"))),
+                        );
+                        continue;
+                    }
+                    Err(None) => None,
+                },
                 _ => None,
             };
             match (name, location) {
@@ -97,7 +144,7 @@ pub fn declared(db: &dyn Db, tree: Tree) -> Declared {
                 }),
                 _ => out.diags.push(
                     Diagnostic::error(format!(
-                        "interpolation.terraform[{i}] needs a name and either path: (a terraform.tfstate, relative to the root) or backend: (a local state backend) with workspace:"
+                        "interpolation.terraform[{i}] needs a name and either path: (a terraform.tfstate, relative to the root) or backend: (a state backend of the tree: local, s3 or gcs) with workspace:"
                     ))
                     .at_opt(at(here)),
                 ),
@@ -107,44 +154,130 @@ pub fn declared(db: &dyn Db, tree: Tree) -> Declared {
     out
 }
 
-/// The state file a `local` state backend of the tree keeps a workspace's
-/// state in: `<bucket>/<prefix><workspace>.tfstate` below the root
-/// (`bucket` defaults to the backend's name; docs/configuration.md).
-fn backend_location(cfg: &Value, backend: &Value, workspace: Option<&Value>) -> Option<String> {
-    let name = backend.as_str()?;
-    let workspace = workspace.and_then(Value::as_str)?;
-    let decl = cfg
-        .get("state_backends")
-        .and_then(Value::as_seq)?
-        .iter()
-        .find(|b| b.get("name").and_then(Value::as_str) == Some(name))?;
-    if decl.get("type").and_then(Value::as_str) != Some("local") {
-        return None;
-    }
-    let key = |k: &str| {
-        decl.get("config")
-            .and_then(|c| c.get(k))
-            .and_then(Value::as_str)
-            .map(str::to_string)
+/// Where a `backend:` + `workspace:` source reads its state.
+enum BackendSource {
+    /// A file below the root (tokens unsubstituted).
+    File(String),
+    /// The state object's location (tokens unsubstituted), read by the
+    /// command the backend's plugin gives.
+    Remote {
+        location: String,
+        backend: Arc<BuilderDecl>,
+        workspace: String,
+    },
+}
+
+/// The state of `workspace` on the state backend named `backend`: the
+/// object `StateObject::of` places it at, read as the plugin owning the
+/// backend's type says (`Plugin::state_reader`): a `local` backend's file
+/// `<bucket>/<prefix><workspace>.tfstate` below the root, an s3 or gcs
+/// object by its CLI. `Err(None)`: a name or workspace is missing;
+/// `Err(Some(why))`: the backend cannot be a source.
+fn backend_source(
+    db: &dyn Db,
+    cfg: &Value,
+    backend: &Value,
+    workspace: Option<&Value>,
+) -> Result<BackendSource, Option<String>> {
+    let name = backend.as_str().ok_or(None)?;
+    let workspace = workspace.and_then(Value::as_str).ok_or(None)?;
+    let list = cfg.get("state_backends").and_then(Value::as_seq);
+    let declared_names = || {
+        list.into_iter()
+            .flatten()
+            .filter_map(|b| b.get("name").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(", ")
     };
-    let bucket = key("bucket").unwrap_or_else(|| name.to_string());
-    let prefix = key("prefix").unwrap_or_default();
-    Some(format!("{bucket}/{prefix}{workspace}.tfstate"))
+    let Some(m) = list
+        .into_iter()
+        .flatten()
+        .find(|b| b.get("name").and_then(Value::as_str) == Some(name))
+        .and_then(Value::as_map)
+    else {
+        return Err(Some(format!(
+            "backend '{name}' is no state backend of the tree (state_backends: [{}])",
+            declared_names()
+        )));
+    };
+    let type_name = m.get("type").and_then(Value::as_str).unwrap_or_default();
+    // The backend's own declaration is structured (and refused, when it
+    // must be) by the builders' load; here it only places the object.
+    let Some(spec) = db.registry().model(Vct::StateBackendModel, type_name) else {
+        return Err(Some(format!(
+            "state backend '{name}' has type '{type_name}', which no linked plugin registers"
+        )));
+    };
+    let mut ignored = Vec::new();
+    let origin = Origin::new("cfg/_config.yml", DocPath::root().key("state_backends"));
+    let decl = spec.declare(Fields::new(m, origin, "state backend", &mut ignored));
+    let object = StateObject::of(&decl, workspace);
+    match db.registry().state_reader(&decl, &object) {
+        Some(StateRead::File(path)) => Ok(BackendSource::File(path)),
+        Some(StateRead::Command(_)) => Ok(BackendSource::Remote {
+            location: object.location(),
+            backend: Arc::new(decl),
+            workspace: workspace.to_string(),
+        }),
+        None => Err(Some(format!(
+            "state backend '{name}' ({}): its plugin gives no way to read a workspace's state, so it cannot be a source",
+            decl.model
+        ))),
+    }
+}
+
+/// A remote state object an entry reads: its resolved location (the key
+/// of its text among the aux files), the source and backend it comes
+/// from, and the command that prints it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteRead {
+    pub location: String,
+    pub source: String,
+    pub backend: String,
+    pub backend_type: String,
+    pub command: StateCommand,
+}
+
+/// What interpolation reads: files below the root (state files,
+/// `env_file:`s) and remote state objects, each once.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Reads {
+    pub files: Vec<String>,
+    pub remote: Vec<RemoteRead>,
+}
+
+/// Whether a resolved location is a remote state object's (read by a
+/// command), not a file below the root.
+pub fn is_remote_location(location: &str) -> bool {
+    location.contains("://")
 }
 
 /// Every file interpolation reads (state files, `env_file:`s), relative
-/// to the root, for the workspace to read once each.
-pub fn interpolation_files(db: &dyn Db, tree: Tree) -> Vec<String> {
+/// to the root, and every remote state object, for the workspace to read
+/// once each.
+pub fn interpolation_files(db: &dyn Db, tree: Tree) -> Reads {
     let decl = declared(db, tree);
     let sections = db.registry().interpolatable_sections();
-    let mut out = Vec::new();
+    let mut out = Reads::default();
     let mut add = |entry: &Value| {
         if !mentions(entry) {
             return;
         }
         let (locs, env_file) = entry_reads(entry, &decl.sources, decl.environment.as_deref());
-        out.extend(locs);
-        out.extend(env_file);
+        let tokens = Tokens::of(entry, decl.environment.as_deref());
+        for loc in locs {
+            if !is_remote_location(&loc) {
+                out.files.push(loc);
+                continue;
+            }
+            if out.remote.iter().any(|r| r.location == loc) {
+                continue;
+            }
+            if let Some(read) = remote_read(db, decl, &loc, &tokens) {
+                out.remote.push(read);
+            }
+        }
+        out.files.extend(env_file);
     };
     if let Some(top) = cfg_document(db, tree).value.as_map() {
         for (k, v) in top {
@@ -164,9 +297,33 @@ pub fn interpolation_files(db: &dyn Db, tree: Tree) -> Vec<String> {
             }
         }
     }
-    out.sort();
-    out.dedup();
+    out.files.sort();
+    out.files.dedup();
+    out.remote.sort_by(|a, b| a.location.cmp(&b.location));
     out
+}
+
+/// The command reading the remote source whose location, with `tokens`,
+/// is `loc`.
+fn remote_read(db: &dyn Db, decl: &Declared, loc: &str, tokens: &Tokens) -> Option<RemoteRead> {
+    decl.remote.iter().find_map(|r| {
+        let src = decl.sources.iter().find(|s| s.name == r.source)?;
+        if substitute_tokens(&src.location, tokens).ok()? != loc {
+            return None;
+        }
+        let workspace = substitute_tokens(&r.workspace, tokens).ok()?;
+        let object = StateObject::of(&r.backend, &workspace);
+        match db.registry().state_reader(&r.backend, &object)? {
+            StateRead::Command(command) => Some(RemoteRead {
+                location: loc.to_string(),
+                source: r.source.clone(),
+                backend: r.backend.name().to_string(),
+                backend_type: r.backend.model.to_string(),
+                command,
+            }),
+            StateRead::File(_) => None,
+        }
+    })
 }
 
 /// Whether an entry holds a placeholder or an `env_file:`.
@@ -211,6 +368,10 @@ fn external_for(db: &dyn Db, tree: Tree, entries: &[&Value]) -> External {
         for loc in locs {
             let parsed = match aux_file(db, tree, &loc) {
                 Some(f) => state_outputs(db, f).clone(),
+                None if is_remote_location(&loc) => Err(
+                    "the state object could not be read (the error reading it is reported above)"
+                        .to_string(),
+                ),
                 None => Err("no such state file (paths are relative to the root)".to_string()),
             };
             ext.states.insert(loc, parsed);

@@ -34,6 +34,9 @@ pub struct Registry {
     interpolatable: Vec<String>,
     /// Run hooks in plugin order.
     hooks: Vec<&'static dyn RunHooks>,
+    /// The plugins themselves, for the hooks asked of the plugin that owns
+    /// a model (`state_reader`).
+    linked: Vec<&'static dyn Plugin>,
 }
 
 #[derive(Clone, Copy)]
@@ -61,6 +64,7 @@ impl Registry {
         };
         for plugin in plugins {
             reg.plugins.push(plugin.name());
+            reg.linked.push(*plugin);
             for spec in plugin.models() {
                 reg.register(spec, plugin.name())?;
             }
@@ -229,6 +233,25 @@ impl Registry {
 
     pub fn plugins(&self) -> &[&'static str] {
         &self.plugins
+    }
+
+    /// How to read `object`, the state of a workspace on state backend
+    /// `backend`, for a `${terraform.KEY}` source: the answer of the
+    /// plugin that registered the backend's type (`Plugin::state_reader`).
+    pub fn state_reader(
+        &self,
+        backend: &csis_plugin_api::BuilderDecl,
+        object: &csis_plugin_api::state_object::StateObject,
+    ) -> Option<csis_plugin_api::state_object::StateRead> {
+        let owner = self
+            .models
+            .get(&backend.classification.sanitize())?
+            .get(backend.model)?
+            .plugin;
+        self.linked
+            .iter()
+            .find(|p| p.name() == owner)?
+            .state_reader(backend, object)
     }
 }
 

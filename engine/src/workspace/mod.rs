@@ -179,6 +179,10 @@ pub struct Workspace {
     /// Whether the first load's queries ran on every core already; later
     /// re-plans recompute little and stay on one.
     prewarmed: std::sync::atomic::AtomicBool,
+    /// The remote state objects the load ran a command for (read or
+    /// failed): an edit that makes an entry read another one wants a
+    /// reload (`wants_reload`).
+    remote_tried: Vec<String>,
 }
 
 /// The identities CSIS_CONFIG_IDENTITY names: an AGE-SECRET-KEY-1 string,
@@ -266,6 +270,83 @@ fn read_aux(
         })
         .collect()
 }
+
+/// The remote state objects interpolation reads, each by its command, run
+/// once: (location, stdout). A command that cannot start or fails is a
+/// load error naming the source, the backend, the command line and what to
+/// do; the object is then left out (the entries reading it say so too).
+fn read_remote(
+    system: &dyn System,
+    root: &Path,
+    max: u64,
+    reads: &[crate::load::interp::RemoteRead],
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<(Arc<str>, Arc<str>)> {
+    use crate::db::system::Process;
+    let mut out = Vec::new();
+    // A program not on PATH is said once, and not tried again.
+    let mut missing: Vec<&str> = Vec::new();
+    for r in reads {
+        let c = &r.command;
+        if missing.contains(&c.program.as_str()) {
+            continue;
+        }
+        let line = c.line();
+        let whose = format!(
+            "interpolation source '{}' (state backend '{}', {}): {}",
+            r.source, r.backend, r.backend_type, r.location
+        );
+        let process = Process {
+            program: PathBuf::from(&c.program),
+            args: c.args.clone(),
+            cwd: root.to_path_buf(),
+            env: Vec::new(),
+        };
+        match system.run(&process) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                missing.push(&c.program);
+                diags.push(Diagnostic::error(format!(
+                    "{whose}: cannot run `{line}`: '{}' is not on PATH; csis runs {} for this source -- install it, or put it on PATH",
+                    c.program, c.what
+                )));
+            }
+            Err(e) => diags.push(Diagnostic::error(format!(
+                "{whose}: cannot run `{line}`: {e}"
+            ))),
+            Ok(o) if o.code != Some(0) => {
+                let status = o
+                    .code
+                    .map_or_else(|| "was killed by a signal".to_string(), |c| format!("exited {c}"));
+                let stderr: Vec<&str> = o
+                    .stderr
+                    .lines()
+                    .map(str::trim_end)
+                    .filter(|l| !l.is_empty())
+                    .take(STDERR_LINES)
+                    .collect();
+                let said = if stderr.is_empty() {
+                    " and printed nothing on stderr".to_string()
+                } else {
+                    format!(": {}", stderr.join(" | "))
+                };
+                diags.push(Diagnostic::error(format!(
+                    "{whose}: `{line}` {status}{said} -- {}",
+                    c.help
+                )));
+            }
+            Ok(o) if o.stdout.len() as u64 > max => diags.push(Diagnostic::error(format!(
+                "{whose}: `{line}` printed {}, over the limit of {} csis reads from one file; raise it with --max-file-size BYTES (or CSIS_MAX_FILE_SIZE)",
+                human_bytes(o.stdout.len() as u64),
+                human_bytes(max)
+            ))),
+            Ok(o) => out.push((Arc::from(r.location.as_str()), Arc::from(o.stdout))),
+        }
+    }
+    out
+}
+
+/// How many lines of a failed state command's stderr a load error quotes.
+const STDERR_LINES: usize = 3;
 
 /// A diagnostic located in its file.
 pub struct Located {
@@ -431,10 +512,19 @@ files inside the tree",
         let mut aux = Vec::new();
         // Interpolation's state files and env_files first: the scripts are
         // found by structuring, which reads them.
-        let mut referenced = crate::load::interp::interpolation_files(&db, tree);
+        let reads = crate::load::interp::interpolation_files(&db, tree);
+        let remote_tried: Vec<String> = reads.remote.iter().map(|r| r.location.clone()).collect();
+        let mut referenced = reads.files;
         referenced.retain(|p| !p.starts_with('/') && !p.split('/').any(|s| s == ".."));
-        if !referenced.is_empty() {
-            let interp = read_aux(system, root, &real_root, max, &referenced, &mut read_diags);
+        if !referenced.is_empty() || !reads.remote.is_empty() {
+            let mut interp = read_aux(system, root, &real_root, max, &referenced, &mut read_diags);
+            interp.extend(read_remote(
+                system,
+                root,
+                max,
+                &reads.remote,
+                &mut read_diags,
+            ));
             for f in &interp {
                 let f = SourceFile::builder(f.0.clone(), f.1.clone())
                     .durability(durability_for(&f.0))
@@ -533,6 +623,7 @@ files inside the tree",
             read_diags,
             run_inputs: Default::default(),
             prewarmed: Default::default(),
+            remote_tried,
         })
     }
 
@@ -566,9 +657,17 @@ files inside the tree",
 
     /// Whether the tree must be loaded again to follow an edit: an image
     /// template chain now names a file (an `extends` changed, or a
-    /// `template:`) the load did not read.
+    /// `template:`) the load did not read, or an entry now reads a remote
+    /// state object (s3, gcs) the load did not.
     pub fn wants_reload(&self) -> bool {
         !crate::load::templates::wanted_paths(&self.db, self.tree).is_empty()
+            || (!crate::load::interp::declared(&self.db, self.tree)
+                .remote
+                .is_empty()
+                && crate::load::interp::interpolation_files(&self.db, self.tree)
+                    .remote
+                    .iter()
+                    .any(|r| !self.remote_tried.contains(&r.location)))
     }
 
     /// Replace one file's text (an edit). Returns false for a file the tree

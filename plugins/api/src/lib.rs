@@ -146,6 +146,19 @@ pub trait Plugin: Send + Sync {
     fn run_hooks(&self) -> Option<&dyn RunHooks> {
         None
     }
+    /// How to read `object`, the state of one workspace on `backend` (a
+    /// state backend of one of this plugin's models), for a
+    /// `${terraform.KEY}` source (docs/interpolation.md): a file below the
+    /// root, or a command printing the state JSON on stdout. The engine
+    /// asks only the plugin that registered the backend's type; `None`:
+    /// this type's state cannot be read as a source.
+    fn state_reader(
+        &self,
+        _backend: &BuilderDecl,
+        _object: &state_object::StateObject,
+    ) -> Option<state_object::StateRead> {
+        None
+    }
 }
 
 /// One builder declaration from cfg/, structured: the core base model plus

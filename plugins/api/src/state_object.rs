@@ -84,6 +84,52 @@ impl StateObject {
     }
 }
 
+/// How csis reads one state object's JSON for a `${terraform.KEY}` source
+/// on a state backend (`interpolation: terraform: [{backend:, workspace:}]`,
+/// docs/interpolation.md): the answer of [`crate::Plugin::state_reader`]
+/// from the plugin that owns the backend's type.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum StateRead {
+    /// A file, relative to the configuration root (the `local` backend).
+    File(String),
+    /// A command that prints the state JSON on its stdout (a remote
+    /// backend's CLI). The engine runs it once per invocation per object.
+    Command(StateCommand),
+}
+
+/// A command line that prints a state object on stdout.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct StateCommand {
+    /// The executable, looked up on PATH (`aws`, `gcloud`).
+    pub program: String,
+    pub args: Vec<String>,
+    /// What the program is and why csis runs it, for the message when it
+    /// is not on PATH (`the AWS CLI (aws) to read the state object from
+    /// S3`).
+    pub what: String,
+    /// What to check when it fails (credentials, the CLI's login).
+    pub help: String,
+}
+
+impl StateCommand {
+    /// The command line as a shell would show it (arguments with a space
+    /// or a quote quoted).
+    pub fn line(&self) -> String {
+        std::iter::once(self.program.as_str())
+            .chain(self.args.iter().map(String::as_str))
+            .map(|a| {
+                if a.is_empty() || a.contains(|c: char| c.is_whitespace() || "'\"$`\\".contains(c))
+                {
+                    format!("'{}'", a.replace('\'', "'\\''"))
+                } else {
+                    a.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -225,4 +225,18 @@ impl Plugin for LocalPlugin {
             read_extra: bash_item_extra,
         }]
     }
+
+    /// A `local` backend's state is a file below the root, read as one.
+    fn state_reader(
+        &self,
+        _backend: &csis_plugin_api::BuilderDecl,
+        object: &csis_plugin_api::state_object::StateObject,
+    ) -> Option<csis_plugin_api::state_object::StateRead> {
+        match object {
+            csis_plugin_api::state_object::StateObject::Local { path } => {
+                Some(csis_plugin_api::state_object::StateRead::File(path.clone()))
+            }
+            _ => None,
+        }
+    }
 }

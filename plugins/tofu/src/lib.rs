@@ -187,4 +187,12 @@ impl Plugin for TofuPlugin {
             spec("gcs", Vct::StateBackendModel, BaseModelKind::State),
         ]
     }
+
+    fn state_reader(
+        &self,
+        backend: &BuilderDecl,
+        object: &csis_plugin_api::state_object::StateObject,
+    ) -> Option<csis_plugin_api::state_object::StateRead> {
+        state::state_reader(backend, object)
+    }
 }

@@ -8,7 +8,7 @@
 
 use csis_hcl::Body;
 use csis_model::Diagnostic;
-use csis_plugin_api::state_object::StateObject;
+use csis_plugin_api::state_object::{StateCommand, StateObject, StateRead};
 use csis_plugin_api::{BuilderDecl, HookResult, StateRoot};
 
 const S3_KEYS: [&str; 7] = [
@@ -135,8 +135,136 @@ pub fn backend_config(state: &StateRoot) -> HookResult<(&'static str, String)> {
     Ok((kind, body.render()))
 }
 
+/// How a `${terraform.KEY}` source on an s3 or gcs backend reads one
+/// workspace's state (docs/interpolation.md): the cloud's CLI printing the
+/// object on stdout, under the caller's own credentials.
+///
+/// - s3: `aws s3 cp s3://<bucket>/<key> - --region <region> [--profile
+///   <profile>]`. `aws s3 cp <S3Uri> -` streams the object to stdout
+///   ("Downloading an S3 object as a local file stream"); `--region` and
+///   `--profile` are the CLI's global options (AWS CLI Command Reference,
+///   `aws s3 cp`: <https://docs.aws.amazon.com/cli/v1/reference/s3/cp.html>).
+/// - gcs: `gcloud storage cat gs://<bucket>/<prefix>/default.tfstate`,
+///   which "outputs the contents of one or more URLs to stdout" (Google
+///   Cloud SDK reference, `gcloud storage cat`:
+///   <https://cloud.google.com/sdk/gcloud/reference/storage/cat>); the
+///   object is where the gcs backend keeps the `default` workspace
+///   (`csis_plugin_api::state_object`).
+pub fn state_reader(decl: &BuilderDecl, object: &StateObject) -> Option<StateRead> {
+    match object {
+        StateObject::S3 { bucket, key } => {
+            let mut args = vec![
+                "s3".to_string(),
+                "cp".to_string(),
+                format!("s3://{bucket}/{key}"),
+                "-".to_string(),
+            ];
+            if let Some(region) = setting(decl, "region") {
+                args.extend(["--region".to_string(), region]);
+            }
+            if let Some(profile) = setting(decl, "profile") {
+                args.extend(["--profile".to_string(), profile]);
+            }
+            Some(StateRead::Command(StateCommand {
+                program: "aws".into(),
+                args,
+                what: "the AWS CLI (aws) to read the state object from S3".into(),
+                help: format!(
+                    "check that the AWS CLI can read s3://{bucket}/{key} with your credentials (aws sts get-caller-identity{}; AWS_PROFILE or the backend's config.profile) and that the object exists",
+                    setting(decl, "profile")
+                        .map(|p| format!(" --profile {p}"))
+                        .unwrap_or_default()
+                ),
+            }))
+        }
+        StateObject::Gcs { bucket, prefix } => Some(StateRead::Command(StateCommand {
+            program: "gcloud".into(),
+            args: vec![
+                "storage".into(),
+                "cat".into(),
+                format!("gs://{bucket}/{prefix}/default.tfstate"),
+            ],
+            what: "the Google Cloud CLI (gcloud) to read the state object from Cloud Storage"
+                .into(),
+            help: format!(
+                "check that gcloud is logged in with an account that can read gs://{bucket}/{prefix}/default.tfstate (gcloud auth login, or gcloud auth application-default login) and that the object exists"
+            ),
+        })),
+        StateObject::Local { .. } | StateObject::Other { .. } => None,
+    }
+}
+
 /// The `backend "<type>" {}` block of `terraform {}` (partial
 /// configuration: the settings come from the .tfbackend.hcl).
 pub fn backend_block(kind: &str) -> csis_hcl::Block {
     csis_hcl::Block::new("backend", [kind])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use csis_model::models::BaseModelKind;
+    use csis_model::{DocPath, Fields, Map, Origin, Value, Vct};
+
+    fn backend(model: &'static str, config: &[(&str, &str)]) -> BuilderDecl {
+        let mut m = Map::new();
+        m.insert("name".into(), Value::str("st"));
+        m.insert("type".into(), Value::str(model));
+        let mut c = Map::new();
+        for (k, v) in config {
+            c.insert((*k).into(), Value::str(*v));
+        }
+        m.insert("config".into(), Value::Map(c));
+        let mut diags = Vec::new();
+        let mut f = Fields::new(
+            &m,
+            Origin::new("cfg/x.yml", DocPath::default()),
+            "state backend",
+            &mut diags,
+        );
+        let base = BaseModelKind::State.read(&mut f);
+        f.finish();
+        BuilderDecl {
+            model,
+            classification: Vct::StateBackendModel,
+            base,
+            extra: Map::new(),
+        }
+    }
+
+    fn argv(decl: &BuilderDecl, ws: &str) -> String {
+        match state_reader(decl, &StateObject::of(decl, ws)) {
+            Some(StateRead::Command(c)) => c.line(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn s3_and_gcs_states_are_read_by_their_clis_on_stdout() {
+        let s3 = backend(
+            "s3",
+            &[
+                ("bucket", "corp"),
+                ("prefix", "csis/"),
+                ("region", "eu-west-1"),
+            ],
+        );
+        assert_eq!(
+            argv(&s3, "net"),
+            "aws s3 cp s3://corp/csis/net.tfstate - --region eu-west-1"
+        );
+        let profiled = backend("s3", &[("region", "us-east-1"), ("profile", "ops")]);
+        assert_eq!(
+            argv(&profiled, "net"),
+            "aws s3 cp s3://st/net.tfstate - --region us-east-1 --profile ops"
+        );
+        let gcs = backend("gcs", &[("bucket", "g"), ("prefix", "env/")]);
+        assert_eq!(
+            argv(&gcs, "net"),
+            "gcloud storage cat gs://g/env/net/default.tfstate"
+        );
+        // The local plugin owns `local`: this plugin gives no reader for it.
+        let local = backend("local", &[]);
+        assert_eq!(state_reader(&local, &StateObject::of(&local, "net")), None);
+    }
 }
