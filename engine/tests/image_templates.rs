@@ -156,3 +156,56 @@ fn an_extends_to_a_file_the_load_did_not_read_asks_for_a_reload() {
     );
     assert!(!ws.wants_reload());
 }
+
+/// The load's errors for the fixture's chain with `extra` templates
+/// inserted between its middle and its root.
+fn errors_with_chain_of(extra: usize) -> Vec<String> {
+    let mut files = read_tree(&fixture_dir("templates"));
+    let root = files["templates/root.yml"].clone();
+    let with_parent = |p: &str| {
+        root.replacen(
+            "# The root of the chain",
+            &format!("extends: {p}\n# The root of the chain"),
+            1,
+        )
+    };
+    for i in 0..extra {
+        let parent = if i + 1 == extra {
+            "root.yml".to_string()
+        } else {
+            format!("r{}.yml", i + 1)
+        };
+        files.insert(format!("templates/r{i}.yml"), with_parent(&parent));
+    }
+    let middle = files["templates/middle.yml"].replacen("extends: root.yml", "extends: r0.yml", 1);
+    files.insert("templates/middle.yml".into(), middle);
+    let sys = memory_system(Path::new(ROOT), &files);
+    let ws = load(
+        &sys,
+        registry(LINKED),
+        Path::new(ROOT),
+        &LoadOptions::default(),
+    );
+    ws.load_diagnostics()
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| ws.describe(d))
+        .collect()
+}
+
+#[test]
+fn the_load_follows_a_chain_as_deep_as_the_resolver_allows_and_no_deeper() {
+    // The fixture's chain is leaf, middle, root: 61 more make 64 levels.
+    assert_eq!(errors_with_chain_of(61), Vec::<String>::new());
+    let deeper = errors_with_chain_of(70);
+    assert!(
+        deeper
+            .iter()
+            .any(|e| e.contains("extends chain deeper than 64 levels")),
+        "{deeper:?}"
+    );
+    assert!(
+        !deeper.iter().any(|e| e.contains("cannot read")),
+        "{deeper:?}"
+    );
+}

@@ -43,10 +43,11 @@ pub struct LoadOptions {
     pub query_log: bool,
 }
 
-/// The most rounds of reading an image template chain's files at load
-/// (each round reads one more level of every chain; the resolver refuses
-/// a chain deeper than this anyway).
-const TEMPLATE_ROUNDS: usize = 34;
+/// The most rounds of reading an image template chain's files at load:
+/// each round reads one more level of every chain, and the resolver asks
+/// for no file past the one that makes a chain deeper than its MAX_DEPTH
+/// (the test of this bound is engine/tests/image_templates.rs).
+const TEMPLATE_ROUNDS: usize = csis_template::MAX_DEPTH + 2;
 
 /// 16 MiB: far above any hand-written configuration file, far below what
 /// would exhaust memory once parsed.
