@@ -1,9 +1,13 @@
 //! Parsing one file: the first queries over every input file.
 //!
-//! [`parse_file`] returns the value and the positions together and
-//! re-executes on every edit. [`file_document`] keeps only the value, so an
-//! edit that changes no value (a comment, whitespace, moved lines) is
-//! backdated there and nothing downstream re-executes.
+//! [`file_document`] parses a file to its value alone, so an edit that
+//! changes no value (a comment, whitespace, moved lines) is backdated
+//! there and nothing downstream re-executes. [`parse_file`] parses with
+//! positions, on demand: for a diagnostic's `file:line:col`, `--explain`,
+//! and the few files whose readers place their findings themselves
+//! (overlays, lineage); an item file's positions are never built unless a
+//! diagnostic points into it, which keeps a cold load's memory and time
+//! (and a save's re-verified memos) down.
 
 use std::sync::Arc;
 
@@ -51,25 +55,29 @@ pub struct FileDocument {
 /// An empty file is an empty mapping.
 #[salsa::tracked(returns(ref))]
 pub fn file_document(db: &dyn Db, file: SourceFile) -> FileDocument {
-    let parsed = parse_file(db, file);
     let path = file.path(db);
-    if let Some(err) = &parsed.error {
-        let d = err.clone().at(Origin::new(path.clone(), DocPath::root()));
-        return FileDocument {
-            value: None,
-            diags: vec![d],
-        };
-    }
-    match parsed.value.as_deref() {
-        Some(Value::Map(_)) => FileDocument {
-            value: parsed.value.clone(),
+    let value = match yaml::parse_value(file.text(db)) {
+        Ok(v) => v,
+        Err(e) => {
+            return FileDocument {
+                value: None,
+                diags: vec![
+                    Diagnostic::error(format!("{path}: {}", e.message))
+                        .at(Origin::new(path.clone(), DocPath::root())),
+                ],
+            };
+        }
+    };
+    match value {
+        Value::Map(_) => FileDocument {
+            value: Some(Arc::new(value)),
             diags: Vec::new(),
         },
-        Some(Value::Null) | None => FileDocument {
+        Value::Null => FileDocument {
             value: Some(Arc::new(Value::Map(Default::default()))),
             diags: Vec::new(),
         },
-        Some(other) => FileDocument {
+        other => FileDocument {
             value: None,
             diags: vec![
                 Diagnostic::error(format!(

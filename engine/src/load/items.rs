@@ -257,9 +257,8 @@ fn decrypt_fields(
 }
 
 /// The kind and name of each entry of one item file, in order: all the
-/// index reads of a file, so an edit that renames nothing leaves it
-/// unchanged and the index is not rebuilt.
-#[salsa::tracked(returns(ref))]
+/// index reads of a file, so an edit that renames nothing leaves the
+/// index as it was (the workspace compares them before and after).
 pub fn item_file_names(db: &dyn Db, tree: Tree, file: SourceFile) -> Vec<(ItemKind, String)> {
     item_file_entries(db, tree, file)
         .items

@@ -687,12 +687,12 @@ files inside the tree",
         // index is rebuilt only when the edit may have renamed something.
         let tree = self.tree;
         let item_file = tree.item_files(&self.db).iter().any(|i| i.file == f);
-        let names_before = item_file.then(|| item_file_names(&self.db, tree, f).clone());
+        let names_before = item_file.then(|| item_file_names(&self.db, tree, f));
         f.set_text(&mut self.db)
             .with_durability(durability)
             .to(Arc::from(text));
         let renamed = match names_before {
-            Some(before) => &before != item_file_names(&self.db, tree, f),
+            Some(before) => before != item_file_names(&self.db, tree, f),
             // cfg/ and overlays may rename; records and scripts cannot.
             None => {
                 !tree.meta_files(&self.db).contains(&f) && !tree.aux_files(&self.db).contains(&f)

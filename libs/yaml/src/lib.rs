@@ -153,23 +153,36 @@ what an alias stands for in a diff. Write the values out, or share them through 
 
 /// Parse one YAML document. An empty document reads as null.
 pub fn parse(text: &str) -> Result<(Value, Positions), YamlError> {
-    parse_documents(text, false).map(|(v, p, _)| (v, p))
+    parse_documents(text, false, true).map(|(v, p, _)| (v.unwrap_or(Value::Null), p))
+}
+
+/// Parse one YAML document to its value only, recording no positions:
+/// what queries compare and structure, at a fraction of the memory. A
+/// refusal is found again with positions, so its span is exact.
+pub fn parse_value(text: &str) -> Result<Value, YamlError> {
+    match parse_documents(text, false, false) {
+        Ok((v, _, _)) => Ok(v.unwrap_or(Value::Null)),
+        Err(_) => parse(text).map(|(v, _)| v),
+    }
 }
 
 /// Parse the first YAML document and stop at the start of a second one,
 /// returning where it starts (user-data ignores later documents).
 pub fn parse_first(text: &str) -> Result<(Value, Positions, Option<Span>), YamlError> {
-    parse_documents(text, true)
+    parse_documents(text, true, true).map(|(v, p, s)| (v.unwrap_or(Value::Null), p, s))
 }
 
 fn parse_documents(
     text: &str,
     first_only: bool,
-) -> Result<(Value, Positions, Option<Span>), YamlError> {
-    let offsets = Offsets::new(text);
+    record: bool,
+) -> Result<(Option<Value>, Positions, Option<Span>), YamlError> {
+    // Without positions no span is converted: a refusal is parsed again
+    // with them (`parse_value`).
+    let offsets = record.then(|| Offsets::new(text));
     let mut parser = Parser::new_from_str(text);
     let mut builder = Builder {
-        positions: Positions::default(),
+        positions: record.then(Positions::default),
         stack: Vec::new(),
         root: None,
         documents: 0,
@@ -177,7 +190,7 @@ fn parse_documents(
     while let Some(next) = parser.next_event() {
         let (event, span) = next.map_err(|e| {
             let m = e.marker();
-            let offset = offsets.byte(m.index());
+            let offset = offsets.as_ref().map_or(0, |o| o.byte(m.index()));
             // saphyr's own bound on flow nesting (`[[[...`): the same
             // refusal as a block document's.
             let message = if e.info() == "recursion limit exceeded" {
@@ -198,18 +211,26 @@ fn parse_documents(
         if matches!(event, Event::StreamEnd) {
             break;
         }
-        let span = offsets.span(&span);
+        let span = offsets.as_ref().map_or(NO_SPAN, |o| o.span(&span));
         if first_only && matches!(event, Event::DocumentStart(_)) && builder.documents == 1 {
             return Ok((
-                builder.root.unwrap_or(Value::Null),
-                builder.positions,
+                builder.root,
+                builder.positions.unwrap_or_default(),
                 Some(span),
             ));
         }
         builder.event(event, span)?;
     }
-    Ok((builder.root.unwrap_or(Value::Null), builder.positions, None))
+    Ok((builder.root, builder.positions.unwrap_or_default(), None))
 }
+
+/// The span of every node when positions are not recorded.
+const NO_SPAN: Span = Span {
+    offset: 0,
+    len: 0,
+    line: 0,
+    col: 0,
+};
 
 /// How deeply lists and mappings may nest in one document. Every reader
 /// of a value below (dropping it, comparing it, rendering it to JSON or
@@ -238,24 +259,52 @@ enum Frame {
 }
 
 struct Builder {
-    positions: Positions,
+    /// `None` when positions are not recorded.
+    positions: Option<Positions>,
     stack: Vec<Frame>,
     root: Option<Value>,
     documents: usize,
 }
 
 impl Builder {
-    /// The position node the next node will have, or `None` when the next
-    /// node is a mapping key.
-    fn next_node(&mut self) -> Option<usize> {
+    /// Whether the next node is a mapping's key.
+    fn key_next(&self) -> bool {
+        matches!(
+            self.stack.last(),
+            Some(Frame::Map {
+                pending_key: None,
+                ..
+            })
+        )
+    }
+
+    /// Record where the next (value) node is; its position node, or 0
+    /// when positions are not recorded.
+    fn record_value(&mut self, span: Span) -> usize {
+        let Some(positions) = self.positions.as_mut() else {
+            return 0;
+        };
         let (parent, seg) = match self.stack.last() {
-            None => return Some(0),
+            None => {
+                positions.nodes[0].value = Some(span);
+                return 0;
+            }
             Some(Frame::Seq { node, items }) => (*node, Seg::Index(items.len())),
             Some(Frame::Map {
                 node, pending_key, ..
-            }) => (*node, Seg::Key(pending_key.as_ref()?.0.clone())),
+            }) => (
+                *node,
+                Seg::Key(
+                    pending_key
+                        .as_ref()
+                        .map(|k| k.0.clone())
+                        .unwrap_or_default(),
+                ),
+            ),
         };
-        Some(self.positions.child(parent, seg))
+        let id = positions.child(parent, seg);
+        positions.nodes[id].value = Some(span);
+        id
     }
 
     fn event(&mut self, event: Event<'_>, span: Span) -> Result<(), YamlError> {
@@ -327,16 +376,13 @@ impl Builder {
                 span,
             });
         }
-        match self.next_node() {
-            Some(node) => {
-                self.positions.nodes[node].value = Some(span);
-                Ok(node)
-            }
-            None => Err(YamlError {
+        if self.key_next() {
+            return Err(YamlError {
                 message: "a mapping key must be a plain string, not a list or mapping".to_string(),
                 span,
-            }),
+            });
         }
+        Ok(self.record_value(span))
     }
 
     /// A scalar: either a mapping key or a value.
@@ -359,14 +405,14 @@ impl Builder {
                 });
             }
             let parent = *node;
-            *pending_key = Some((key.clone(), span));
-            let child = self.positions.child(parent, Seg::Key(key));
-            self.positions.nodes[child].key = Some(span);
+            if let Some(positions) = self.positions.as_mut() {
+                let child = positions.child(parent, Seg::Key(key.clone()));
+                positions.nodes[child].key = Some(span);
+            }
+            *pending_key = Some((key, span));
             return Ok(());
         }
-        if let Some(node) = self.next_node() {
-            self.positions.nodes[node].value = Some(span);
-        }
+        self.record_value(span);
         self.attach(value, span)
     }
 
@@ -426,6 +472,25 @@ mod tests {
         assert_eq!((s.line, s.col), (4, 5));
         let k = pos.key(&DocPath::root().key("c")).unwrap();
         assert_eq!((k.line, k.col), (5, 1));
+    }
+
+    #[test]
+    fn the_value_alone_is_the_value_with_positions_and_a_refusal_keeps_its_span() {
+        for text in [
+            "a: 1\nb:\n  - x\n  - {c: [1, 2], d: ~}\n",
+            "",
+            "- 1\n- [a, b]\n",
+        ] {
+            assert_eq!(parse_value(text).unwrap(), parse(text).unwrap().0);
+        }
+        for text in [
+            "a: 1\na: 2\n",
+            "a: &x [1]\nb: *x\n",
+            "a: [1\n",
+            "? [a]\n: 1\n",
+        ] {
+            assert_eq!(parse_value(text).unwrap_err(), parse(text).unwrap_err());
+        }
     }
 
     #[test]
