@@ -535,6 +535,19 @@ fn main() {
         );
     }
     println!();
+    println!("generated files (`--stats`), in the measure's last run:");
+    for (label, s) in [
+        ("cold dry run", &last_dry),
+        ("warm dry run after a one-image edit", &warm_dry_summary),
+    ] {
+        if let Some(f) = s.as_ref().and_then(|s| s.stats.as_ref()?.generated_files) {
+            println!(
+                "- {label}: {} written, {} removed, {} unchanged",
+                f.written, f.removed, f.unchanged
+            );
+        }
+    }
+    println!();
     println!("stages (`--stats`):");
     if let Some(s) = &last_dry {
         stages("cold dry run", s);
