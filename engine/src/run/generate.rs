@@ -96,6 +96,25 @@ pub struct Part {
     pub deferred: Vec<Deferred>,
     /// The hook's refusal, when it failed.
     pub error: Option<Vec<Diagnostic>>,
+    /// The first asset a hook may not write (its index in `assets`, and
+    /// why): checked here, once per part, not at every merge.
+    pub bad_asset: Option<(usize, String)>,
+}
+
+impl Part {
+    fn checked(mut self) -> Part {
+        self.bad_asset = self
+            .assets
+            .iter()
+            .enumerate()
+            .find_map(|(i, (path, content))| {
+                check_asset_path(path)
+                    .and_then(|()| check_user_data(path, content))
+                    .err()
+                    .map(|e| (i, e))
+            });
+        self
+    }
 }
 
 fn lifecycle_spec(db: &dyn Db, name: &str) -> Option<LifecycleSpec> {
@@ -181,8 +200,9 @@ pub fn unit_part<'db>(db: &'db dyn Db, key: UnitKey<'db>) -> Part {
             assets: files(e.assets),
             build: e.commands.build_executables,
             deferred: e.commands.finalize_executables,
-            error: None,
-        },
+            ..Part::default()
+        }
+        .checked(),
         Err(errs) => Part {
             error: Some(errs),
             ..Part::default()
@@ -208,6 +228,11 @@ pub fn phase_part<'db>(db: &'db dyn Db, key: PhaseKey<'db>) -> Part {
                     ..Part::default()
                 };
             }
+            if out.bad_asset.is_none()
+                && let Some((i, e)) = &p.bad_asset
+            {
+                out.bad_asset = Some((out.assets.len() + i, e.clone()));
+            }
             out.assets.extend(p.assets.iter().cloned());
             out.build.extend(p.build.iter().cloned());
             out.deferred.extend(p.deferred.iter().cloned());
@@ -217,7 +242,7 @@ pub fn phase_part<'db>(db: &'db dyn Db, key: PhaseKey<'db>) -> Part {
     let Some((builder, ctx)) = hooks_of(db, key) else {
         return Part::default();
     };
-    match key.hook(db) {
+    let p = match key.hook(db) {
         Hook::Before => part(
             builder.generate_items_before(phase, &ctx),
             builder.get_commands_to_run_before(phase, &ctx),
@@ -230,7 +255,8 @@ pub fn phase_part<'db>(db: &'db dyn Db, key: PhaseKey<'db>) -> Part {
             builder.generate_items_after(phase, &ctx),
             builder.get_commands_to_run_after(phase, &ctx),
         ),
-    }
+    };
+    p.checked()
 }
 
 /// The phase keys of one builder in one lifecycle, in hook order: per
@@ -428,9 +454,9 @@ pub fn lifecycle_parts<'db>(
                     em.diags.extend(errs.iter().cloned());
                     return em;
                 }
-                for (path, content) in &p.assets {
-                    if let Err(e) =
-                        check_asset_path(path).and_then(|()| check_user_data(path, content))
+                for (i, (path, content)) in p.assets.iter().enumerate() {
+                    if let Some((bad, e)) = &p.bad_asset
+                        && *bad == i
                     {
                         em.error = Some(format!("[{name}] {bname}: {e}"));
                         return em;
