@@ -4,6 +4,7 @@
 //! run-now commands.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use csis_plugin_api::LifecycleSpec;
 
@@ -114,6 +115,8 @@ impl Runner<'_> {
         // every file of a lifecycle before any of it is written (a template
         // that renders a secret, from the environment say, stops here).
         let gate = crate::state::meta_state::Gate::load(self.system, &self.ws.root);
+        let config = crate::state::meta_state::Gate::config_text(self.system, &self.ws.root);
+        let passed = self.ws.db.gate_passed();
         let (system, gen_dir, gen_dir_name) = (self.system, &self.gen_dir, &self.gen_dir_name);
         let scope = &self.req.options.only_runtime;
         requested
@@ -126,10 +129,24 @@ impl Runner<'_> {
                 let name = spec.name;
                 let dir = gen_dir.join(name);
                 let write = || -> Result<SyncReport, String> {
-                    for (rel, bytes) in &em.files {
-                        let path = format!("{gen_dir_name}/{name}/{rel}");
-                        gate.check(&path, &String::from_utf8_lossy(bytes))?;
+                    // What the gate passed with these very bytes in this
+                    // process is not scanned again.
+                    let paths: Vec<(String, &Arc<[u8]>)> = {
+                        let mut passed = passed.lock().unwrap_or_else(|e| e.into_inner());
+                        em.files
+                            .iter()
+                            .map(|(rel, bytes)| (format!("{gen_dir_name}/{name}/{rel}"), bytes))
+                            .filter(|(path, bytes)| !passed.has(&config, path, bytes))
+                            .collect()
+                    };
+                    for (path, bytes) in &paths {
+                        gate.check(path, &String::from_utf8_lossy(bytes))?;
                     }
+                    let mut passed = passed.lock().unwrap_or_else(|e| e.into_inner());
+                    for (path, bytes) in paths {
+                        passed.insert(path, bytes.clone());
+                    }
+                    drop(passed);
                     let frozen = frozen(scope.clone(), em);
                     sync_dir(system, &dir, &em.files, &em.executables, &frozen)
                         .map_err(|e| format!("writing {}: {e}", dir.display()))
