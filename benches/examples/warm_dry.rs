@@ -1,7 +1,9 @@
 //! The warm dry run with generation after a one-image edit, alone: what
 //! `csis watch --generate` pays per save. One workspace loaded, planned and
 //! generated once, then N times: the modification-script edit of
-//! `harness::IMAGE_FILE` and `run all --no-apply` (as `harness::dry_run`).
+//! `harness::IMAGE_FILE` and a dry run of every lifecycle, as `csis watch
+//! --generate` makes it (no records; `CSIS_WARM_RECORD=1` for `run all
+//! --no-apply`'s, which leaves them).
 //! Prints per run the wall time, the generate stage, the queries executed
 //! and the files the run wrote (from its log lines).
 //!
@@ -32,7 +34,9 @@ fn main() {
         no_apply: true,
         csis: PathBuf::from("csis"),
         commit: false,
-        record: true,
+        // As `csis watch --generate` (no records), unless CSIS_WARM_RECORD=1:
+        // then as `csis run all --no-apply`, which leaves its records.
+        record: std::env::var("CSIS_WARM_RECORD").is_ok_and(|v| v == "1"),
         stats: true,
         explain: false,
         no_state_query: true,
