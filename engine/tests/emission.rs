@@ -167,7 +167,7 @@ fn a_one_image_edit_regenerates_only_that_images_chain_and_what_lists_it() {
     // made from it. Not base's, other's, nor the other instances'.
     let mut units: Vec<&String> = executed("unit_part");
     units.sort();
-    let mut expected = vec![
+    let mut expected = [
         unit(bakes, "web"),
         unit(bakes, "web2"),
         unit(launches, "box"),

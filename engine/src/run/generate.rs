@@ -757,10 +757,7 @@ pub fn emissions(
         .collect();
     // Interned ids are plain ids: workers with their own handle look them
     // up in the same database.
-    let ids: Vec<salsa::Id> = keys
-        .iter()
-        .map(|k| salsa::plumbing::AsId::as_id(k))
-        .collect();
+    let ids: Vec<salsa::Id> = keys.iter().map(salsa::plumbing::AsId::as_id).collect();
     let units: Vec<(salsa::Id, String)> = ids
         .par_iter()
         .map_with(db.clone(), |db, id| {
