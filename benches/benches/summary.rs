@@ -438,28 +438,48 @@ fn main() {
         ),
     ];
 
-    // Where a warm edit's time goes when it generates too: one warm dry
-    // run after a one-image edit, by stage.
+    // Where a warm edit's time goes when it generates too: a warm dry run
+    // after a one-image edit, as `csis watch --generate` runs it (no
+    // records), then as `csis run all --no-apply` (its records too).
     let (sys, mut ws) = fx.warmed();
     harness::dry_run(&ws, &sys, false);
     let mut edit = EditKind::ImageModification.edit(&fx);
-    let mut warm_dry = Measure {
-        name: "warm one-image edit dry run with generation",
-        times: Vec::new(),
-        cpu: Vec::new(),
-        queries: (0, 0),
-    };
+    let mut warm_dry_measures = Vec::new();
     let mut warm_dry_summary = None;
-    while cold_runs.more(&warm_dry.times) {
-        let before = counts(&ws);
-        let (wall, cpu, s) = timed(|| {
-            edit.apply(&mut ws);
-            harness::dry_run(&ws, &sys, true)
-        });
-        warm_dry.times.push(wall);
-        warm_dry.cpu.extend(cpu);
-        warm_dry.queries = delta(counts(&ws), before);
-        warm_dry_summary = Some(s);
+    for (name, record) in [
+        (
+            "warm one-image edit dry run with generation (as `watch --generate`)",
+            false,
+        ),
+        (
+            "warm one-image edit dry run with generation and records (`run all --no-apply`)",
+            true,
+        ),
+    ] {
+        let mut m = Measure {
+            name,
+            times: Vec::new(),
+            cpu: Vec::new(),
+            queries: (0, 0),
+        };
+        while cold_runs.more(&m.times) {
+            let before = counts(&ws);
+            let (wall, cpu, s) = timed(|| {
+                edit.apply(&mut ws);
+                if record {
+                    harness::dry_run(&ws, &sys, true)
+                } else {
+                    harness::watch_generate(&ws, &sys)
+                }
+            });
+            m.times.push(wall);
+            m.cpu.extend(cpu);
+            m.queries = delta(counts(&ws), before);
+            if !record {
+                warm_dry_summary = Some(s);
+            }
+        }
+        warm_dry_measures.push(m);
     }
     drop(ws);
 
@@ -488,7 +508,7 @@ fn main() {
     let rows = [&validate, &plan, &dry_run]
         .into_iter()
         .chain(warm_measures.iter())
-        .chain([&warm_dry])
+        .chain(warm_dry_measures.iter())
         .chain(disk.iter().map(|(m, _)| m));
     for m in rows {
         println!(
@@ -535,11 +555,30 @@ fn main() {
         );
     }
     println!();
+    println!("generated files (`--stats`), in the measure's last run:");
+    for (label, s) in [
+        ("cold dry run", &last_dry),
+        (
+            "warm dry run after a one-image edit (as `watch --generate`)",
+            &warm_dry_summary,
+        ),
+    ] {
+        if let Some(f) = s.as_ref().and_then(|s| s.stats.as_ref()?.generated_files) {
+            println!(
+                "- {label}: {} written, {} removed, {} unchanged",
+                f.written, f.removed, f.unchanged
+            );
+        }
+    }
+    println!();
     println!("stages (`--stats`):");
     if let Some(s) = &last_dry {
         stages("cold dry run", s);
     }
     if let Some(s) = &warm_dry_summary {
-        stages("warm dry run after a one-image edit", s);
+        stages(
+            "warm dry run after a one-image edit (as `watch --generate`)",
+            s,
+        );
     }
 }

@@ -213,6 +213,31 @@ pub fn dry_run(ws: &Workspace, sys: &MemorySystem, stats: bool) -> RunSummary {
     summary
 }
 
+/// What `csis watch --generate` runs after each save: a dry run of every
+/// lifecycle with generation that leaves no records (no run summary, no
+/// journal entry, no read-models), here with `--stats`. Panics unless every
+/// lifecycle generated.
+pub fn watch_generate(ws: &Workspace, sys: &MemorySystem) -> RunSummary {
+    let req = RunRequest {
+        lifecycles: lifecycles(ws.db.registry()),
+        options: dry_run_options(),
+        no_apply: true,
+        csis: PathBuf::from("csis"),
+        commit: false,
+        record: false,
+        stats: true,
+        explain: false,
+        no_state_query: true,
+        lock_token: None,
+    };
+    let summary = csis_engine::run::run(ws, sys, &req, &mut |_: Level, _: String| {});
+    assert!(summary.ok, "watch --generate failed: {:?}", summary.error);
+    for (name, outcome) in &summary.lifecycles {
+        assert_eq!(outcome.status, "generated", "{name}: {:?}", outcome.error);
+    }
+    summary
+}
+
 /// A warm edit: one file set alternately to two texts, so every
 /// application is a real change (neither is the generated text).
 pub struct Edit {

@@ -11,6 +11,34 @@ use std::sync::Arc;
 
 use crate::db::system::System;
 
+/// The generated files the public-safe gate passed in this process, each
+/// with the bytes it passed (shared with the emission that made them: an
+/// unchanged emission hands the same bytes again), under the gate's
+/// configuration then. A file passed with these very bytes under the same
+/// configuration is not scanned again.
+#[derive(Debug, Default)]
+pub struct Passed {
+    config: String,
+    files: std::collections::HashMap<String, Arc<[u8]>>,
+}
+
+impl Passed {
+    /// Whether `path` passed with exactly these bytes (the same
+    /// allocation) under `config`; forgets everything when the
+    /// configuration changed.
+    pub fn has(&mut self, config: &str, path: &str, bytes: &Arc<[u8]>) -> bool {
+        if self.config != config {
+            self.config = config.to_string();
+            self.files.clear();
+        }
+        self.files.get(path).is_some_and(|b| Arc::ptr_eq(b, bytes))
+    }
+
+    pub fn insert(&mut self, path: String, bytes: Arc<[u8]>) {
+        self.files.insert(path, bytes);
+    }
+}
+
 /// What a sync did, by path relative to the directory.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SyncReport {

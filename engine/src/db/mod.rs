@@ -159,6 +159,9 @@ pub struct Database {
     storage: salsa::Storage<Self>,
     registry: Arc<Registry>,
     log: QueryLog,
+    /// What the public-safe gate passed of the generated files in this
+    /// process (every handle shares it).
+    passed: Arc<std::sync::Mutex<emit::Passed>>,
 }
 
 impl Database {
@@ -170,6 +173,7 @@ impl Database {
             storage: salsa::Storage::new(None),
             registry,
             log: QueryLog::default(),
+            passed: Arc::default(),
         }
     }
 
@@ -198,11 +202,17 @@ impl Database {
             }))),
             registry,
             log,
+            passed: Arc::default(),
         }
     }
 
     pub fn query_log(&self) -> &QueryLog {
         &self.log
+    }
+
+    /// The generated files the public-safe gate passed in this process.
+    pub fn gate_passed(&self) -> &std::sync::Mutex<emit::Passed> {
+        &self.passed
     }
 }
 

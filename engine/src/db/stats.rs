@@ -15,6 +15,21 @@ pub struct Stats {
     pub stages: IndexMap<String, StageStats>,
     /// VmHWM of /proc/self/status, when the system has it.
     pub peak_memory_kib: Option<u64>,
+    /// What generation did to the files of the generated directories
+    /// (a run only): a file whose bytes did not change is not written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generated_files: Option<FileCounts>,
+}
+
+/// Generated files, over every requested lifecycle's directory.
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct FileCounts {
+    /// Written because new or changed.
+    pub written: usize,
+    /// Stale: no longer generated, removed.
+    pub removed: usize,
+    /// Generated with the bytes already on disk: not written.
+    pub unchanged: usize,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -79,6 +94,12 @@ pub fn describe(stats: &Stats) -> Vec<String> {
             )
         })
         .collect();
+    if let Some(f) = stats.generated_files {
+        out.push(format!(
+            "stats: generated files: {} written, {} removed, {} unchanged",
+            f.written, f.removed, f.unchanged
+        ));
+    }
     if let Some(kib) = stats.peak_memory_kib {
         out.push(format!("stats: peak memory {:.1} MiB", kib as f64 / 1024.0));
     }

@@ -214,6 +214,20 @@ pub fn bake_plan(db: &dyn Db, tree: Tree, run: RunInput) -> BakePlan {
     plan
 }
 
+/// One decision of the plan, as its own query: what reads one decision
+/// (a bake's emission) is recomputed only when that decision changed.
+#[salsa::tracked(returns(ref))]
+pub fn bake_decision<'db>(
+    db: &'db dyn Db,
+    tree: Tree,
+    run: RunInput,
+    key: SeriesKey<'db>,
+) -> Option<BakeDecision> {
+    bake_plan(db, tree, run)
+        .decision(key.series(db), key.runtime(db))
+        .cloned()
+}
+
 /// Why `<series>@<runtime>` bakes in this run, or why not, in the order the
 /// reasons are checked. Selection and scope come first: --force-bake forces
 /// a bake of what the run covers, never one outside it.

@@ -14,7 +14,7 @@ use crate::db::{Db, Tree};
 use crate::load::builders::builders;
 use crate::load::items::{ItemId, item_index};
 use crate::load::items_model::structured_item;
-use crate::plan::bakes::{bake_plan, image_graph};
+use crate::plan::bakes::{bake_decision, image_graph};
 use crate::plan::fingerprint::{SeriesKey, chain_root, input_fingerprint};
 use crate::state::lineage::pins;
 
@@ -82,6 +82,13 @@ impl HookContext for EngineContext<'_> {
         structured_item(self.db, self.tree, id).view()
     }
 
+    fn item_names(&self, kind: ItemKind) -> Vec<String> {
+        item_index(self.db, self.tree)
+            .names(kind)
+            .cloned()
+            .collect()
+    }
+
     fn images_in_bake_order(&self) -> Vec<String> {
         image_graph(self.db, self.tree).order.clone()
     }
@@ -93,9 +100,11 @@ impl HookContext for EngineContext<'_> {
                 reason: "skip: outside a run".into(),
             };
         };
-        bake_plan(self.db, self.tree, run)
-            .decision(image, runtime)
-            .cloned()
+        // Through the decision's own query: a hook reading one decision is
+        // not recomputed when another changes.
+        let key = SeriesKey::new(self.db, image.to_string(), runtime.to_string());
+        bake_decision(self.db, self.tree, run, key)
+            .clone()
             .unwrap_or(BakeDecision {
                 bake: false,
                 reason: "skip: not in the plan".into(),

@@ -4,17 +4,31 @@
 //! run-now commands.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use csis_plugin_api::LifecycleSpec;
 
-use crate::db::emit::sync_dir;
+use crate::db::emit::{SyncReport, sync_dir};
+use crate::db::stats::FileCounts;
 use crate::run::generate::Emission;
 use crate::run::steps::Runner;
 use crate::run::{Explained, Level, LifecycleOutcome, RunSummary};
 
+/// Under a runtime scope, builder directories bound to other runtimes stay
+/// as they are.
+fn frozen(scope: Option<String>, em: &Emission) -> impl Fn(&str) -> bool + Sync + '_ {
+    move |rel: &str| {
+        let Some(scope) = &scope else { return false };
+        let top = rel.split('/').next().unwrap_or_default();
+        em.builder_runtimes.get(top).is_some_and(|rt| rt != scope)
+    }
+}
+
 impl Runner<'_> {
-    /// Every requested lifecycle's directory, computed in parallel, written
-    /// in declared order; then its run-now commands.
+    /// Every requested lifecycle's directory, computed in parallel and
+    /// written in parallel (each lifecycle's directory is its own); then,
+    /// in declared order, what each write reports, its read-models and its
+    /// run-now commands.
     pub(super) fn generate(
         &mut self,
         requested: &[LifecycleSpec],
@@ -23,8 +37,19 @@ impl Runner<'_> {
         let ws = self.ws;
         let names: Vec<&str> = requested.iter().map(|l| l.name).collect();
         let generated = crate::run::generate::emissions(&ws.db, ws.tree, self.run_input, &names);
+        // `--explain` reads each file before it is rewritten.
+        if let Some(explained) = summary.explain.as_mut() {
+            for (spec, em) in requested.iter().zip(&generated) {
+                if em.error.is_none() {
+                    let frozen = self.frozen(em);
+                    self.explain_rewrites(spec.name, em, &frozen, explained);
+                }
+            }
+        }
+        let written = self.write_lifecycles(requested, &generated);
+        let mut counts = FileCounts::default();
         let mut emissions = BTreeMap::new();
-        for (spec, em) in requested.iter().zip(generated) {
+        for ((spec, em), write) in requested.iter().zip(generated).zip(written) {
             let name = spec.name;
             let mut outcome = LifecycleOutcome {
                 deferred_commands: em.deferred.len(),
@@ -34,17 +59,28 @@ impl Runner<'_> {
                 status: "generated".into(),
                 error: None,
             };
-            let result = match &em.error {
-                Some(e) => {
+            let result = match (&em.error, write) {
+                (Some(e), _) => {
                     summary
                         .error
                         .get_or_insert_with(|| format!("Generation failed for lifecycle {name}"));
                     Err(e.clone())
                 }
-                None => self
-                    .write_lifecycle(name, &em, summary.explain.as_mut())
-                    .and_then(|()| self.write_read_models(name))
-                    .and_then(|()| self.run_build_commands(name, &em)),
+                (None, None) => Err(format!("[{name}] not written")),
+                (None, Some(Err(e))) => Err(e),
+                (None, Some(Ok(r))) => {
+                    self.info(format!(
+                        "[{name}] generated: {} written, {} removed, {} unchanged",
+                        r.written.len(),
+                        r.removed.len(),
+                        r.unchanged
+                    ));
+                    counts.written += r.written.len();
+                    counts.removed += r.removed.len();
+                    counts.unchanged += r.unchanged;
+                    self.write_read_models(name)
+                        .and_then(|()| self.run_build_commands(name, &em))
+                }
             };
             if let Err(e) = result {
                 self.log.line(Level::Error, e.clone());
@@ -56,44 +92,68 @@ impl Runner<'_> {
             summary.lifecycles.insert(name.to_string(), outcome);
             emissions.insert(name.to_string(), em);
         }
+        if let Some(stats) = summary.stats.as_mut() {
+            stats.generated_files = Some(counts);
+        }
         emissions
     }
 
-    /// Sync a lifecycle's directory; under a runtime scope, builder
-    /// directories bound to other runtimes stay as they are.
-    fn write_lifecycle(
-        &mut self,
-        name: &str,
-        em: &Emission,
-        explain: Option<&mut Explained>,
-    ) -> Result<(), String> {
-        let dir = self.gen_dir.join(name);
-        let scope = self.req.options.only_runtime.clone();
-        let frozen = |rel: &str| {
-            let Some(scope) = &scope else { return false };
-            let top = rel.split('/').next().unwrap_or_default();
-            em.builder_runtimes.get(top).is_some_and(|rt| rt != scope)
-        };
-        if let Some(explained) = explain {
-            self.explain_rewrites(name, em, &frozen, explained);
-        }
+    fn frozen<'e>(&self, em: &'e Emission) -> impl Fn(&str) -> bool + Sync + 'e {
+        frozen(self.req.options.only_runtime.clone(), em)
+    }
+
+    /// Sync every lifecycle's directory that generated, in parallel (each
+    /// writes its own directory only); `None` for one that failed to
+    /// generate. In requested order.
+    fn write_lifecycles(
+        &self,
+        requested: &[LifecycleSpec],
+        generated: &[Emission],
+    ) -> Vec<Option<Result<SyncReport, String>>> {
+        use rayon::prelude::*;
         // The generated tree is committed: the public-safe hard rules see
-        // every file before any is written (a template that renders a
-        // secret, from the environment say, stops here).
+        // every file of a lifecycle before any of it is written (a template
+        // that renders a secret, from the environment say, stops here).
         let gate = crate::state::meta_state::Gate::load(self.system, &self.ws.root);
-        for (rel, bytes) in &em.files {
-            let path = format!("{}/{name}/{rel}", self.gen_dir_name);
-            gate.check(&path, &String::from_utf8_lossy(bytes))?;
-        }
-        let r = sync_dir(self.system, &dir, &em.files, &em.executables, &frozen)
-            .map_err(|e| format!("writing {}: {e}", dir.display()))?;
-        self.info(format!(
-            "[{name}] generated: {} written, {} removed, {} unchanged",
-            r.written.len(),
-            r.removed.len(),
-            r.unchanged
-        ));
-        Ok(())
+        let config = crate::state::meta_state::Gate::config_text(self.system, &self.ws.root);
+        let passed = self.ws.db.gate_passed();
+        let (system, gen_dir, gen_dir_name) = (self.system, &self.gen_dir, &self.gen_dir_name);
+        let scope = &self.req.options.only_runtime;
+        requested
+            .par_iter()
+            .zip(generated.par_iter())
+            .map(|(spec, em)| {
+                if em.error.is_some() {
+                    return None;
+                }
+                let name = spec.name;
+                let dir = gen_dir.join(name);
+                let write = || -> Result<SyncReport, String> {
+                    // What the gate passed with these very bytes in this
+                    // process is not scanned again.
+                    let paths: Vec<(String, &Arc<[u8]>)> = {
+                        let mut passed = passed.lock().unwrap_or_else(|e| e.into_inner());
+                        em.files
+                            .iter()
+                            .map(|(rel, bytes)| (format!("{gen_dir_name}/{name}/{rel}"), bytes))
+                            .filter(|(path, bytes)| !passed.has(&config, path, bytes))
+                            .collect()
+                    };
+                    for (path, bytes) in &paths {
+                        gate.check(path, &String::from_utf8_lossy(bytes))?;
+                    }
+                    let mut passed = passed.lock().unwrap_or_else(|e| e.into_inner());
+                    for (path, bytes) in paths {
+                        passed.insert(path, bytes.clone());
+                    }
+                    drop(passed);
+                    let frozen = frozen(scope.clone(), em);
+                    sync_dir(system, &dir, &em.files, &em.executables, &frozen)
+                        .map_err(|e| format!("writing {}: {e}", dir.display()))
+                };
+                Some(write())
+            })
+            .collect()
     }
 
     /// Before the sync: why each file it will rewrite differs from the one

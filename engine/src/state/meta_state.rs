@@ -86,14 +86,18 @@ pub struct Gate {
 
 impl Gate {
     pub fn load(system: &dyn System, root: &Path) -> Gate {
-        let config = system
+        Gate {
+            allow: csis_public_safe::Allow::from_config_text(&Gate::config_text(system, root)),
+        }
+    }
+
+    /// The text the gate's configuration is read from (cfg/_config.yml).
+    pub fn config_text(system: &dyn System, root: &Path) -> String {
+        system
             .read_to_string(&root.join("cfg/_config.yml"))
             .ok()
             .flatten()
-            .unwrap_or_default();
-        Gate {
-            allow: csis_public_safe::Allow::from_config_text(&config),
-        }
+            .unwrap_or_default()
     }
 
     /// `rel` (as the message names it) may be written with `text`.

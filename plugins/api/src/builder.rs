@@ -118,6 +118,14 @@ impl CfExecutables {
     }
 }
 
+/// What one emission unit generates: its files and its commands
+/// ([`Builder::emission_units`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Emitted {
+    pub assets: AssetSet,
+    pub commands: CfExecutables,
+}
+
 /// What a hook returns besides its value: problems to report.
 pub type HookResult<T> = Result<T, Vec<Diagnostic>>;
 
@@ -147,6 +155,14 @@ pub trait HookContext {
     /// Every item of a kind, in declared order.
     fn items(&self, kind: ItemKind) -> Vec<ItemView>;
     fn item(&self, kind: ItemKind, name: &str) -> Option<ItemView>;
+    /// The names of every item of a kind, in declared order: what
+    /// [`HookContext::items`] lists, without reading the items.
+    fn item_names(&self, kind: ItemKind) -> Vec<String> {
+        self.items(kind)
+            .iter()
+            .map(|v| v.item.name().to_string())
+            .collect()
+    }
     /// Images in bake order: every parent before its children.
     fn images_in_bake_order(&self) -> Vec<String>;
     /// The bake decision for `<image>@<runtime>`.
@@ -325,6 +341,33 @@ pub trait Builder: Send + Sync {
         _ctx: &dyn HookContext,
     ) -> HookResult<CfExecutables> {
         Ok(CfExecutables::default())
+    }
+    /// Generation by emission (optional): the units this builder's
+    /// during-hooks of `phase` split into, in output order (one per image
+    /// baked, one per instance launched), or `None` to be called whole.
+    /// With units, the engine calls [`Builder::generate_unit_during`] once
+    /// per unit instead of the two during-hooks and concatenates what they
+    /// return in this order; that must be what the two hooks return (the
+    /// first unit refused is the hooks' refusal). The engine recomputes a
+    /// unit only when something it read through the context changed, so
+    /// the list itself should read little (names, not items) and each unit
+    /// only what its own files and commands depend on.
+    fn emission_units(
+        &self,
+        _phase: ExecutionLifecyclePhase,
+        _ctx: &dyn HookContext,
+    ) -> Option<Vec<String>> {
+        None
+    }
+    /// One unit of [`Builder::emission_units`]: its files and commands
+    /// (nothing, for a unit the builder turns out not to emit).
+    fn generate_unit_during(
+        &self,
+        _phase: ExecutionLifecyclePhase,
+        _unit: &str,
+        _ctx: &dyn HookContext,
+    ) -> HookResult<Emitted> {
+        Ok(Emitted::default())
     }
     fn generate_items_after(
         &self,

@@ -25,9 +25,9 @@ use csis_model::{Fields, ItemKind, Map, Value, Vct};
 
 pub use builder::{
     Asset, AssetSet, BakeDecision, BaseTemplate, Builder, CfExecutables, Command, Deferred,
-    HookContext, HookResult, Observed, ObservedImage, OwnedDirectory, PackerBake, PackerParent,
-    PackerPlugin, PackerValue, Program, StateRoot, is_template_artifact, path_for_phase,
-    template_private_file, template_work_dir,
+    Emitted, HookContext, HookResult, Observed, ObservedImage, OwnedDirectory, PackerBake,
+    PackerParent, PackerPlugin, PackerValue, Program, StateRoot, is_template_artifact,
+    path_for_phase, template_private_file, template_work_dir,
 };
 pub use lifecycle::{Contribution, LifecycleSpec, RunHooks};
 pub use phase::ExecutionLifecyclePhase;

@@ -81,12 +81,12 @@ pub fn assets(steps: Vec<Step>) -> Vec<Asset> {
 /// The deferred commands of steps: every local step runs in the execution
 /// phase, in the order generated (parents before children, images before
 /// the instances launched from them).
-pub fn commands(steps: Vec<Step>) -> CfExecutables {
+pub fn commands(steps: &[Step]) -> CfExecutables {
     CfExecutables {
         build_executables: Vec::new(),
         finalize_executables: steps
-            .into_iter()
-            .flat_map(|s| s.commands)
+            .iter()
+            .flat_map(|s| s.commands.iter().cloned())
             .map(|command| Deferred {
                 phase: P::Execution,
                 command,
@@ -181,51 +181,56 @@ fn update_of(os: &OsBuilderModel) -> J {
 /// instance-image, image-generation: one bake per image this builder
 /// bakes, parents before children.
 pub fn image_bakes(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Step>> {
-    let (runtime, store) = runtime_of(ctx, me);
     let mut steps = Vec::new();
     for name in ctx.images_in_bake_order() {
-        let Some(view) = ctx.item(ItemKind::IMAGES, &name) else {
-            continue;
-        };
-        let Item::Image(img) = view.item.as_ref() else {
-            continue;
-        };
-        if !img
-            .runtimes
-            .iter()
-            .any(|e| names_builder(ctx, Vct::ImageBuilderModel, &e.image_builder, me.name()))
-        {
-            continue;
-        }
-        if !ctx.bake_decision(&name, &runtime).bake {
-            continue;
-        }
-        let mods = mod_specs(ctx, &name, &view)?;
-        let (identity_types, storage_types) = ctx.capabilities(&name);
-        let spec = json!({
-            "kind": "image",
-            "series": name,
-            "runtime": runtime,
-            "store": store,
-            "fingerprint": ctx.fingerprint(&name, &runtime),
-            "identity_types": identity_types,
-            "storage_types": storage_types,
-            "parent": img.source_image.as_deref().map(csis_model::naming::safe_name),
-            "parent_build": ctx.pinned_parent(&name, &runtime),
-            "group": img.group,
-            "modifications": mods,
-            "tags": img.root.tags,
-        });
-        steps.push(bake_step(
-            me.name(),
-            P::ImageGeneration,
-            &name,
-            &runtime,
-            &store,
-            spec,
-        ));
+        steps.extend(image_bake(ctx, me, &name)?);
     }
     Ok(steps)
+}
+
+/// The bake of one image, when this builder bakes it in this run.
+pub fn image_bake(ctx: &dyn HookContext, me: &BuilderDecl, name: &str) -> HookResult<Option<Step>> {
+    let Some(view) = ctx.item(ItemKind::IMAGES, name) else {
+        return Ok(None);
+    };
+    let Item::Image(img) = view.item.as_ref() else {
+        return Ok(None);
+    };
+    if !img
+        .runtimes
+        .iter()
+        .any(|e| names_builder(ctx, Vct::ImageBuilderModel, &e.image_builder, me.name()))
+    {
+        return Ok(None);
+    }
+    let (runtime, store) = runtime_of(ctx, me);
+    if !ctx.bake_decision(name, &runtime).bake {
+        return Ok(None);
+    }
+    let mods = mod_specs(ctx, name, &view)?;
+    let (identity_types, storage_types) = ctx.capabilities(name);
+    let spec = json!({
+        "kind": "image",
+        "series": name,
+        "runtime": runtime,
+        "store": store,
+        "fingerprint": ctx.fingerprint(name, &runtime),
+        "identity_types": identity_types,
+        "storage_types": storage_types,
+        "parent": img.source_image.as_deref().map(csis_model::naming::safe_name),
+        "parent_build": ctx.pinned_parent(name, &runtime),
+        "group": img.group,
+        "modifications": mods,
+        "tags": img.root.tags,
+    });
+    Ok(Some(bake_step(
+        me.name(),
+        P::ImageGeneration,
+        name,
+        &runtime,
+        &store,
+        spec,
+    )))
 }
 
 fn mod_specs(ctx: &dyn HookContext, image: &str, view: &ItemView) -> HookResult<Vec<J>> {
@@ -298,70 +303,76 @@ pub fn storages(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Step>
 /// instance-image, instance-generation: a launch spec, the launch script and
 /// the user-data per instance of this builder.
 pub fn launches(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Step>> {
-    let (runtime, store) = runtime_of(ctx, me);
-    let mut steps = Vec::new();
-    for view in ctx.items(ItemKind::INSTANCES) {
-        let Item::Instance(inst) = view.item.as_ref() else {
-            continue;
-        };
-        if !names_builder(
-            ctx,
-            Vct::InstanceBuilderModel,
-            &inst.root.named.type_,
-            me.name(),
-        ) {
-            continue;
-        }
-        let name = inst.root.name();
-        let launch = launch_of(ctx, inst);
-        let ud_path = path_for_phase(me.name(), P::InstanceGeneration, Some(name), ".user-data");
-        let spec = json!({
-            "name": name,
-            "runtime": runtime,
-            "store": store,
-            "image": launch.image,
-            "build": ctx.instance_pin(name),
-            "group": launch.group,
-            "hostname": launch.hostname,
-            "storages": view.storages.iter().map(|s| json!({"name": s.name, "mount_point": s.mount_point})).collect::<Vec<_>>(),
-            "user_data": ud_path,
-        });
-        let cloud_config = user_data_document(ctx, name, &launch).render();
-        let user_data = launch.script;
-        let mut st = step(me.name(), P::InstanceGeneration, name, spec, "launch");
-        st.extra_assets.push(Asset::text(ud_path, user_data));
-        st.extra_assets.push(Asset::text(
-            path_for_phase(
-                me.name(),
-                P::InstanceGeneration,
-                Some(name),
-                ".cloud-config",
-            ),
-            cloud_config,
-        ));
-        let launched = format!("{}/instances/{name}/instance.json", store_in_script(&store));
-        st.commands.push(Command::csis([
-            "--root-dir",
-            "${CSIS_ROOT}",
-            "lineage",
-            "bind-instance",
-            "--instance",
-            name,
-            "--launched",
-            launched.as_str(),
-        ]));
-        if inst.ephemeral {
-            let spec_path = path_for_phase(me.name(), P::InstanceGeneration, Some(name), ".json");
-            st.commands.push(Command::csis([
-                "local",
-                "teardown",
-                "--spec",
-                spec_path.as_str(),
-            ]));
-        }
-        steps.push(st);
+    Ok(ctx
+        .item_names(ItemKind::INSTANCES)
+        .iter()
+        .filter_map(|name| launch(ctx, me, name))
+        .collect())
+}
+
+/// The launch of one instance, when this builder launches it.
+pub fn launch(ctx: &dyn HookContext, me: &BuilderDecl, name: &str) -> Option<Step> {
+    let view = ctx.item(ItemKind::INSTANCES, name)?;
+    let Item::Instance(inst) = view.item.as_ref() else {
+        return None;
+    };
+    if !names_builder(
+        ctx,
+        Vct::InstanceBuilderModel,
+        &inst.root.named.type_,
+        me.name(),
+    ) {
+        return None;
     }
-    Ok(steps)
+    let (runtime, store) = runtime_of(ctx, me);
+    let name = inst.root.name();
+    let launch = launch_of(ctx, inst);
+    let ud_path = path_for_phase(me.name(), P::InstanceGeneration, Some(name), ".user-data");
+    let spec = json!({
+        "name": name,
+        "runtime": runtime,
+        "store": store,
+        "image": launch.image,
+        "build": ctx.instance_pin(name),
+        "group": launch.group,
+        "hostname": launch.hostname,
+        "storages": view.storages.iter().map(|s| json!({"name": s.name, "mount_point": s.mount_point})).collect::<Vec<_>>(),
+        "user_data": ud_path,
+    });
+    let cloud_config = user_data_document(ctx, name, &launch).render();
+    let user_data = launch.script;
+    let mut st = step(me.name(), P::InstanceGeneration, name, spec, "launch");
+    st.extra_assets.push(Asset::text(ud_path, user_data));
+    st.extra_assets.push(Asset::text(
+        path_for_phase(
+            me.name(),
+            P::InstanceGeneration,
+            Some(name),
+            ".cloud-config",
+        ),
+        cloud_config,
+    ));
+    let launched = format!("{}/instances/{name}/instance.json", store_in_script(&store));
+    st.commands.push(Command::csis([
+        "--root-dir",
+        "${CSIS_ROOT}",
+        "lineage",
+        "bind-instance",
+        "--instance",
+        name,
+        "--launched",
+        launched.as_str(),
+    ]));
+    if inst.ephemeral {
+        let spec_path = path_for_phase(me.name(), P::InstanceGeneration, Some(name), ".json");
+        st.commands.push(Command::csis([
+            "local",
+            "teardown",
+            "--spec",
+            spec_path.as_str(),
+        ]));
+    }
+    Some(st)
 }
 
 /// What one instance launches with: its image, the image's group, its

@@ -9,8 +9,8 @@ mod generate;
 use csis_model::models::BaseModelKind;
 use csis_model::{Fields, ItemKind, Map, Value, Vct};
 use csis_plugin_api::{
-    AssetSet, Builder, BuilderDecl, CfExecutables, ExecutionLifecyclePhase as P, HookContext,
-    HookResult, ItemModelSpec, ModelSpec, Plugin,
+    AssetSet, Builder, BuilderDecl, CfExecutables, Emitted, ExecutionLifecyclePhase as P,
+    HookContext, HookResult, ItemModelSpec, ModelSpec, Plugin,
 };
 
 use crate::generate::Step;
@@ -59,12 +59,49 @@ impl Builder for LocalBuilder {
         self.steps(phase, ctx).map(generate::assets)
     }
 
+    /// Image bakes by image, launches by instance: an edit to one image
+    /// recomputes its chain's bakes and its instances' launches only.
+    fn emission_units(&self, phase: P, ctx: &dyn HookContext) -> Option<Vec<String>> {
+        match (self.classification, ctx.lifecycle(), phase) {
+            (Vct::ImageBuilderModel, "instance-image", P::ImageGeneration) => {
+                Some(ctx.images_in_bake_order())
+            }
+            (Vct::InstanceBuilderModel, _, P::InstanceGeneration) => {
+                Some(ctx.item_names(ItemKind::INSTANCES))
+            }
+            _ => None,
+        }
+    }
+
+    fn generate_unit_during(
+        &self,
+        phase: P,
+        unit: &str,
+        ctx: &dyn HookContext,
+    ) -> HookResult<Emitted> {
+        let step = match (self.classification, phase) {
+            (Vct::ImageBuilderModel, P::ImageGeneration) => {
+                generate::image_bake(ctx, &self.decl, unit)?
+            }
+            (Vct::InstanceBuilderModel, P::InstanceGeneration) => {
+                generate::launch(ctx, &self.decl, unit)
+            }
+            _ => None,
+        };
+        let steps: Vec<Step> = step.into_iter().collect();
+        let commands = generate::commands(&steps);
+        Ok(Emitted {
+            assets: generate::assets(steps),
+            commands,
+        })
+    }
+
     fn get_commands_to_run_during(
         &self,
         phase: P,
         ctx: &dyn HookContext,
     ) -> HookResult<CfExecutables> {
-        self.steps(phase, ctx).map(generate::commands)
+        self.steps(phase, ctx).map(|s| generate::commands(&s))
     }
 
     fn identity_type(&self) -> Option<&str> {
