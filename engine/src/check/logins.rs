@@ -9,36 +9,98 @@ use std::collections::BTreeMap;
 use csis_model::models::Item;
 use csis_model::{Diagnostic, ItemKind, Origin};
 
-use crate::db::{Db, Tree};
-use crate::load::items::{ItemId, item_index};
+use crate::db::index::ItemSource;
+use crate::db::{Db, SourceFile, Tree};
+use crate::load::items::{ItemId, item_file_names, item_index};
 use crate::load::items_model::structured_item;
+
+/// One user's login, as the cross-user check needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Login {
+    login: String,
+    /// The user's display name, trimmed.
+    user: String,
+    /// The user's `name:` key.
+    at: Option<Origin>,
+}
+
+/// The logins of the users one file declares (those the index takes from
+/// it). The tree-wide check reads one of these per file, not one
+/// structured item per user: a save re-verifies what the report read, and
+/// 20,000 users made it the largest part of every re-plan.
+#[salsa::tracked(returns(ref))]
+fn file_logins(db: &dyn Db, tree: Tree, file: SourceFile) -> Vec<Login> {
+    let indexed = item_index(db, tree).items.get(&ItemKind::USERS);
+    let mut out = Vec::new();
+    for (n, (k, name)) in item_file_names(db, tree, file).iter().enumerate() {
+        let here = ItemSource::Tree { file, index: n };
+        if *k == ItemKind::USERS && indexed.and_then(|m| m.get(name)) == Some(&here) {
+            out.extend(login_of(
+                db,
+                tree,
+                ItemId::new(db, ItemKind::USERS, name.clone()),
+            ));
+        }
+    }
+    out
+}
+
+fn login_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<Login> {
+    let si = structured_item(db, tree, id);
+    let Some(Item::User(u)) = si.item.as_deref() else {
+        return None;
+    };
+    Some(Login {
+        login: u.login.clone(),
+        user: u.root.named.display_name.trim().to_string(),
+        at: si.origin.as_ref().map(|o| o.key("name")),
+    })
+}
+
+/// Every user's login in index order: the files' users, then those an
+/// overlay declares.
+fn logins(db: &dyn Db, tree: Tree) -> Vec<Login> {
+    let mut out = Vec::new();
+    for f in tree
+        .item_files(db)
+        .iter()
+        .filter(|f| f.dir == ItemKind::USERS.dir())
+    {
+        out.extend(file_logins(db, tree, f.file).iter().cloned());
+    }
+    if let Some(users) = item_index(db, tree).items.get(&ItemKind::USERS) {
+        for (name, source) in users {
+            if let ItemSource::Overlay { .. } = source {
+                out.extend(login_of(
+                    db,
+                    tree,
+                    ItemId::new(db, ItemKind::USERS, name.clone()),
+                ));
+            }
+        }
+    }
+    out
+}
 
 pub fn login_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let mut first: BTreeMap<String, (String, Option<Origin>)> = BTreeMap::new();
-    for name in item_index(db, tree).names(ItemKind::USERS) {
-        let si = structured_item(db, tree, ItemId::new(db, ItemKind::USERS, name.clone()));
-        let Some(Item::User(u)) = si.item.as_deref() else {
-            continue;
-        };
-        let user = u.root.named.display_name.trim();
-        let at = si.origin.as_ref().map(|o| o.key("name"));
-        if let Some(why) = csis_model::login::problem(&u.login) {
+    for Login { login, user, at } in logins(db, tree) {
+        let user = user.as_str();
+        if let Some(why) = csis_model::login::problem(&login) {
             out.push(
                 Diagnostic::error(format!(
-                    "user '{user}' would log in as '{}', which {why}; no instance can create that account",
-                    u.login
+                    "user '{user}' would log in as '{login}', which {why}; no instance can create that account"
                 ))
                 .at_opt(at)
                 .help(format!("give user '{user}' an email whose local part begins with a letter, a digit or '_'")),
             );
             continue;
         }
-        match first.get(&u.login) {
+        match first.get(&login) {
             Some((other, other_at)) => out.push(
                 Diagnostic::error(format!(
-                    "users '{other}' and '{user}' both log in as '{}'; an instance can give only one of them that account",
-                    u.login
+                    "users '{other}' and '{user}' both log in as '{login}'; an instance can give only one of them that account"
                 ))
                 .at_opt(at)
                 .help(format!(
@@ -47,7 +109,7 @@ pub fn login_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
                 )),
             ),
             None => {
-                first.insert(u.login.clone(), (user.to_string(), at));
+                first.insert(login, (user.to_string(), at));
             }
         }
     }

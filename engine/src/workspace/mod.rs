@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use csis_model::{Diagnostic, Origin};
+use csis_model::{Diagnostic, ItemKind, Origin};
 use salsa::{Durability, Setter};
 
 use crate::check::report::load_diagnostics;
@@ -791,26 +791,32 @@ files inside the tree",
 }
 
 /// Durability of a file, from its load on: it never changes with an
-/// edit. cfg/ declarations are rarely edited (HIGH) and meta-state records
-/// change only when a run records (MEDIUM); what people edit while they
-/// work (item files, their scripts, templates, state files an entry
+/// edit. cfg/ declarations are rarely edited (HIGH); meta-state records
+/// change only when a run records, and users and groups when people join
+/// or leave (MEDIUM); what people edit while they work (images,
+/// instances, storages, their scripts and templates, state files an entry
 /// reads) is LOW from the start.
 ///
-/// Why from the start: salsa backdates a re-computed value only if its
+/// Why never lowered: salsa backdates a re-computed value only if its
 /// durability did not fall, so a file that went from MEDIUM to LOW on its
 /// first save re-executed every query downstream of it, tree-wide reports
-/// included, and every memo of the tree was re-verified. With the edited
-/// file's durability unchanged, a save re-verifies the LOW memos (those
-/// that read some item file) and re-executes only what the edit changed;
-/// the first save of a file costs what the second does
-/// (docs/performance.md, "First saves").
+/// included. Why users and groups apart: a save re-verifies every memo of
+/// its durability and below, and the 20,000 users of a large tree are
+/// most of the memos; kept MEDIUM, an image or instance save does not
+/// walk them (docs/performance.md, "First saves").
 fn durability_for(path: &str) -> Durability {
     if path.starts_with("cfg/") {
         Durability::HIGH
-    } else if path
-        .strip_prefix(crate::state::meta_state::DIR)
-        .is_some_and(|rest| rest.starts_with('/'))
-    {
+    } else if [
+        crate::state::meta_state::DIR,
+        ItemKind::USERS.dir(),
+        ItemKind::GROUPS.dir(),
+    ]
+    .iter()
+    .any(|dir| {
+        path.strip_prefix(dir)
+            .is_some_and(|rest| rest.starts_with('/'))
+    }) {
         Durability::MEDIUM
     } else {
         Durability::LOW
