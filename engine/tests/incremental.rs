@@ -61,9 +61,8 @@ fn an_image_edit_reexecutes_only_that_file_and_what_it_reaches() {
     assert!(ws.load_diagnostics().is_empty());
     let log = executed(&ws);
 
-    // The edited file is parsed again, to its value alone (no diagnostic
-    // asks for its positions); no other file is.
-    assert_eq!(count(&log, "file_document"), 1, "{log:?}");
+    // The edited file is read again into entries (parsed to its value
+    // alone: no diagnostic asks for its positions); no other file is.
     assert_eq!(count(&log, "parse_file"), 0, "{log:?}");
     assert_eq!(count(&log, "item_file_entries"), 1, "{log:?}");
     // The file names the same items: the name index stays as it was.
@@ -90,7 +89,7 @@ fn an_image_edit_reexecutes_only_that_file_and_what_it_reaches() {
 }
 
 #[test]
-fn a_comment_only_edit_reexecutes_nothing_past_the_parse() {
+fn a_comment_only_edit_reexecutes_nothing_past_the_files_entries() {
     let mut ws = workspace();
     assert!(ws.load_diagnostics().is_empty());
     ws.db.query_log().start();
@@ -98,7 +97,7 @@ fn a_comment_only_edit_reexecutes_nothing_past_the_parse() {
     assert!(ws.set_file_text("images/web.yml", text));
     assert!(ws.load_diagnostics().is_empty());
     let log = executed(&ws);
-    assert_eq!(log, ["file_document"], "{log:?}");
+    assert_eq!(log, ["item_file_entries"], "{log:?}");
 }
 
 #[test]
@@ -135,6 +134,6 @@ fn the_first_save_of_a_file_costs_what_the_second_does() {
         ws.db.query_log().start();
         assert!(ws.set_file_text("images/web.yml", &text));
         assert!(ws.load_diagnostics().is_empty());
-        assert_eq!(executed(&ws), ["file_document"]);
+        assert_eq!(executed(&ws), ["item_file_entries"]);
     }
 }

@@ -11,7 +11,7 @@ use csis_model::naming::safe_name;
 use csis_model::{Diagnostic, DocPath, ItemKind, Origin, Subject, Value};
 use indexmap::IndexMap;
 
-use crate::db::files::file_document;
+
 use crate::db::index::{ItemIndex, ItemSource};
 use crate::db::{Db, SourceFile, Tree};
 use crate::load::overlay::{overlay_document, parse_undeclare};
@@ -52,7 +52,7 @@ fn kinds_for(db: &dyn Db, path: &str) -> (String, Vec<ItemKind>) {
 pub fn item_file_entries(db: &dyn Db, tree: Tree, file: SourceFile) -> ItemFileEntries {
     let mut out = ItemFileEntries::default();
     let path = file.path(db).clone();
-    let fd = file_document(db, file);
+    let fd = crate::db::files::document(db, file);
     let (dir, kinds) = kinds_for(db, &path);
     let Some(doc) = fd.value.as_deref() else {
         // The items the file declared are missing: what names one of the
