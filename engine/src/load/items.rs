@@ -11,7 +11,6 @@ use csis_model::naming::safe_name;
 use csis_model::{Diagnostic, DocPath, ItemKind, Origin, Subject, Value};
 use indexmap::IndexMap;
 
-
 use crate::db::index::{ItemIndex, ItemSource};
 use crate::db::{Db, SourceFile, Tree};
 use crate::load::overlay::{overlay_document, parse_undeclare};
