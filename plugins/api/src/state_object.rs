@@ -130,43 +130,46 @@ impl StateCommand {
     }
 }
 
+/// A state backend's declaration from its type, name and `config:` keys,
+/// read as a cfg/ entry is: for tests of a backend's rules, here and in
+/// the plugins that own a backend type. What reading refuses is dropped:
+/// callers give valid keys, and a backend rule is what they test.
+pub fn backend_decl(model: &'static str, name: &str, config: &[(&str, &str)]) -> BuilderDecl {
+    use csis_model::models::BaseModelKind;
+    use csis_model::{DocPath, Fields, Map, Origin, Value, Vct};
+    let mut m = Map::new();
+    m.insert("name".into(), Value::str(name));
+    m.insert("type".into(), Value::str(model));
+    let mut c = Map::new();
+    for (k, v) in config {
+        c.insert((*k).into(), Value::str(*v));
+    }
+    m.insert("config".into(), Value::Map(c));
+    let mut diags = Vec::new();
+    let mut f = Fields::new(
+        &m,
+        Origin::new("cfg/x.yml", DocPath::default()),
+        "state backend",
+        &mut diags,
+    );
+    let base = BaseModelKind::State.read(&mut f);
+    f.finish();
+    BuilderDecl {
+        model,
+        classification: Vct::StateBackendModel,
+        base,
+        extra: Map::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use csis_model::models::BaseModelKind;
-    use csis_model::{DocPath, Fields, Map, Origin, Value, Vct};
-
-    fn backend(model: &'static str, name: &str, config: &[(&str, &str)]) -> BuilderDecl {
-        let mut m = Map::new();
-        m.insert("name".into(), Value::str(name));
-        m.insert("type".into(), Value::str(model));
-        let mut c = Map::new();
-        for (k, v) in config {
-            c.insert((*k).into(), Value::str(*v));
-        }
-        m.insert("config".into(), Value::Map(c));
-        let mut diags = Vec::new();
-        let mut f = Fields::new(
-            &m,
-            Origin::new("cfg/x.yml", DocPath::default()),
-            "state backend",
-            &mut diags,
-        );
-        let base = BaseModelKind::State.read(&mut f);
-        f.finish();
-        assert!(diags.is_empty(), "{diags:?}");
-        BuilderDecl {
-            model,
-            classification: Vct::StateBackendModel,
-            base,
-            extra: Map::new(),
-        }
-    }
 
     #[test]
     fn each_backend_type_names_the_object_it_writes() {
         let cfg = [("bucket", "corp-state"), ("prefix", "csis/")];
-        let s3 = StateObject::of(&backend("s3", "tfstate", &cfg), "web");
+        let s3 = StateObject::of(&backend_decl("s3", "tfstate", &cfg), "web");
         assert_eq!(
             s3,
             StateObject::S3 {
@@ -175,7 +178,7 @@ mod tests {
             }
         );
         assert_eq!(s3.location(), "s3://corp-state/csis/web.tfstate");
-        let gcs = StateObject::of(&backend("gcs", "gstate", &cfg), "web");
+        let gcs = StateObject::of(&backend_decl("gcs", "gstate", &cfg), "web");
         assert_eq!(
             gcs,
             StateObject::Gcs {
@@ -184,7 +187,7 @@ mod tests {
             }
         );
         assert_eq!(gcs.location(), "gcs://corp-state/csis/web/default.tfstate");
-        let local = StateObject::of(&backend("local", "disk", &[]), "web");
+        let local = StateObject::of(&backend_decl("local", "disk", &[]), "web");
         assert_eq!(
             local,
             StateObject::Local {
@@ -192,7 +195,7 @@ mod tests {
             }
         );
         assert_eq!(local.location(), "local://disk/web.tfstate");
-        let other = StateObject::of(&backend("dummy", "d", &[("prefix", " p/ ")]), "web");
+        let other = StateObject::of(&backend_decl("dummy", "d", &[("prefix", " p/ ")]), "web");
         assert_eq!(other.location(), "dummy://d/p/web.tfstate");
     }
 }

@@ -203,33 +203,9 @@ pub fn backend_block(kind: &str) -> csis_hcl::Block {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use csis_model::models::BaseModelKind;
-    use csis_model::{DocPath, Fields, Map, Origin, Value, Vct};
 
     fn backend(model: &'static str, config: &[(&str, &str)]) -> BuilderDecl {
-        let mut m = Map::new();
-        m.insert("name".into(), Value::str("st"));
-        m.insert("type".into(), Value::str(model));
-        let mut c = Map::new();
-        for (k, v) in config {
-            c.insert((*k).into(), Value::str(*v));
-        }
-        m.insert("config".into(), Value::Map(c));
-        let mut diags = Vec::new();
-        let mut f = Fields::new(
-            &m,
-            Origin::new("cfg/x.yml", DocPath::default()),
-            "state backend",
-            &mut diags,
-        );
-        let base = BaseModelKind::State.read(&mut f);
-        f.finish();
-        BuilderDecl {
-            model,
-            classification: Vct::StateBackendModel,
-            base,
-            extra: Map::new(),
-        }
+        csis_plugin_api::state_object::backend_decl(model, "st", config)
     }
 
     fn argv(decl: &BuilderDecl, ws: &str) -> String {
