@@ -310,20 +310,31 @@ pub fn launches(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Step>
         .collect())
 }
 
-/// The launch of one instance, when this builder launches it.
-pub fn launch(ctx: &dyn HookContext, me: &BuilderDecl, name: &str) -> Option<Step> {
+/// Instance `name`, when this builder launches it.
+fn own_instance(
+    ctx: &dyn HookContext,
+    me: &BuilderDecl,
+    name: &str,
+) -> Option<csis_model::models::ItemView> {
     let view = ctx.item(ItemKind::INSTANCES, name)?;
     let Item::Instance(inst) = view.item.as_ref() else {
         return None;
     };
-    if !names_builder(
+    names_builder(
         ctx,
         Vct::InstanceBuilderModel,
         &inst.root.named.type_,
         me.name(),
-    ) {
+    )
+    .then_some(view)
+}
+
+/// The launch of one instance, when this builder launches it.
+pub fn launch(ctx: &dyn HookContext, me: &BuilderDecl, name: &str) -> Option<Step> {
+    let view = own_instance(ctx, me, name)?;
+    let Item::Instance(inst) = view.item.as_ref() else {
         return None;
-    }
+    };
     let (runtime, store) = runtime_of(ctx, me);
     let name = inst.root.name();
     let launch = launch_of(ctx, inst);
@@ -422,18 +433,10 @@ pub fn instance_user_data(
     me: &BuilderDecl,
     instance: &str,
 ) -> Option<csis_plugin_api::cloud_config::UserData> {
-    let view = ctx.item(ItemKind::INSTANCES, instance)?;
+    let view = own_instance(ctx, me, instance)?;
     let Item::Instance(inst) = view.item.as_ref() else {
         return None;
     };
-    if !names_builder(
-        ctx,
-        Vct::InstanceBuilderModel,
-        &inst.root.named.type_,
-        me.name(),
-    ) {
-        return None;
-    }
     let launch = launch_of(ctx, inst);
     Some(user_data_document(ctx, inst.root.name(), &launch))
 }
