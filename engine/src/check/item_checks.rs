@@ -1,7 +1,8 @@
 //! The checks of one item, reported for the whole tree.
 //!
 //! A tree-wide report concatenates per-item results. Each check runs
-//! inside one query per (file, kind, check), not in a query per item: the
+//! inside one query per item file ([`file_findings`]), not in a query per
+//! item: the
 //! first save of a file makes salsa re-verify every memo of its
 //! durability (docs/performance.md, "First saves"), so the number of
 //! memos, not what an edit recomputes, is what that save costs. Per file,
@@ -10,9 +11,8 @@
 
 use csis_model::{Diagnostic, ItemKind};
 
-use crate::db::index::ItemSource;
 use crate::db::{Db, SourceFile, Tree};
-use crate::load::items::{ItemId, item_file_entries, item_file_names, item_index};
+use crate::load::items::{ItemId, indexed_in_file, indexed_in_overlays, item_file_entries};
 
 /// A per-item check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -78,23 +78,18 @@ impl ItemCheck {
 /// `check`'s diagnostics over every item of the kinds it reads, in
 /// index order.
 pub fn each_item(db: &dyn Db, tree: Tree, check: ItemCheck) -> Vec<Diagnostic> {
-    let index = item_index(db, tree);
     let mut out = Vec::new();
-    for kind in &check.kinds(db) {
+    for kind in check.kinds(db) {
         for f in tree.item_files(db).iter().filter(|f| f.dir == kind.dir()) {
             for found in &file_findings(db, tree, f.file).found {
-                if found.kind == *kind && found.check == check {
+                if found.kind == kind && found.check == check {
                     out.extend(found.diags.iter().cloned());
                 }
             }
         }
         // Items an overlay declares come last, as in the index.
-        let declared = index.items.get(kind).into_iter().flatten();
-        for (name, source) in declared {
-            if let ItemSource::Overlay { .. } = source {
-                let id = ItemId::new(db, *kind, name.clone());
-                out.extend(check.run(db, tree, id));
-            }
+        for id in indexed_in_overlays(db, tree, kind) {
+            out.extend(check.run(db, tree, id));
         }
     }
     out
@@ -142,23 +137,18 @@ pub struct Found {
 /// check; only what found something.
 #[salsa::tracked(returns(ref))]
 fn file_findings(db: &dyn Db, tree: Tree, file: SourceFile) -> FileFindings {
-    let index = item_index(db, tree);
-    let names = item_file_names(db, tree, file);
+    let items = indexed_in_file(db, tree, file);
     let mut out = FileFindings {
         entries: item_file_entries(db, tree, file).diags.clone(),
         found: Vec::new(),
     };
     for (check, kinds) in ItemCheck::each(db) {
         for kind in kinds {
-            let indexed = index.items.get(&kind);
-            let mut diags = Vec::new();
-            for (n, (k, name)) in names.iter().enumerate() {
-                let here = ItemSource::Tree { file, index: n };
-                if *k == kind && indexed.and_then(|m| m.get(name)) == Some(&here) {
-                    let id = ItemId::new(db, kind, name.clone());
-                    diags.extend(check.run(db, tree, id));
-                }
-            }
+            let diags: Vec<Diagnostic> = items
+                .iter()
+                .filter(|id| id.kind(db) == kind)
+                .flat_map(|id| check.run(db, tree, *id))
+                .collect();
             if !diags.is_empty() {
                 out.found.push(Found { kind, check, diags });
             }

@@ -9,9 +9,8 @@ use std::collections::BTreeMap;
 use csis_model::models::Item;
 use csis_model::{Diagnostic, ItemKind, Origin};
 
-use crate::db::index::ItemSource;
 use crate::db::{Db, SourceFile, Tree};
-use crate::load::items::{ItemId, item_file_names, item_index};
+use crate::load::items::{ItemId, indexed_in_file, indexed_in_overlays};
 use crate::load::items_model::structured_item;
 
 /// One user's login, as the cross-user check needs it.
@@ -30,19 +29,11 @@ pub struct Login {
 /// 20,000 users made it the largest part of every re-plan.
 #[salsa::tracked(returns(ref))]
 fn file_logins(db: &dyn Db, tree: Tree, file: SourceFile) -> Vec<Login> {
-    let indexed = item_index(db, tree).items.get(&ItemKind::USERS);
-    let mut out = Vec::new();
-    for (n, (k, name)) in item_file_names(db, tree, file).iter().enumerate() {
-        let here = ItemSource::Tree { file, index: n };
-        if *k == ItemKind::USERS && indexed.and_then(|m| m.get(name)) == Some(&here) {
-            out.extend(login_of(
-                db,
-                tree,
-                ItemId::new(db, ItemKind::USERS, name.clone()),
-            ));
-        }
-    }
-    out
+    indexed_in_file(db, tree, file)
+        .into_iter()
+        .filter(|id| id.kind(db) == ItemKind::USERS)
+        .filter_map(|id| login_of(db, tree, id))
+        .collect()
 }
 
 fn login_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<Login> {
@@ -68,16 +59,8 @@ fn logins(db: &dyn Db, tree: Tree) -> Vec<Login> {
     {
         out.extend(file_logins(db, tree, f.file).iter().cloned());
     }
-    if let Some(users) = item_index(db, tree).items.get(&ItemKind::USERS) {
-        for (name, source) in users {
-            if let ItemSource::Overlay { .. } = source {
-                out.extend(login_of(
-                    db,
-                    tree,
-                    ItemId::new(db, ItemKind::USERS, name.clone()),
-                ));
-            }
-        }
+    for id in indexed_in_overlays(db, tree, ItemKind::USERS) {
+        out.extend(login_of(db, tree, id));
     }
     out
 }

@@ -266,6 +266,36 @@ pub fn item_file_names(db: &dyn Db, tree: Tree, file: SourceFile) -> Vec<(ItemKi
         .collect()
 }
 
+/// The items one file declares that the index takes from it (not a
+/// duplicate, not undeclared), in file order: what a per-file query over
+/// the file's items reads.
+pub fn indexed_in_file<'db>(db: &'db dyn Db, tree: Tree, file: SourceFile) -> Vec<ItemId<'db>> {
+    let index = item_index(db, tree);
+    item_file_entries(db, tree, file)
+        .items
+        .iter()
+        .enumerate()
+        .filter(|(n, item)| {
+            index.items.get(&item.kind).and_then(|m| m.get(&item.name))
+                == Some(&ItemSource::Tree { file, index: *n })
+        })
+        .map(|(_, item)| ItemId::new(db, item.kind, item.name.clone()))
+        .collect()
+}
+
+/// The items of `kind` an overlay declares, in index order (after the
+/// files' own).
+pub fn indexed_in_overlays<'db>(db: &'db dyn Db, tree: Tree, kind: ItemKind) -> Vec<ItemId<'db>> {
+    item_index(db, tree)
+        .items
+        .get(&kind)
+        .into_iter()
+        .flatten()
+        .filter(|(_, source)| matches!(source, ItemSource::Overlay { .. }))
+        .map(|(name, _)| ItemId::new(db, kind, name.clone()))
+        .collect()
+}
+
 /// The tree's item index (see [`Tree::index`]).
 pub fn item_index(db: &dyn Db, tree: Tree) -> &ItemIndex {
     tree.index(db)
