@@ -21,8 +21,9 @@ use crate::load::items_model::structured_item;
 
 /// Every validate-time refusal, in a stable order.
 ///
-/// The per-item checks are queries of their own so that an edit to one
-/// item re-runs that item's checks only; this query concatenates.
+/// The per-item checks run in one query per item file (`item_checks`),
+/// so that an edit re-runs the checks of that file's items only; this
+/// query concatenates.
 #[salsa::tracked(returns(ref))]
 pub fn validation_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     let mut out = each_item(db, tree, ItemCheck::Own);

@@ -1,8 +1,10 @@
 //! Parsing one file: the first queries over every input file.
 //!
-//! [`file_document`] parses a file to its value alone, so an edit that
-//! changes no value (a comment, whitespace, moved lines) is backdated
-//! there and nothing downstream re-executes. [`parse_file`] parses with
+//! [`document`] parses a file to its value alone (memoized for cfg/ as
+//! [`file_document`]; an item file's entries call it directly), so an edit
+//! that changes no value (a comment, whitespace, moved lines) is backdated
+//! at the first query over it and nothing downstream re-executes.
+//! [`parse_file`] parses with
 //! positions, on demand: for a diagnostic's `file:line:col`, `--explain`,
 //! and the few files whose readers place their findings themselves
 //! (overlays, lineage); an item file's positions are never built unless a

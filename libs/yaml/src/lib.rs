@@ -153,7 +153,7 @@ what an alias stands for in a diff. Write the values out, or share them through 
 
 /// Parse one YAML document. An empty document reads as null.
 pub fn parse(text: &str) -> Result<(Value, Positions), YamlError> {
-    parse_documents(text, false, true).map(|(v, p, _)| (v.unwrap_or(Value::Null), p))
+    parse_documents(text, false, true).map(|(v, p, _)| (v, p))
 }
 
 /// Parse one YAML document to its value only, recording no positions:
@@ -161,7 +161,7 @@ pub fn parse(text: &str) -> Result<(Value, Positions), YamlError> {
 /// refusal is found again with positions, so its span is exact.
 pub fn parse_value(text: &str) -> Result<Value, YamlError> {
     match parse_documents(text, false, false) {
-        Ok((v, _, _)) => Ok(v.unwrap_or(Value::Null)),
+        Ok((v, _, _)) => Ok(v),
         Err(_) => parse(text).map(|(v, _)| v),
     }
 }
@@ -169,14 +169,14 @@ pub fn parse_value(text: &str) -> Result<Value, YamlError> {
 /// Parse the first YAML document and stop at the start of a second one,
 /// returning where it starts (user-data ignores later documents).
 pub fn parse_first(text: &str) -> Result<(Value, Positions, Option<Span>), YamlError> {
-    parse_documents(text, true, true).map(|(v, p, s)| (v.unwrap_or(Value::Null), p, s))
+    parse_documents(text, true, true)
 }
 
 fn parse_documents(
     text: &str,
     first_only: bool,
     record: bool,
-) -> Result<(Option<Value>, Positions, Option<Span>), YamlError> {
+) -> Result<(Value, Positions, Option<Span>), YamlError> {
     // Without positions no span is converted: a refusal is parsed again
     // with them (`parse_value`).
     let offsets = record.then(|| Offsets::new(text));
@@ -214,14 +214,18 @@ fn parse_documents(
         let span = offsets.as_ref().map_or(NO_SPAN, |o| o.span(&span));
         if first_only && matches!(event, Event::DocumentStart(_)) && builder.documents == 1 {
             return Ok((
-                builder.root,
+                builder.root.unwrap_or(Value::Null),
                 builder.positions.unwrap_or_default(),
                 Some(span),
             ));
         }
         builder.event(event, span)?;
     }
-    Ok((builder.root, builder.positions.unwrap_or_default(), None))
+    Ok((
+        builder.root.unwrap_or(Value::Null),
+        builder.positions.unwrap_or_default(),
+        None,
+    ))
 }
 
 /// The span of every node when positions are not recorded.
