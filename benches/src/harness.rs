@@ -182,13 +182,27 @@ pub fn lifecycles(registry: &Registry) -> Vec<String> {
 /// the run recorded as `csis run` records it), written into `sys`. Panics
 /// unless every lifecycle generated.
 pub fn dry_run(ws: &Workspace, sys: &MemorySystem, stats: bool) -> RunSummary {
+    generate_all(ws, sys, true, stats)
+}
+
+/// What `csis watch --generate` runs after each save: a dry run of every
+/// lifecycle with generation that leaves no records (no run summary, no
+/// journal entry, no read-models), here with `--stats`. Panics unless every
+/// lifecycle generated.
+pub fn watch_generate(ws: &Workspace, sys: &MemorySystem) -> RunSummary {
+    generate_all(ws, sys, false, true)
+}
+
+/// A dry run of every lifecycle, recording the run or not; panics unless
+/// every lifecycle generated.
+fn generate_all(ws: &Workspace, sys: &MemorySystem, record: bool, stats: bool) -> RunSummary {
     let req = RunRequest {
         lifecycles: lifecycles(ws.db.registry()),
         options: dry_run_options(),
         no_apply: true,
         csis: PathBuf::from("csis"),
         commit: false,
-        record: true,
+        record,
         stats,
         explain: false,
         no_state_query: true,
@@ -207,31 +221,6 @@ pub fn dry_run(ws: &Workspace, sys: &MemorySystem, stats: bool) -> RunSummary {
             .collect::<Vec<_>>()
     );
     assert_eq!(summary.lifecycles.len(), req.lifecycles.len());
-    for (name, outcome) in &summary.lifecycles {
-        assert_eq!(outcome.status, "generated", "{name}: {:?}", outcome.error);
-    }
-    summary
-}
-
-/// What `csis watch --generate` runs after each save: a dry run of every
-/// lifecycle with generation that leaves no records (no run summary, no
-/// journal entry, no read-models), here with `--stats`. Panics unless every
-/// lifecycle generated.
-pub fn watch_generate(ws: &Workspace, sys: &MemorySystem) -> RunSummary {
-    let req = RunRequest {
-        lifecycles: lifecycles(ws.db.registry()),
-        options: dry_run_options(),
-        no_apply: true,
-        csis: PathBuf::from("csis"),
-        commit: false,
-        record: false,
-        stats: true,
-        explain: false,
-        no_state_query: true,
-        lock_token: None,
-    };
-    let summary = csis_engine::run::run(ws, sys, &req, &mut |_: Level, _: String| {});
-    assert!(summary.ok, "watch --generate failed: {:?}", summary.error);
     for (name, outcome) in &summary.lifecycles {
         assert_eq!(outcome.status, "generated", "{name}: {:?}", outcome.error);
     }
