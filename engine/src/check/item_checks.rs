@@ -95,13 +95,16 @@ pub fn each_item(db: &dyn Db, tree: Tree, check: ItemCheck) -> Vec<Diagnostic> {
     out
 }
 
-/// Every item file's checks, computed on every core (the cold load's
+/// Every item file's checks and its users' logins, computed on every core (the cold load's
 /// warm-up, so the tree-wide reports find them memoized).
 pub fn warm_up(db: &crate::db::Database, tree: Tree) {
     use rayon::prelude::*;
-    let files: Vec<SourceFile> = tree.item_files(db).iter().map(|f| f.file).collect();
-    files.par_iter().for_each_with(db.clone(), |db, file| {
-        file_findings(db, tree, *file);
+    let files: Vec<_> = tree.item_files(db).to_vec();
+    files.par_iter().for_each_with(db.clone(), |db, f| {
+        file_findings(db, tree, f.file);
+        if f.dir == ItemKind::USERS.dir() {
+            crate::check::logins::file_logins(db, tree, f.file);
+        }
     });
 }
 

@@ -28,7 +28,7 @@ pub struct Login {
 /// structured item per user: a save re-verifies what the report read, and
 /// 20,000 users made it the largest part of every re-plan.
 #[salsa::tracked(returns(ref))]
-fn file_logins(db: &dyn Db, tree: Tree, file: SourceFile) -> Vec<Login> {
+pub(crate) fn file_logins(db: &dyn Db, tree: Tree, file: SourceFile) -> Vec<Login> {
     indexed_in_file(db, tree, file)
         .into_iter()
         .filter(|id| id.kind(db) == ItemKind::USERS)

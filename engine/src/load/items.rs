@@ -406,7 +406,10 @@ pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
 }
 
 /// The identity of one item, interned so queries can take it as a key.
-#[salsa::interned(debug)]
+/// Never collected (`revisions = usize::MAX`): an item's id lives as long
+/// as the workspace, so salsa keeps no LRU of them and a lookup records
+/// no read (a cold plan makes hundreds of thousands of them).
+#[salsa::interned(debug, revisions = usize::MAX)]
 pub struct ItemId<'db> {
     #[returns(copy)]
     pub kind: ItemKind,

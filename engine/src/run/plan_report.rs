@@ -84,8 +84,13 @@ pub fn plan_report(
             BTreeMap::new()
         };
         report.ok = true;
-        report.plan = bake_plan(&ws.db, ws.tree, run)
-            .decisions
+        let decisions = &bake_plan(&ws.db, ws.tree, run).decisions;
+        let keys: Vec<(String, String)> = decisions
+            .iter()
+            .map(|(series, runtime, _)| (series.clone(), runtime.clone()))
+            .collect();
+        crate::workspace::prewarm::fingerprints(&ws.db, ws.tree, &keys);
+        report.plan = decisions
             .iter()
             .map(|(series, runtime, d)| {
                 let key = SeriesKey::new(&ws.db, series.clone(), runtime.clone());

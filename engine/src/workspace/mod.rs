@@ -537,6 +537,7 @@ files inside the tree",
                 .with_durability(Durability::MEDIUM)
                 .to(aux.clone());
         }
+        crate::workspace::prewarm::structure_images(&db, tree);
         for path in crate::plan::fingerprint::referenced_files(&db, tree).clone() {
             if files.contains_key(&path) {
                 continue;

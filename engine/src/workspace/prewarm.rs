@@ -1,19 +1,35 @@
 //! A cold load on every core: the per-file and per-item queries (parse,
-//! structure, the per-file checks) computed in parallel, so that the
-//! sequential queries that read them all find them memoized. Each worker
-//! holds a handle on the same database, as generation's do.
+//! structure, the per-file checks, the fingerprints) computed in parallel,
+//! so that the sequential queries that read them all find them memoized.
+//! Each worker holds a handle on the same database, as generation's do.
+//! What the main thread still computes alone (the tree-wide reports, the
+//! bake plan) only concatenates and compares these results.
 
+use csis_model::ItemKind;
 use rayon::prelude::*;
 
 use crate::db::{Database, Tree};
 use crate::load::items::{ItemId, item_file_entries, item_index};
 use crate::load::items_model::structured_item;
+use crate::plan::fingerprint::{SeriesKey, input_fingerprint};
 
 /// Every item file parsed into its entries.
 pub fn parse_files(db: &Database, tree: Tree) {
     let files: Vec<_> = tree.item_files(db).iter().map(|f| f.file).collect();
     files.par_iter().for_each_with(db.clone(), |db, file| {
         item_file_entries(db, tree, *file);
+    });
+}
+
+/// Every image structured: the load needs their modifications' scripts
+/// (`referenced_files`) before it can read them.
+pub fn structure_images(db: &Database, tree: Tree) {
+    let names: Vec<String> = item_index(db, tree)
+        .names(ItemKind::IMAGES)
+        .cloned()
+        .collect();
+    names.par_iter().for_each_with(db.clone(), |db, name| {
+        structured_item(db, tree, ItemId::new(db, ItemKind::IMAGES, name.clone()));
     });
 }
 
@@ -28,9 +44,22 @@ pub fn structure_items(db: &Database, tree: Tree) {
         .for_each_with(db.clone(), |db, (kind, name)| {
             let id = ItemId::new(db, *kind, name.clone());
             structured_item(db, tree, id);
-            if *kind == csis_model::ItemKind::IMAGES {
+            if *kind == ItemKind::IMAGES {
                 crate::check::capabilities::capability_diagnostics(db, tree, id);
             }
         });
     crate::check::item_checks::warm_up(db, tree);
+}
+
+/// The input fingerprint of each `(series, runtime)`: a chain's parent is
+/// computed once, by whichever worker reaches it first.
+pub fn fingerprints(db: &Database, tree: Tree, keys: &[(String, String)]) {
+    keys.par_iter()
+        .for_each_with(db.clone(), |db, (series, runtime)| {
+            input_fingerprint(
+                db,
+                tree,
+                SeriesKey::new(db, series.clone(), runtime.clone()),
+            );
+        });
 }
