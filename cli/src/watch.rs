@@ -287,6 +287,7 @@ fn generate(ws: &Workspace, args: &WatchArgs, explain: bool) {
         lock_token: None,
         explain,
     };
+    let started = std::time::Instant::now();
     // Each rewritten file with its causes; bake explanations were printed
     // with the plan.
     let mut in_rewrite = false;
@@ -312,5 +313,8 @@ fn generate(ws: &Workspace, args: &WatchArgs, explain: bool) {
         && let Some(e) = &summary.error
     {
         eprintln!("  error: {e}");
+    } else {
+        let ms = started.elapsed().as_secs_f64() * 1e3;
+        eprintln!("  generated/ refreshed in {ms:.1} ms");
     }
 }

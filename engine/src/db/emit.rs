@@ -39,6 +39,52 @@ impl Passed {
     }
 }
 
+/// What this process last wrote, or found already written, at each
+/// generated path: the bytes (the emission's own allocation, which an
+/// unchanged emission hands again) and the file's modification time then.
+/// A file whose emission is that very allocation and whose time has not
+/// moved holds those bytes: it is not read again to be compared (a warm
+/// run would otherwise read every generated file). A file edited by hand
+/// since has moved its time and is compared and rewritten as before.
+#[derive(Debug, Default)]
+pub struct Seen {
+    files: std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, Stamp>>,
+}
+
+#[derive(Debug)]
+struct Stamp {
+    bytes: Arc<[u8]>,
+    modified: std::time::SystemTime,
+}
+
+impl Seen {
+    /// Whether `path` holds `bytes` as far as this process knows, without
+    /// reading it.
+    pub fn holds(&self, system: &dyn System, path: &Path, bytes: &Arc<[u8]>) -> bool {
+        let known = self
+            .files
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(path)
+            .filter(|s| Arc::ptr_eq(&s.bytes, bytes))
+            .map(|s| s.modified);
+        known.is_some() && system.modified(path).ok().flatten() == known
+    }
+
+    fn record(&self, system: &dyn System, path: &Path, bytes: &Arc<[u8]>) {
+        let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        match system.modified(path) {
+            Ok(Some(modified)) => {
+                let bytes = bytes.clone();
+                files.insert(path.to_path_buf(), Stamp { bytes, modified });
+            }
+            _ => {
+                files.remove(path);
+            }
+        }
+    }
+}
+
 /// What a sync did, by path relative to the directory.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SyncReport {
@@ -49,12 +95,14 @@ pub struct SyncReport {
 
 /// Make `dir` hold exactly `files`, except paths `frozen` says to leave as
 /// they are (a runtime scope keeps other runtimes' builder directories).
+/// `seen` is what this process knows it left there.
 pub fn sync_dir(
     system: &dyn System,
     dir: &Path,
     files: &BTreeMap<String, Arc<[u8]>>,
     executables: &[String],
     frozen: &dyn Fn(&str) -> bool,
+    seen: &Seen,
 ) -> io::Result<SyncReport> {
     let mut report = SyncReport::default();
     for existing in system.list_files(dir)? {
@@ -72,11 +120,17 @@ pub fn sync_dir(
         if frozen(rel) {
             continue;
         }
-        if write_if_changed(system, &dir.join(rel), bytes, executables.contains(rel))? {
+        let path = dir.join(rel);
+        if seen.holds(system, &path, bytes) {
+            report.unchanged += 1;
+            continue;
+        }
+        if write_if_changed(system, &path, bytes, executables.contains(rel))? {
             report.written.push(rel.clone());
         } else {
             report.unchanged += 1;
         }
+        seen.record(system, &path, bytes);
     }
     system.remove_empty_dirs(dir)?;
     Ok(report)
@@ -94,4 +148,51 @@ pub fn write_if_changed(
     }
     system.write_replace(path, bytes, executable)?;
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::system::MemorySystem;
+
+    fn files(texts: &[(&str, &str)]) -> BTreeMap<String, Arc<[u8]>> {
+        texts
+            .iter()
+            .map(|(p, t)| (p.to_string(), Arc::from(t.as_bytes())))
+            .collect()
+    }
+
+    #[test]
+    fn a_file_this_process_left_is_not_read_again_until_its_time_moves() {
+        let sys = MemorySystem::new();
+        let dir = Path::new("/t/generated/lc");
+        sys.write(&dir.join("stale.txt"), "old");
+        let seen = Seen::default();
+        let never = |_: &str| false;
+        let want = files(&[("a.txt", "A"), ("b.txt", "B")]);
+
+        let first = sync_dir(&sys, dir, &want, &[], &never, &seen).unwrap();
+        assert_eq!(first.written, ["a.txt", "b.txt"]);
+        assert_eq!(first.removed, ["stale.txt"]);
+
+        // The same emission again: nothing read, nothing written.
+        let reads = sys.reads();
+        let again = sync_dir(&sys, dir, &want, &[], &never, &seen).unwrap();
+        assert_eq!((again.written.len(), again.unchanged), (0, 2));
+        assert_eq!(sys.reads(), reads);
+
+        // Edited by hand: its time moved, so it is read, and restored.
+        sys.write(&dir.join("b.txt"), "edited");
+        let restored = sync_dir(&sys, dir, &want, &[], &never, &seen).unwrap();
+        assert_eq!(restored.written, ["b.txt"]);
+        assert_eq!(sys.read(&dir.join("b.txt")), "B");
+        assert_eq!(sys.reads(), reads + 1);
+
+        // The same bytes in another allocation are compared, not trusted,
+        // and not rewritten.
+        let copy = files(&[("a.txt", "A"), ("b.txt", "B")]);
+        let compared = sync_dir(&sys, dir, &copy, &[], &never, &seen).unwrap();
+        assert_eq!((compared.written.len(), compared.unchanged), (0, 2));
+        assert_eq!(sys.reads(), reads + 3);
+    }
 }

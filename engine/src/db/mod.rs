@@ -162,6 +162,9 @@ pub struct Database {
     /// What the public-safe gate passed of the generated files in this
     /// process (every handle shares it).
     passed: Arc<std::sync::Mutex<emit::Passed>>,
+    /// What this process left in the generated tree (every handle shares
+    /// it).
+    seen: Arc<emit::Seen>,
 }
 
 impl Database {
@@ -174,6 +177,7 @@ impl Database {
             registry,
             log: QueryLog::default(),
             passed: Arc::default(),
+            seen: Arc::default(),
         }
     }
 
@@ -203,11 +207,17 @@ impl Database {
             registry,
             log,
             passed: Arc::default(),
+            seen: Arc::default(),
         }
     }
 
     pub fn query_log(&self) -> &QueryLog {
         &self.log
+    }
+
+    /// What this process left in the generated tree.
+    pub fn generated_seen(&self) -> &emit::Seen {
+        &self.seen
     }
 
     /// The generated files the public-safe gate passed in this process.

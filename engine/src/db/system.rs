@@ -551,9 +551,15 @@ impl HeldLock for OsLock {
 /// An in-memory tree for tests: paths map to file contents.
 #[derive(Debug, Default, Clone)]
 pub struct MemorySystem {
-    files: Arc<Mutex<BTreeMap<PathBuf, String>>>,
-    /// Modification times set by a test; a file without one was modified
-    /// at the epoch.
+    /// Each file's text and the number of writes made to the system up
+    /// to its last one: its modification time, in nanoseconds after the
+    /// epoch, unless a test set one (every write moves its file's time,
+    /// as on a disk).
+    files: Arc<Mutex<BTreeMap<PathBuf, (String, u64)>>>,
+    writes: Arc<std::sync::atomic::AtomicU64>,
+    /// Files read so far (what a test of reading less counts).
+    reads: Arc<std::sync::atomic::AtomicU64>,
+    /// Modification times set by a test.
     mtimes: Arc<Mutex<BTreeMap<PathBuf, std::time::SystemTime>>>,
     /// What a process answers, by its command line (`program arg...`),
     /// and the command lines run, in order, each with its directory.
@@ -578,9 +584,17 @@ impl MemorySystem {
     }
 
     pub fn write(&self, path: &Path, text: &str) {
+        let n = 1 + self
+            .writes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if let Ok(mut files) = self.files.lock() {
-            files.insert(path.to_path_buf(), text.to_string());
+            files.insert(path.to_path_buf(), (text.to_string(), n));
         }
+    }
+
+    /// How many file reads were made so far.
+    pub fn reads(&self) -> u64 {
+        self.reads.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// A file's text, empty when absent.
@@ -588,7 +602,7 @@ impl MemorySystem {
         self.files
             .lock()
             .ok()
-            .and_then(|f| f.get(path).cloned())
+            .and_then(|f| f.get(path).map(|(text, _)| text.clone()))
             .unwrap_or_default()
     }
 
@@ -636,7 +650,9 @@ impl System for MemorySystem {
             .files
             .lock()
             .map_err(|_| io::Error::other("memory system poisoned"))?;
-        Ok(files.get(path).cloned())
+        self.reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(files.get(path).map(|(text, _)| text.clone()))
     }
 
     fn read_source(&self, path: &Path, max_bytes: u64) -> SourceRead {
@@ -660,8 +676,10 @@ impl System for MemorySystem {
             .lock()
             .map_err(|_| io::Error::other("memory system poisoned"))?;
         Ok(files
-            .keys()
-            .filter(|p| p.starts_with(dir) && p.as_path() != dir)
+            .range(dir.to_path_buf()..)
+            .map(|(p, _)| p)
+            .take_while(|p| p.starts_with(dir))
+            .filter(|p| p.as_path() != dir)
             .cloned()
             .collect())
     }
@@ -691,11 +709,21 @@ impl System for MemorySystem {
     }
 
     fn modified(&self, path: &Path) -> io::Result<Option<std::time::SystemTime>> {
-        if self.read_to_string(path)?.is_none() {
+        let written = self
+            .files
+            .lock()
+            .map_err(|_| io::Error::other("memory system poisoned"))?
+            .get(path)
+            .map(|(_, n)| *n);
+        let Some(n) = written else {
             return Ok(None);
+        };
+        if let Some(set) = self.mtimes.lock().ok().and_then(|m| m.get(path).copied()) {
+            return Ok(Some(set));
         }
-        let set = self.mtimes.lock().ok().and_then(|m| m.get(path).copied());
-        Ok(Some(set.unwrap_or(std::time::UNIX_EPOCH)))
+        Ok(Some(
+            std::time::UNIX_EPOCH + std::time::Duration::from_nanos(n),
+        ))
     }
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {

@@ -31,8 +31,17 @@ impl Runner<'_> {
             );
         }
         let mirror = self.ws.root.join("_private").join(name);
-        sync_dir(self.system, &mirror, &files, &em.executables, &|_| false)
-            .map_err(|e| format!("[{name}] materialise: {e}"))?;
+        // Each mirror is made anew from plaintext: nothing to remember.
+        let seen = crate::db::emit::Seen::default();
+        sync_dir(
+            self.system,
+            &mirror,
+            &files,
+            &em.executables,
+            &|_| false,
+            &seen,
+        )
+        .map_err(|e| format!("[{name}] materialise: {e}"))?;
         crate::run::lock::ignore_in_git(self.system, &self.ws.root, "_private/")?;
         Ok(mirror)
     }

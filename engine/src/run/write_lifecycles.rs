@@ -117,6 +117,7 @@ impl Runner<'_> {
         let gate = crate::state::meta_state::Gate::load(self.system, &self.ws.root);
         let config = crate::state::meta_state::Gate::config_text(self.system, &self.ws.root);
         let passed = self.ws.db.gate_passed();
+        let seen = self.ws.db.generated_seen();
         let (system, gen_dir, gen_dir_name) = (self.system, &self.gen_dir, &self.gen_dir_name);
         let scope = &self.req.options.only_runtime;
         requested
@@ -148,7 +149,7 @@ impl Runner<'_> {
                     }
                     drop(passed);
                     let frozen = frozen(scope.clone(), em);
-                    sync_dir(system, &dir, &em.files, &em.executables, &frozen)
+                    sync_dir(system, &dir, &em.files, &em.executables, &frozen, seen)
                         .map_err(|e| format!("writing {}: {e}", dir.display()))
                 };
                 Some(write())
@@ -166,7 +167,11 @@ impl Runner<'_> {
         explained: &mut Explained,
     ) {
         let dir = self.gen_dir.join(name);
+        let seen = self.ws.db.generated_seen();
         for (rel, bytes) in em.files.iter().filter(|(rel, _)| !frozen(rel)) {
+            if seen.holds(self.system, &dir.join(rel), bytes) {
+                continue;
+            }
             let old = self.system.read_bytes(&dir.join(rel)).ok().flatten();
             if old.as_deref() == Some(&bytes[..]) {
                 continue;
