@@ -33,7 +33,11 @@ pub fn structure_images(db: &Database, tree: Tree) {
     });
 }
 
-/// Every item structured and its own checks run.
+/// Every item structured, then every image's capabilities and every
+/// file's checks. The capabilities wait for the structuring: each image's
+/// reads every instance's image (`instances_by_image`), and asked while
+/// instances were still unstructured, one worker structured them all
+/// while the other waited for it.
 pub fn structure_items(db: &Database, tree: Tree) {
     let ids: Vec<_> = item_index(db, tree)
         .items
@@ -42,11 +46,13 @@ pub fn structure_items(db: &Database, tree: Tree) {
         .collect();
     ids.par_iter()
         .for_each_with(db.clone(), |db, (kind, name)| {
+            structured_item(db, tree, ItemId::new(db, *kind, name.clone()));
+        });
+    ids.par_iter()
+        .filter(|(kind, _)| *kind == ItemKind::IMAGES)
+        .for_each_with(db.clone(), |db, (kind, name)| {
             let id = ItemId::new(db, *kind, name.clone());
-            structured_item(db, tree, id);
-            if *kind == ItemKind::IMAGES {
-                crate::check::capabilities::capability_diagnostics(db, tree, id);
-            }
+            crate::check::capabilities::capability_diagnostics(db, tree, id);
         });
     crate::check::item_checks::warm_up(db, tree);
 }
