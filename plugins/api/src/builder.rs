@@ -155,6 +155,10 @@ pub trait HookContext {
     /// Every item of a kind, in declared order.
     fn items(&self, kind: ItemKind) -> Vec<ItemView>;
     fn item(&self, kind: ItemKind, name: &str) -> Option<ItemView>;
+    /// The accounts the user-data of an instance of an image with `group`
+    /// carries ([`crate::cloud_config::group_accounts`]), read once per
+    /// group rather than once per instance.
+    fn group_accounts(&self, group: Option<&str>) -> Arc<crate::cloud_config::GroupAccounts>;
     /// The names of every item of a kind, in declared order: what
     /// [`HookContext::items`] lists, without reading the items.
     fn item_names(&self, kind: ItemKind) -> Vec<String> {

@@ -102,10 +102,11 @@ impl UserData {
 /// grant, since the accounts are key-only), and the group with their
 /// logins. Encrypted names stay markers; the private mirror carries the
 /// plaintext. Nothing when the image has no group or it is not declared.
-pub fn group_accounts(
-    ctx: &dyn HookContext,
-    group: Option<&str>,
-) -> (Vec<Account>, Vec<(String, Vec<String>)>) {
+///
+/// Builders read these through [`HookContext::group_accounts`], which the
+/// engine answers once per group: every instance of the group's images
+/// carries the same accounts.
+pub fn group_accounts(ctx: &dyn HookContext, group: Option<&str>) -> GroupAccounts {
     let mut users = Vec::new();
     let mut groups = Vec::new();
     let group_view = group.and_then(|g| ctx.item(ItemKind::GROUPS, g));
@@ -147,5 +148,13 @@ pub fn group_accounts(
         }
         groups.push((gname, logins));
     }
-    (users, groups)
+    GroupAccounts { users, groups }
+}
+
+/// The accounts of an image's group and the group with their logins, as
+/// [`group_accounts`] reads them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GroupAccounts {
+    pub users: Vec<Account>,
+    pub groups: Vec<(String, Vec<String>)>,
 }

@@ -492,9 +492,9 @@ fn user_data_document(
         hostname: hostname.clone(),
         ..UserData::default()
     };
-    let (users, groups) = csis_plugin_api::cloud_config::group_accounts(ctx, group.as_deref());
-    doc.users = users;
-    doc.groups = groups;
+    let accounts = ctx.group_accounts(group.as_deref());
+    doc.users = accounts.users.clone();
+    doc.groups = accounts.groups.clone();
     doc.write_files = vec![
         WriteFile {
             path: "/var/lib/csis/launch.sh".into(),

@@ -7,7 +7,7 @@
 //! marker /var/lib/csis/launch-applied) and /var/lib/csis/instance.
 
 use csis_plugin_api::HookContext;
-use csis_plugin_api::cloud_config::{UserData, WriteFile, group_accounts};
+use csis_plugin_api::cloud_config::{UserData, WriteFile};
 
 /// One block storage the launch script mounts.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -90,11 +90,11 @@ pub fn script(l: &Launch<'_>) -> String {
 
 /// The document.
 pub fn document(ctx: &dyn HookContext, l: &Launch<'_>) -> UserData {
-    let (users, groups) = group_accounts(ctx, l.group);
+    let accounts = ctx.group_accounts(l.group);
     UserData {
         hostname: l.hostname.to_string(),
-        users,
-        groups,
+        users: accounts.users.clone(),
+        groups: accounts.groups.clone(),
         write_files: vec![
             WriteFile {
                 path: "/var/lib/csis/launch.sh".into(),
