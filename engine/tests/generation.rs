@@ -78,7 +78,7 @@ impl Builder for Probe {
 }
 
 fn no_extra(_: &mut Fields<'_>) -> Map {
-    Map::new()
+    Map::default()
 }
 
 fn probe(decl: &BuilderDecl) -> Box<dyn Builder> {

@@ -12,7 +12,7 @@ struct RosterBuilder;
 impl Builder for RosterBuilder {}
 
 fn no_extra(_: &mut Fields<'_>) -> Map {
-    Map::new()
+    Map::default()
 }
 
 fn builder(_: &BuilderDecl) -> Box<dyn Builder> {

@@ -77,7 +77,7 @@ mod tests {
     use super::*;
 
     fn config(key: &str, v: Value) -> Map {
-        let mut m = Map::new();
+        let mut m = Map::default();
         m.insert(key.into(), v);
         m
     }
@@ -85,7 +85,7 @@ mod tests {
     #[test]
     fn the_rule_reads_bools_strings_and_lists() {
         let k = "apply_instances";
-        assert_eq!(apply_flag(&Map::new(), k), ApplyFlag::Off);
+        assert_eq!(apply_flag(&Map::default(), k), ApplyFlag::Off);
         assert_eq!(
             apply_flag(&config(k, Value::str("true")), k),
             ApplyFlag::All

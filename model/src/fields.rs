@@ -10,8 +10,6 @@
 
 use std::collections::BTreeMap;
 
-use indexmap::IndexMap;
-
 use crate::diag::{Diagnostic, Origin};
 use crate::value::{Map, Value};
 
@@ -227,21 +225,21 @@ impl<'a> Fields<'a> {
     }
 
     /// A free-form mapping (config, variables, tests).
-    pub fn any_map(&mut self, key: &'static str) -> IndexMap<String, Value> {
+    pub fn any_map(&mut self, key: &'static str) -> Map {
         let Some(v) = self.raw(key) else {
-            return IndexMap::new();
+            return Map::default();
         };
         match v.as_map() {
             Some(m) => m.clone(),
             None => {
                 self.wrong(key, "a mapping", v);
-                IndexMap::new()
+                Map::default()
             }
         }
     }
 
     /// An optional free-form mapping (None when absent or null).
-    pub fn opt_any_map(&mut self, key: &'static str) -> Option<IndexMap<String, Value>> {
+    pub fn opt_any_map(&mut self, key: &'static str) -> Option<Map> {
         let v = self.raw(key)?;
         match v.as_map() {
             Some(m) => Some(m.clone()),

@@ -78,7 +78,7 @@ pub fn cfg_document(db: &dyn Db, tree: Tree) -> CfgDocument {
         doc.diags.push(missing);
         return doc;
     }
-    let mut merged = Map::new();
+    let mut merged = Map::default();
     for file in files {
         let fd = file_document(db, *file);
         let Some(value) = fd.value.as_deref() else {

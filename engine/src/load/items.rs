@@ -11,7 +11,7 @@ use csis_model::naming::safe_name;
 use csis_model::{Diagnostic, DocPath, ItemKind, Origin, Subject, Value};
 use indexmap::IndexMap;
 
-use crate::db::index::{ItemIndex, ItemSource};
+use crate::db::index::{ItemIndex, ItemSource, Names};
 use crate::db::{Db, SourceFile, Tree};
 use crate::load::overlay::{overlay_document, parse_undeclare};
 use crate::load::reserved::refuse_reserved_names;
@@ -307,10 +307,11 @@ pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
     let mut index = ItemIndex::default();
     let kinds = db.registry().item_kinds();
     for kind in &kinds {
-        index.items.insert(*kind, IndexMap::new());
+        index.items.insert(*kind, Names::default());
     }
     // First declarations, for the duplicate message.
-    let mut first: IndexMap<(ItemKind, String), (SourceFile, usize)> = IndexMap::new();
+    let mut first: IndexMap<(ItemKind, String), (SourceFile, usize), foldhash::fast::RandomState> =
+        IndexMap::default();
     for kind in kinds.iter().copied() {
         for item_file in tree.item_files(db) {
             let file = item_file.file;

@@ -162,7 +162,7 @@ pub fn overlay_config(db: &dyn Db, tree: Tree) -> Option<Map> {
     let mut merged: Option<Map> = None;
     for file in tree.overlays(db) {
         if let Some(c) = &overlay_document(db, *file).config {
-            let m = merged.get_or_insert_with(Map::new);
+            let m = merged.get_or_insert_with(Map::default);
             for (k, v) in c {
                 m.insert(k.clone(), v.clone());
             }

@@ -139,7 +139,7 @@ fn runtime_disk(b: &Builders, runtime: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-fn map_json(m: &indexmap::IndexMap<String, Value>) -> J {
+fn map_json(m: &csis_model::Map) -> J {
     J::Object(m.iter().map(|(k, v)| (k.clone(), v.to_json())).collect())
 }
 

@@ -267,7 +267,7 @@ mod tests {
     impl Builder for Nothing {}
 
     fn no_extra(_: &mut Fields<'_>) -> Map {
-        Map::new()
+        Map::default()
     }
     fn nothing(_: &BuilderDecl) -> Box<dyn Builder> {
         Box::new(Nothing)

@@ -16,7 +16,7 @@ pub static NETWORKS: ItemKindSpec = ItemKindSpec {
 };
 
 fn read_network(f: &mut Fields<'_>) -> Map {
-    let mut m = Map::new();
+    let mut m = Map::default();
     m.insert("cidr".into(), Value::str(f.req_str("cidr")));
     m
 }

@@ -212,7 +212,10 @@ fn closing_brace(body: &str) -> Option<usize> {
 
 /// Whether `text` holds a placeholder (or an escaped `$${`).
 pub fn has_placeholder(text: &str) -> bool {
-    text.contains("${env.") || text.contains("${terraform.") || text.contains("$${")
+    // Most scalars hold no `$` at all: one byte search rules them out
+    // (every scalar of the tree is asked, see docs/performance.md).
+    text.contains('$')
+        && (text.contains("${env.") || text.contains("${terraform.") || text.contains("$${"))
 }
 
 /// Every placeholder below `v`.

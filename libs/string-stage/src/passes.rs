@@ -383,7 +383,7 @@ mod tests {
             "config:\n  big: \"{{ 'x' * 2000000 }}\"\nos_builders:\n  - name: alma\n    tags:\n      loop: \"{% for a in range(10000) %}{% for b in range(10000) %}{{ a }}{% endfor %}{% endfor %}\"\n",
         )
         .unwrap();
-        let st = StageEnv::new(&BTreeMap::new(), 0, DEFAULT_DATEFORMAT, Map::new());
+        let st = StageEnv::new(&BTreeMap::new(), 0, DEFAULT_DATEFORMAT, Map::default());
         let r = Renderer::new();
         for p in builtin_passes() {
             (p.run)(&mut doc, &st, &r);

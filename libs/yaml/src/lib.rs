@@ -354,7 +354,7 @@ impl Builder {
                 let node = self.open(span)?;
                 self.stack.push(Frame::Map {
                     node,
-                    entries: Map::new(),
+                    entries: Map::default(),
                     pending_key: None,
                 });
             }

@@ -1,9 +1,9 @@
 //! The common bases: NameTyped, BuilderModel, RootItem, and small readers
 //! the models share.
 
+use crate::Map;
 use std::collections::BTreeMap;
 
-use indexmap::IndexMap;
 use serde::Serialize;
 
 use crate::fields::Fields;
@@ -97,7 +97,7 @@ pub struct BuilderModel {
     pub named: NameTyped,
     pub executable: Option<String>,
     pub is_default: bool,
-    pub config: IndexMap<String, Value>,
+    pub config: Map,
     pub gitignore: Vec<String>,
     pub tags: BTreeMap<String, String>,
     /// The state backend this builder's terraform roots keep their state
@@ -140,7 +140,7 @@ pub struct RootItem {
     #[serde(flatten)]
     pub named: NameTyped,
     pub tags: BTreeMap<String, String>,
-    pub config: IndexMap<String, Value>,
+    pub config: Map,
 }
 
 impl RootItem {

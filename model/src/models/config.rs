@@ -1,11 +1,10 @@
 //! IAConfig: cfg/_config.yml after the builder lists and `executables` are
 //! popped out.
 
-use indexmap::IndexMap;
+use crate::Map;
 use serde::Serialize;
 
 use crate::fields::Fields;
-use crate::value::Value;
 
 /// The strftime format of the run's execution.timestamp (DEFAULT_DATEFORMAT).
 pub const DEFAULT_DATEFORMAT: &str = "%Y%m%d_%H%M%S";
@@ -24,7 +23,7 @@ pub struct IAConfig {
     pub sleep_before_finalization: Option<i64>,
     pub encryption: EncryptionConfig,
     pub public_safe: PublicSafeConfig,
-    pub config: IndexMap<String, Value>,
+    pub config: Map,
 }
 
 /// `encryption: {recipients: [age1...]}`.
@@ -91,6 +90,7 @@ impl IAConfig {
 mod tests {
     use super::*;
     use crate::models::testutil::*;
+    use crate::value::Value;
 
     #[test]
     fn defaults() {

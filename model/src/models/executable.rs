@@ -1,12 +1,11 @@
 //! ExecutableModel (cfg/executables.yml, key `executables`).
 
-use indexmap::IndexMap;
+use crate::Map;
 use serde::Serialize;
 
 use crate::fields::Fields;
 use crate::models::common::NameTyped;
 use crate::naming::reserved_word;
-use crate::value::Value;
 
 /// One tool a builder runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -20,7 +19,7 @@ pub struct ExecutableModel {
     pub prepended_arguments: Vec<String>,
     pub appended_arguments: Vec<String>,
     pub args: Vec<String>,
-    pub config: IndexMap<String, Value>,
+    pub config: Map,
     pub working_directory: Option<String>,
 }
 

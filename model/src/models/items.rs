@@ -1,9 +1,9 @@
 //! The items of images/, instances/, groups/ and storages/ (and the
 //! synthesized base images), with their sub-items.
 
+use crate::Map;
 use std::collections::BTreeMap;
 
-use indexmap::IndexMap;
 use serde::Serialize;
 
 use crate::diag::{Diagnostic, Origin};
@@ -48,20 +48,20 @@ pub struct Image {
     /// pinned or follow (validated later).
     pub parent_policy: String,
     /// `{keep: N}`, validated later.
-    pub retention: Option<IndexMap<String, Value>>,
+    pub retention: Option<Map>,
     /// `{model: name}`, validated later.
-    pub release: Option<IndexMap<String, Value>>,
+    pub release: Option<Map>,
     pub is_default: bool,
     /// Templated later; `default` until then.
     pub architecture: String,
     /// Templated later; `default` until then.
     pub primary_disk_size: String,
     pub auto_generate_storage: bool,
-    pub variables: IndexMap<String, Value>,
+    pub variables: Map,
     /// Deferred mod items, structured by the engine.
     pub modifications: Vec<Value>,
     pub group: Option<String>,
-    pub tests: IndexMap<String, Value>,
+    pub tests: Map,
     pub default_groups: Vec<String>,
     pub runtimes: Vec<ImageImageBuilderSubconfig>,
 }
@@ -168,13 +168,13 @@ pub struct BaseImage {
     pub is_default: bool,
     /// Templated later; `default` until then.
     pub primary_disk_size: String,
-    pub variables: IndexMap<String, Value>,
+    pub variables: Map,
     pub runtimes: Vec<BaseImageImageBuilderSubconfig>,
     pub identity_types: Vec<String>,
     pub storage_types: Vec<String>,
     pub admin_user: String,
     pub admin_public_keys: Option<Vec<String>>,
-    pub tests: IndexMap<String, Value>,
+    pub tests: Map,
 }
 
 impl BaseImage {
@@ -233,7 +233,7 @@ pub struct BaseImageImageBuilderSubconfig {
     /// fk IMAGE_BUILDER_MODEL.
     pub image_builder: String,
     pub ssh_username: String,
-    pub tests: Option<IndexMap<String, Value>>,
+    pub tests: Option<Map>,
     pub auto_update: Option<bool>,
     pub image_identifier: Option<String>,
     /// Templated later.
@@ -269,7 +269,7 @@ pub struct ModItemModel {
     #[serde(flatten)]
     pub named: NameTyped,
     pub tags: BTreeMap<String, String>,
-    pub config: IndexMap<String, Value>,
+    pub config: Map,
 }
 
 impl ModItemModel {
@@ -406,7 +406,7 @@ pub struct Group {
     pub gid: Option<i64>,
     pub include_root_group_in_admins: bool,
     pub unmanaged: bool,
-    pub attributes: Option<IndexMap<String, Value>>,
+    pub attributes: Option<Map>,
     pub in_both: Option<bool>,
 }
 
@@ -495,7 +495,7 @@ pub struct User {
     pub is_enabled: bool,
     /// None means the builder's default.
     pub managed: Option<bool>,
-    pub attributes: Option<IndexMap<String, Value>>,
+    pub attributes: Option<Map>,
     pub public_keys: Vec<String>,
     pub mobile_phone: Option<String>,
     pub honorific_prefix: Option<String>,
@@ -629,8 +629,8 @@ pub struct Storage {
     pub mount_point: Option<String>,
     pub bucket_name: Option<String>,
     pub tags: BTreeMap<String, String>,
-    pub config: IndexMap<String, Value>,
-    pub lifecycle: Option<IndexMap<String, Value>>,
+    pub config: Map,
+    pub lifecycle: Option<Map>,
 }
 
 impl Storage {

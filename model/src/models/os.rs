@@ -1,9 +1,9 @@
 //! OS builders (cfg/os-builders.yml, key `os_builders`): OsBuilderModel, its
 //! `runtimes:` entries and the update policy.
 
+use crate::Map;
 use std::collections::BTreeMap;
 
-use indexmap::IndexMap;
 use serde::Serialize;
 
 use crate::diag::{Diagnostic, Origin};
@@ -28,7 +28,7 @@ pub struct OsBuilderModel {
     /// str | int in the spec; kept as text.
     pub default_primary_disk_size: String,
     pub owners: Vec<String>,
-    pub query: IndexMap<String, Value>,
+    pub query: Map,
     pub runtimes: Vec<OsBuilderBaseImageBuilderSubconfig>,
     pub config_username: Option<String>,
     pub auto_update: bool,
@@ -38,7 +38,7 @@ pub struct OsBuilderModel {
     pub admin_user: String,
     pub admin_public_keys: Option<Vec<String>>,
     pub local_test_image: Option<String>,
-    pub tests: IndexMap<String, Value>,
+    pub tests: Map,
 }
 
 impl OsBuilderModel {
@@ -185,10 +185,10 @@ pub struct OsBuilderBaseImageBuilderSubconfig {
     pub default_primary_disk_size: Option<i64>,
     pub tags: BTreeMap<String, String>,
     pub owners: Vec<String>,
-    pub query: IndexMap<String, Value>,
+    pub query: Map,
     pub ssh_username: String,
-    pub tests: Option<IndexMap<String, Value>>,
-    pub config: IndexMap<String, Value>,
+    pub tests: Option<Map>,
+    pub config: Map,
     /// An image template (spec 001) the base image is composed from, a
     /// path relative to the root: read only by an OS builder type that
     /// composes from templates (`ict`); any other type refuses it at load.

@@ -2,13 +2,12 @@
 //! RuntimeBuilderModel, CloudBuilderModel, ContainerBuilderModel and the
 //! networking sub-models.
 
-use indexmap::IndexMap;
+use crate::Map;
 use serde::Serialize;
 
 use crate::diag::Diagnostic;
 use crate::fields::Fields;
 use crate::models::common::{BuilderModel, opt_str_list};
-use crate::value::Value;
 
 /// BuilderModel plus the fields every runtime shares.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -20,7 +19,7 @@ pub struct RuntimeBuilderModel {
     pub default_image_builder: String,
     pub default_owners: Option<Vec<String>>,
     /// Declared object; each plugin narrows it.
-    pub credentials: IndexMap<String, Value>,
+    pub credentials: Map,
     pub default_config_username: Option<String>,
     pub ephemeral: bool,
     pub retention_keep: Option<i64>,
@@ -237,7 +236,7 @@ pub struct RuntimeSubnetModel {
     pub public: bool,
     pub cidr: Option<String>,
     pub availability_zone: Option<String>,
-    pub config: IndexMap<String, Value>,
+    pub config: Map,
 }
 
 impl RuntimeSubnetModel {

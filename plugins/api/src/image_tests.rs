@@ -94,7 +94,7 @@ mod tests {
 
     #[test]
     fn each_assertion_exits_for_itself() {
-        let mut tests = Map::new();
+        let mut tests = Map::default();
         tests.insert("files".into(), Value::Seq(vec![Value::str("/opt/it's")]));
         tests.insert("packages".into(), Value::Seq(vec![Value::str("vim")]));
         let lines = in_bake_assertions("admin", &["ssh-ed25519 AAAA k".into()], &tests);

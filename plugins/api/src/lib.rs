@@ -59,7 +59,7 @@ pub struct ModelSpec {
 
 /// The reader of a model with no fields of its own.
 pub fn no_extra(_: &mut Fields<'_>) -> Map {
-    Map::new()
+    Map::default()
 }
 
 impl ModelSpec {

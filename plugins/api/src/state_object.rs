@@ -137,10 +137,10 @@ impl StateCommand {
 pub fn backend_decl(model: &'static str, name: &str, config: &[(&str, &str)]) -> BuilderDecl {
     use csis_model::models::BaseModelKind;
     use csis_model::{DocPath, Fields, Map, Origin, Value, Vct};
-    let mut m = Map::new();
+    let mut m = Map::default();
     m.insert("name".into(), Value::str(name));
     m.insert("type".into(), Value::str(model));
-    let mut c = Map::new();
+    let mut c = Map::default();
     for (k, v) in config {
         c.insert((*k).into(), Value::str(*v));
     }
@@ -158,7 +158,7 @@ pub fn backend_decl(model: &'static str, name: &str, config: &[(&str, &str)]) ->
         model,
         classification: Vct::StateBackendModel,
         base,
-        extra: Map::new(),
+        extra: Map::default(),
     }
 }
 

@@ -315,7 +315,7 @@ fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {
 /// `profile`, `vpc_id`, `default_disk_size`, `ssh_username`, `session`,
 /// `root_device_name`: kept only when declared (session defaults to ssm).
 fn runtime_extra(f: &mut Fields<'_>) -> Map {
-    let mut m = Map::new();
+    let mut m = Map::default();
     read_strings(
         f,
         &mut m,

@@ -341,7 +341,7 @@ fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {
 /// `project` (required), `zone`, `default_disk_size`, `ssh_username`,
 /// `session` (iap or os-login).
 fn runtime_extra(f: &mut Fields<'_>) -> Map {
-    let mut m = Map::new();
+    let mut m = Map::default();
     let project = f.req_str("project");
     m.insert("project".into(), Value::str(project));
     read_strings(f, &mut m, &["zone", "ssh_username"]);

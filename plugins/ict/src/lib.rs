@@ -58,7 +58,7 @@ impl Plugin for IctPlugin {
 /// The OS builder's own field: `defaults_dir`, the OS defaults of every
 /// entry that does not name its own.
 fn read_extra(f: &mut Fields<'_>) -> Map {
-    let mut m = Map::new();
+    let mut m = Map::default();
     if let Some(dir) = f.opt_str("defaults_dir") {
         m.insert("defaults_dir".into(), Value::str(dir));
     }

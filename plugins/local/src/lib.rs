@@ -197,7 +197,7 @@ fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {
 /// images, instances and storages; `allow_store_outside_root` lets it
 /// resolve elsewhere.
 fn runtime_extra(f: &mut Fields<'_>) -> Map {
-    let mut m = Map::new();
+    let mut m = Map::default();
     let store = f.str_or("store", DEFAULT_STORE);
     m.insert("store".into(), Value::str(store));
     // Kept only when set, so a tree without it reads as it always did.
@@ -217,7 +217,7 @@ fn runtime_extra(f: &mut Fields<'_>) -> Map {
 /// relative to the root), and `ensure` commands whose success means the
 /// modification is already applied.
 fn bash_item_extra(f: &mut Fields<'_>) -> Map {
-    let mut m = Map::new();
+    let mut m = Map::default();
     if let Some(s) = f.opt_str("script") {
         m.insert("script".into(), Value::str(s));
     }

@@ -80,7 +80,7 @@ fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {
 
 /// `required_plugins`: plugin name to version constraint.
 fn image_builder_extra(f: &mut Fields<'_>) -> Map {
-    let mut m = Map::new();
+    let mut m = Map::default();
     let plugins = f.str_map("required_plugins");
     if !plugins.is_empty() {
         m.insert(
@@ -119,7 +119,7 @@ impl Plugin for PackerPlugin {
                 aliases: &[],
                 classification: Vct::OsBuilderModel,
                 base: BaseModelKind::Os,
-                read_extra: |_| Map::new(),
+                read_extra: |_| Map::default(),
                 builder: os_builder,
             },
         ]
