@@ -196,8 +196,8 @@ fn load_counting(text: &str, env: &[(&str, &str)]) -> (Workspace, Arc<Counting>)
 }
 
 fn resolved(ws: &Workspace, kind: ItemKind, name: &str) -> Value {
-    let id = ItemId::new(&ws.db, kind, name.to_string());
-    let si = structured_item(&ws.db, ws.tree, id);
+    let id = ItemId::new(&ws.db, ws.tree, kind, name.to_string());
+    let si = structured_item(&ws.db, id);
     assert!(
         si.diags.iter().all(|d| !d.is_error()),
         "{:?}",
@@ -349,8 +349,8 @@ STATE
             &LoadOptions::default(),
         );
         let kind = ItemKind::new(&NETWORKS);
-        let id = ItemId::new(&ws.db, kind, "lan".to_string());
-        let si = structured_item(&ws.db, ws.tree, id);
+        let id = ItemId::new(&ws.db, ws.tree, kind, "lan".to_string());
+        let si = structured_item(&ws.db, id);
         si.resolved
             .as_ref()
             .and_then(|v| v.get("cidr"))

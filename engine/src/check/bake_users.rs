@@ -128,7 +128,7 @@ pub(crate) fn image_bake_users<'db>(
         registry: db.registry(),
     };
     let mut out = Vec::new();
-    let si = structured_item(db, tree, id);
+    let si = structured_item(db, id);
     let Some(Item::Image(img)) = si.item.as_deref() else {
         return out;
     };

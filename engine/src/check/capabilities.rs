@@ -24,15 +24,14 @@ pub(super) fn capability_report(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let mut no_identity: BTreeSet<&str> = BTreeSet::new();
     for name in index.names(ItemKind::IMAGES) {
-        let id = ItemId::new(db, ItemKind::IMAGES, name.clone());
-        let found = capability_diagnostics(db, tree, id);
+        let id = ItemId::new(db, tree, ItemKind::IMAGES, name.clone());
+        let found = capability_diagnostics(db, id);
         if let Some(g) = found.group_without_identity.as_deref()
             && no_identity.insert(g)
         {
             let origin = structured_item(
                 db,
-                tree,
-                ItemId::new(db, ItemKind::GROUPS, csis_model::naming::safe_name(g)),
+                ItemId::new(db, tree, ItemKind::GROUPS, csis_model::naming::safe_name(g)),
             )
             .origin
             .clone();
@@ -54,12 +53,8 @@ pub(crate) struct CapabilityFindings {
 }
 
 #[salsa::tracked(returns(ref))]
-pub(crate) fn capability_diagnostics<'db>(
-    db: &'db dyn Db,
-    tree: Tree,
-    id: ItemId<'db>,
-) -> CapabilityFindings {
-    let mut v = Checks::new(db, tree);
+pub(crate) fn capability_diagnostics<'db>(db: &'db dyn Db, id: ItemId<'db>) -> CapabilityFindings {
+    let mut v = Checks::new(db, id.tree(db));
     let group_without_identity = v.capabilities(id.name(db));
     CapabilityFindings {
         group_without_identity,
@@ -73,7 +68,7 @@ pub(crate) fn capability_diagnostics<'db>(
 pub(crate) fn instances_by_image(db: &dyn Db, tree: Tree) -> BTreeMap<String, Vec<String>> {
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for name in item_index(db, tree).names(ItemKind::INSTANCES) {
-        let si = structured_item(db, tree, ItemId::new(db, ItemKind::INSTANCES, name.clone()));
+        let si = structured_item(db, ItemId::new(db, tree, ItemKind::INSTANCES, name.clone()));
         if let Some(Item::Instance(inst)) = si.item.as_deref()
             && let Some(image) = inst.image.as_deref()
         {
@@ -88,8 +83,8 @@ pub(crate) fn instances_by_image(db: &dyn Db, tree: Tree) -> BTreeMap<String, Ve
 /// The instances of one image: its own query, so an instance edit that
 /// moves no instance between images re-runs no image's checks.
 #[salsa::tracked(returns(ref))]
-fn image_instances<'db>(db: &'db dyn Db, tree: Tree, image: ItemId<'db>) -> Vec<String> {
-    instances_by_image(db, tree)
+fn image_instances<'db>(db: &'db dyn Db, image: ItemId<'db>) -> Vec<String> {
+    instances_by_image(db, image.tree(db))
         .get(image.name(db))
         .cloned()
         .unwrap_or_default()
@@ -157,10 +152,10 @@ impl Checks<'_> {
             }
         }
         let mut reported: BTreeSet<String> = BTreeSet::new();
-        let image = ItemId::new(self.db, ItemKind::IMAGES, name.to_string());
-        for inst_name in image_instances(self.db, self.tree, image) {
-            let id = ItemId::new(self.db, ItemKind::INSTANCES, inst_name.clone());
-            let si = structured_item(self.db, self.tree, id);
+        let image = ItemId::new(self.db, self.tree, ItemKind::IMAGES, name.to_string());
+        for inst_name in image_instances(self.db, image) {
+            let id = ItemId::new(self.db, self.tree, ItemKind::INSTANCES, inst_name.clone());
+            let si = structured_item(self.db, id);
             for m in &si.storages {
                 let Some(st) = self.storage(&m.name) else {
                     continue;

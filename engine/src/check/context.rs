@@ -50,13 +50,23 @@ impl<'a> Checks<'a> {
     }
 
     pub(super) fn origin_of(&self, kind: ItemKind, name: &str) -> Option<Origin> {
-        let id = ItemId::new(self.db, kind, csis_model::naming::safe_name(name));
-        structured_item(self.db, self.tree, id).origin.clone()
+        let id = ItemId::new(
+            self.db,
+            self.tree,
+            kind,
+            csis_model::naming::safe_name(name),
+        );
+        structured_item(self.db, id).origin.clone()
     }
 
     pub(super) fn structured(&self, kind: ItemKind, name: &str) -> Option<std::sync::Arc<Item>> {
-        let id = ItemId::new(self.db, kind, csis_model::naming::safe_name(name));
-        structured_item(self.db, self.tree, id).item.clone()
+        let id = ItemId::new(
+            self.db,
+            self.tree,
+            kind,
+            csis_model::naming::safe_name(name),
+        );
+        structured_item(self.db, id).item.clone()
     }
 
     /// A storage by name, when it structured.

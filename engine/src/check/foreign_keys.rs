@@ -159,10 +159,11 @@ impl Checks<'_> {
             );
             let id = ItemId::new(
                 self.db,
+                self.tree,
                 ItemKind::IMAGES,
                 csis_model::naming::safe_name(image),
             );
-            if let Some(Item::Image(img)) = structured_item(self.db, self.tree, id).item.as_deref()
+            if let Some(Item::Image(img)) = structured_item(self.db, id).item.as_deref()
                 && img.group.is_none()
             {
                 self.err(

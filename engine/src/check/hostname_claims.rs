@@ -28,8 +28,8 @@ pub fn check(db: &dyn Db, tree: Tree, root: &Path, opts: &RunOptions) -> Vec<Str
     let scope = apply_scope(db, tree, opts);
     let mut errors = Vec::new();
     for name in item_index(db, tree).names(ItemKind::INSTANCES) {
-        let id = ItemId::new(db, ItemKind::INSTANCES, name.clone());
-        let Some(Item::Instance(inst)) = structured_item(db, tree, id).item.as_deref() else {
+        let id = ItemId::new(db, tree, ItemKind::INSTANCES, name.clone());
+        let Some(Item::Instance(inst)) = structured_item(db, id).item.as_deref() else {
             continue;
         };
         let runtime = b
@@ -47,8 +47,8 @@ pub fn check(db: &dyn Db, tree: Tree, root: &Path, opts: &RunOptions) -> Vec<Str
         ) else {
             continue;
         };
-        let group_id = ItemId::new(db, ItemKind::GROUPS, group.to_string());
-        let Some(Item::Group(g)) = structured_item(db, tree, group_id).item.as_deref() else {
+        let group_id = ItemId::new(db, tree, ItemKind::GROUPS, group.to_string());
+        let Some(Item::Group(g)) = structured_item(db, group_id).item.as_deref() else {
             continue;
         };
         let Some(decl) = b.resolve(Vct::GroupBuilderModel, &g.root.named.type_) else {

@@ -28,7 +28,7 @@ pub(crate) fn identity_item_of<'db>(
         Vct::GroupBuilderModel
     };
     let mut out = Vec::new();
-    let si = structured_item(db, tree, id);
+    let si = structured_item(db, id);
     let Some(item) = si.item.as_deref() else {
         return out;
     };

@@ -61,7 +61,7 @@ impl ItemCheck {
 
     fn run<'db>(self, db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec<Diagnostic> {
         match self {
-            ItemCheck::Structure => crate::load::items_model::structured_item(db, tree, id)
+            ItemCheck::Structure => crate::load::items_model::structured_item(db, id)
                 .diags
                 .clone(),
             ItemCheck::Own => crate::check::validate::item_diagnostics(db, tree, id),

@@ -32,7 +32,7 @@ pub(crate) fn label_keys_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -
             .map(|p| (d.name().to_string(), p))
     };
     let mut out = Vec::new();
-    let si = structured_item(db, tree, id);
+    let si = structured_item(db, id);
     let (tags, runtimes) = match si.item.as_deref() {
         Some(Item::Image(img)) => (
             &img.root.tags,

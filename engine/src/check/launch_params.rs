@@ -17,8 +17,8 @@ pub fn immutability_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     let index = item_index(db, tree);
     for (name, r) in &record.value.instances {
         if r.launched && index.contains(ItemKind::INSTANCES, name) {
-            let id = ItemId::new(db, ItemKind::INSTANCES, name.clone());
-            out.extend(immutability_of(db, tree, id).iter().cloned());
+            let id = ItemId::new(db, tree, ItemKind::INSTANCES, name.clone());
+            out.extend(immutability_of(db, id).iter().cloned());
         }
     }
     out
@@ -27,7 +27,8 @@ pub fn immutability_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
 /// One launched instance's check: its own query, so an edit elsewhere does
 /// not recompute every instance's parameters.
 #[salsa::tracked(returns(ref))]
-fn immutability_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<Diagnostic> {
+fn immutability_of<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Option<Diagnostic> {
+    let tree = id.tree(db);
     let record = &launch_record(db, tree).value;
     let name = id.name(db);
     let r = record.instances.get(name)?;

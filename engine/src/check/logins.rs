@@ -32,12 +32,12 @@ pub(crate) fn file_logins(db: &dyn Db, tree: Tree, file: SourceFile) -> Vec<Logi
     indexed_in_file(db, tree, file)
         .into_iter()
         .filter(|id| id.kind(db) == ItemKind::USERS)
-        .filter_map(|id| login_of(db, tree, id))
+        .filter_map(|id| login_of(db, id))
         .collect()
 }
 
-fn login_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<Login> {
-    let si = structured_item(db, tree, id);
+fn login_of<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Option<Login> {
+    let si = structured_item(db, id);
     let Some(Item::User(u)) = si.item.as_deref() else {
         return None;
     };
@@ -60,7 +60,7 @@ fn logins(db: &dyn Db, tree: Tree) -> Vec<Login> {
         out.extend(file_logins(db, tree, f.file).iter().cloned());
     }
     for id in indexed_in_overlays(db, tree, ItemKind::USERS) {
-        out.extend(login_of(db, tree, id));
+        out.extend(login_of(db, id));
     }
     out
 }

@@ -44,8 +44,8 @@ fn standing(db: &dyn Db, tree: Tree, owner: &(Vct, String)) -> Vec<String> {
                 .names(ItemKind::INSTANCES)
                 .filter(|i| launched.instances.get(*i).is_some_and(|r| r.launched))
                 .filter(|i| {
-                    let id = ItemId::new(db, ItemKind::INSTANCES, (*i).clone());
-                    matches!(structured_item(db, tree, id).item.as_deref(),
+                    let id = ItemId::new(db, tree, ItemKind::INSTANCES, (*i).clone());
+                    matches!(structured_item(db, id).item.as_deref(),
                         Some(Item::Instance(inst)) if b
                             .resolve(Vct::InstanceBuilderModel, &inst.root.named.type_)
                             .is_some_and(|d| d.name() == name))

@@ -30,7 +30,7 @@ impl Checks<'_> {
     /// only when its image's group is allowed.
     fn strict_attach(&mut self, id: ItemId<'_>) {
         let name = id.name(self.db);
-        let si = structured_item(self.db, self.tree, id);
+        let si = structured_item(self.db, id);
         let Some(Item::Instance(inst)) = si.item.as_deref() else {
             return;
         };

@@ -28,12 +28,12 @@ pub(crate) fn user_data_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) ->
     let b = builders(db, tree);
     let registry = db.registry();
     let item = |kind: ItemKind, name: &str| {
-        let id = ItemId::new(db, kind, csis_model::naming::safe_name(name));
-        structured_item(db, tree, id)
+        let id = ItemId::new(db, tree, kind, csis_model::naming::safe_name(name));
+        structured_item(db, id)
     };
     let name = id.name(db);
     let mut out = Vec::new();
-    let si = structured_item(db, tree, id);
+    let si = structured_item(db, id);
     let Some(Item::Instance(inst)) = si.item.as_deref() else {
         return out;
     };

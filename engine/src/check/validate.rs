@@ -60,7 +60,7 @@ pub(crate) fn item_diagnostics<'db>(
     id: ItemId<'db>,
 ) -> Vec<Diagnostic> {
     let mut v = Checks::new(db, tree);
-    let si = structured_item(db, tree, id);
+    let si = structured_item(db, id);
     let origin = si.origin.as_ref();
     let at = |k: &str| origin.map(|o| o.key(k));
     match si.item.as_deref() {

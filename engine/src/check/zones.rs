@@ -46,8 +46,7 @@ pub(crate) fn zones_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec
     let item = |kind: ItemKind, name: &str| {
         structured_item(
             db,
-            tree,
-            ItemId::new(db, kind, csis_model::naming::safe_name(name)),
+            ItemId::new(db, tree, kind, csis_model::naming::safe_name(name)),
         )
     };
     // A zonal storage's declared zone.
@@ -67,7 +66,7 @@ pub(crate) fn zones_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec
         }
     };
     let mut out = Vec::new();
-    let si = structured_item(db, tree, id);
+    let si = structured_item(db, id);
     match si.item.as_deref() {
         Some(Item::Storage(st)) => {
             let Some(zone) = storage_zone(name) else {

@@ -291,7 +291,7 @@ pub fn interpolation_files(db: &dyn Db, tree: Tree) -> Reads {
             continue;
         }
         for name in crate::load::items::item_index(db, tree).names(kind) {
-            let id = crate::load::items::ItemId::new(db, kind, name.clone());
+            let id = crate::load::items::ItemId::new(db, tree, kind, name.clone());
             if let Some(raw) = crate::load::items::raw_item(db, tree, id) {
                 add(&raw.value);
             }

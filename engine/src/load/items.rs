@@ -279,7 +279,7 @@ pub fn indexed_in_file<'db>(db: &'db dyn Db, tree: Tree, file: SourceFile) -> Ve
             index.items.get(&item.kind).and_then(|m| m.get(&item.name))
                 == Some(&ItemSource::Tree { file, index: *n })
         })
-        .map(|(_, item)| ItemId::new(db, item.kind, item.name.clone()))
+        .map(|(_, item)| ItemId::new(db, tree, item.kind, item.name.clone()))
         .collect()
 }
 
@@ -292,7 +292,7 @@ pub fn indexed_in_overlays<'db>(db: &'db dyn Db, tree: Tree, kind: ItemKind) -> 
         .into_iter()
         .flatten()
         .filter(|(_, source)| matches!(source, ItemSource::Overlay { .. }))
-        .map(|(name, _)| ItemId::new(db, kind, name.clone()))
+        .map(|(name, _)| ItemId::new(db, tree, kind, name.clone()))
         .collect()
 }
 
@@ -412,6 +412,10 @@ pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
 /// no read (a cold plan makes hundreds of thousands of them).
 #[salsa::interned(debug, revisions = usize::MAX)]
 pub struct ItemId<'db> {
+    /// The tree it is an item of: a query about one item takes its id
+    /// alone (a query of two keys interns the pair on every call).
+    #[returns(copy)]
+    pub tree: Tree,
     #[returns(copy)]
     pub kind: ItemKind,
     #[returns(ref)]

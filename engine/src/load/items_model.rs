@@ -61,7 +61,8 @@ fn label(kind: ItemKind) -> &'static str {
 }
 
 #[salsa::tracked(returns(ref))]
-pub fn structured_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> StructuredItem {
+pub fn structured_item<'db>(db: &'db dyn Db, id: ItemId<'db>) -> StructuredItem {
+    let tree = id.tree(db);
     let mut out = StructuredItem::default();
     let Some(raw) = raw_item(db, tree, id) else {
         return out;
@@ -286,7 +287,12 @@ fn smart_context(
     if kind == ItemKind::INSTANCES
         && let Some(img) = value.get("image").and_then(Value::as_str)
     {
-        let id = ItemId::new(db, ItemKind::IMAGES, csis_model::naming::safe_name(img));
+        let id = ItemId::new(
+            db,
+            tree,
+            ItemKind::IMAGES,
+            csis_model::naming::safe_name(img),
+        );
         if let Some(raw) = raw_item(db, tree, id) {
             ctx.fks.insert("image".into(), jinja_value(&raw.value));
         }
@@ -333,7 +339,7 @@ fn add_named_objects(
             spellings
                 .iter()
                 .find(|s| index.contains(k, s))
-                .map(|s| ItemId::new(db, k, s.clone()))
+                .map(|s| ItemId::new(db, tree, k, s.clone()))
         });
         if let Some(id) = item
             && let Some(raw) = raw_item(db, tree, id)

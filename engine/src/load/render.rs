@@ -68,7 +68,7 @@ pub fn resolved_tree(db: &dyn Db, tree: Tree) -> J {
         let items: Vec<J> = ids(db, tree, kind)
             .into_iter()
             .filter_map(|id| {
-                let si = structured_item(db, tree, id);
+                let si = structured_item(db, id);
                 let mut j = serde_json::to_value(si.item.as_deref()?).ok()?;
                 // Decrypted values print as their markers.
                 redact(&mut j, &si.secrets);
@@ -108,7 +108,7 @@ fn login_beside_name(m: &mut JMap<String, J>) {
 fn ids<'db>(db: &'db dyn Db, tree: Tree, kind: ItemKind) -> Vec<ItemId<'db>> {
     item_index(db, tree)
         .names(kind)
-        .map(|n| ItemId::new(db, kind, n.clone()))
+        .map(|n| ItemId::new(db, tree, kind, n.clone()))
         .collect()
 }
 

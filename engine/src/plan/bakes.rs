@@ -40,7 +40,7 @@ pub fn image_graph(db: &dyn Db, tree: Tree) -> ImageGraph {
         .collect();
     for name in &names {
         let Some((parent, _)) =
-            image_series(db, tree, ItemId::new(db, ItemKind::IMAGES, name.clone()))
+            image_series(db, ItemId::new(db, tree, ItemKind::IMAGES, name.clone()))
                 .as_ref()
                 .and_then(|s| s.parent.as_ref())
         else {
@@ -61,8 +61,8 @@ pub fn image_graph(db: &dyn Db, tree: Tree) -> ImageGraph {
             let mut at = start.clone();
             // Walk parents until the start comes round again.
             for _ in 0..names.len() {
-                let id = ItemId::new(db, ItemKind::IMAGES, at.clone());
-                let next = image_series(db, tree, id)
+                let id = ItemId::new(db, tree, ItemKind::IMAGES, at.clone());
+                let next = image_series(db, id)
                     .as_ref()
                     .and_then(|s| s.parent.as_ref())
                     .map(|(p, _)| p.clone());
@@ -102,12 +102,9 @@ pub struct ImageSeries {
 }
 
 #[salsa::tracked(returns(ref))]
-pub(crate) fn image_series<'db>(
-    db: &'db dyn Db,
-    tree: Tree,
-    id: ItemId<'db>,
-) -> Option<ImageSeries> {
-    let Some(Item::Image(img)) = structured_item(db, tree, id).item.as_deref() else {
+pub(crate) fn image_series<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Option<ImageSeries> {
+    let tree = id.tree(db);
+    let Some(Item::Image(img)) = structured_item(db, id).item.as_deref() else {
         return None;
     };
     let b = builders(db, tree);
@@ -176,8 +173,8 @@ pub fn bake_plan(db: &dyn Db, tree: Tree, run: RunInput) -> BakePlan {
         }
     }
     for name in &image_graph(db, tree).order {
-        let id = ItemId::new(db, ItemKind::IMAGES, name.clone());
-        if let Some(spec) = image_series(db, tree, id) {
+        let id = ItemId::new(db, tree, ItemKind::IMAGES, name.clone());
+        if let Some(spec) = image_series(db, id) {
             series.push((name.clone(), spec.runtimes.clone(), spec.parent.clone()));
         }
     }

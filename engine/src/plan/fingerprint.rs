@@ -113,8 +113,8 @@ pub fn aux_text(db: &dyn Db, tree: Tree, path: &str) -> Option<Arc<str>> {
 pub fn referenced_files(db: &dyn Db, tree: Tree) -> Vec<String> {
     let mut out = Vec::new();
     for name in item_index(db, tree).names(ItemKind::IMAGES) {
-        let id = ItemId::new(db, ItemKind::IMAGES, name.clone());
-        for m in &structured_item(db, tree, id).mods {
+        let id = ItemId::new(db, tree, ItemKind::IMAGES, name.clone());
+        for m in &structured_item(db, id).mods {
             if let Some(Value::Seq(files)) = m.extra.get("scripts") {
                 out.extend(files.iter().filter_map(Value::as_str).map(str::to_string));
             }
@@ -163,8 +163,8 @@ pub fn chain_root(db: &dyn Db, tree: Tree, series: &str) -> Option<(String, Vec<
             chain.reverse();
             return Some((at, chain));
         }
-        let id = ItemId::new(db, ItemKind::IMAGES, at.clone());
-        let parent = match structured_item(db, tree, id).item.as_deref() {
+        let id = ItemId::new(db, tree, ItemKind::IMAGES, at.clone());
+        let parent = match structured_item(db, id).item.as_deref() {
             Some(Item::Image(img)) => img
                 .source_image
                 .as_deref()
@@ -192,8 +192,8 @@ pub fn input_fingerprint<'db>(
         };
         return base_fingerprint(db, tree, decl.name(), os, runtime);
     }
-    let id = ItemId::new(db, ItemKind::IMAGES, series.clone());
-    let si = structured_item(db, tree, id);
+    let id = ItemId::new(db, tree, ItemKind::IMAGES, series.clone());
+    let si = structured_item(db, id);
     let Some(Item::Image(img)) = si.item.as_deref() else {
         return None;
     };

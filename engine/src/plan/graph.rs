@@ -44,7 +44,7 @@ pub fn graph(db: &dyn Db, tree: Tree, with_lineage: bool) -> Graph {
     }
     let index = item_index(db, tree);
     let item = |kind: ItemKind, name: &str| {
-        structured_item(db, tree, ItemId::new(db, kind, name.to_string()))
+        structured_item(db, ItemId::new(db, tree, kind, name.to_string()))
     };
     let image_node = |name: &str| {
         if index.contains(ItemKind::IMAGES, name) {

@@ -34,8 +34,8 @@ pub struct EngineContext<'a> {
 /// 5,000 instances of a large tree read 500 of these rather than 200,000
 /// users.
 #[salsa::tracked(returns(ref))]
-fn group_accounts_of<'db>(db: &'db dyn Db, tree: Tree, group: ItemId<'db>) -> Arc<GroupAccounts> {
-    let ctx = EngineContext::outside_run(db, tree);
+fn group_accounts_of<'db>(db: &'db dyn Db, group: ItemId<'db>) -> Arc<GroupAccounts> {
+    let ctx = EngineContext::outside_run(db, group.tree(db));
     Arc::new(csis_plugin_api::cloud_config::group_accounts(
         &ctx,
         Some(group.name(db)),
@@ -91,15 +91,15 @@ impl HookContext for EngineContext<'_> {
     }
 
     fn item(&self, kind: ItemKind, name: &str) -> Option<ItemView> {
-        let id = ItemId::new(self.db, kind, name.to_string());
-        structured_item(self.db, self.tree, id).view()
+        let id = ItemId::new(self.db, self.tree, kind, name.to_string());
+        structured_item(self.db, id).view()
     }
 
     fn group_accounts(&self, group: Option<&str>) -> Arc<GroupAccounts> {
         match group {
             Some(g) => {
-                let id = ItemId::new(self.db, ItemKind::GROUPS, g.to_string());
-                group_accounts_of(self.db, self.tree, id).clone()
+                let id = ItemId::new(self.db, self.tree, ItemKind::GROUPS, g.to_string());
+                group_accounts_of(self.db, id).clone()
             }
             None => Arc::default(),
         }
@@ -142,8 +142,8 @@ impl HookContext for EngineContext<'_> {
     }
 
     fn pinned_parent(&self, image: &str, runtime: &str) -> Option<String> {
-        let id = ItemId::new(self.db, ItemKind::IMAGES, image.to_string());
-        match structured_item(self.db, self.tree, id).item.as_deref() {
+        let id = ItemId::new(self.db, self.tree, ItemKind::IMAGES, image.to_string());
+        match structured_item(self.db, id).item.as_deref() {
             Some(csis_model::models::Item::Image(img)) if img.parent_policy != "follow" => {
                 pins(self.db, self.tree)
                     .value

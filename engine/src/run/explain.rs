@@ -204,8 +204,8 @@ fn interpolated_from(ws: &Workspace, series: &str, input: &str) -> String {
         return String::new();
     };
     let at = image_input_origin(ws, series, &image, input);
-    let id = ItemId::new(db, ItemKind::IMAGES, series.to_string());
-    let mut sources: Vec<&str> = structured_item(db, tree, id)
+    let id = ItemId::new(db, tree, ItemKind::IMAGES, series.to_string());
+    let mut sources: Vec<&str> = structured_item(db, id)
         .interpolated
         .iter()
         .filter(|u| {
@@ -271,11 +271,8 @@ fn series_origin(ws: &Workspace, series: &str) -> Option<(Origin, bool)> {
     if let Some(o) = b.origins.get(&(Vct::OsBuilderModel, series.to_string())) {
         return Some((o.clone(), true));
     }
-    let id = ItemId::new(db, ItemKind::IMAGES, series.to_string());
-    structured_item(db, tree, id)
-        .origin
-        .clone()
-        .map(|o| (o, false))
+    let id = ItemId::new(db, tree, ItemKind::IMAGES, series.to_string());
+    structured_item(db, id).origin.clone().map(|o| (o, false))
 }
 
 fn declared_at(ws: &Workspace, series: &str) -> String {
@@ -336,8 +333,8 @@ fn image_input_origin(ws: &Workspace, series: &str, image: &Origin, input: &str)
         let Some((name, field)) = rest.split_once(']') else {
             return image.key("modifications");
         };
-        let id = ItemId::new(&ws.db, ItemKind::IMAGES, series.to_string());
-        let index = structured_item(&ws.db, ws.tree, id)
+        let id = ItemId::new(&ws.db, ws.tree, ItemKind::IMAGES, series.to_string());
+        let index = structured_item(&ws.db, id)
             .mods
             .iter()
             .position(|m| m.model.named.name == name);
@@ -432,8 +429,8 @@ fn trace_value(
         }
     }
     for (kind, name) in items {
-        let id = ItemId::new(db, *kind, name.clone());
-        let si = structured_item(db, tree, id);
+        let id = ItemId::new(db, tree, *kind, name.clone());
+        let si = structured_item(db, id);
         let (Some(origin), Some(resolved)) = (si.origin.as_ref(), si.resolved.as_deref()) else {
             continue;
         };

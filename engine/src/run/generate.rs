@@ -808,8 +808,8 @@ fn core_contribution(
         item_index(db, tree)
             .names(ItemKind::IMAGES)
             .filter_map(|n| {
-                let id = ItemId::new(db, ItemKind::IMAGES, n.clone());
-                match structured_item(db, tree, id).item.as_deref() {
+                let id = ItemId::new(db, tree, ItemKind::IMAGES, n.clone());
+                match structured_item(db, id).item.as_deref() {
                     Some(Item::Image(img)) => Some(img.clone()),
                     _ => None,
                 }

@@ -76,8 +76,8 @@ pub fn plan_summary(db: &dyn Db, tree: Tree, run: RunInput) -> PlanSummary {
     let series: Vec<_> = index
         .names(ItemKind::IMAGES)
         .map(|name| {
-            let id = ItemId::new(db, ItemKind::IMAGES, name.clone());
-            (name, image_series(db, tree, id))
+            let id = ItemId::new(db, tree, ItemKind::IMAGES, name.clone());
+            (name, image_series(db, id))
         })
         .collect();
     for (child, s) in &series {

@@ -132,9 +132,13 @@ pub fn record_build(
         let mut pins: Pins = read_json(system, root, "pins.yaml")?;
         let pin_key = format!("{series}@{runtime}");
         let policy = {
-            let id =
-                crate::load::items::ItemId::new(db, csis_model::ItemKind::IMAGES, series.clone());
-            match crate::load::items_model::structured_item(db, tree, id)
+            let id = crate::load::items::ItemId::new(
+                db,
+                tree,
+                csis_model::ItemKind::IMAGES,
+                series.clone(),
+            );
+            match crate::load::items_model::structured_item(db, id)
                 .item
                 .as_deref()
             {

@@ -73,8 +73,7 @@ pub(crate) fn compute(
     let item = |kind: ItemKind, name: &str| {
         structured_item(
             db,
-            tree,
-            ItemId::new(db, kind, csis_model::naming::safe_name(name)),
+            ItemId::new(db, tree, kind, csis_model::naming::safe_name(name)),
         )
     };
     let builder_of = |vct: Vct, reference: &str| {

@@ -63,9 +63,9 @@ pub fn unmount(ws: &Workspace, system: &dyn System, req: &Unmount) -> Outcome {
         .any(|n| n == instance);
     let si = structured_item(
         db,
-        tree,
         ItemId::new(
             db,
+            tree,
             ItemKind::INSTANCES,
             csis_model::naming::safe_name(instance),
         ),

@@ -29,7 +29,7 @@ pub fn structure_images(db: &Database, tree: Tree) {
         .cloned()
         .collect();
     names.par_iter().for_each_with(db.clone(), |db, name| {
-        structured_item(db, tree, ItemId::new(db, ItemKind::IMAGES, name.clone()));
+        structured_item(db, ItemId::new(db, tree, ItemKind::IMAGES, name.clone()));
     });
 }
 
@@ -46,13 +46,13 @@ pub fn structure_items(db: &Database, tree: Tree) {
         .collect();
     ids.par_iter()
         .for_each_with(db.clone(), |db, (kind, name)| {
-            structured_item(db, tree, ItemId::new(db, *kind, name.clone()));
+            structured_item(db, ItemId::new(db, tree, *kind, name.clone()));
         });
     ids.par_iter()
         .filter(|(kind, _)| *kind == ItemKind::IMAGES)
         .for_each_with(db.clone(), |db, (kind, name)| {
-            let id = ItemId::new(db, *kind, name.clone());
-            crate::check::capabilities::capability_diagnostics(db, tree, id);
+            let id = ItemId::new(db, tree, *kind, name.clone());
+            crate::check::capabilities::capability_diagnostics(db, id);
         });
     crate::check::item_checks::warm_up(db, tree);
 }

@@ -42,8 +42,13 @@ impl Ops<'_> {
 
     fn image(&self, name: &str) -> Option<std::sync::Arc<Item>> {
         let db = &self.ws.db;
-        let id = ItemId::new(db, ItemKind::IMAGES, csis_model::naming::safe_name(name));
-        structured_item(db, self.ws.tree, id).item.clone()
+        let id = ItemId::new(
+            db,
+            self.ws.tree,
+            ItemKind::IMAGES,
+            csis_model::naming::safe_name(name),
+        );
+        structured_item(db, id).item.clone()
     }
 
     /// The runtimes an image bakes on, in its declared order.

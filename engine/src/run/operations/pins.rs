@@ -150,11 +150,8 @@ impl Ops<'_> {
                         "upgrade: instance '{name}' is not defined in the configuration"
                     ));
                 }
-                let id = ItemId::new(db, ItemKind::INSTANCES, name.clone());
-                let Some(Item::Instance(inst)) = structured_item(db, self.ws.tree, id)
-                    .item
-                    .as_deref()
-                    .cloned()
+                let id = ItemId::new(db, self.ws.tree, ItemKind::INSTANCES, name.clone());
+                let Some(Item::Instance(inst)) = structured_item(db, id).item.as_deref().cloned()
                 else {
                     return Err(format!(
                         "upgrade: instance '{name}' is not defined in the configuration"
