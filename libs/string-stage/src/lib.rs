@@ -35,6 +35,10 @@ use minijinja::{AutoEscape, Environment, Template, UndefinedBehavior};
 /// thousands of times. [`Renderer::shared`] is one renderer per thread.
 pub struct Renderer {
     env: RefCell<Environment<'static>>,
+    /// What [`Renderer::referenced_names`] found, by template text:
+    /// minijinja parses a template's source again for each question, and
+    /// 20,000 users ask it of one email template.
+    names: RefCell<std::collections::HashMap<String, std::collections::HashSet<String>>>,
     limits: limits::Limits,
 }
 
@@ -64,6 +68,7 @@ impl Renderer {
     pub fn with_limits(limits: limits::Limits) -> Renderer {
         Renderer {
             env: RefCell::new(Renderer::environment(&limits)),
+            names: RefCell::default(),
             limits,
         }
     }
@@ -124,8 +129,18 @@ impl Renderer {
     /// The top-level names a template refers to (`image` in
     /// `{{ image.name }}`); empty when it does not compile.
     pub fn referenced_names(&self, text: &str) -> std::collections::HashSet<String> {
-        self.with_template(text, |t| t.undeclared_variables(false))
-            .unwrap_or_default()
+        if let Some(names) = self.names.borrow().get(text) {
+            return names.clone();
+        }
+        let names = self
+            .with_template(text, |t| t.undeclared_variables(false))
+            .unwrap_or_default();
+        let mut known = self.names.borrow_mut();
+        if known.len() >= MAX_TEMPLATES {
+            known.clear();
+        }
+        known.insert(text.to_string(), names.clone());
+        names
     }
 
     /// `text` rendered whole into at most `room` bytes: `Ok(None)` when it
