@@ -2,34 +2,38 @@
 //! built: reserved names, guarded `config:` keys.
 
 use csis_model::naming::{INVALID_CONFIG_KEYS, is_invalid_config_key, reserved_word};
+use csis_model::path::Seg;
 use csis_model::{Diagnostic, DocPath, Origin, Value};
 
 /// Every `name:` at any depth and every `aliases:` entry that is a reserved
 /// word, each one reported with the file, its place and the word.
 pub fn refuse_reserved_names(file: &str, value: &Value, base: &DocPath) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    walk(file, value, base, &mut out);
+    walk(file, value, &mut base.clone(), &mut out);
     out
 }
 
-fn walk(file: &str, value: &Value, path: &DocPath, out: &mut Vec<Diagnostic>) {
+/// `path` is the place of `value`, extended and restored on the way down:
+/// every node of every file is walked, and a path built per key was a
+/// twentieth of a cold plan (docs/performance.md).
+fn walk(file: &str, value: &Value, path: &mut DocPath, out: &mut Vec<Diagnostic>) {
     match value {
         Value::Map(m) => {
             for (k, v) in m {
-                let p = path.key(k);
+                path.0.push(Seg::Key(k.clone()));
                 if k == "name" {
-                    check_name(file, v, &p, out);
+                    check_name(file, v, path, out);
                 } else if k == "aliases"
                     && let Some(items) = v.as_seq()
                 {
                     for (j, a) in items.iter().enumerate() {
-                        let ap = p.index(j);
                         let word = match a {
                             Value::Null => Some(""),
                             Value::Scalar { text, .. } => reserved_word(text),
                             _ => None,
                         };
                         if let Some(w) = word {
+                            let ap = path.index(j);
                             let msg = if w.is_empty() {
                                 format!("{file}: {ap}: an alias may not be empty (null)")
                             } else {
@@ -39,12 +43,15 @@ fn walk(file: &str, value: &Value, path: &DocPath, out: &mut Vec<Diagnostic>) {
                         }
                     }
                 }
-                walk(file, v, &p, out);
+                walk(file, v, path, out);
+                path.0.pop();
             }
         }
         Value::Seq(items) => {
             for (i, v) in items.iter().enumerate() {
-                walk(file, v, &path.index(i), out);
+                path.0.push(Seg::Index(i));
+                walk(file, v, path, out);
+                path.0.pop();
             }
         }
         _ => {}
