@@ -555,7 +555,7 @@ pub struct MemorySystem {
     /// to its last one: its modification time, in nanoseconds after the
     /// epoch, unless a test set one (every write moves its file's time,
     /// as on a disk).
-    files: Arc<Mutex<BTreeMap<PathBuf, (String, u64)>>>,
+    files: Arc<Mutex<MemFiles>>,
     writes: Arc<std::sync::atomic::AtomicU64>,
     /// Files read so far (what a test of reading less counts).
     reads: Arc<std::sync::atomic::AtomicU64>,
@@ -568,6 +568,45 @@ pub struct MemorySystem {
     locks: Arc<Mutex<std::collections::BTreeSet<PathBuf>>>,
     env: BTreeMap<String, String>,
     now: i64,
+}
+
+/// The files of a [`MemorySystem`]: looked up by hash (a generation
+/// looks every generated file up; a sorted map compared paths component
+/// by component a dozen times per lookup), listed in path order.
+#[derive(Debug, Default)]
+struct MemFiles {
+    texts: std::collections::HashMap<PathBuf, (String, u64)>,
+    paths: std::collections::BTreeSet<PathBuf>,
+}
+
+impl MemFiles {
+    fn get(&self, path: &Path) -> Option<&(String, u64)> {
+        self.texts.get(path)
+    }
+
+    fn insert(&mut self, path: &Path, text: String, written: u64) {
+        if self
+            .texts
+            .insert(path.to_path_buf(), (text, written))
+            .is_none()
+        {
+            self.paths.insert(path.to_path_buf());
+        }
+    }
+
+    fn remove(&mut self, path: &Path) {
+        if self.texts.remove(path).is_some() {
+            self.paths.remove(path);
+        }
+    }
+
+    /// The files below `dir`, in path order.
+    fn under<'a>(&'a self, dir: &'a Path) -> impl Iterator<Item = &'a PathBuf> + 'a {
+        self.paths
+            .range(dir.to_path_buf()..)
+            .take_while(move |p| p.starts_with(dir))
+            .filter(move |p| p.as_path() != dir)
+    }
 }
 
 impl MemorySystem {
@@ -588,7 +627,7 @@ impl MemorySystem {
             .writes
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if let Ok(mut files) = self.files.lock() {
-            files.insert(path.to_path_buf(), (text.to_string(), n));
+            files.insert(path, text.to_string(), n);
         }
     }
 
@@ -675,19 +714,13 @@ impl System for MemorySystem {
             .files
             .lock()
             .map_err(|_| io::Error::other("memory system poisoned"))?;
-        Ok(files
-            .range(dir.to_path_buf()..)
-            .map(|(p, _)| p)
-            .take_while(|p| p.starts_with(dir))
-            .filter(|p| p.as_path() != dir)
-            .cloned()
-            .collect())
+        Ok(files.under(dir).cloned().collect())
     }
 
     fn is_dir(&self, path: &Path) -> bool {
         self.files
             .lock()
-            .map(|f| f.keys().any(|p| p.starts_with(path) && p.as_path() != path))
+            .map(|f| f.under(path).next().is_some())
             .unwrap_or(false)
     }
 
