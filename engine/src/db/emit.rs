@@ -46,37 +46,66 @@ impl Passed {
 /// moved holds those bytes: it is not read again to be compared (a warm
 /// run would otherwise read every generated file). A file edited by hand
 /// since has moved its time and is compared and rewritten as before.
+/// Within one pass ([`Seen::new_pass`]: one run's generation) a file is
+/// looked at once: `run --explain` asks before the write step asks again.
 #[derive(Debug, Default)]
 pub struct Seen {
     files: std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, Stamp>>,
+    pass: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Debug)]
 struct Stamp {
     bytes: Arc<[u8]>,
     modified: std::time::SystemTime,
+    /// The pass in which the file was last found to hold `bytes`.
+    pass: u64,
 }
 
 impl Seen {
+    /// A new pass: what earlier passes found is looked at again.
+    pub fn new_pass(&self) {
+        self.pass.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn current(&self) -> u64 {
+        self.pass.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Whether `path` holds `bytes` as far as this process knows, without
     /// reading it.
     pub fn holds(&self, system: &dyn System, path: &Path, bytes: &Arc<[u8]>) -> bool {
-        let known = self
-            .files
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(path)
-            .filter(|s| Arc::ptr_eq(&s.bytes, bytes))
-            .map(|s| s.modified);
-        known.is_some() && system.modified(path).ok().flatten() == known
+        let pass = self.current();
+        let known = {
+            let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+            match files.get(path).filter(|s| Arc::ptr_eq(&s.bytes, bytes)) {
+                Some(s) if s.pass == pass => return true,
+                Some(s) => s.modified,
+                None => return false,
+            }
+        };
+        if system.modified(path).ok().flatten() != Some(known) {
+            return false;
+        }
+        let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = files.get_mut(path) {
+            s.pass = pass;
+        }
+        true
     }
 
     fn record(&self, system: &dyn System, path: &Path, bytes: &Arc<[u8]>) {
+        let pass = self.current();
         let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
         match system.modified(path) {
             Ok(Some(modified)) => {
                 let bytes = bytes.clone();
-                files.insert(path.to_path_buf(), Stamp { bytes, modified });
+                let stamp = Stamp {
+                    bytes,
+                    modified,
+                    pass,
+                };
+                files.insert(path.to_path_buf(), stamp);
             }
             _ => {
                 files.remove(path);
@@ -176,6 +205,7 @@ mod tests {
         assert_eq!(first.removed, ["stale.txt"]);
 
         // The same emission again: nothing read, nothing written.
+        seen.new_pass();
         let reads = sys.reads();
         let again = sync_dir(&sys, dir, &want, &[], &never, &seen).unwrap();
         assert_eq!((again.written.len(), again.unchanged), (0, 2));
@@ -183,6 +213,7 @@ mod tests {
 
         // Edited by hand: its time moved, so it is read, and restored.
         sys.write(&dir.join("b.txt"), "edited");
+        seen.new_pass();
         let restored = sync_dir(&sys, dir, &want, &[], &never, &seen).unwrap();
         assert_eq!(restored.written, ["b.txt"]);
         assert_eq!(sys.read(&dir.join("b.txt")), "B");
@@ -190,6 +221,7 @@ mod tests {
 
         // The same bytes in another allocation are compared, not trusted,
         // and not rewritten.
+        seen.new_pass();
         let copy = files(&[("a.txt", "A"), ("b.txt", "B")]);
         let compared = sync_dir(&sys, dir, &copy, &[], &never, &seen).unwrap();
         assert_eq!((compared.written.len(), compared.unchanged), (0, 2));

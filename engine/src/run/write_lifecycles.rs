@@ -37,6 +37,7 @@ impl Runner<'_> {
         let ws = self.ws;
         let names: Vec<&str> = requested.iter().map(|l| l.name).collect();
         let generated = crate::run::generate::emissions(&ws.db, ws.tree, self.run_input, &names);
+        ws.db.generated_seen().new_pass();
         // `--explain` reads each file before it is rewritten.
         if let Some(explained) = summary.explain.as_mut() {
             for (spec, em) in requested.iter().zip(&generated) {
