@@ -49,24 +49,23 @@ impl<'a> Checks<'a> {
         Some((spec.builder)(d))
     }
 
-    pub(super) fn origin_of(&self, kind: ItemKind, name: &str) -> Option<Origin> {
+    /// The item a reference names (as written: its safe name is the key).
+    fn named(&self, kind: ItemKind, name: &str) -> &'a crate::load::items_model::StructuredItem {
         let id = ItemId::new(
             self.db,
             self.tree,
             kind,
             csis_model::naming::safe_name(name),
         );
-        structured_item(self.db, id).origin.clone()
+        structured_item(self.db, id)
+    }
+
+    pub(super) fn origin_of(&self, kind: ItemKind, name: &str) -> Option<Origin> {
+        self.named(kind, name).origin.clone()
     }
 
     pub(super) fn structured(&self, kind: ItemKind, name: &str) -> Option<std::sync::Arc<Item>> {
-        let id = ItemId::new(
-            self.db,
-            self.tree,
-            kind,
-            csis_model::naming::safe_name(name),
-        );
-        structured_item(self.db, id).item.clone()
+        self.named(kind, name).item.clone()
     }
 
     /// A storage by name, when it structured.
