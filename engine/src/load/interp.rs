@@ -25,6 +25,7 @@ use csis_string_stage::interp::{
 };
 use csis_string_stage::passes::{DEFAULT_DATEFORMAT, LAST_JINJA_ORDER, StageEnv};
 
+use crate::db::index::ItemSource;
 use crate::db::{Db, SourceFile, Tree};
 use crate::load::cfg::cfg_document;
 
@@ -290,7 +291,19 @@ pub fn interpolation_files(db: &dyn Db, tree: Tree) -> Reads {
         if !sections.iter().any(|s| s == kind.key()) {
             continue;
         }
-        for name in crate::load::items::item_index(db, tree).names(kind) {
+        let index = crate::load::items::item_index(db, tree);
+        for (name, source) in index.items.get(&kind).into_iter().flatten() {
+            // An entry of the tree that no overlay changes is read in
+            // place; the load asks this of every item, on one thread.
+            if let ItemSource::Tree { file, index: n } = source
+                && tree.overlays(db).is_empty()
+            {
+                let entries = crate::load::items::item_file_entries(db, tree, *file);
+                if let Some(entry) = entries.items.get(*n) {
+                    add(&entry.value);
+                }
+                continue;
+            }
             let id = crate::load::items::ItemId::new(db, tree, kind, name.clone());
             if let Some(raw) = crate::load::items::raw_item(db, tree, id) {
                 add(&raw.value);

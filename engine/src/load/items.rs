@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use csis_model::naming::safe_name;
 use csis_model::{Diagnostic, DocPath, ItemKind, Origin, Subject, Value};
-use indexmap::IndexMap;
 
 use crate::db::index::{ItemIndex, ItemSource, Names};
 use crate::db::{Db, SourceFile, Tree};
@@ -309,18 +308,29 @@ pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
     for kind in &kinds {
         index.items.insert(*kind, Names::default());
     }
-    // First declarations, for the duplicate message.
-    let mut first: IndexMap<(ItemKind, String), (SourceFile, usize), foldhash::fast::RandomState> =
-        IndexMap::default();
+    // Each file's entries are read once, then taken kind by kind (users
+    // before groups, whatever the files' order). The first declaration
+    // of a name is the one the index already holds.
+    let files: Vec<(SourceFile, &ItemFileEntries)> = tree
+        .item_files(db)
+        .iter()
+        .map(|f| (f.file, item_file_entries(db, tree, f.file)))
+        .collect();
     for kind in kinds.iter().copied() {
-        for item_file in tree.item_files(db) {
-            let file = item_file.file;
-            for (n, (k, name)) in item_file_names(db, tree, file).iter().enumerate() {
-                if *k != kind {
+        let Some(names) = index.items.get_mut(&kind) else {
+            continue;
+        };
+        for (file, entries) in &files {
+            for (n, item) in entries.items.iter().enumerate() {
+                if item.kind != kind {
                     continue;
                 }
-                let key = (kind, name.clone());
-                if let Some((prev_file, prev_n)) = first.get(&key) {
+                let name = &item.name;
+                if let Some(ItemSource::Tree {
+                    file: prev_file,
+                    index: prev_n,
+                }) = names.get(name)
+                {
                     let origin = |f: SourceFile, i: usize| {
                         item_file_entries(db, tree, f)
                             .items
@@ -335,17 +345,20 @@ pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
                             "Duplicate name '{name}' found in list for key '{}'",
                             kind.key()
                         ))
-                        .at_opt(origin(file, n).map(|o| o.key("name")))
+                        .at_opt(origin(*file, n).map(|o| o.key("name")))
                         .help(format!(
                             "rename one of the entries (first declared at {prev})"
                         )),
                     );
                     continue;
                 }
-                first.insert(key, (file, n));
-                if let Some(m) = index.items.get_mut(&kind) {
-                    m.insert(name.clone(), ItemSource::Tree { file, index: n });
-                }
+                names.insert(
+                    name.clone(),
+                    ItemSource::Tree {
+                        file: *file,
+                        index: n,
+                    },
+                );
             }
         }
     }
