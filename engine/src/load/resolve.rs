@@ -98,46 +98,58 @@ pub fn resolve_item(
             break;
         }
         let jctx = ctx.context(kind, value);
-        let before = value.clone();
-        render_strings(value, &mut Vec::new(), &jctx, r, &mut refused);
-        if *value == before {
+        if !render_strings(value, &mut Vec::new(), &jctx, r, &mut refused) {
             break;
         }
     }
     refused
 }
 
+/// Every templated string of `v` rendered against `ctx`; whether any
+/// changed (a pass that changed nothing is the last).
 fn render_strings(
     v: &mut Value,
     path: &mut Vec<Seg>,
     ctx: &JValue,
     r: &Renderer,
     refused: &mut Vec<(DocPath, Refusal)>,
-) {
+) -> bool {
     match v {
         Value::Scalar { text, .. } => {
-            if csis_model::value::has_template(text) && !refused.iter().any(|(p, _)| p.0 == *path) {
-                match r.render_tags(text, ctx) {
-                    Ok(t) => *text = t,
-                    Err(refusal) => refused.push((DocPath(path.clone()), refusal)),
+            if !csis_model::value::has_template(text) || refused.iter().any(|(p, _)| p.0 == *path) {
+                return false;
+            }
+            match r.render_tags(text, ctx) {
+                Ok(t) if t != *text => {
+                    *text = t;
+                    true
+                }
+                Ok(_) => false,
+                Err(refusal) => {
+                    refused.push((DocPath(path.clone()), refusal));
+                    false
                 }
             }
         }
         Value::Seq(items) => {
+            let mut changed = false;
             for (i, item) in items.iter_mut().enumerate() {
                 path.push(Seg::Index(i));
-                render_strings(item, path, ctx, r, refused);
+                changed |= render_strings(item, path, ctx, r, refused);
                 path.pop();
             }
+            changed
         }
         Value::Map(m) => {
+            let mut changed = false;
             for (k, item) in m.iter_mut() {
                 path.push(Seg::Key(k.clone()));
-                render_strings(item, path, ctx, r, refused);
+                changed |= render_strings(item, path, ctx, r, refused);
                 path.pop();
             }
+            changed
         }
-        Value::Null => {}
+        Value::Null => false,
     }
 }
 

@@ -113,7 +113,14 @@ impl Renderer {
     }
 
     fn with_template_unguarded<T>(&self, text: &str, f: impl FnOnce(&Template) -> T) -> Option<T> {
-        if self.env.borrow().get_template(text).is_err() {
+        {
+            // Compiled before: the common case, one lookup.
+            let env = self.env.borrow();
+            if let Ok(template) = env.get_template(text) {
+                return Some(f(&template));
+            }
+        }
+        {
             let mut env = self.env.borrow_mut();
             if env.templates().count() >= MAX_TEMPLATES {
                 *env = Renderer::environment(&self.limits);
