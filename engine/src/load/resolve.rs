@@ -7,7 +7,9 @@
 use std::collections::BTreeMap;
 
 use csis_model::{DocPath, ItemKind, Map, Seg, Value, Vct};
-use minijinja::value::Value as JValue;
+use std::sync::Arc;
+
+use minijinja::value::{Enumerator, Object, ObjectRepr, Value as JValue};
 
 use crate::load::builders::Builders;
 use csis_string_stage::{Refusal, Renderer, jinja_value};
@@ -67,20 +69,67 @@ impl SmartContext {
     pub const FIXED: [&'static str; 5] =
         ["this", "ENV", "execution", "builder", "identified_model"];
 
-    fn context(&self, kind: ItemKind, this: &Value) -> JValue {
-        let mut m: BTreeMap<String, JValue> = self.fks.clone();
-        let me = jinja_value(this);
-        m.insert(kind.singular().replace('_', ""), me.clone());
-        m.insert("this".into(), me.clone());
-        // Sub-items (a modifications: or storages: entry) are resolved with
-        // their item, which is the model that identifies them.
-        m.insert("identified_model".into(), me);
-        m.insert("ENV".into(), self.env.clone());
-        m.insert("execution".into(), self.execution.clone());
-        if let Some(b) = &self.builder {
-            m.insert("builder".into(), b.clone());
+    /// What a pass over `this` renders against. A mapping from the
+    /// foreign keys, then the item under its kind's name, then the fixed
+    /// names, each over what came before.
+    fn context(&self, kind: ItemKind, this: &Value, fks: &Arc<BTreeMap<String, JValue>>) -> JValue {
+        JValue::from_object(ItemContext {
+            own: kind.singular().replace('_', ""),
+            me: jinja_value(this),
+            env: self.env.clone(),
+            execution: self.execution.clone(),
+            builder: self.builder.clone(),
+            fks: fks.clone(),
+        })
+    }
+}
+
+/// The names a template of an item sees, looked up where they are rather
+/// than copied into a map for every pass of every item.
+#[derive(Debug)]
+struct ItemContext {
+    /// The item's kind, singular, without underscores (`image`).
+    own: String,
+    me: JValue,
+    env: JValue,
+    execution: JValue,
+    builder: Option<JValue>,
+    fks: Arc<BTreeMap<String, JValue>>,
+}
+
+impl Object for ItemContext {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Map
+    }
+
+    fn get_value(self: &Arc<Self>, key: &JValue) -> Option<JValue> {
+        match key.as_str()? {
+            // Sub-items (a modifications: or storages: entry) are resolved
+            // with their item, which is the model that identifies them.
+            "this" | "identified_model" => Some(self.me.clone()),
+            "ENV" => Some(self.env.clone()),
+            "execution" => Some(self.execution.clone()),
+            "builder" if self.builder.is_some() => self.builder.clone(),
+            k if k == self.own => Some(self.me.clone()),
+            k => self.fks.get(k).cloned(),
         }
-        JValue::from_object(m)
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        let mut keys: std::collections::BTreeSet<&str> =
+            self.fks.keys().map(String::as_str).collect();
+        keys.extend([
+            self.own.as_str(),
+            "this",
+            "identified_model",
+            "ENV",
+            "execution",
+        ]);
+        if self.builder.is_some() {
+            keys.insert("builder");
+        }
+        let keys: Vec<JValue> = keys.into_iter().map(JValue::from).collect();
+        Enumerator::Iter(Box::new(keys.into_iter()))
     }
 }
 
@@ -93,11 +142,12 @@ pub fn resolve_item(
     r: &Renderer,
 ) -> Vec<(DocPath, Refusal)> {
     let mut refused = Vec::new();
+    let fks = Arc::new(ctx.fks.clone());
     for _ in 0..MAX_PASSES {
         if !value.contains_template() {
             break;
         }
-        let jctx = ctx.context(kind, value);
+        let jctx = ctx.context(kind, value, &fks);
         if !render_strings(value, &mut Vec::new(), &jctx, r, &mut refused) {
             break;
         }
