@@ -22,24 +22,15 @@ fn standing(db: &dyn Db, tree: Tree, owner: &(Vct, String)) -> Vec<String> {
     let (vct, name) = owner;
     let b = builders(db, tree);
     match *vct {
-        Vct::StorageBuilderModel => read_record::<crate::state::storage_state::StorageState>(
-            db,
-            tree,
-            crate::state::storage_state::FILE,
-        )
-        .value
-        .storages
-        .iter()
-        .filter(|(_, r)| r.builder.as_deref() == Some(name) && r.state != "destroyed")
-        .map(|(s, _)| format!("storage '{s}'"))
-        .collect(),
+        Vct::StorageBuilderModel => crate::state::storage_state::storage_record(db, tree)
+            .value
+            .storages
+            .iter()
+            .filter(|(_, r)| r.builder.as_deref() == Some(name) && r.state != "destroyed")
+            .map(|(s, _)| format!("storage '{s}'"))
+            .collect(),
         Vct::InstanceBuilderModel => {
-            let launched = read_record::<crate::state::launch_params::LaunchParams>(
-                db,
-                tree,
-                crate::state::launch_params::FILE,
-            )
-            .value;
+            let launched = &crate::state::launch_params::launch_record(db, tree).value;
             item_index(db, tree)
                 .names(ItemKind::INSTANCES)
                 .filter(|i| launched.instances.get(*i).is_some_and(|r| r.launched))

@@ -26,8 +26,7 @@ impl Runner<'_> {
         match lifecycle {
             "identity" => self.write_read_model(IDENTITY, identity_read_model(db, tree)),
             "storage" => {
-                let record =
-                    crate::state::lineage::read_record(db, tree, crate::state::storage_state::FILE);
+                let record = crate::state::storage_state::storage_record(db, tree);
                 self.write_read_model(STORAGE, storage_read_model(db, tree, &record.value))
             }
             "instance-image" => self.record_launch_params(),

@@ -8,7 +8,6 @@ use csis_model::{Diagnostic, DocPath, Origin};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as J;
 
-use crate::db::files::parse_file;
 use crate::db::{Db, SourceFile, Tree};
 
 /// One recorded build.
@@ -102,7 +101,11 @@ pub(crate) fn meta_file(db: &dyn Db, tree: Tree, name: &str) -> Option<SourceFil
         .find(|f| f.path(db).as_ref() == path)
 }
 
-/// Parse a meta-state record; an absent file is the empty record.
+/// Parse a meta-state record; an absent file is the empty record. Call it
+/// from one tracked query per file (`lineage`, `launch_record`, ...): the
+/// record is memoized typed, and the parsed document, which is ten times
+/// the text, is dropped (a broken record's position is found again when
+/// its diagnostic is shown).
 pub(crate) fn read_record<T: Default + for<'de> Deserialize<'de>>(
     db: &dyn Db,
     tree: Tree,
@@ -112,19 +115,16 @@ pub(crate) fn read_record<T: Default + for<'de> Deserialize<'de>>(
         return Record::default();
     };
     let path = file.path(db).clone();
-    let parsed = parse_file(db, file);
     let origin = Origin::new(path.clone(), DocPath::root());
-    if let Some(e) = &parsed.error {
-        return Record {
-            value: T::default(),
-            diags: vec![e.clone().at(origin)],
-        };
-    }
-    let json = parsed
-        .value
-        .as_deref()
-        .map(|v| v.to_json())
-        .unwrap_or(J::Null);
+    let json = match csis_yaml::parse_value(file.text(db)) {
+        Ok(value) => value.to_json(),
+        Err(e) => {
+            return Record {
+                value: T::default(),
+                diags: vec![Diagnostic::error(format!("{path}: {}", e.message)).at(origin)],
+            };
+        }
+    };
     let json = match json {
         J::Null => return Record::default(),
         J::Object(m) => J::Object(m),

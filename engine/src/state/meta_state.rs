@@ -45,8 +45,8 @@ pub fn read(
             p.display()
         )
     };
-    let (value, _) =
-        csis_yaml::parse(&text).map_err(|e| format!("{}: {}", p.display(), e.message))?;
+    let value =
+        csis_yaml::parse_value(&text).map_err(|e| format!("{}: {}", p.display(), e.message))?;
     match value.to_json() {
         J::Object(m) => Ok(m),
         J::Null => Ok(serde_json::Map::new()),

@@ -203,16 +203,22 @@ pub fn check(
     out
 }
 
+/// meta-state/storage-state.yaml as the tree was loaded with it.
+#[salsa::tracked(returns(ref))]
+pub fn storage_record(db: &dyn Db, tree: Tree) -> crate::state::lineage::Record<StorageState> {
+    crate::state::lineage::read_record(db, tree, FILE)
+}
+
 /// Storages recorded not destroyed, with the builder that realized them,
 /// whose declaration is gone: their destroy is generated from the record.
 pub fn undeclared(db: &dyn Db, tree: Tree) -> Vec<(String, String)> {
-    let record = crate::state::lineage::read_record::<StorageState>(db, tree, FILE).value;
     let index = item_index(db, tree);
-    record
+    storage_record(db, tree)
+        .value
         .storages
-        .into_iter()
+        .iter()
         .filter(|(s, r)| r.state != "destroyed" && !index.contains(ItemKind::STORAGES, s))
-        .filter_map(|(s, r)| r.builder.map(|b| (s, b)))
+        .filter_map(|(s, r)| r.builder.clone().map(|b| (s.clone(), b)))
         .collect()
 }
 
