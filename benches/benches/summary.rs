@@ -5,9 +5,10 @@
 //! memory (VmHWM) after the first cold dry run. A markdown table on stdout.
 //! Last, the `csis` binary from disk (`target/release/csis`, or
 //! `CSIS_BENCH_BIN`), on the tree written to a temporary directory: `csis
-//! plan`, and `csis run all --no-apply` on a fresh copy each run, with the
-//! peak memory of each (from one more run with `--stats`); skipped when
-//! the binary is not built, and under `cargo test`.
+//! plan`, `csis run all --no-apply` on a fresh copy each run and again on
+//! a tree it ran on, and `csis plan` there, with the peak memory of each
+//! (from one more run with `--stats`); skipped when the binary is not
+//! built, and under `cargo test`.
 //!
 //! `cargo bench -p csis-benches --bench summary` (reference tree): cold
 //! measures 3 to 5 runs, warm ones 3 to 20, fewer when slow (see
@@ -269,9 +270,18 @@ fn peak_from_stats(bin: &std::path::Path, root: &std::path::Path, args: &[&str])
     Some((mib * 1024.0) as u64)
 }
 
-/// The binary from disk: `csis plan`, and `csis run all --no-apply` on a
-/// fresh copy of the tree each time (no generated/ or meta-state/ yet).
-/// Each with its peak memory (KiB), from one more run with `--stats`.
+/// The binary from disk, each measure with its peak memory (KiB, from one
+/// more run with `--stats`):
+/// - `csis plan` on the tree as the generator writes it (no meta-state);
+/// - `csis run all --no-apply` on a fresh copy each run (no generated/ or
+///   meta-state/ yet). Every copy is written, and the file system synced,
+///   before the first run: on ext4 without a journal (this machine's root)
+///   the inode allocator skips inodes freed in the last seconds
+///   (`recently_deleted`), and 18,000 creations right after deleting the
+///   previous round's copy took 3 to 5 times as long in the kernel;
+/// - the same command again on a tree it already ran on (generated/ and
+///   meta-state/ present: a repository that commits them);
+/// - `csis plan` on that tree (meta-state/ of a run present).
 fn from_disk(fx: &Fixture, bin: &std::path::Path, budget: Budget) -> Vec<(Measure, Option<u64>)> {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let write_tree = |root: &std::path::Path| {
@@ -281,42 +291,59 @@ fn from_disk(fx: &Fixture, bin: &std::path::Path, budget: Budget) -> Vec<(Measur
             std::fs::write(p, text).unwrap();
         }
     };
-    let mut out = Vec::new();
-    for (name, args, fresh) in [
-        (
-            "cold `csis plan` from disk (the binary)",
-            &["plan"][..],
-            false,
-        ),
-        (
-            "cold `csis run all --no-apply` from disk (the binary)",
-            &["run", "all", "--no-apply"][..],
-            true,
-        ),
-    ] {
-        let root = dir.path().join("tree");
-        let mut m = Measure {
-            name,
-            times: Vec::new(),
-            cpu: Vec::new(),
-            queries: (0, 0),
-        };
-        while budget.more(&m.times) {
-            if fresh || !root.exists() {
-                let _ = std::fs::remove_dir_all(&root);
-                write_tree(&root);
+    let measure =
+        |name: &'static str, roots: &mut dyn Iterator<Item = std::path::PathBuf>, args: &[&str]| {
+            let mut m = Measure {
+                name,
+                times: Vec::new(),
+                cpu: Vec::new(),
+                queries: (0, 0),
+            };
+            while budget.more(&m.times) {
+                let root = roots.next().expect("a copy of the tree per run");
+                let (wall, cpu) = run_binary(bin, &root, args);
+                m.times.push(wall);
+                m.cpu.push(cpu);
             }
-            let (wall, cpu) = run_binary(bin, &root, args);
-            m.times.push(wall);
-            m.cpu.push(cpu);
-        }
-        if fresh {
-            let _ = std::fs::remove_dir_all(&root);
+            let peak = peak_from_stats(bin, &roots.next().expect("a copy for --stats"), args);
+            (m, peak)
+        };
+    let plan = ["plan"];
+    let run = ["run", "all", "--no-apply"];
+
+    let tree = dir.path().join("tree");
+    write_tree(&tree);
+    let mut out = vec![measure(
+        "cold `csis plan` from disk (the binary)",
+        &mut std::iter::repeat(tree.clone()),
+        &plan,
+    )];
+
+    let copies: Vec<_> = (0..=budget.max)
+        .map(|i| {
+            let root = dir.path().join(format!("copy-{i}"));
             write_tree(&root);
-        }
-        let peak = peak_from_stats(bin, &root, args);
-        out.push((m, peak));
-    }
+            root
+        })
+        .collect();
+    // SAFETY: sync(2) takes no arguments and cannot fail.
+    unsafe { libc::sync() };
+    out.push(measure(
+        "cold `csis run all --no-apply` from disk, a fresh copy (the binary)",
+        &mut copies.iter().cloned(),
+        &run,
+    ));
+    let ran = &copies[0];
+    out.push(measure(
+        "cold `csis run all --no-apply` from disk, again (generated/ and meta-state/ present)",
+        &mut std::iter::repeat(ran.clone()),
+        &run,
+    ));
+    out.push(measure(
+        "cold `csis plan` from disk after a run (meta-state/ present)",
+        &mut std::iter::repeat(ran.clone()),
+        &plan,
+    ));
     out
 }
 

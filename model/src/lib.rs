@@ -17,6 +17,7 @@ pub mod naming;
 pub mod path;
 pub mod suggest;
 pub mod value;
+mod value_de;
 pub mod vct;
 
 pub use cause::Subject;

@@ -114,40 +114,15 @@ pub(crate) fn read_record<T: Default + for<'de> Deserialize<'de>>(
     let Some(file) = meta_file(db, tree, name) else {
         return Record::default();
     };
-    let path = file.path(db).clone();
-    let origin = Origin::new(path.clone(), DocPath::root());
-    let json = match csis_yaml::parse_value(file.text(db)) {
-        Ok(value) => value.to_json(),
-        Err(e) => {
-            return Record {
-                value: T::default(),
-                diags: vec![Diagnostic::error(format!("{path}: {}", e.message)).at(origin)],
-            };
-        }
-    };
-    let json = match json {
-        J::Null => return Record::default(),
-        J::Object(m) => J::Object(m),
-        _ => {
-            return Record {
-                value: T::default(),
-                diags: vec![
-                    Diagnostic::error(format!(
-                        "Meta-state file {path} must hold a mapping at the top level"
-                    ))
-                    .at(origin),
-                ],
-            };
-        }
-    };
-    match serde_json::from_value(json) {
+    let path = file.path(db);
+    match crate::state::meta_state::parse(file.text(db), path) {
         Ok(value) => Record {
             value,
             diags: Vec::new(),
         },
-        Err(e) => Record {
+        Err(message) => Record {
             value: T::default(),
-            diags: vec![Diagnostic::error(format!("Meta-state file {path}: {e}")).at(origin)],
+            diags: vec![Diagnostic::error(message).at(Origin::new(path.clone(), DocPath::root()))],
         },
     }
 }
@@ -215,8 +190,7 @@ pub fn read_json<T: Default + for<'de> Deserialize<'de>>(
     root: &std::path::Path,
     file: &str,
 ) -> Result<T, String> {
-    let doc = crate::state::meta_state::read(system, root, file)?;
-    serde_json::from_value(J::Object(doc)).map_err(|e| format!("meta-state/{file}: {e}"))
+    crate::state::meta_state::read(system, root, file)
 }
 
 pub fn write_json<T: Serialize>(

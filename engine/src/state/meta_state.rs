@@ -26,31 +26,38 @@ pub fn path(root: &Path, file: &str) -> PathBuf {
     root.join(DIR).join(file)
 }
 
-/// A meta-state file as JSON; an absent file is an empty mapping.
-pub fn read(
+/// A meta-state file read into `T` (a record type, or a JSON mapping); an
+/// absent file is `T::default()`.
+pub fn read<T: Default + serde::de::DeserializeOwned>(
     system: &dyn System,
     root: &Path,
     file: &str,
-) -> Result<serde_json::Map<String, J>, String> {
+) -> Result<T, String> {
     let p = path(root, file);
-    let text = system
-        .read_to_string(&p)
-        .map_err(|e| format!("{}: {e}", p.display()))?;
-    let Some(text) = text else {
-        return Ok(serde_json::Map::new());
-    };
-    let refused = || {
-        format!(
-            "Meta-state file {} must hold a mapping at the top level",
-            p.display()
-        )
-    };
-    let value =
-        csis_yaml::parse_value(&text).map_err(|e| format!("{}: {}", p.display(), e.message))?;
-    match value.to_json() {
-        J::Object(m) => Ok(m),
-        J::Null => Ok(serde_json::Map::new()),
-        _ => Err(refused()),
+    match system.read_to_string(&p) {
+        Ok(Some(text)) => parse(&text, &p.display().to_string()),
+        Ok(None) => Ok(T::default()),
+        Err(e) => Err(format!("{}: {e}", p.display())),
+    }
+}
+
+/// A meta-state file's text read into `T`; an empty document is
+/// `T::default()`, anything but a mapping is refused. `shown` is the path
+/// the messages name. Parsed without positions and read straight from the
+/// document (no JSON copy): the records are megabytes on a large tree.
+pub fn parse<T: Default + serde::de::DeserializeOwned>(
+    text: &str,
+    shown: &str,
+) -> Result<T, String> {
+    let doc = csis_yaml::parse_value(text).map_err(|e| format!("{shown}: {}", e.message))?;
+    match doc {
+        csis_model::Value::Null => Ok(T::default()),
+        csis_model::Value::Map(_) => {
+            T::deserialize(&doc).map_err(|e| format!("Meta-state file {shown}: {e}"))
+        }
+        _ => Err(format!(
+            "Meta-state file {shown} must hold a mapping at the top level"
+        )),
     }
 }
 
@@ -114,7 +121,7 @@ impl Gate {
 /// Append one run to meta-state/runs.yaml, keeping the last
 /// [`RUNS_KEPT`].
 pub fn record_run(system: &dyn System, root: &Path, entry: J) -> Result<(), String> {
-    let mut doc = read(system, root, "runs.yaml")?;
+    let mut doc: serde_json::Map<String, J> = read(system, root, "runs.yaml")?;
     let mut runs = match doc.remove("runs") {
         Some(J::Array(a)) => a,
         _ => Vec::new(),
@@ -144,7 +151,7 @@ mod tests {
             )
             .unwrap();
         }
-        let doc = read(&sys, root, "runs.yaml").unwrap();
+        let doc: serde_json::Map<String, J> = read(&sys, root, "runs.yaml").unwrap();
         let runs = doc["runs"].as_array().unwrap();
         assert_eq!(runs.len(), 200);
         assert_eq!(runs[0]["run"], "r5");
@@ -181,12 +188,38 @@ mod tests {
     }
 
     #[test]
+    fn a_record_is_read_straight_from_its_document_and_a_wrong_type_named() {
+        use crate::state::lineage::Pins;
+        let sys = MemorySystem::new();
+        let root = Path::new("/r");
+        sys.write(
+            &path(root, "pins.yaml"),
+            "instances:\n  web: b-1\nimages: {}\nnot_a_field: [1, {a: b}]\n",
+        );
+        let pins: Pins = read(&sys, root, "pins.yaml").unwrap();
+        assert_eq!(pins.instances["web"], "b-1");
+        assert!(pins.images.is_empty());
+
+        sys.write(&path(root, "pins.yaml"), "instances:\n  web: [b-1]\n");
+        assert_eq!(
+            read::<Pins>(&sys, root, "pins.yaml").unwrap_err(),
+            "Meta-state file /r/meta-state/pins.yaml: invalid type: sequence, expected a string"
+        );
+        // An empty file is the empty record.
+        sys.write(&path(root, "pins.yaml"), "# nothing yet\n");
+        assert_eq!(
+            read::<Pins>(&sys, root, "pins.yaml").unwrap(),
+            Pins::default()
+        );
+    }
+
+    #[test]
     fn a_hand_edited_file_that_is_not_a_mapping_is_refused() {
         let sys = MemorySystem::new();
         let root = Path::new("/r");
         sys.write(&path(root, "runs.yaml"), "- a\n- b\n");
         assert_eq!(
-            read(&sys, root, "runs.yaml").unwrap_err(),
+            read::<serde_json::Map<String, J>>(&sys, root, "runs.yaml").unwrap_err(),
             "Meta-state file /r/meta-state/runs.yaml must hold a mapping at the top level"
         );
         assert!(record_run(&sys, root, serde_json::json!({})).is_err());

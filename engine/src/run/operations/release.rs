@@ -43,7 +43,6 @@ impl Ops<'_> {
         }
         let mod_tests: BTreeMap<String, J> =
             crate::state::meta_state::read(self.system, &self.ws.root, "mod-tests.yaml")
-                .map(|m| m.into_iter().collect())
                 .unwrap_or_default();
         for m in &rec.mods {
             let name = m.get("name").and_then(J::as_str).unwrap_or("?");
@@ -74,7 +73,7 @@ impl Ops<'_> {
         }
         let post_bake = matches!(self.image(image).as_deref(), Some(Item::Image(img)) if img.tests.contains_key("post_bake"));
         if post_bake && self.config_bool("require_image_tests", true) {
-            let records =
+            let records: serde_json::Map<String, J> =
                 crate::state::meta_state::read(self.system, &self.ws.root, "image-tests.yaml")
                     .unwrap_or_default();
             match records.get(build) {
