@@ -17,6 +17,7 @@ use serde::Deserialize;
 use crate::db::{Db, Tree};
 use crate::load::items::{ItemId, item_index};
 use crate::load::items_model::structured_item;
+use crate::state::lineage::{Record, read_record};
 use crate::state::read_models::IDENTITY;
 
 /// Exactly one root group; every member and admin a declared user.
@@ -65,19 +66,35 @@ pub fn check_groups(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
 /// A group the read-model records as managed that the YAML no longer
 /// declares.
 pub fn managed_groups_missing(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
-    let record = crate::state::lineage::read_record::<Recorded>(db, tree, IDENTITY);
+    let record = recorded_managed_groups(db, tree);
     let index = item_index(db, tree);
-    let declared: Vec<&String> = index.names(ItemKind::GROUPS).collect();
-    let mut out = record.diags;
-    for (name, g) in &record.value.groups {
-        let safe = csis_model::naming::safe_name(name);
-        if g.managed && !declared.iter().any(|d| **d == safe) {
+    let mut out = record.diags.clone();
+    for name in &record.value {
+        if !index.contains(ItemKind::GROUPS, &csis_model::naming::safe_name(name)) {
             out.push(Diagnostic::error(format!(
                 "identity: group '{name}' was managed by the system but is missing from the YAML; groups never leave the configuration (keep the entry with 'unmanaged: true' to stop managing it without destroying it)"
             )));
         }
     }
     out
+}
+
+/// The groups meta-state/identity.yaml records as managed. A memo of its
+/// own, so the load reads the file (megabytes on a large tree) while it
+/// parses the item files (`workspace::prewarm`).
+#[salsa::tracked(returns(ref))]
+pub fn recorded_managed_groups(db: &dyn Db, tree: Tree) -> Record<Vec<String>> {
+    let record = read_record::<Recorded>(db, tree, IDENTITY);
+    Record {
+        value: record
+            .value
+            .groups
+            .into_iter()
+            .filter(|(_, g)| g.managed)
+            .map(|(name, _)| name)
+            .collect(),
+        diags: record.diags,
+    }
 }
 
 /// What the managed-groups rule reads of meta-state/identity.yaml.

@@ -8,17 +8,53 @@
 use csis_model::ItemKind;
 use rayon::prelude::*;
 
-use crate::db::{Database, Tree};
+use crate::db::{Database, SourceFile, Tree};
 use crate::load::items::{ItemId, item_file_entries, item_index};
 use crate::load::items_model::structured_item;
 use crate::plan::fingerprint::{SeriesKey, input_fingerprint};
 
-/// Every item file parsed into its entries.
+/// Every item file parsed into its entries, and the meta-state records
+/// validation and the plan read: megabytes on a large tree, each one
+/// worker's task (listed first, so they start first) while the other
+/// workers parse the item files. Read later, a record kept every worker
+/// but one waiting for it.
 pub fn parse_files(db: &Database, tree: Tree) {
-    let files: Vec<_> = tree.item_files(db).iter().map(|f| f.file).collect();
-    files.par_iter().for_each_with(db.clone(), |db, file| {
-        item_file_entries(db, tree, *file);
-    });
+    enum Job {
+        Record(fn(&Database, Tree)),
+        File(SourceFile),
+    }
+    let records: [fn(&Database, Tree); 6] = [
+        |db, tree| {
+            crate::state::launch_params::launch_record(db, tree);
+        },
+        |db, tree| {
+            crate::check::groups::recorded_managed_groups(db, tree);
+        },
+        |db, tree| {
+            crate::state::lineage::lineage(db, tree);
+        },
+        |db, tree| {
+            crate::state::lineage::pins(db, tree);
+        },
+        |db, tree| {
+            crate::state::lineage::releases(db, tree);
+        },
+        |db, tree| {
+            crate::state::instance_state::recorded(db, tree);
+        },
+    ];
+    let jobs: Vec<Job> = records
+        .into_iter()
+        .map(Job::Record)
+        .chain(tree.item_files(db).iter().map(|f| Job::File(f.file)))
+        .collect();
+    jobs.par_iter()
+        .for_each_with(db.clone(), |db, job| match job {
+            Job::Record(read) => read(db, tree),
+            Job::File(file) => {
+                item_file_entries(db, tree, *file);
+            }
+        });
 }
 
 /// Every image structured: the load needs their modifications' scripts
