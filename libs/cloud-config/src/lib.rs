@@ -9,7 +9,7 @@
 
 use csis_model::{DocPath, Map, Value};
 
-use csis_yaml::{Positions, Span, parse_first};
+use csis_yaml::{Positions, Span, parse_first, parse_first_value};
 
 mod names;
 mod repos;
@@ -93,6 +93,18 @@ const FILE_KEYS: [&str; 4] = ["path", "content", "permissions", "owner"];
 
 /// Every finding of one user-data document, in document order.
 pub fn check(bytes: &[u8], offline: bool) -> Vec<Finding> {
+    // Most user-data has nothing to report: it is checked without
+    // positions first (a parse with them costs three times as much, and
+    // generation checks every instance's), and again with them only to
+    // place what the first pass found.
+    let found = check_with(bytes, offline, false);
+    if found.is_empty() {
+        return found;
+    }
+    check_with(bytes, offline, true)
+}
+
+fn check_with(bytes: &[u8], offline: bool, positioned: bool) -> Vec<Finding> {
     let mut c = Checker {
         positions: Positions::default(),
         out: Vec::new(),
@@ -117,7 +129,19 @@ pub fn check(bytes: &[u8], offline: bool) -> Vec<Finding> {
         );
         return c.out;
     }
-    let (value, positions, later) = match parse_first(text) {
+    let parsed = if positioned {
+        parse_first(text)
+    } else {
+        let unplaced = Span {
+            offset: 0,
+            len: 0,
+            line: 1,
+            col: 1,
+        };
+        parse_first_value(text)
+            .map(|(v, later)| (v, Positions::default(), later.then_some(unplaced)))
+    };
+    let (value, positions, later) = match parsed {
         Ok(parsed) => parsed,
         Err(e) => {
             let why = if e.message.contains("anchors") || e.message.contains("aliases") {

@@ -533,3 +533,30 @@ fn passwd_is_a_hash_never_a_plaintext_password() {
     // The value itself is never repeated in a finding.
     assert!(!found("users:\n  - name: a\n    passwd: hunter2\n", false)[0].contains("hunter2"));
 }
+
+#[test]
+fn the_unplaced_pass_finds_what_the_placed_one_finds() {
+    let texts = [
+        "#cloud-config\nhostname: web-001.example.com\n",
+        "#cloud-config\nusers:\n  - name: ops\n    groups: [adm]\npackages: [htop]\n",
+        "#cloud-config\npackages: htop\nbogus: 1\n",
+        "#cloud-config\nruncmd:\n  - [ls, -l]\n---\nsecond: doc\n",
+        "#cloud-config\nusers: [a: *x]\n",
+        "- a\n- b\n",
+        "",
+    ];
+    for text in texts {
+        for offline in [false, true] {
+            let unplaced = check_with(text.as_bytes(), offline, false);
+            let placed = check_with(text.as_bytes(), offline, true);
+            let messages = |f: &[Finding]| f.iter().map(|f| f.message.clone()).collect::<Vec<_>>();
+            let mut a = messages(&unplaced);
+            let mut b = messages(&placed);
+            a.sort();
+            b.sort();
+            assert_eq!(a, b, "{text:?}");
+            assert_eq!(check(text.as_bytes(), offline), placed, "{text:?}");
+        }
+    }
+    assert!(check(texts[0].as_bytes(), false).is_empty());
+}

@@ -172,6 +172,13 @@ pub fn parse_first(text: &str) -> Result<(Value, Positions, Option<Span>), YamlE
     parse_documents(text, true, true)
 }
 
+/// [`parse_first`] without positions: the first document's value and
+/// whether a second one follows. An error's span is not set: a caller that
+/// reports it parses again with [`parse_first`].
+pub fn parse_first_value(text: &str) -> Result<(Value, bool), YamlError> {
+    parse_documents(text, true, false).map(|(v, _, later)| (v, later.is_some()))
+}
+
 fn parse_documents(
     text: &str,
     first_only: bool,
