@@ -4,15 +4,51 @@
 //! apply, and after a real apply the storage transitions, the launched
 //! instances and the ephemeral ones forgotten.
 
+use std::borrow::Cow;
+
 use serde_json::{Value as J, json};
 
+use crate::db::system::System;
 use crate::load::builders::builders;
 use crate::load::items::item_index;
 use crate::run::Level;
 use crate::run::steps::Runner;
+use crate::state::lineage::Record;
 use crate::state::meta_state;
+use crate::workspace::Workspace;
 
-impl Runner<'_> {
+/// A meta-state record as the tree was loaded with it (`loaded`, its
+/// query's memo) while the file still holds the text it was loaded from,
+/// as it does until this run writes it; read from disk again otherwise.
+/// A run would otherwise parse the same megabytes (launch-params.yaml is
+/// 2.1 MB on the reference tree) once per reader.
+pub(super) fn record_now<'a, T>(
+    ws: &'a Workspace,
+    system: &dyn System,
+    file: &str,
+    loaded: &'a Record<T>,
+) -> Result<Cow<'a, T>, String>
+where
+    T: Clone + Default + serde::de::DeserializeOwned,
+{
+    let on_disk = system
+        .read_to_string(&meta_state::path(&ws.root, file))
+        .map_err(|e| format!("{}: {e}", meta_state::path(&ws.root, file).display()))?;
+    let as_loaded = crate::state::lineage::meta_file(&ws.db, ws.tree, file).map(|f| f.text(&ws.db));
+    if loaded.diags.is_empty() && on_disk.as_deref() == as_loaded.map(|t| &**t) {
+        return Ok(Cow::Borrowed(&loaded.value));
+    }
+    match on_disk {
+        Some(text) => meta_state::parse(
+            &text,
+            &meta_state::path(&ws.root, file).display().to_string(),
+        )
+        .map(Cow::Owned),
+        None => Ok(Cow::Owned(T::default())),
+    }
+}
+
+impl<'a> Runner<'a> {
     /// The read-models a lifecycle leaves in meta-state/ once it has
     /// generated (a dry run too; `watch --generate` leaves no records).
     pub(super) fn write_read_models(&mut self, lifecycle: &str) -> Result<(), String> {
@@ -84,7 +120,7 @@ impl Runner<'_> {
             return Ok(());
         };
         let before = self.read_launch_params()?;
-        let mut after = before.clone();
+        let mut after = before.clone().into_owned();
         let time = csis_string_stage::clock::iso_datetime(self.ws.tree.start_unix(&self.ws.db));
         for (name, r) in after.instances.iter_mut() {
             let durable = r.params.get("ephemeral") != Some(&J::Bool(true));
@@ -120,7 +156,7 @@ impl Runner<'_> {
                 ),
             }
         }
-        if dry_run || after == before {
+        if dry_run || after == *before {
             return Ok(());
         }
         self.system
@@ -133,10 +169,11 @@ impl Runner<'_> {
     /// meta-state/storage-state.yaml.
     pub(super) fn record_storage_transitions(&mut self) -> Result<(), String> {
         use crate::state::storage_state::{FILE, StorageState, applied, declared};
+        let loaded = crate::state::storage_state::storage_record(&self.ws.db, self.ws.tree);
+        let before: Cow<StorageState> = record_now(self.ws, self.system, FILE, loaded)?;
         let (system, root) = (self.system, &self.ws.root);
-        let before: StorageState = crate::state::lineage::read_json(system, root, FILE)?;
         let after = applied(&before, &declared(&self.ws.db, self.ws.tree), &self.run_id);
-        if after == before {
+        if after == *before {
             return Ok(());
         }
         crate::state::lineage::write_json(system, root, FILE, &after)?;
@@ -190,11 +227,15 @@ impl Runner<'_> {
         Ok(())
     }
 
-    fn read_launch_params(&self) -> Result<crate::state::launch_params::LaunchParams, String> {
-        crate::state::lineage::read_json(
+    fn read_launch_params(
+        &self,
+    ) -> Result<Cow<'a, crate::state::launch_params::LaunchParams>, String> {
+        let ws: &'a Workspace = self.ws;
+        record_now(
+            ws,
             self.system,
-            &self.ws.root,
             crate::state::launch_params::FILE,
+            crate::state::launch_params::launch_record(&ws.db, ws.tree),
         )
     }
 
@@ -219,5 +260,53 @@ impl Runner<'_> {
         model.insert("run".into(), json!(self.run_id));
         model.extend(body);
         meta_state::write(self.system, &self.ws.root, file, &model)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::db::system::MemorySystem;
+    use crate::registry::Registry;
+    use crate::state::launch_params::{FILE, launch_record};
+    use crate::workspace::LoadOptions;
+
+    fn launched(name: &str) -> String {
+        format!("instances:\n  {name}:\n    params: {{}}\n    run: R1\n    launched: true\n")
+    }
+
+    #[test]
+    fn a_record_is_the_loaded_one_until_its_file_changes() {
+        let root = Path::new("/t");
+        let sys = MemorySystem::new();
+        let file = meta_state::path(root, FILE);
+        sys.write(&file, &launched("box"));
+        let registry = Arc::new(Registry::build(&[&csis_plugin_local::LocalPlugin]).unwrap());
+        let ws = Workspace::load(&sys, registry, root, &LoadOptions::default()).unwrap();
+        let loaded = launch_record(&ws.db, ws.tree);
+
+        let now = record_now(&ws, &sys, FILE, loaded).unwrap();
+        assert!(matches!(now, Cow::Borrowed(_)));
+        assert!(now.instances.contains_key("box"));
+
+        // Written since the load (by this run, or by hand): read again.
+        sys.write(&file, &launched("other"));
+        let now = record_now(&ws, &sys, FILE, loaded).unwrap();
+        assert!(matches!(now, Cow::Owned(_)));
+        assert_eq!(now.instances.keys().collect::<Vec<_>>(), ["other"]);
+
+        sys.remove_file(&file).unwrap();
+        let now = record_now(&ws, &sys, FILE, loaded).unwrap();
+        assert!(now.instances.is_empty());
+
+        sys.write(&file, "instances: [broken\n");
+        let err = record_now(&ws, &sys, FILE, loaded).unwrap_err();
+        assert!(
+            err.starts_with("/t/meta-state/launch-params.yaml: "),
+            "{err}"
+        );
     }
 }

@@ -28,11 +28,12 @@ use serde::{Deserialize, Serialize};
 use crate::db::Db;
 use crate::db::system::System;
 use crate::load::builders::builders;
+use crate::run::records::record_now;
 use crate::run::steps::Runner;
 use crate::run::{Level, RunSummary};
-use crate::state::launch_params::LaunchParams;
-use crate::state::lineage::{Lineage, Pins, read_json};
-use crate::state::storage_state::StorageState;
+use crate::state::launch_params::{self, launch_record};
+use crate::state::lineage::{Lineage, lineage, pins};
+use crate::state::storage_state::{self, storage_record};
 use crate::workspace::Workspace;
 
 pub const REPORT: &str = "state-report.json";
@@ -105,10 +106,11 @@ fn drift(class: &str, kind: &str, name: &str, runtime: &str, detail: String, har
 /// Ask every declared runtime what exists and compare with meta-state.
 pub fn query(ws: &Workspace, system: &dyn System) -> Result<StateReport, String> {
     let root = &ws.root;
-    let lineage: Lineage = read_json(system, root, "lineage.yaml")?;
-    let pins: Pins = read_json(system, root, "pins.yaml")?;
-    let storages: StorageState = read_json(system, root, crate::state::storage_state::FILE)?;
-    let launched: LaunchParams = read_json(system, root, crate::state::launch_params::FILE)?;
+    let (db, tree) = (&ws.db, ws.tree);
+    let lineage = record_now(ws, system, "lineage.yaml", lineage(db, tree))?;
+    let pins = record_now(ws, system, "pins.yaml", pins(db, tree))?;
+    let storages = record_now(ws, system, storage_state::FILE, storage_record(db, tree))?;
+    let launched = record_now(ws, system, launch_params::FILE, launch_record(db, tree))?;
     let b = builders(&ws.db, ws.tree);
     let mut report = StateReport::default();
 
