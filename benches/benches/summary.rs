@@ -40,6 +40,15 @@ struct Measure {
 }
 
 impl Measure {
+    fn new(name: &'static str) -> Measure {
+        Measure {
+            name,
+            times: Vec::new(),
+            cpu: Vec::new(),
+            queries: (0, 0),
+        }
+    }
+
     fn best(&self) -> Duration {
         *self.times.iter().min().unwrap()
     }
@@ -138,12 +147,7 @@ fn cold<T>(
     mut op: impl FnMut(&Workspace, &MemorySystem) -> T,
     mut after_first: impl FnMut(),
 ) -> (Measure, Option<T>) {
-    let mut m = Measure {
-        name,
-        times: Vec::new(),
-        cpu: Vec::new(),
-        queries: (0, 0),
-    };
+    let mut m = Measure::new(name);
     while budget.more(&m.times) {
         let first = m.times.is_empty();
         let sys = fx.system();
@@ -174,12 +178,7 @@ fn cold<T>(
 fn warm(fx: &Fixture, name: &'static str, budget: Budget, kind: Option<EditKind>) -> Measure {
     let (sys, mut ws) = fx.warmed();
     let mut edit = kind.map(|k| k.edit(fx));
-    let mut m = Measure {
-        name,
-        times: Vec::new(),
-        cpu: Vec::new(),
-        queries: (0, 0),
-    };
+    let mut m = Measure::new(name);
     while budget.more(&m.times) {
         let before = counts(&ws);
         let (wall, cpu, report) = timed(|| {
@@ -293,12 +292,7 @@ fn from_disk(fx: &Fixture, bin: &std::path::Path, budget: Budget) -> Vec<(Measur
     };
     let measure =
         |name: &'static str, roots: &mut dyn Iterator<Item = std::path::PathBuf>, args: &[&str]| {
-            let mut m = Measure {
-                name,
-                times: Vec::new(),
-                cpu: Vec::new(),
-                queries: (0, 0),
-            };
+            let mut m = Measure::new(name);
             while budget.more(&m.times) {
                 let root = roots.next().expect("a copy of the tree per run");
                 let (wall, cpu) = run_binary(bin, &root, args);
@@ -483,12 +477,7 @@ fn main() {
             true,
         ),
     ] {
-        let mut m = Measure {
-            name,
-            times: Vec::new(),
-            cpu: Vec::new(),
-            queries: (0, 0),
-        };
+        let mut m = Measure::new(name);
         while cold_runs.more(&m.times) {
             let before = counts(&ws);
             let (wall, cpu, s) = timed(|| {
