@@ -250,21 +250,27 @@ impl System for OsSystem {
 
     fn read_source(&self, path: &Path, max_bytes: u64) -> SourceRead {
         use std::io::Read;
-        let link = match std::fs::symlink_metadata(path) {
-            Ok(m) => m.file_type().is_symlink(),
+        let own = match std::fs::symlink_metadata(path) {
+            Ok(m) => m,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return SourceRead::Missing,
             Err(e) => return SourceRead::Failed(e),
         };
-        // Followed, and looked at before anything is opened: opening a
-        // FIFO for reading blocks until a writer comes.
-        let meta = match std::fs::metadata(path) {
-            Ok(m) => m,
-            Err(e) if link && e.kind() == io::ErrorKind::NotFound => {
-                return SourceRead::Dangling {
-                    target: std::fs::read_link(path).unwrap_or_default(),
-                };
+        // Followed (a link only: anything else is what it says), and looked
+        // at before anything is opened: opening a FIFO for reading blocks
+        // until a writer comes.
+        let link = own.file_type().is_symlink();
+        let meta = if !link {
+            own
+        } else {
+            match std::fs::metadata(path) {
+                Ok(m) => m,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    return SourceRead::Dangling {
+                        target: std::fs::read_link(path).unwrap_or_default(),
+                    };
+                }
+                Err(e) => return SourceRead::Failed(e),
             }
-            Err(e) => return SourceRead::Failed(e),
         };
         if !meta.is_file() {
             return SourceRead::NotRegular {
@@ -298,7 +304,10 @@ impl System for OsSystem {
         }
         // At most one byte past the limit: a file that grows while it is
         // read is still cut off.
-        let mut bytes = Vec::new();
+        // Sized from the stat (plus the byte that finds the end), so the
+        // read does not grow the buffer step by step.
+        let mut bytes =
+            Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).saturating_add(1));
         if let Err(e) = file
             .take(max_bytes.saturating_add(1))
             .read_to_end(&mut bytes)
