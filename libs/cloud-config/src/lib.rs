@@ -94,7 +94,7 @@ const FILE_KEYS: [&str; 4] = ["path", "content", "permissions", "owner"];
 /// Every finding of one user-data document, in document order.
 pub fn check(bytes: &[u8], offline: bool) -> Vec<Finding> {
     // Most user-data has nothing to report: it is checked without
-    // positions first (a parse with them costs three times as much, and
+    // positions first (a parse with them costs about 2.5 times as much, and
     // generation checks every instance's), and again with them only to
     // place what the first pass found.
     let found = check_with(bytes, offline, false);
