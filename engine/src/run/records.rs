@@ -31,19 +31,16 @@ pub(super) fn record_now<'a, T>(
 where
     T: Clone + Default + serde::de::DeserializeOwned,
 {
+    let path = meta_state::path(&ws.root, file);
     let on_disk = system
-        .read_to_string(&meta_state::path(&ws.root, file))
-        .map_err(|e| format!("{}: {e}", meta_state::path(&ws.root, file).display()))?;
+        .read_to_string(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     let as_loaded = crate::state::lineage::meta_file(&ws.db, ws.tree, file).map(|f| f.text(&ws.db));
     if loaded.diags.is_empty() && on_disk.as_deref() == as_loaded.map(|t| &**t) {
         return Ok(Cow::Borrowed(&loaded.value));
     }
     match on_disk {
-        Some(text) => meta_state::parse(
-            &text,
-            &meta_state::path(&ws.root, file).display().to_string(),
-        )
-        .map(Cow::Owned),
+        Some(text) => meta_state::parse(&text, &path.display().to_string()).map(Cow::Owned),
         None => Ok(Cow::Owned(T::default())),
     }
 }

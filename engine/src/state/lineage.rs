@@ -185,6 +185,8 @@ pub fn run_time(run_id: &str) -> Option<i64> {
     )
 }
 
+/// A record read from disk into `T` ([`meta_state::read`](crate::state::meta_state::read)),
+/// the counterpart of [`write_json`].
 pub fn read_json<T: Default + for<'de> Deserialize<'de>>(
     system: &dyn crate::db::system::System,
     root: &std::path::Path,

@@ -228,15 +228,18 @@ fn looked_up(tag: &str, ctx: &JValue) -> Option<String> {
         "varargs", "kwargs",
     ];
     let inner = tag.strip_prefix("{{")?.strip_suffix("}}")?.trim();
-    let mut names = inner.split('.');
-    let first = names.next()?;
     let identifier = |n: &str| {
         n.bytes()
             .next()
             .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
             && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
     };
-    if !identifier(first) || RESERVED.contains(&first) || !inner.split('.').all(identifier) {
+    if !inner.split('.').all(identifier) {
+        return None;
+    }
+    let mut names = inner.split('.');
+    let first = names.next()?;
+    if RESERVED.contains(&first) {
         return None;
     }
     let mut value = ctx.get_attr(first).ok()?;
