@@ -155,18 +155,46 @@ pub fn resolve_item(
     refused
 }
 
+/// One step of the path `render_strings` is at, borrowed from the value:
+/// the owned [`Seg`] is made only for a refusal.
+#[derive(Clone, Copy)]
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+impl Step<'_> {
+    fn is(self, seg: &Seg) -> bool {
+        match (self, seg) {
+            (Step::Key(a), Seg::Key(b)) => a == b,
+            (Step::Index(a), Seg::Index(b)) => a == *b,
+            _ => false,
+        }
+    }
+
+    fn owned(self) -> Seg {
+        match self {
+            Step::Key(k) => Seg::Key(k.to_string()),
+            Step::Index(i) => Seg::Index(i),
+        }
+    }
+}
+
 /// Every templated string of `v` rendered against `ctx`; whether any
 /// changed (a pass that changed nothing is the last).
-fn render_strings(
-    v: &mut Value,
-    path: &mut Vec<Seg>,
+fn render_strings<'a>(
+    v: &'a mut Value,
+    path: &mut Vec<Step<'a>>,
     ctx: &JValue,
     r: &Renderer,
     refused: &mut Vec<(DocPath, Refusal)>,
 ) -> bool {
     match v {
         Value::Scalar { text, .. } => {
-            if !csis_model::value::has_template(text) || refused.iter().any(|(p, _)| p.0 == *path) {
+            let at = |p: &DocPath| {
+                p.0.len() == path.len() && path.iter().zip(&p.0).all(|(a, b)| a.is(b))
+            };
+            if !csis_model::value::has_template(text) || refused.iter().any(|(p, _)| at(p)) {
                 return false;
             }
             match r.render_tags(text, ctx) {
@@ -176,7 +204,7 @@ fn render_strings(
                 }
                 Ok(_) => false,
                 Err(refusal) => {
-                    refused.push((DocPath(path.clone()), refusal));
+                    refused.push((DocPath(path.iter().map(|s| s.owned()).collect()), refusal));
                     false
                 }
             }
@@ -184,7 +212,7 @@ fn render_strings(
         Value::Seq(items) => {
             let mut changed = false;
             for (i, item) in items.iter_mut().enumerate() {
-                path.push(Seg::Index(i));
+                path.push(Step::Index(i));
                 changed |= render_strings(item, path, ctx, r, refused);
                 path.pop();
             }
@@ -193,7 +221,7 @@ fn render_strings(
         Value::Map(m) => {
             let mut changed = false;
             for (k, item) in m.iter_mut() {
-                path.push(Seg::Key(k.clone()));
+                path.push(Step::Key(k));
                 changed |= render_strings(item, path, ctx, r, refused);
                 path.pop();
             }

@@ -97,7 +97,7 @@ fn explain_decision(
         let current = input_fingerprint(db, tree, key).as_ref();
         match (head, current) {
             (Some(head), Some(current)) if !head.inputs.is_empty() => {
-                changed_inputs(ws, series, rt, head, &current.inputs, &pad, out);
+                changed_inputs(ws, series, rt, head, &current.inputs(), &pad, out);
             }
             (Some(head), _) => out.push(format!(
                 "{pad}{} records no inputs (recorded before csis kept them): only the fingerprint tells the change",

@@ -110,7 +110,7 @@ pub fn record_build(
         // Inputs only when they are the ones the build was baked with.
         inputs: fp
             .filter(|f| f.hex == s("input_fingerprint"))
-            .map(|f| f.inputs.clone())
+            .map(|f| f.inputs())
             .unwrap_or_default(),
     };
     let root = &ws.root;
