@@ -22,8 +22,18 @@ pub struct ItemKindSpec {
 
 /// One item kind. Core kinds are the constants below; a plugin declares
 /// its own `ItemKindSpec` as a static and registers `ItemKind::new(&SPEC)`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ItemKind(&'static ItemKindSpec);
+
+/// Hashed by its collection key alone, which the registry keeps unique (a
+/// second kind with the same key is a type collision): equal kinds hash
+/// equal as before, without hashing every field of the spec on each of a
+/// plan's hundreds of thousands of lookups keyed by a kind.
+impl std::hash::Hash for ItemKind {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.key.hash(state);
+    }
+}
 
 macro_rules! core_kind {
     ($name:ident, $key:literal, $singular:literal, $dir:literal, $model:ident, $builder:ident, $read:literal) => {
