@@ -260,8 +260,8 @@ pub fn interpolation_files(db: &dyn Db, tree: Tree) -> Reads {
     let decl = declared(db, tree);
     let sections = db.registry().interpolatable_sections();
     let mut out = Reads::default();
-    let mut add = |entry: &Value| {
-        if !mentions(entry) {
+    let mut add = |entry: &Value, interpolates: bool| {
+        if !interpolates {
             return;
         }
         let (locs, env_file) = entry_reads(entry, &decl.sources, decl.environment.as_deref());
@@ -283,7 +283,10 @@ pub fn interpolation_files(db: &dyn Db, tree: Tree) -> Reads {
     if let Some(top) = cfg_document(db, tree).value.as_map() {
         for (k, v) in top {
             if sections.contains(k) {
-                v.as_seq().into_iter().flatten().for_each(&mut add);
+                v.as_seq()
+                    .into_iter()
+                    .flatten()
+                    .for_each(|e| add(e, mentions(e)));
             }
         }
     }
@@ -300,13 +303,13 @@ pub fn interpolation_files(db: &dyn Db, tree: Tree) -> Reads {
             {
                 let entries = crate::load::items::item_file_entries(db, tree, *file);
                 if let Some(entry) = entries.items.get(*n) {
-                    add(&entry.value);
+                    add(&entry.value, entry.interpolates);
                 }
                 continue;
             }
             let id = crate::load::items::ItemId::new(db, tree, kind, name.clone());
             if let Some(raw) = crate::load::items::raw_item(db, tree, id) {
-                add(&raw.value);
+                add(&raw.value, raw.interpolates);
             }
         }
     }
@@ -340,7 +343,7 @@ fn remote_read(db: &dyn Db, decl: &Declared, loc: &str, tokens: &Tokens) -> Opti
 }
 
 /// Whether an entry holds a placeholder or an `env_file:`.
-fn mentions(entry: &Value) -> bool {
+pub(crate) fn mentions(entry: &Value) -> bool {
     fn walk(v: &Value) -> bool {
         match v {
             Value::Scalar { text, .. } => has_placeholder(text),

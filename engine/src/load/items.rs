@@ -25,6 +25,11 @@ pub struct RawItem {
     pub name: String,
     pub value: Arc<Value>,
     pub origin: Origin,
+    /// Whether the value holds an interpolation placeholder or an
+    /// `env_file:`: found as the file is read, on every core, rather than
+    /// by walking every item again on one thread to find what
+    /// interpolation reads.
+    pub interpolates: bool,
 }
 
 #[derive(Debug, PartialEq, Eq, Clone, Default)]
@@ -73,9 +78,15 @@ pub fn item_file_entries(db: &dyn Db, tree: Tree, file: SourceFile) -> ItemFileE
             .into_iter()
             .filter(|d| !is_user_name(d)),
     );
-    let Some(map) = doc.as_map() else { return out };
+    // The document is this call's own: its entries are moved out of it,
+    // not copied (a copy was a tenth of parsing the tree).
+    let Some(doc) = fd.value else { return out };
+    let Value::Map(map) = Arc::unwrap_or_clone(doc) else {
+        return out;
+    };
     let root = Origin::new(path.clone(), DocPath::root());
     for (key, v) in map {
+        let key = key.as_str();
         let Some(kind) = kinds.iter().copied().find(|k| k.key() == key) else {
             let holds: Vec<String> = kinds.iter().map(|k| format!("{}:", k.key())).collect();
             out.diags.push(
@@ -89,8 +100,8 @@ pub fn item_file_entries(db: &dyn Db, tree: Tree, file: SourceFile) -> ItemFileE
             continue;
         };
         let items = match v {
-            Value::Seq(items) => items.as_slice(),
-            Value::Null => &[],
+            Value::Seq(items) => items,
+            Value::Null => Vec::new(),
             _ => {
                 out.diags.push(
                     Diagnostic::error(format!("{path}: '{key}' must be a list of named entries"))
@@ -99,9 +110,9 @@ pub fn item_file_entries(db: &dyn Db, tree: Tree, file: SourceFile) -> ItemFileE
                 continue;
             }
         };
-        for (i, item) in items.iter().enumerate() {
+        for (i, item) in items.into_iter().enumerate() {
             let origin = root.key(key).index(i);
-            let name = match item {
+            let name = match &item {
                 Value::Map(m) => m.get("name").and_then(Value::as_str),
                 _ => {
                     out.diags.push(
@@ -114,7 +125,7 @@ pub fn item_file_entries(db: &dyn Db, tree: Tree, file: SourceFile) -> ItemFileE
                     continue;
                 }
             };
-            let Some(name) = name.or_else(|| named_by_email(kind, item)) else {
+            let Some(name) = name.or_else(|| named_by_email(kind, &item)) else {
                 // A null name is already refused as a reserved word.
                 if item.get("name").is_none() {
                     out.diags.push(
@@ -124,7 +135,8 @@ pub fn item_file_entries(db: &dyn Db, tree: Tree, file: SourceFile) -> ItemFileE
                 }
                 continue;
             };
-            let mut value = item.clone();
+            let name = name.to_string();
+            let mut value = item;
             let mut secrets = Vec::new();
             decrypt_fields(
                 db,
@@ -140,11 +152,12 @@ pub fn item_file_entries(db: &dyn Db, tree: Tree, file: SourceFile) -> ItemFileE
                 .and_then(Value::as_str)
                 .filter(|n| !n.trim().is_empty())
                 .or_else(|| named_by_email(kind, &value))
-                .unwrap_or(name);
+                .unwrap_or(&name);
             out.items.push(RawItem {
                 kind,
                 secrets,
                 name: safe_name(name),
+                interpolates: crate::load::interp::mentions(&value),
                 value: Arc::new(value),
                 origin,
             });
@@ -454,6 +467,8 @@ pub fn raw_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<Raw
                 kind,
                 secrets: Vec::new(),
                 name: e.name.clone(),
+                // Found below, once the value is decrypted.
+                interpolates: false,
                 value: e.value.clone(),
                 origin: e.origin.clone(),
             }
@@ -486,6 +501,7 @@ pub fn raw_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<Raw
             &mut item.secrets,
             &mut ignored,
         );
+        item.interpolates = crate::load::interp::mentions(&v);
         item.value = Arc::new(v);
     }
     Some(item)
