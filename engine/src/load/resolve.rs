@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use csis_model::{DocPath, ItemKind, Map, Seg, Value, Vct};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use minijinja::value::{Enumerator, Object, ObjectRepr, Value as JValue};
 
@@ -72,10 +72,23 @@ impl SmartContext {
     /// What a pass over `this` renders against. A mapping from the
     /// foreign keys, then the item under its kind's name, then the fixed
     /// names, each over what came before.
-    fn context(&self, kind: ItemKind, this: &Value, fks: &Arc<BTreeMap<String, JValue>>) -> JValue {
+    fn context(
+        &self,
+        kind: ItemKind,
+        this: Arc<Value>,
+        fks: &Arc<BTreeMap<String, JValue>>,
+    ) -> JValue {
+        let me = if this.as_map().is_some() {
+            JValue::from_object(ItemView {
+                value: this,
+                whole: OnceLock::new(),
+            })
+        } else {
+            jinja_value(&this)
+        };
         JValue::from_object(ItemContext {
             own: kind.singular().replace('_', ""),
-            me: jinja_value(this),
+            me,
             env: self.env.clone(),
             execution: self.execution.clone(),
             builder: self.builder.clone(),
@@ -133,6 +146,45 @@ impl Object for ItemContext {
     }
 }
 
+/// An item (a mapping) as its templates see it: what [`jinja_value`] makes
+/// of it, a field converted when a template asks for it. A template
+/// names one or two fields of its item (`{{ user.name }}`), and
+/// converting every item whole for each pass was a twentieth of a cold
+/// plan. Enumerating it (a loop over the item, `tojson`) converts it
+/// whole, once, and answers as the converted mapping does.
+#[derive(Debug)]
+struct ItemView {
+    value: Arc<Value>,
+    whole: OnceLock<Arc<BTreeMap<String, JValue>>>,
+}
+
+impl ItemView {
+    fn whole(&self) -> &Arc<BTreeMap<String, JValue>> {
+        self.whole.get_or_init(|| {
+            let map = self.value.as_map().into_iter().flatten();
+            Arc::new(map.map(|(k, v)| (k.clone(), jinja_value(v))).collect())
+        })
+    }
+}
+
+impl Object for ItemView {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Map
+    }
+
+    fn get_value(self: &Arc<Self>, key: &JValue) -> Option<JValue> {
+        self.value.as_map()?.get(key.as_str()?).map(jinja_value)
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        self.whole().enumerate()
+    }
+
+    fn enumerator_len(self: &Arc<Self>) -> Option<usize> {
+        Some(self.value.as_map().map_or(0, |m| m.len()))
+    }
+}
+
 /// Resolve every template of an item value, at most [`MAX_PASSES`] times;
 /// the values refused, by their path inside the item.
 pub fn resolve_item(
@@ -147,10 +199,27 @@ pub fn resolve_item(
         if !value.contains_template() {
             break;
         }
-        let jctx = ctx.context(kind, value, &fks);
-        if !render_strings(value, &mut Vec::new(), &jctx, r, &mut refused) {
+        // A pass renders against the item as the pass found it: the
+        // context shares the value itself, and what the pass renders is
+        // written back once the context is gone.
+        let found = Arc::new(std::mem::take(value));
+        let jctx = ctx.context(kind, found.clone(), &fks);
+        let mut rendered = Vec::new();
+        render_strings(
+            &found,
+            &mut Vec::new(),
+            &mut 0,
+            &jctx,
+            r,
+            &mut refused,
+            &mut rendered,
+        );
+        drop(jctx);
+        *value = Arc::try_unwrap(found).unwrap_or_else(|shared| (*shared).clone());
+        if rendered.is_empty() {
             break;
         }
+        write_back(value, &mut 0, &mut rendered.into_iter().peekable());
     }
     refused
 }
@@ -180,54 +249,78 @@ impl Step<'_> {
     }
 }
 
-/// Every templated string of `v` rendered against `ctx`; whether any
-/// changed (a pass that changed nothing is the last).
+/// Every templated string of `v` rendered against `ctx`: each one that
+/// changed, by its position among the strings of `v` (`seen` counts
+/// them), into `rendered`; a pass that changed nothing is the last.
 fn render_strings<'a>(
-    v: &'a mut Value,
+    v: &'a Value,
     path: &mut Vec<Step<'a>>,
+    seen: &mut usize,
     ctx: &JValue,
     r: &Renderer,
     refused: &mut Vec<(DocPath, Refusal)>,
-) -> bool {
+    rendered: &mut Vec<(usize, String)>,
+) {
     match v {
         Value::Scalar { text, .. } => {
-            let at = |p: &DocPath| {
+            let at = *seen;
+            *seen += 1;
+            let refused_here = |p: &DocPath| {
                 p.0.len() == path.len() && path.iter().zip(&p.0).all(|(a, b)| a.is(b))
             };
-            if !csis_model::value::has_template(text) || refused.iter().any(|(p, _)| at(p)) {
-                return false;
+            if !csis_model::value::has_template(text)
+                || refused.iter().any(|(p, _)| refused_here(p))
+            {
+                return;
             }
             match r.render_tags(text, ctx) {
-                Ok(t) if t != *text => {
-                    *text = t;
-                    true
-                }
-                Ok(_) => false,
+                Ok(t) if t != *text => rendered.push((at, t)),
+                Ok(_) => {}
                 Err(refusal) => {
                     refused.push((DocPath(path.iter().map(|s| s.owned()).collect()), refusal));
-                    false
                 }
             }
         }
         Value::Seq(items) => {
-            let mut changed = false;
-            for (i, item) in items.iter_mut().enumerate() {
+            for (i, item) in items.iter().enumerate() {
                 path.push(Step::Index(i));
-                changed |= render_strings(item, path, ctx, r, refused);
+                render_strings(item, path, seen, ctx, r, refused, rendered);
                 path.pop();
             }
-            changed
         }
         Value::Map(m) => {
-            let mut changed = false;
-            for (k, item) in m.iter_mut() {
+            for (k, item) in m.iter() {
                 path.push(Step::Key(k));
-                changed |= render_strings(item, path, ctx, r, refused);
+                render_strings(item, path, seen, ctx, r, refused, rendered);
                 path.pop();
             }
-            changed
         }
-        Value::Null => false,
+        Value::Null => {}
+    }
+}
+
+/// Each rendered string into its place in `v`, the strings counted in
+/// the order [`render_strings`] counted them.
+fn write_back(
+    v: &mut Value,
+    seen: &mut usize,
+    rendered: &mut std::iter::Peekable<std::vec::IntoIter<(usize, String)>>,
+) {
+    if rendered.peek().is_none() {
+        return;
+    }
+    match v {
+        Value::Scalar { text, .. } => {
+            if rendered.peek().is_some_and(|(at, _)| at == seen)
+                && let Some((_, t)) = rendered.next()
+            {
+                *text = t;
+            }
+            *seen += 1;
+        }
+        Value::Seq(items) => items.iter_mut().for_each(|x| write_back(x, seen, rendered)),
+        Value::Map(m) => m.values_mut().for_each(|x| write_back(x, seen, rendered)),
+        Value::Null => {}
     }
 }
 

@@ -10,6 +10,7 @@ use csis_model::{DocPath, Map, Seg, Value};
 use saphyr_parser::{Event, Parser, ScalarStyle, Span as PSpan};
 
 pub mod emit;
+mod simple;
 
 /// A byte range with its 1-based line and column, for diagnostics.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -160,6 +161,9 @@ pub fn parse(text: &str) -> Result<(Value, Positions), YamlError> {
 /// what queries compare and structure, at a fraction of the memory. A
 /// refusal is found again with positions, so its span is exact.
 pub fn parse_value(text: &str) -> Result<Value, YamlError> {
+    if let Some(value) = simple::parse(text) {
+        return Ok(value);
+    }
     match parse_documents(text, false, false) {
         Ok((v, _, _)) => Ok(v),
         Err(_) => parse(text).map(|(v, _)| v),
