@@ -95,19 +95,6 @@ pub fn each_item(db: &dyn Db, tree: Tree, check: ItemCheck) -> Vec<Diagnostic> {
     out
 }
 
-/// Every item file's checks and its users' logins, computed on every core (the cold load's
-/// warm-up, so the tree-wide reports find them memoized).
-pub fn warm_up(db: &crate::db::Database, tree: Tree) {
-    use rayon::prelude::*;
-    let files: Vec<_> = tree.item_files(db).to_vec();
-    files.par_iter().for_each_with(db.clone(), |db, f| {
-        file_findings(db, tree, f.file);
-        if f.dir == ItemKind::USERS.dir() {
-            crate::check::logins::file_logins(db, tree, f.file);
-        }
-    });
-}
-
 /// What reading an item file into entries refused, file by file, read
 /// through the files' findings: a save that changes no refusal leaves
 /// them unchanged, and the tree-wide report is not re-run.
@@ -139,7 +126,7 @@ pub struct Found {
 /// the index takes from it: not a duplicate, not undeclared), by kind and
 /// check; only what found something.
 #[salsa::tracked(returns(ref))]
-fn file_findings(db: &dyn Db, tree: Tree, file: SourceFile) -> FileFindings {
+pub(crate) fn file_findings(db: &dyn Db, tree: Tree, file: SourceFile) -> FileFindings {
     let items = indexed_in_file(db, tree, file);
     let mut out = FileFindings {
         entries: item_file_entries(db, tree, file).diags.clone(),

@@ -93,7 +93,7 @@ fn builder_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
 /// The storage state machine's transitions and single-attach cardinality,
 /// then the unique global ids.
 #[salsa::tracked(returns(ref))]
-fn storage_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
+pub(crate) fn storage_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     let mut v = Checks::new(db, tree);
     v.cardinality();
     v.out

@@ -16,15 +16,16 @@ pub enum ItemSource {
     Overlay { file: SourceFile, index: usize },
 }
 
-/// One kind's items by name, in reading order. foldhash, not SipHash:
-/// a cold plan looks names up hundreds of thousands of times.
+/// One kind's items by name, in reading order. foldhash, not SipHash
+/// (here and for the kinds): a cold plan looks names up hundreds of
+/// thousands of times.
 pub type Names = IndexMap<String, ItemSource, foldhash::fast::RandomState>;
 
 /// Every item by kind and name, in reading order (users before groups),
 /// after overlays and `--undeclare`.
 #[derive(Debug, PartialEq, Eq, Clone, Default)]
 pub struct ItemIndex {
-    pub items: IndexMap<ItemKind, Names>,
+    pub items: IndexMap<ItemKind, Names, foldhash::fast::RandomState>,
     /// Names declared by overlays (transient).
     pub overlay_declared: Vec<(ItemKind, String)>,
     /// Names removed by overlays or flags.

@@ -13,6 +13,13 @@ use crate::load::items::{ItemId, item_file_entries, item_index};
 use crate::load::items_model::structured_item;
 use crate::plan::fingerprint::{SeriesKey, input_fingerprint};
 
+/// The most items one worker takes at a time: rayon otherwise splits a
+/// list into as few pieces as there are cores, and the last piece kept
+/// one core busy for a tenth of a cold plan while the other had nothing
+/// left to take. (Files and fingerprints, each several items' worth of
+/// work, go a quarter as many at a time.)
+pub const PIECE: usize = 64;
+
 /// Every item file parsed into its entries, and the meta-state records
 /// validation and the plan read: megabytes on a large tree, each one
 /// worker's task (listed first, so they start first) while the other
@@ -49,6 +56,7 @@ pub fn parse_files(db: &Database, tree: Tree) {
         .chain(tree.item_files(db).iter().map(|f| Job::File(f.file)))
         .collect();
     jobs.par_iter()
+        .with_max_len(PIECE / 4)
         .for_each_with(db.clone(), |db, job| match job {
             Job::Record(read) => read(db, tree),
             Job::File(file) => {
@@ -64,9 +72,12 @@ pub fn structure_images(db: &Database, tree: Tree) {
         .names(ItemKind::IMAGES)
         .cloned()
         .collect();
-    names.par_iter().for_each_with(db.clone(), |db, name| {
-        structured_item(db, ItemId::new(db, tree, ItemKind::IMAGES, name.clone()));
-    });
+    names
+        .par_iter()
+        .with_max_len(PIECE)
+        .for_each_with(db.clone(), |db, name| {
+            structured_item(db, ItemId::new(db, tree, ItemKind::IMAGES, name.clone()));
+        });
 }
 
 /// Every item structured, then every image's capabilities and every
@@ -81,22 +92,52 @@ pub fn structure_items(db: &Database, tree: Tree) {
         .flat_map(|(kind, names)| names.keys().map(move |n| (*kind, n.clone())))
         .collect();
     ids.par_iter()
+        .with_max_len(PIECE)
         .for_each_with(db.clone(), |db, (kind, name)| {
             structured_item(db, ItemId::new(db, tree, *kind, name.clone()));
         });
     ids.par_iter()
+        .with_max_len(PIECE)
         .filter(|(kind, _)| *kind == ItemKind::IMAGES)
         .for_each_with(db.clone(), |db, (kind, name)| {
             let id = ItemId::new(db, tree, *kind, name.clone());
             crate::check::capabilities::capability_diagnostics(db, id);
         });
-    crate::check::item_checks::warm_up(db, tree);
+    let (files, whole) = (db.clone(), db.clone());
+    rayon::join(
+        move || check_files(&files, tree),
+        move || check_tree(&whole, tree),
+    );
+}
+
+/// Every item file's checks and its users' logins.
+fn check_files(db: &Database, tree: Tree) {
+    let files: Vec<_> = tree.item_files(db).to_vec();
+    files
+        .par_iter()
+        .with_max_len(PIECE / 8)
+        .for_each_with(db.clone(), |db, f| {
+            crate::check::item_checks::file_findings(db, tree, f.file);
+            if f.dir == ItemKind::USERS.dir() {
+                crate::check::logins::file_logins(db, tree, f.file);
+            }
+        });
+}
+
+/// The tree-wide checks that take longest, computed while the files'
+/// checks are: asked after them, they kept one core busy and the other
+/// idle (storage attachments, groups, the image graph).
+fn check_tree(db: &Database, tree: Tree) {
+    crate::check::validate::storage_diagnostics(db, tree);
+    crate::check::groups::check_groups(db, tree);
+    crate::plan::bakes::image_graph(db, tree);
 }
 
 /// The input fingerprint of each `(series, runtime)`: a chain's parent is
 /// computed once, by whichever worker reaches it first.
 pub fn fingerprints(db: &Database, tree: Tree, keys: &[(String, String)]) {
     keys.par_iter()
+        .with_max_len(PIECE / 4)
         .for_each_with(db.clone(), |db, (series, runtime)| {
             input_fingerprint(
                 db,
