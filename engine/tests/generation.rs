@@ -3,6 +3,7 @@
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use csis_engine::db::run_input::RunOptions;
 use csis_engine::db::system::MemorySystem;
@@ -81,7 +82,7 @@ fn no_extra(_: &mut Fields<'_>) -> Map {
     Map::default()
 }
 
-fn probe(decl: &BuilderDecl) -> Box<dyn Builder> {
+fn probe(decl: &Arc<BuilderDecl>) -> Box<dyn Builder> {
     Box::new(Probe {
         name: decl.name().to_string(),
         config: decl.base.common().config.clone(),

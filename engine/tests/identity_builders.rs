@@ -15,7 +15,7 @@ fn no_extra(_: &mut Fields<'_>) -> Map {
     Map::default()
 }
 
-fn builder(_: &BuilderDecl) -> Box<dyn Builder> {
+fn builder(_: &std::sync::Arc<BuilderDecl>) -> Box<dyn Builder> {
     Box::new(RosterBuilder)
 }
 

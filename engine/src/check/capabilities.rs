@@ -98,15 +98,13 @@ impl Checks<'_> {
     fn capabilities(&mut self, name: &str) -> Option<String> {
         let lineage = &crate::state::lineage::lineage(self.db, self.tree).value;
         let pins = &crate::state::lineage::pins(self.db, self.tree).value;
-        let Some(Item::Image(img)) = self.structured(ItemKind::IMAGES, name).as_deref().cloned()
-        else {
+        let image_item = self.structured(ItemKind::IMAGES, name)?;
+        let Item::Image(img) = &*image_item else {
             return None;
         };
         let (root, chain) = crate::plan::fingerprint::chain_root(self.db, self.tree, name)?;
-        let Some(BaseBuilder::Os(os)) = self
-            .b
-            .resolve(Vct::OsBuilderModel, &root)
-            .map(|d| d.base.clone())
+        let b = self.b;
+        let Some(BaseBuilder::Os(os)) = b.resolve(Vct::OsBuilderModel, &root).map(|d| &d.base)
         else {
             return None;
         };
@@ -130,8 +128,8 @@ impl Checks<'_> {
         };
         let mut group_without_identity = None;
         if let Some(g) = img.group.as_deref() {
-            let Some(Item::Group(group)) = self.structured(ItemKind::GROUPS, g).as_deref().cloned()
-            else {
+            let group_item = self.structured(ItemKind::GROUPS, g)?;
+            let Item::Group(group) = &*group_item else {
                 return None;
             };
             let identity = self
@@ -157,7 +155,10 @@ impl Checks<'_> {
             let id = ItemId::new(self.db, self.tree, ItemKind::INSTANCES, inst_name.clone());
             let si = structured_item(self.db, id);
             for m in &si.storages {
-                let Some(st) = self.storage(&m.name) else {
+                let Some(item) = self.storage(&m.name) else {
+                    continue;
+                };
+                let Item::Storage(st) = &*item else {
                     continue;
                 };
                 let Some(t) = self

@@ -4,7 +4,7 @@
 //! declared). Each rule family adds its methods to [`Checks`] in a file of
 //! its own; [`super::validate`] runs them in order.
 
-use csis_model::models::{Item, Storage};
+use csis_model::models::Item;
 use csis_model::{Diagnostic, ItemKind, Origin, Subject, Vct};
 
 use crate::db::{Db, Tree};
@@ -68,11 +68,11 @@ impl<'a> Checks<'a> {
         self.named(kind, name).item.clone()
     }
 
-    /// A storage by name, when it structured.
-    pub(super) fn storage(&self, name: &str) -> Option<Storage> {
-        match self.structured(ItemKind::STORAGES, name).as_deref() {
-            Some(Item::Storage(st)) => Some(st.clone()),
-            _ => None,
-        }
+    /// A storage by name, when it structured: the structured item itself,
+    /// shared, not a copy (asked once per attachment of every instance).
+    /// Read it with `let Item::Storage(st) = &*item`.
+    pub(super) fn storage(&self, name: &str) -> Option<std::sync::Arc<Item>> {
+        self.structured(ItemKind::STORAGES, name)
+            .filter(|item| matches!(**item, Item::Storage(_)))
     }
 }

@@ -36,13 +36,18 @@ impl Checks<'_> {
         };
         let image = inst.image.as_deref().unwrap_or_default();
         // An image that names nothing is the foreign-key check's refusal.
-        let Some(Item::Image(img)) = self.structured(ItemKind::IMAGES, image).as_deref().cloned()
-        else {
+        let Some(image_item) = self.structured(ItemKind::IMAGES, image) else {
             return;
         };
-        let group = img.group;
+        let Item::Image(img) = &*image_item else {
+            return;
+        };
+        let group = &img.group;
         for m in &si.storages {
-            let Some(st) = self.storage(&m.name) else {
+            let Some(item) = self.storage(&m.name) else {
+                continue;
+            };
+            let Item::Storage(st) = &*item else {
                 continue;
             };
             if st.public_read || st.groups.is_empty() {
@@ -73,7 +78,10 @@ impl Checks<'_> {
         let attached = crate::state::storage_state::attachments(self.db, self.tree);
         self.storage_transitions(&attached);
         for (storage, instances) in attached {
-            let Some(st) = self.storage(&storage) else {
+            let Some(item) = self.storage(&storage) else {
+                continue;
+            };
+            let Item::Storage(st) = &*item else {
                 continue;
             };
             let single = self

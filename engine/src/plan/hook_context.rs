@@ -214,7 +214,7 @@ impl HookContext for EngineContext<'_> {
             .map(str::to_string)
     }
 
-    fn builder_hooks(&self, decl: &BuilderDecl) -> Option<Box<dyn csis_plugin_api::Builder>> {
+    fn builder_hooks(&self, decl: &Arc<BuilderDecl>) -> Option<Box<dyn csis_plugin_api::Builder>> {
         let spec = self.db.registry().model(decl.classification, decl.model)?;
         Some((spec.builder)(decl))
     }

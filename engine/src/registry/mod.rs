@@ -269,7 +269,7 @@ mod tests {
     fn no_extra(_: &mut Fields<'_>) -> Map {
         Map::default()
     }
-    fn nothing(_: &BuilderDecl) -> Box<dyn Builder> {
+    fn nothing(_: &std::sync::Arc<BuilderDecl>) -> Box<dyn Builder> {
         Box::new(Nothing)
     }
 

@@ -212,7 +212,7 @@ pub trait HookContext {
     /// The hooks of another declared builder (the packer image builder
     /// asks its runtime for the packer source): the builder its plugin
     /// makes from `decl`. `None` when no registered model declares it.
-    fn builder_hooks(&self, decl: &BuilderDecl) -> Option<Box<dyn Builder>>;
+    fn builder_hooks(&self, decl: &Arc<BuilderDecl>) -> Option<Box<dyn Builder>>;
     /// Whether this run moves workspace `workspace`'s state to the
     /// location the configuration now names (a real run's
     /// `--migrate-state`): its root then begins with `csis state-migration

@@ -37,7 +37,7 @@ pub use phase::ExecutionLifecyclePhase;
 pub type ExtraReader = fn(&mut Fields<'_>) -> Map;
 
 /// Makes the builder for one declared builder model.
-pub type BuilderFactory = fn(&BuilderDecl) -> Box<dyn Builder>;
+pub type BuilderFactory = fn(&std::sync::Arc<BuilderDecl>) -> Box<dyn Builder>;
 
 /// A model class a `type:` value can select.
 #[derive(Clone, Copy)]

@@ -18,6 +18,7 @@ use csis_plugin_api::{
     Builder, BuilderDecl, HookResult, ModelSpec, PackerBake, PackerParent, PackerPlugin,
     PackerValue, Plugin,
 };
+use std::sync::Arc;
 
 pub struct AwsPlugin;
 
@@ -25,7 +26,7 @@ pub struct AwsPlugin;
 pub const MODEL: &str = "aws";
 
 struct AwsRuntime {
-    decl: BuilderDecl,
+    decl: Arc<BuilderDecl>,
 }
 
 impl AwsRuntime {
@@ -308,7 +309,7 @@ impl Builder for AwsRuntime {
     }
 }
 
-fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {
+fn builder(decl: &Arc<BuilderDecl>) -> Box<dyn Builder> {
     Box::new(AwsRuntime { decl: decl.clone() })
 }
 

@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use csis_model::path::DocPath;
 use csis_model::{Diagnostic, Fields, Origin};
@@ -38,7 +39,7 @@ pub(crate) fn decl(yaml: &str) -> (BuilderDecl, Vec<String>) {
 fn runtime(extra: &str) -> Box<dyn Builder> {
     let (d, diags) = decl(&format!("{RUNTIME}{extra}"));
     assert!(diags.is_empty(), "{diags:?}");
-    builder(&d)
+    builder(&Arc::new(d))
 }
 
 fn bake(parent: PackerParent) -> PackerBake {

@@ -15,6 +15,7 @@ use csis_plugin_api::{
     HookContext, HookResult, ItemModelSpec, ModelSpec, Plugin, path_for_phase,
 };
 use serde_json::json;
+use std::sync::Arc;
 
 pub struct DummyPlugin;
 
@@ -201,7 +202,7 @@ impl Builder for DummyBuilder {
     }
 }
 
-fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {
+fn builder(decl: &Arc<BuilderDecl>) -> Box<dyn Builder> {
     Box::new(DummyBuilder {
         classification: decl.classification,
         name: decl.name().to_string(),

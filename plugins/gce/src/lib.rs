@@ -23,6 +23,7 @@ use csis_plugin_api::{
     Builder, BuilderDecl, HookResult, ModelSpec, PackerBake, PackerParent, PackerPlugin,
     PackerValue, Plugin,
 };
+use std::sync::Arc;
 
 pub struct GcePlugin;
 
@@ -41,7 +42,7 @@ pub const DEFAULT_BAKE_USER: &str = "packer";
 pub const RUN_LOCAL: &str = "csis_run_label";
 
 struct GceRuntime {
-    decl: BuilderDecl,
+    decl: Arc<BuilderDecl>,
 }
 
 fn label_char(c: char) -> bool {
@@ -334,7 +335,7 @@ impl Builder for GceRuntime {
     }
 }
 
-fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {
+fn builder(decl: &Arc<BuilderDecl>) -> Box<dyn Builder> {
     Box::new(GceRuntime { decl: decl.clone() })
 }
 

@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use csis_model::path::DocPath;
 use csis_model::{Diagnostic, Fields, Origin};
@@ -36,7 +37,7 @@ fn decl(yaml: &str) -> (BuilderDecl, Vec<String>) {
 fn runtime(extra: &str) -> Box<dyn Builder> {
     let (d, diags) = decl(&format!("{RUNTIME}project: my-proj\n{extra}"));
     assert!(diags.is_empty(), "{diags:?}");
-    builder(&d)
+    builder(&Arc::new(d))
 }
 
 fn bake(parent: PackerParent) -> PackerBake {
@@ -142,7 +143,7 @@ fn the_default_zone_is_the_default_availability_zone() {
     ));
     let text = csis_hcl::Body::new()
         .block(
-            builder(&d)
+            builder(&Arc::new(d))
                 .packer_source(&bake(PackerParent::Build("x".into())))
                 .unwrap()
                 .unwrap(),

@@ -30,6 +30,7 @@ use csis_plugin_api::{
     template_private_file, template_work_dir,
 };
 use serde_json::json;
+use std::sync::Arc;
 
 /// The model name `type:` selects.
 pub const MODEL: &str = "ict";
@@ -65,12 +66,12 @@ fn read_extra(f: &mut Fields<'_>) -> Map {
     m
 }
 
-fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {
+fn builder(decl: &Arc<BuilderDecl>) -> Box<dyn Builder> {
     Box::new(IctOsBuilder { decl: decl.clone() })
 }
 
 struct IctOsBuilder {
-    decl: BuilderDecl,
+    decl: Arc<BuilderDecl>,
 }
 
 /// One base bake of this OS builder: the runtime and its generated files.

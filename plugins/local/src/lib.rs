@@ -12,6 +12,7 @@ use csis_plugin_api::{
     AssetSet, Builder, BuilderDecl, CfExecutables, Emitted, ExecutionLifecyclePhase as P,
     HookContext, HookResult, ItemModelSpec, ModelSpec, Plugin,
 };
+use std::sync::Arc;
 
 use crate::generate::Step;
 
@@ -27,7 +28,7 @@ pub fn build_id(series: &str, runtime: &str, run: &str) -> String {
 
 struct LocalBuilder {
     classification: Vct,
-    decl: BuilderDecl,
+    decl: Arc<BuilderDecl>,
 }
 
 impl LocalBuilder {
@@ -186,7 +187,7 @@ fn store_outside_allowed(decl: &BuilderDecl) -> bool {
         .is_some_and(|v| v.typed() == csis_model::value::Typed::Bool(true))
 }
 
-fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {
+fn builder(decl: &Arc<BuilderDecl>) -> Box<dyn Builder> {
     Box::new(LocalBuilder {
         classification: decl.classification,
         decl: decl.clone(),

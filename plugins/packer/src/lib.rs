@@ -22,6 +22,7 @@ use csis_plugin_api::{
     AssetSet, Builder, BuilderDecl, CfExecutables, ExecutionLifecyclePhase as P, HookContext,
     HookResult, ModelSpec, Plugin,
 };
+use std::sync::Arc;
 
 pub use template::{Bake, bakes};
 
@@ -31,7 +32,7 @@ pub struct PackerPlugin;
 pub const MODEL: &str = "packer";
 
 struct PackerBuilder {
-    decl: BuilderDecl,
+    decl: Arc<BuilderDecl>,
 }
 
 impl PackerBuilder {
@@ -74,7 +75,7 @@ impl Builder for PackerBuilder {
     }
 }
 
-fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {
+fn builder(decl: &Arc<BuilderDecl>) -> Box<dyn Builder> {
     Box::new(PackerBuilder { decl: decl.clone() })
 }
 
@@ -129,6 +130,6 @@ impl Plugin for PackerPlugin {
 struct OsBuilder;
 impl Builder for OsBuilder {}
 
-fn os_builder(_: &BuilderDecl) -> Box<dyn Builder> {
+fn os_builder(_: &Arc<BuilderDecl>) -> Box<dyn Builder> {
     Box::new(OsBuilder)
 }

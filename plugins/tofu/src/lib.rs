@@ -41,6 +41,7 @@ use csis_plugin_api::{
     AssetSet, Builder, BuilderDecl, CfExecutables, ExecutionLifecyclePhase as P, HookContext,
     HookResult, ModelSpec, Plugin,
 };
+use std::sync::Arc;
 
 pub use cloud::Cloud;
 pub use root::RootFiles;
@@ -58,7 +59,7 @@ enum Role {
 struct TofuBuilder {
     role: Role,
     cloud: Cloud,
-    decl: BuilderDecl,
+    decl: Arc<BuilderDecl>,
 }
 
 impl TofuBuilder {
@@ -143,7 +144,7 @@ impl Builder for TofuBuilder {
     }
 }
 
-fn builder(decl: &BuilderDecl) -> Box<dyn Builder> {
+fn builder(decl: &Arc<BuilderDecl>) -> Box<dyn Builder> {
     let role = match decl.classification {
         Vct::InstanceBuilderModel => Role::Instance,
         Vct::StorageBuilderModel => Role::Storage,
