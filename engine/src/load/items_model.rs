@@ -15,10 +15,12 @@ use csis_plugin_api::BuilderDecl;
 use crate::db::{Db, Tree};
 use crate::load::builders::{Builders, builders};
 use crate::load::items::{ItemId, item_index, raw_item};
-use crate::load::resolve::{SmartContext, fill_defaults, refusal_diagnostic, resolve_item};
+use crate::load::resolve::{
+    SmartContext, TemplateItem, fill_defaults, refusal_diagnostic, resolve_item,
+};
 use crate::load::user_identity::UserRule;
+use csis_string_stage::Renderer;
 use csis_string_stage::passes::{DEFAULT_DATEFORMAT, execution_value};
-use csis_string_stage::{Renderer, jinja_value};
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct StructuredItem {
@@ -294,7 +296,8 @@ fn smart_context(
             csis_model::naming::safe_name(img),
         );
         if let Some(raw) = raw_item(db, tree, id) {
-            ctx.fks.insert("image".into(), jinja_value(&raw.value));
+            ctx.fks
+                .insert("image".into(), TemplateItem::value(raw.value));
         }
     }
     add_named_objects(db, tree, kind, value, b, &mut ctx);
@@ -344,7 +347,7 @@ fn add_named_objects(
         if let Some(id) = item
             && let Some(raw) = raw_item(db, tree, id)
         {
-            ctx.fks.insert(name, jinja_value(&raw.value));
+            ctx.fks.insert(name, TemplateItem::value(raw.value));
         }
     }
 }
@@ -352,7 +355,7 @@ fn add_named_objects(
 fn collect_template_names(v: &Value, r: &Renderer, out: &mut std::collections::BTreeSet<String>) {
     match v {
         Value::Scalar { text, .. } if csis_model::value::has_template(text) => {
-            out.extend(r.referenced_names(text));
+            out.extend(r.referenced_names(text).iter().cloned());
         }
         Value::Seq(items) => items.iter().for_each(|i| collect_template_names(i, r, out)),
         Value::Map(m) => m.values().for_each(|i| collect_template_names(i, r, out)),

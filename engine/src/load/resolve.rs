@@ -78,17 +78,9 @@ impl SmartContext {
         this: Arc<Value>,
         fks: &Arc<BTreeMap<String, JValue>>,
     ) -> JValue {
-        let me = if this.as_map().is_some() {
-            JValue::from_object(ItemView {
-                value: this,
-                whole: OnceLock::new(),
-            })
-        } else {
-            jinja_value(&this)
-        };
         JValue::from_object(ItemContext {
             own: kind.singular().replace('_', ""),
-            me,
+            me: TemplateItem::value(this),
             env: self.env.clone(),
             execution: self.execution.clone(),
             builder: self.builder.clone(),
@@ -146,19 +138,32 @@ impl Object for ItemContext {
     }
 }
 
-/// An item (a mapping) as its templates see it: what [`jinja_value`] makes
+/// An item (a mapping) as templates see it: what [`jinja_value`] makes
 /// of it, a field converted when a template asks for it. A template
 /// names one or two fields of its item (`{{ user.name }}`), and
 /// converting every item whole for each pass was a twentieth of a cold
 /// plan. Enumerating it (a loop over the item, `tojson`) converts it
 /// whole, once, and answers as the converted mapping does.
 #[derive(Debug)]
-struct ItemView {
+pub(crate) struct TemplateItem {
     value: Arc<Value>,
     whole: OnceLock<Arc<BTreeMap<String, JValue>>>,
 }
 
-impl ItemView {
+impl TemplateItem {
+    /// An item as its templates see it, or the foreign item a template
+    /// names; [`jinja_value`] when it is not a mapping.
+    pub(crate) fn value(item: Arc<Value>) -> JValue {
+        if item.as_map().is_some() {
+            JValue::from_object(TemplateItem {
+                value: item,
+                whole: OnceLock::new(),
+            })
+        } else {
+            jinja_value(&item)
+        }
+    }
+
     fn whole(&self) -> &Arc<BTreeMap<String, JValue>> {
         self.whole.get_or_init(|| {
             let map = self.value.as_map().into_iter().flatten();
@@ -167,7 +172,7 @@ impl ItemView {
     }
 }
 
-impl Object for ItemView {
+impl Object for TemplateItem {
     fn repr(self: &Arc<Self>) -> ObjectRepr {
         ObjectRepr::Map
     }

@@ -38,7 +38,7 @@ pub struct Renderer {
     /// What [`Renderer::referenced_names`] found, by template text:
     /// minijinja parses a template's source again for each question, and
     /// 20,000 users ask it of one email template.
-    names: RefCell<std::collections::HashMap<String, std::collections::HashSet<String>>>,
+    names: RefCell<std::collections::HashMap<String, Arc<[String]>, foldhash::fast::RandomState>>,
     limits: limits::Limits,
 }
 
@@ -135,13 +135,17 @@ impl Renderer {
 
     /// The top-level names a template refers to (`image` in
     /// `{{ image.name }}`); empty when it does not compile.
-    pub fn referenced_names(&self, text: &str) -> std::collections::HashSet<String> {
+    pub fn referenced_names(&self, text: &str) -> Arc<[String]> {
         if let Some(names) = self.names.borrow().get(text) {
             return names.clone();
         }
-        let names = self
+        let mut names: Vec<String> = self
             .with_template(text, |t| t.undeclared_variables(false))
-            .unwrap_or_default();
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        names.sort();
+        let names: Arc<[String]> = names.into();
         let mut known = self.names.borrow_mut();
         if known.len() >= MAX_TEMPLATES {
             known.clear();

@@ -134,32 +134,40 @@ pub struct UserBuilderModel {
     pub email_domain: Option<String>,
     /// A user's name must equal its email, case-insensitively.
     pub email_as_username: bool,
+    /// [`UserBuilderModel::email_template`], folded once as the builder is
+    /// read rather than for each of its users.
+    #[serde(skip)]
+    email_template: String,
 }
 
 impl UserBuilderModel {
     pub fn read(f: &mut Fields<'_>) -> Self {
         let builder = BuilderModel::read(f);
+        let default_user_email_template =
+            f.str_or("default_user_email_template", "{{ user.name }}");
+        let default_user_description_template = f.str_or(
+            "default_user_description_template",
+            "User {{ user.name }} / {{ user.email }}",
+        );
+        let email_domain = f.opt_str("email_domain");
+        let email_template = match &email_domain {
+            Some(domain) => default_user_email_template.replace(EMAIL_DOMAIN_PLACEHOLDER, domain),
+            None => default_user_email_template.clone(),
+        };
         UserBuilderModel {
             builder,
-            default_user_email_template: f.str_or("default_user_email_template", "{{ user.name }}"),
-            default_user_description_template: f.str_or(
-                "default_user_description_template",
-                "User {{ user.name }} / {{ user.email }}",
-            ),
-            email_domain: f.opt_str("email_domain"),
+            default_user_email_template,
+            default_user_description_template,
+            email_domain,
             email_as_username: f.bool_or("email_as_username", true),
+            email_template,
         }
     }
 
     /// get_user_email_template(): the email template with the domain folded
     /// in for `{{ builder.email_domain }}`, before rendering.
-    pub fn email_template(&self) -> String {
-        match &self.email_domain {
-            Some(domain) => self
-                .default_user_email_template
-                .replace(EMAIL_DOMAIN_PLACEHOLDER, domain),
-            None => self.default_user_email_template.clone(),
-        }
+    pub fn email_template(&self) -> &str {
+        &self.email_template
     }
 }
 
