@@ -179,7 +179,11 @@ fn is_float(text: &str) -> bool {
 pub fn has_template(text: &str) -> bool {
     // Most scalars hold no `{` at all: one byte search rules them out
     // (every scalar of the tree is asked, see docs/performance.md).
-    text.contains('{') && (text.contains("{{") || text.contains("{%"))
+    text.contains('{')
+        && text
+            .as_bytes()
+            .windows(2)
+            .any(|w| w[0] == b'{' && (w[1] == b'{' || w[1] == b'%'))
 }
 
 impl Serialize for Value {

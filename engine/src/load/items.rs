@@ -234,10 +234,13 @@ fn decrypt_fields(
 ) {
     let (scalars, lists) = encrypted_fields(kind);
     let Value::Map(m) = value else { return };
-    let mut open = |text: &mut String, at: Origin| {
+    // `at` is called only for a marker: a place built for every field
+    // of every item was most of this function's time.
+    let mut open = |text: &mut String, at: &dyn Fn() -> Origin| {
         if !csis_secrets::is_marker(text) {
             return;
         }
+        let at = at();
         match csis_secrets::decrypt(text, tree.identities(db)) {
             Ok(plain) => {
                 secrets.push(csis_model::models::Secret {
@@ -253,14 +256,14 @@ fn decrypt_fields(
     };
     for key in scalars {
         if let Some(Value::Scalar { text, .. }) = m.get_mut(*key) {
-            open(text, origin.key(key));
+            open(text, &|| origin.key(key));
         }
     }
     for key in lists {
         if let Some(Value::Seq(items)) = m.get_mut(*key) {
             for (i, item) in items.iter_mut().enumerate() {
                 if let Value::Scalar { text, .. } = item {
-                    open(text, origin.key(key).index(i));
+                    open(text, &|| origin.key(key).index(i));
                 }
             }
         }
