@@ -2,27 +2,32 @@
 //! built: reserved names, guarded `config:` keys.
 
 use csis_model::naming::{INVALID_CONFIG_KEYS, is_invalid_config_key, reserved_word};
-use csis_model::path::Seg;
+use csis_model::path::Step;
 use csis_model::{Diagnostic, DocPath, Origin, Value};
 
 /// Every `name:` at any depth and every `aliases:` entry that is a reserved
 /// word, each one reported with the file, its place and the word.
 pub fn refuse_reserved_names(file: &str, value: &Value, base: &DocPath) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    walk(file, value, &mut base.clone(), &mut out);
+    walk(file, value, base, &mut Vec::new(), &mut out);
     out
 }
 
-/// `path` is the place of `value`, extended and restored on the way down:
-/// every node of every file is walked, and a path built per key was a
-/// twentieth of a cold plan (docs/performance.md).
-fn walk(file: &str, value: &Value, path: &mut DocPath, out: &mut Vec<Diagnostic>) {
+/// `path` is the place of `value` below `base`, extended and restored on
+/// the way down: every node of every file is walked.
+fn walk<'a>(
+    file: &str,
+    value: &'a Value,
+    base: &DocPath,
+    path: &mut Vec<Step<'a>>,
+    out: &mut Vec<Diagnostic>,
+) {
     match value {
         Value::Map(m) => {
             for (k, v) in m {
-                path.0.push(Seg::Key(k.clone()));
+                path.push(Step::Key(k));
                 if k == "name" {
-                    check_name(file, v, path, out);
+                    check_name(file, v, base, path, out);
                 } else if k == "aliases"
                     && let Some(items) = v.as_seq()
                 {
@@ -33,7 +38,7 @@ fn walk(file: &str, value: &Value, path: &mut DocPath, out: &mut Vec<Diagnostic>
                             _ => None,
                         };
                         if let Some(w) = word {
-                            let ap = path.index(j);
+                            let ap = base.with_steps(path).index(j);
                             let msg = if w.is_empty() {
                                 format!("{file}: {ap}: an alias may not be empty (null)")
                             } else {
@@ -43,34 +48,35 @@ fn walk(file: &str, value: &Value, path: &mut DocPath, out: &mut Vec<Diagnostic>
                         }
                     }
                 }
-                walk(file, v, path, out);
-                path.0.pop();
+                walk(file, v, base, path, out);
+                path.pop();
             }
         }
         Value::Seq(items) => {
             for (i, v) in items.iter().enumerate() {
-                path.0.push(Seg::Index(i));
-                walk(file, v, path, out);
-                path.0.pop();
+                path.push(Step::Index(i));
+                walk(file, v, base, path, out);
+                path.pop();
             }
         }
         _ => {}
     }
 }
 
-fn check_name(file: &str, v: &Value, p: &DocPath, out: &mut Vec<Diagnostic>) {
+fn check_name(file: &str, v: &Value, base: &DocPath, path: &[Step<'_>], out: &mut Vec<Diagnostic>) {
     let word = match v {
         Value::Null => Some(""),
         Value::Scalar { text, .. } => reserved_word(text),
         _ => None,
     };
     if let Some(w) = word {
+        let p = base.with_steps(path);
         let msg = if w.is_empty() {
             format!("{file}: {p}: a name may not be empty (null)")
         } else {
             format!("{file}: {p}: a name may not be '{w}'")
         };
-        out.push(reserved_diag(msg, file, p.clone()));
+        out.push(reserved_diag(msg, file, p));
     }
 }
 

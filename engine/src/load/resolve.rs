@@ -6,7 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use csis_model::{DocPath, ItemKind, Map, Seg, Value, Vct};
+use csis_model::path::Step;
+use csis_model::{DocPath, ItemKind, Map, Value, Vct};
 use std::sync::{Arc, OnceLock};
 
 use minijinja::value::{Enumerator, Object, ObjectRepr, Value as JValue};
@@ -229,31 +230,6 @@ pub fn resolve_item(
     refused
 }
 
-/// One step of the path `render_strings` is at, borrowed from the value:
-/// the owned [`Seg`] is made only for a refusal.
-#[derive(Clone, Copy)]
-enum Step<'a> {
-    Key(&'a str),
-    Index(usize),
-}
-
-impl Step<'_> {
-    fn is(self, seg: &Seg) -> bool {
-        match (self, seg) {
-            (Step::Key(a), Seg::Key(b)) => a == b,
-            (Step::Index(a), Seg::Index(b)) => a == *b,
-            _ => false,
-        }
-    }
-
-    fn owned(self) -> Seg {
-        match self {
-            Step::Key(k) => Seg::Key(k.to_string()),
-            Step::Index(i) => Seg::Index(i),
-        }
-    }
-}
-
 /// Every templated string of `v` rendered against `ctx`: each one that
 /// changed, by its position among the strings of `v` (`seen` counts
 /// them), into `rendered`; a pass that changed nothing is the last.
@@ -270,11 +246,7 @@ fn render_strings<'a>(
         Value::Scalar { text, .. } => {
             let at = *seen;
             *seen += 1;
-            let refused_here = |p: &DocPath| {
-                p.0.len() == path.len() && path.iter().zip(&p.0).all(|(a, b)| a.is(b))
-            };
-            if !csis_model::value::has_template(text)
-                || refused.iter().any(|(p, _)| refused_here(p))
+            if !csis_model::value::has_template(text) || refused.iter().any(|(p, _)| p.is_at(path))
             {
                 return;
             }
@@ -282,7 +254,7 @@ fn render_strings<'a>(
                 Ok(t) if t != *text => rendered.push((at, t)),
                 Ok(_) => {}
                 Err(refusal) => {
-                    refused.push((DocPath(path.iter().map(|s| s.owned()).collect()), refusal));
+                    refused.push((DocPath::root().with_steps(path), refusal));
                 }
             }
         }

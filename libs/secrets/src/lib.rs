@@ -11,6 +11,7 @@ use std::io::{Read, Write};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
+use csis_model::path::Step;
 use csis_model::{Diagnostic, DocPath, Origin, Value};
 
 pub const PREFIX: &str = "ENC[age:";
@@ -132,62 +133,76 @@ const EXEMPT: [&[&str]; 7] = [
 /// identity.
 pub fn refuse_markers_at(file: &str, doc: &Value, cfg: bool) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    walk(file, doc, &mut DocPath::root(), cfg, &mut out);
+    walk(file, doc, &mut Vec::new(), cfg, &mut out);
     out
 }
 
-fn exempt(path: &DocPath) -> bool {
+fn exempt(path: &[Step<'_>]) -> bool {
     let keys: Vec<&str> = path
-        .0
         .iter()
         .filter_map(|s| match s {
-            csis_model::Seg::Key(k) => Some(k.as_str()),
-            csis_model::Seg::Index(_) => None,
+            Step::Key(k) => Some(*k),
+            Step::Index(_) => None,
         })
         .collect();
-    let credentials = path.0.first() == Some(&csis_model::Seg::Key("runtime_builders".into()))
+    let credentials = path.first() == Some(&Step::Key("runtime_builders"))
         && (keys.contains(&"profile_name") || keys.contains(&"profile"));
     credentials || EXEMPT.iter().any(|p| keys.starts_with(p))
 }
 
-/// `path` is the place of `v`, extended and restored on the way down (a
-/// path built per key was a twentieth of a cold plan).
-fn walk(file: &str, v: &Value, path: &mut DocPath, cfg: bool, out: &mut Vec<Diagnostic>) {
-    let refuse = |out: &mut Vec<Diagnostic>, p: &DocPath, why: &str| {
+/// Whether `s` holds the marker prefix anywhere: a byte search for its
+/// `[` rules out nearly every string before the substring search.
+fn holds_prefix(s: &str) -> bool {
+    s.as_bytes().contains(&b'[') && s.contains(PREFIX)
+}
+
+/// `path` is the place of `v`, extended and restored on the way down,
+/// borrowed from the document: the owned place is made for a refusal only
+/// (every node of every file is walked).
+fn walk<'a>(
+    file: &str,
+    v: &'a Value,
+    path: &mut Vec<Step<'a>>,
+    cfg: bool,
+    out: &mut Vec<Diagnostic>,
+) {
+    let refuse = |out: &mut Vec<Diagnostic>, steps: &[Step<'_>], why: &str| {
+        let p = DocPath::root().with_steps(steps);
         out.push(
             Diagnostic::error(format!("{file}: {p}: {why}"))
-                .at(Origin::new(file, p.clone()))
+                .at(Origin::new(file, p))
                 .help("move the secret into a whole value the loader reads, or leave it clear"),
         );
     };
     match v {
         Value::Map(m) => {
             for (k, child) in m {
-                path.0.push(csis_model::Seg::Key(k.clone()));
-                if k.contains(PREFIX) {
+                path.push(Step::Key(k));
+                if holds_prefix(k) {
                     refuse(out, path, "a mapping KEY may not be encrypted");
                 }
                 walk(file, child, path, cfg, out);
-                path.0.pop();
+                path.pop();
             }
         }
         Value::Seq(items) => {
             for (i, item) in items.iter().enumerate() {
-                path.0.push(csis_model::Seg::Index(i));
+                path.push(Step::Index(i));
                 walk(file, item, path, cfg, out);
-                path.0.pop();
+                path.pop();
             }
         }
+        Value::Scalar { text, .. } if !holds_prefix(text) => {}
         Value::Scalar { text, .. } if is_embedded(text) => refuse(
             out,
             path,
             "an encrypted value is embedded in a longer string; make the marker the ENTIRE value",
         ),
         Value::Scalar { text, .. } if is_marker(text) => {
-            let segs = &path.0;
-            let declaration = match segs.as_slice() {
-                [.., csis_model::Seg::Index(_), csis_model::Seg::Key(k)]
-                | [csis_model::Seg::Key(k)] => (k == "name" || k == "type").then_some(k.as_str()),
+            let declaration = match path.as_slice() {
+                [.., Step::Index(_), Step::Key(k)] | [Step::Key(k)] => {
+                    (*k == "name" || *k == "type").then_some(*k)
+                }
                 _ => None,
             };
             if let Some(k) = declaration {
