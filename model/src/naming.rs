@@ -28,6 +28,32 @@ pub const INVALID_CONFIG_KEYS: [&str; 17] = [
 /// The reserved word a name spells, in any case or spacing; `Some("")` for
 /// an empty name.
 pub fn reserved_word(name: &str) -> Option<&'static str> {
+    // Every name of a tree is asked: an ASCII name is compared in place,
+    // without the two strings the general reading makes.
+    let mut ascii = [0u8; 7];
+    let mut len = 0;
+    for c in name.chars().filter(|c| !c.is_whitespace()) {
+        if len == ascii.len() {
+            // Longer than every reserved word; lower-casing never shortens.
+            return None;
+        }
+        if !c.is_ascii() {
+            return reserved_word_unicode(name);
+        }
+        ascii[len] = c.to_ascii_lowercase() as u8;
+        len += 1;
+    }
+    if len == 0 {
+        return Some("");
+    }
+    RESERVED_WORDS
+        .into_iter()
+        .find(|w| w.as_bytes() == &ascii[..len])
+}
+
+/// [`reserved_word`] of a name with a non-ASCII letter, which may lower-case
+/// to an ASCII one (the Kelvin sign to `k`).
+fn reserved_word_unicode(name: &str) -> Option<&'static str> {
     let squeezed: String = name
         .chars()
         .filter(|c| !c.is_whitespace())
@@ -36,9 +62,7 @@ pub fn reserved_word(name: &str) -> Option<&'static str> {
     if squeezed.is_empty() {
         return Some("");
     }
-    ["default", "self", "none", "empty"]
-        .into_iter()
-        .find(|w| *w == squeezed)
+    RESERVED_WORDS.into_iter().find(|w| *w == squeezed)
 }
 
 /// Whether a `config:` key is one of the guarded words (any case).
@@ -91,6 +115,17 @@ mod tests {
         assert_eq!(reserved_word("EMPTY"), Some("empty"));
         assert_eq!(reserved_word(""), Some(""));
         assert_eq!(reserved_word("defaults"), None);
+        // Non-ASCII letters lower-case as Unicode says.
+        assert_eq!(reserved_word("NONE\u{a0}"), Some("none"));
+        assert_eq!(reserved_word("SELF\u{2003}"), Some("self"));
+        assert_eq!(reserved_word("dé"), None);
+        // Past seven letters nothing is reserved, whatever the case.
+        assert_eq!(reserved_word("DefaultX"), None);
+        assert_eq!(reserved_word(" d e f a u l t "), Some("default"));
+        for name in ["web-01", "Self", "ÉMPTY", "\u{212a}", "empty", "", "  "] {
+            let slow = reserved_word_unicode(name);
+            assert_eq!(reserved_word(name), slow, "{name:?}");
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! value whose template hits a limit (csis_string_stage::limits) is
 //! refused, kept as written and not rendered again.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use csis_model::path::Step;
@@ -80,7 +81,10 @@ impl SmartContext {
         fks: &Arc<BTreeMap<String, JValue>>,
     ) -> JValue {
         JValue::from_object(ItemContext {
-            own: kind.singular().replace('_', ""),
+            own: match kind.singular() {
+                s if s.contains('_') => Cow::Owned(s.replace('_', "")),
+                s => Cow::Borrowed(s),
+            },
             me: TemplateItem::value(this),
             env: self.env.clone(),
             execution: self.execution.clone(),
@@ -95,7 +99,7 @@ impl SmartContext {
 #[derive(Debug)]
 struct ItemContext {
     /// The item's kind, singular, without underscores (`image`).
-    own: String,
+    own: Cow<'static, str>,
     me: JValue,
     env: JValue,
     execution: JValue,
@@ -125,7 +129,7 @@ impl Object for ItemContext {
         let mut keys: std::collections::BTreeSet<&str> =
             self.fks.keys().map(String::as_str).collect();
         keys.extend([
-            self.own.as_str(),
+            self.own.as_ref(),
             "this",
             "identified_model",
             "ENV",

@@ -202,8 +202,11 @@ impl Renderer {
             let tag = &rest[start..start + len + 2];
             out.push_str(&rest[..start]);
             let room = cap.saturating_sub(out.len());
-            if lookups && let Some(found) = looked_up(tag, ctx).filter(|s| s.len() <= room) {
-                out.push_str(&found);
+            if lookups
+                && let Some(found) = looked_up(tag, ctx)
+                && let Some(found) = found.as_str().filter(|s| s.len() <= room)
+            {
+                out.push_str(found);
                 rest = &rest[start + len + 2..];
                 continue;
             }
@@ -226,14 +229,14 @@ fn find_pair(s: &str, c: u8) -> Option<usize> {
     s.as_bytes().windows(2).position(|w| w == [c, c])
 }
 
-/// The string a tag that is only a dotted name (`{{ user.name }}`) renders
+/// The string value a tag that is only a dotted name (`{{ user.name }}`) renders
 /// to, looked up as minijinja looks it up (the context, then each
 /// attribute); nothing for any other tag, or when the name is not a
 /// string, which minijinja renders (or refuses) itself. Most tags of a
 /// tree are such names, rendered tens of thousands of times (a user
 /// builder's email template, once per user), and minijinja's setup of
 /// a render was a sixth of a cold plan.
-fn looked_up(tag: &str, ctx: &JValue) -> Option<String> {
+fn looked_up(tag: &str, ctx: &JValue) -> Option<JValue> {
     /// Names a template reads as literals or as its own, not the context's.
     const RESERVED: &[&str] = &[
         "true", "false", "none", "True", "False", "None", "self", "loop", "super", "caller",
@@ -261,7 +264,7 @@ fn looked_up(tag: &str, ctx: &JValue) -> Option<String> {
         }
         value = value.get_attr(name).ok()?;
     }
-    value.as_str().map(str::to_string)
+    value.as_str().is_some().then_some(value)
 }
 
 thread_local! {
@@ -418,7 +421,8 @@ mod tests {
                 "{text}"
             );
         }
-        assert_eq!(looked_up("{{ group.name }}", &ctx).as_deref(), Some("ops"));
+        let found = looked_up("{{ group.name }}", &ctx);
+        assert_eq!(found.as_ref().and_then(JValue::as_str), Some("ops"));
         assert_eq!(looked_up("{{ none }}", &ctx), None);
         // Past the room a value has, minijinja refuses it.
         let small = Renderer::with_limits(Limits {
