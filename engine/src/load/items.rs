@@ -5,6 +5,7 @@
 //! item's fields leaves the index equal and salsa stops there: only that
 //! item's own queries re-execute.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use csis_model::naming::safe_name;
@@ -456,10 +457,26 @@ pub struct ItemId<'db> {
 /// Not a query of its own: its readers depend on the item's file's
 /// entries directly, one memo per file rather than one per item (which
 /// is what a first save pays for; docs/performance.md, "First saves").
-pub fn raw_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<RawItem> {
+///
+/// The entry itself, borrowed, when no overlay touches it (every item of
+/// a tree loaded without overlays): a copy of it per reader was a fortieth
+/// of a cold plan.
+pub fn raw_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<Cow<'db, RawItem>> {
     let kind = id.kind(db);
     let name = id.name(db);
     let source = *item_index(db, tree).items.get(&kind)?.get(name)?;
+    if let ItemSource::Tree { file, index } = source {
+        let entry = item_file_entries(db, tree, file).items.get(index)?;
+        let touched = tree.overlays(db).iter().any(|f| {
+            overlay_document(db, *f)
+                .entries
+                .iter()
+                .any(|e| e.kind == kind && e.name == *name && !e.undeclare)
+        });
+        if !touched {
+            return Some(Cow::Borrowed(entry));
+        }
+    }
     let mut item = match source {
         ItemSource::Tree { file, index } => {
             item_file_entries(db, tree, file).items.get(index)?.clone()
@@ -507,5 +524,5 @@ pub fn raw_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<Raw
         item.interpolates = crate::load::interp::mentions(&v);
         item.value = Arc::new(v);
     }
-    Some(item)
+    Some(Cow::Owned(item))
 }

@@ -297,7 +297,7 @@ fn smart_context(
         );
         if let Some(raw) = raw_item(db, tree, id) {
             ctx.fks
-                .insert("image".into(), TemplateItem::value(raw.value));
+                .insert("image".into(), TemplateItem::value(raw.value.clone()));
         }
     }
     add_named_objects(db, tree, kind, value, b, &mut ctx);
@@ -347,7 +347,7 @@ fn add_named_objects(
         if let Some(id) = item
             && let Some(raw) = raw_item(db, tree, id)
         {
-            ctx.fks.insert(name, TemplateItem::value(raw.value));
+            ctx.fks.insert(name, TemplateItem::value(raw.value.clone()));
         }
     }
 }
