@@ -339,6 +339,36 @@ impl Flow<'_> {
         comment_only(&self.s[self.at..])
     }
 
+    /// Past an opening bracket: whether the collection closes at once.
+    fn opens_empty(&mut self, close: u8) -> bool {
+        self.at += 1;
+        self.skip_spaces();
+        let empty = self.peek() == Some(close);
+        if empty {
+            self.at += 1;
+        }
+        empty
+    }
+
+    /// After an entry of a flow collection: `Some(true)` past its closing
+    /// bracket, `Some(false)` past a comma another entry follows (a
+    /// trailing comma is left to the full parser).
+    fn next_entry(&mut self, close: u8) -> Option<bool> {
+        self.skip_spaces();
+        match self.peek()? {
+            b',' => {
+                self.at += 1;
+                self.skip_spaces();
+                (self.peek() != Some(close)).then_some(false)
+            }
+            c if c == close => {
+                self.at += 1;
+                Some(true)
+            }
+            _ => None,
+        }
+    }
+
     fn node(&mut self, depth: usize) -> Option<Value> {
         self.skip_spaces();
         match self.peek()? {
@@ -346,79 +376,49 @@ impl Flow<'_> {
                 if depth >= MAX_DEPTH {
                     return None;
                 }
-                self.at += 1;
                 let mut items = Vec::new();
-                self.skip_spaces();
-                if self.peek() == Some(b']') {
-                    self.at += 1;
-                    return Some(Value::Seq(items));
-                }
-                loop {
-                    items.push(self.node(depth + 1)?);
-                    self.skip_spaces();
-                    match self.peek()? {
-                        b',' => {
-                            self.at += 1;
-                            self.skip_spaces();
-                            if self.peek() == Some(b']') {
-                                return None;
-                            }
+                if !self.opens_empty(b']') {
+                    loop {
+                        items.push(self.node(depth + 1)?);
+                        if self.next_entry(b']')? {
+                            break;
                         }
-                        b']' => {
-                            self.at += 1;
-                            return Some(Value::Seq(items));
-                        }
-                        _ => return None,
                     }
                 }
+                Some(Value::Seq(items))
             }
             b'{' => {
                 if depth >= MAX_DEPTH {
                     return None;
                 }
-                self.at += 1;
                 let mut entries = Map::default();
-                self.skip_spaces();
-                if self.peek() == Some(b'}') {
-                    self.at += 1;
-                    return Some(Value::Map(entries));
-                }
-                loop {
-                    let key = match self.node(depth + 1)? {
-                        Value::Scalar { text, .. } => text,
-                        _ => return None,
-                    };
-                    self.skip_spaces();
-                    if self.peek() != Some(b':')
-                        || self.s.as_bytes().get(self.at + 1) != Some(&b' ')
-                    {
-                        return None;
-                    }
-                    self.at += 1;
-                    self.skip_spaces();
-                    let value = match self.peek()? {
-                        b',' | b'}' => Value::Null,
-                        _ => self.node(depth + 1)?,
-                    };
-                    if entries.insert(key, value).is_some() {
-                        return None;
-                    }
-                    self.skip_spaces();
-                    match self.peek()? {
-                        b',' => {
-                            self.at += 1;
-                            self.skip_spaces();
-                            if self.peek() == Some(b'}') {
-                                return None;
-                            }
+                if !self.opens_empty(b'}') {
+                    loop {
+                        let key = match self.node(depth + 1)? {
+                            Value::Scalar { text, .. } => text,
+                            _ => return None,
+                        };
+                        self.skip_spaces();
+                        if self.peek() != Some(b':')
+                            || self.s.as_bytes().get(self.at + 1) != Some(&b' ')
+                        {
+                            return None;
                         }
-                        b'}' => {
-                            self.at += 1;
-                            return Some(Value::Map(entries));
+                        self.at += 1;
+                        self.skip_spaces();
+                        let value = match self.peek()? {
+                            b',' | b'}' => Value::Null,
+                            _ => self.node(depth + 1)?,
+                        };
+                        if entries.insert(key, value).is_some() {
+                            return None;
                         }
-                        _ => return None,
+                        if self.next_entry(b'}')? {
+                            break;
+                        }
                     }
                 }
+                Some(Value::Map(entries))
             }
             b'"' | b'\'' => {
                 let (text, after) = quoted(&self.s[self.at..])?;
@@ -500,6 +500,9 @@ mod tests {
             "a: 1\r\nb: 2\r\n",
             "a: [1,\n  2]\n",
             "a: 1\na: 2\n",
+            "a: {x: 1, x: 2}\n",
+            "a: [1, 2,]\n",
+            "a: {x: 1,}\n",
             "a: b: c\n",
             "? complex\n: key\n",
             "\"quoted key\": 1\n",
