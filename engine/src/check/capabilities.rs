@@ -24,7 +24,7 @@ pub(super) fn capability_report(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let mut no_identity: BTreeSet<&str> = BTreeSet::new();
     for name in index.names(ItemKind::IMAGES) {
-        let id = ItemId::new(db, tree, ItemKind::IMAGES, name.clone());
+        let id = ItemId::new(db, tree, ItemKind::IMAGES, name.as_str());
         let found = capability_diagnostics(db, id);
         if let Some(g) = found.group_without_identity.as_deref()
             && no_identity.insert(g)
@@ -68,7 +68,10 @@ pub(crate) fn capability_diagnostics<'db>(db: &'db dyn Db, id: ItemId<'db>) -> C
 pub(crate) fn instances_by_image(db: &dyn Db, tree: Tree) -> BTreeMap<String, Vec<String>> {
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for name in item_index(db, tree).names(ItemKind::INSTANCES) {
-        let si = structured_item(db, ItemId::new(db, tree, ItemKind::INSTANCES, name.clone()));
+        let si = structured_item(
+            db,
+            ItemId::new(db, tree, ItemKind::INSTANCES, name.as_str()),
+        );
         if let Some(Item::Instance(inst)) = si.item.as_deref()
             && let Some(image) = inst.image.as_deref()
         {
@@ -150,9 +153,9 @@ impl Checks<'_> {
             }
         }
         let mut reported: BTreeSet<String> = BTreeSet::new();
-        let image = ItemId::new(self.db, self.tree, ItemKind::IMAGES, name.to_string());
+        let image = ItemId::new(self.db, self.tree, ItemKind::IMAGES, name);
         for inst_name in image_instances(self.db, image) {
-            let id = ItemId::new(self.db, self.tree, ItemKind::INSTANCES, inst_name.clone());
+            let id = ItemId::new(self.db, self.tree, ItemKind::INSTANCES, inst_name.as_str());
             let si = structured_item(self.db, id);
             for m in &si.storages {
                 let Some(item) = self.storage(&m.name) else {

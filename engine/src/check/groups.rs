@@ -29,7 +29,7 @@ pub fn check_groups(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     let mut roots = 0;
     let mut any_group = false;
     for name in index.names(ItemKind::GROUPS) {
-        let id = ItemId::new(db, tree, ItemKind::GROUPS, name.clone());
+        let id = ItemId::new(db, tree, ItemKind::GROUPS, name.as_str());
         let si = structured_item(db, id);
         let Some(Item::Group(g)) = si.item.as_deref() else {
             continue;

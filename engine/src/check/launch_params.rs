@@ -17,7 +17,7 @@ pub fn immutability_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     let index = item_index(db, tree);
     for (name, r) in &record.value.instances {
         if r.launched && index.contains(ItemKind::INSTANCES, name) {
-            let id = ItemId::new(db, tree, ItemKind::INSTANCES, name.clone());
+            let id = ItemId::new(db, tree, ItemKind::INSTANCES, name.as_str());
             out.extend(immutability_of(db, id).iter().cloned());
         }
     }

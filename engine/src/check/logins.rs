@@ -62,7 +62,7 @@ pub fn login_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
         .filter(|f| f.dir == ItemKind::USERS.dir())
         .flat_map(|f| file_logins(db, tree, f.file).iter());
     let mut out = Vec::new();
-    let mut first: HashMap<&str, &Login> = HashMap::new();
+    let mut first: HashMap<&str, &Login, foldhash::fast::RandomState> = HashMap::default();
     for this in in_files.chain(&overlaid) {
         let (login, user) = (this.login.as_str(), this.user.as_str());
         if let Some(why) = csis_model::login::problem(login) {

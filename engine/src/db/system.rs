@@ -187,6 +187,13 @@ pub struct ProcessOutput {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct OsSystem;
 
+/// A path's bytes with the separator lowest: compared, the order of
+/// `Path`'s components for a path without `.`, `..` or doubled separators.
+fn path_order(p: &Path) -> impl Iterator<Item = u8> + '_ {
+    let bytes = p.as_os_str().as_encoded_bytes();
+    bytes.iter().map(|&c| if c == b'/' { 0 } else { c })
+}
+
 /// [`System::write_replace`] writes of this process not yet synced.
 static UNSYNCED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
@@ -345,7 +352,11 @@ impl System for OsSystem {
                 }
             }
         }
-        out.sort();
+        // In `Path` order (component by component), compared as bytes
+        // with the separator lowest: the same order for the normal paths
+        // a listing makes, at a fraction of the cost (the sort was a
+        // sixth of what a cold plan's main thread does alone).
+        out.sort_by_cached_key(|p| path_order(p).collect::<Vec<u8>>());
         Ok(out)
     }
 
@@ -862,6 +873,27 @@ impl Drop for MemoryLock {
 #[allow(clippy::disallowed_methods)] // the tests set the disk up by hand
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listing_sorts_as_paths_do() {
+        let names = [
+            "/r/images/a-b.yml",
+            "/r/images/a/b.yml",
+            "/r/images/a.yml",
+            "/r/images/a/b/c.yml",
+            "/r/images/ab.yml",
+            "/r/images/a",
+            "/r/images/A.yml",
+            "/r/images/é.yml",
+            "/r/images/a/b-c.yml",
+            "/r/images/a/b c.yml",
+        ];
+        let mut by_path: Vec<PathBuf> = names.iter().map(PathBuf::from).collect();
+        let mut by_bytes = by_path.clone();
+        by_path.sort();
+        by_bytes.sort_by_cached_key(|p| path_order(p).collect::<Vec<u8>>());
+        assert_eq!(by_path, by_bytes);
+    }
 
     #[test]
     fn a_streamed_process_hands_over_each_line_as_it_is_printed() {

@@ -290,24 +290,32 @@ pub fn interpolation_files(db: &dyn Db, tree: Tree) -> Reads {
             }
         }
     }
+    let no_overlays = tree.overlays(db).is_empty();
     for kind in db.registry().item_kinds() {
         if !sections.iter().any(|s| s == kind.key()) {
             continue;
         }
         let index = crate::load::items::item_index(db, tree);
+        // The entries of the file the last item came from: a file's items
+        // follow one another in the index.
+        let mut last: Option<(SourceFile, &crate::load::items::ItemFileEntries)> = None;
         for (name, source) in index.items.get(&kind).into_iter().flatten() {
             // An entry of the tree that no overlay changes is read in
             // place; the load asks this of every item, on one thread.
             if let ItemSource::Tree { file, index: n } = source
-                && tree.overlays(db).is_empty()
+                && no_overlays
             {
-                let entries = crate::load::items::item_file_entries(db, tree, *file);
+                let entries = match last {
+                    Some((f, entries)) if f == *file => entries,
+                    _ => crate::load::items::item_file_entries(db, tree, *file),
+                };
+                last = Some((*file, entries));
                 if let Some(entry) = entries.items.get(*n) {
                     add(&entry.value, entry.interpolates);
                 }
                 continue;
             }
-            let id = crate::load::items::ItemId::new(db, tree, kind, name.clone());
+            let id = crate::load::items::ItemId::new(db, tree, kind, name.as_str());
             if let Some(raw) = crate::load::items::raw_item(db, tree, id) {
                 add(&raw.value, raw.interpolates);
             }

@@ -295,7 +295,7 @@ pub fn indexed_in_file<'db>(db: &'db dyn Db, tree: Tree, file: SourceFile) -> Ve
             index.items.get(&item.kind).and_then(|m| m.get(&item.name))
                 == Some(&ItemSource::Tree { file, index: *n })
         })
-        .map(|(_, item)| ItemId::new(db, tree, item.kind, item.name.clone()))
+        .map(|(_, item)| ItemId::new(db, tree, item.kind, item.name.as_str()))
         .collect()
 }
 
@@ -308,7 +308,7 @@ pub fn indexed_in_overlays<'db>(db: &'db dyn Db, tree: Tree, kind: ItemKind) -> 
         .into_iter()
         .flatten()
         .filter(|(_, source)| matches!(source, ItemSource::Overlay { .. }))
-        .map(|(name, _)| ItemId::new(db, tree, kind, name.clone()))
+        .map(|(name, _)| ItemId::new(db, tree, kind, name.as_str()))
         .collect()
 }
 
@@ -333,50 +333,49 @@ pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
         .iter()
         .map(|f| (f.file, item_file_entries(db, tree, f.file)))
         .collect();
-    for kind in kinds.iter().copied() {
+    // Each entry by its kind's place in reading order, in file order.
+    let mut by_kind: Vec<Vec<(SourceFile, usize, &RawItem)>> = vec![Vec::new(); kinds.len()];
+    for (file, entries) in &files {
+        for (n, item) in entries.items.iter().enumerate() {
+            if let Some(k) = kinds.iter().position(|k| k.key() == item.kind.key()) {
+                by_kind[k].push((*file, n, item));
+            }
+        }
+    }
+    for (kind, entries) in kinds.iter().copied().zip(by_kind) {
         let Some(names) = index.items.get_mut(&kind) else {
             continue;
         };
-        for (file, entries) in &files {
-            for (n, item) in entries.items.iter().enumerate() {
-                if item.kind != kind {
-                    continue;
-                }
-                let name = &item.name;
-                if let Some(ItemSource::Tree {
-                    file: prev_file,
-                    index: prev_n,
-                }) = names.get(name)
-                {
-                    let origin = |f: SourceFile, i: usize| {
-                        item_file_entries(db, tree, f)
-                            .items
-                            .get(i)
-                            .map(|item| item.origin.clone())
-                    };
-                    let prev = origin(*prev_file, *prev_n)
-                        .map(|o| o.to_string())
-                        .unwrap_or_default();
-                    index.diags.push(
-                        Diagnostic::error(format!(
-                            "Duplicate name '{name}' found in list for key '{}'",
-                            kind.key()
-                        ))
-                        .at_opt(origin(*file, n).map(|o| o.key("name")))
-                        .help(format!(
-                            "rename one of the entries (first declared at {prev})"
-                        )),
-                    );
-                    continue;
-                }
-                names.insert(
-                    name.clone(),
-                    ItemSource::Tree {
-                        file: *file,
-                        index: n,
-                    },
+        names.reserve(entries.len());
+        for (file, n, item) in entries {
+            let name = &item.name;
+            if let Some(ItemSource::Tree {
+                file: prev_file,
+                index: prev_n,
+            }) = names.get(name)
+            {
+                let origin = |f: SourceFile, i: usize| {
+                    item_file_entries(db, tree, f)
+                        .items
+                        .get(i)
+                        .map(|item| item.origin.clone())
+                };
+                let prev = origin(*prev_file, *prev_n)
+                    .map(|o| o.to_string())
+                    .unwrap_or_default();
+                index.diags.push(
+                    Diagnostic::error(format!(
+                        "Duplicate name '{name}' found in list for key '{}'",
+                        kind.key()
+                    ))
+                    .at_opt(origin(file, n).map(|o| o.key("name")))
+                    .help(format!(
+                        "rename one of the entries (first declared at {prev})"
+                    )),
                 );
+                continue;
             }
+            names.insert(name.clone(), ItemSource::Tree { file, index: n });
         }
     }
     for file in tree.overlays(db) {

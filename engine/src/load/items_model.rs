@@ -342,7 +342,7 @@ fn add_named_objects(
             spellings
                 .iter()
                 .find(|s| index.contains(k, s))
-                .map(|s| ItemId::new(db, tree, k, s.clone()))
+                .map(|s| ItemId::new(db, tree, k, s.as_str()))
         });
         if let Some(id) = item
             && let Some(raw) = raw_item(db, tree, id)

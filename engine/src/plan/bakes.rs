@@ -40,7 +40,7 @@ pub fn image_graph(db: &dyn Db, tree: Tree) -> ImageGraph {
         .collect();
     for name in &names {
         let Some((parent, _)) =
-            image_series(db, ItemId::new(db, tree, ItemKind::IMAGES, name.clone()))
+            image_series(db, ItemId::new(db, tree, ItemKind::IMAGES, name.as_str()))
                 .as_ref()
                 .and_then(|s| s.parent.as_ref())
         else {
@@ -61,7 +61,7 @@ pub fn image_graph(db: &dyn Db, tree: Tree) -> ImageGraph {
             let mut at = start.clone();
             // Walk parents until the start comes round again.
             for _ in 0..names.len() {
-                let id = ItemId::new(db, tree, ItemKind::IMAGES, at.clone());
+                let id = ItemId::new(db, tree, ItemKind::IMAGES, at.as_str());
                 let next = image_series(db, id)
                     .as_ref()
                     .and_then(|s| s.parent.as_ref())
@@ -173,7 +173,7 @@ pub fn bake_plan(db: &dyn Db, tree: Tree, run: RunInput) -> BakePlan {
         }
     }
     for name in &image_graph(db, tree).order {
-        let id = ItemId::new(db, tree, ItemKind::IMAGES, name.clone());
+        let id = ItemId::new(db, tree, ItemKind::IMAGES, name.as_str());
         if let Some(spec) = image_series(db, id) {
             series.push((name.clone(), spec.runtimes.clone(), spec.parent.clone()));
         }

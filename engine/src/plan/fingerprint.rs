@@ -151,7 +151,7 @@ pub fn aux_text(db: &dyn Db, tree: Tree, path: &str) -> Option<Arc<str>> {
 pub fn referenced_files(db: &dyn Db, tree: Tree) -> Vec<String> {
     let mut out = Vec::new();
     for name in item_index(db, tree).names(ItemKind::IMAGES) {
-        let id = ItemId::new(db, tree, ItemKind::IMAGES, name.clone());
+        let id = ItemId::new(db, tree, ItemKind::IMAGES, name.as_str());
         for m in &structured_item(db, id).mods {
             if let Some(Value::Seq(files)) = m.extra.get("scripts") {
                 out.extend(files.iter().filter_map(Value::as_str).map(str::to_string));
@@ -201,7 +201,7 @@ pub fn chain_root(db: &dyn Db, tree: Tree, series: &str) -> Option<(String, Vec<
             chain.reverse();
             return Some((at, chain));
         }
-        let id = ItemId::new(db, tree, ItemKind::IMAGES, at.clone());
+        let id = ItemId::new(db, tree, ItemKind::IMAGES, at.as_str());
         let parent = match structured_item(db, id).item.as_deref() {
             Some(Item::Image(img)) => img
                 .source_image
@@ -230,7 +230,7 @@ pub fn input_fingerprint<'db>(
         };
         return base_fingerprint(db, tree, decl.name(), os, runtime);
     }
-    let id = ItemId::new(db, tree, ItemKind::IMAGES, series.clone());
+    let id = ItemId::new(db, tree, ItemKind::IMAGES, series.as_str());
     let si = structured_item(db, id);
     let Some(Item::Image(img)) = si.item.as_deref() else {
         return None;

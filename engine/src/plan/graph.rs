@@ -43,9 +43,7 @@ pub fn graph(db: &dyn Db, tree: Tree, with_lineage: bool) -> Graph {
         );
     }
     let index = item_index(db, tree);
-    let item = |kind: ItemKind, name: &str| {
-        structured_item(db, ItemId::new(db, tree, kind, name.to_string()))
-    };
+    let item = |kind: ItemKind, name: &str| structured_item(db, ItemId::new(db, tree, kind, name));
     let image_node = |name: &str| {
         if index.contains(ItemKind::IMAGES, name) {
             format!("image:{name}")

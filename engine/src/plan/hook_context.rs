@@ -91,14 +91,14 @@ impl HookContext for EngineContext<'_> {
     }
 
     fn item(&self, kind: ItemKind, name: &str) -> Option<ItemView> {
-        let id = ItemId::new(self.db, self.tree, kind, name.to_string());
+        let id = ItemId::new(self.db, self.tree, kind, name);
         structured_item(self.db, id).view()
     }
 
     fn group_accounts(&self, group: Option<&str>) -> Arc<GroupAccounts> {
         match group {
             Some(g) => {
-                let id = ItemId::new(self.db, self.tree, ItemKind::GROUPS, g.to_string());
+                let id = ItemId::new(self.db, self.tree, ItemKind::GROUPS, g);
                 group_accounts_of(self.db, id).clone()
             }
             None => Arc::default(),
@@ -142,7 +142,7 @@ impl HookContext for EngineContext<'_> {
     }
 
     fn pinned_parent(&self, image: &str, runtime: &str) -> Option<String> {
-        let id = ItemId::new(self.db, self.tree, ItemKind::IMAGES, image.to_string());
+        let id = ItemId::new(self.db, self.tree, ItemKind::IMAGES, image);
         match structured_item(self.db, id).item.as_deref() {
             Some(csis_model::models::Item::Image(img)) if img.parent_policy != "follow" => {
                 pins(self.db, self.tree)

@@ -429,7 +429,7 @@ fn trace_value(
         }
     }
     for (kind, name) in items {
-        let id = ItemId::new(db, tree, *kind, name.clone());
+        let id = ItemId::new(db, tree, *kind, name.as_str());
         let si = structured_item(db, id);
         let (Some(origin), Some(resolved)) = (si.origin.as_ref(), si.resolved.as_deref()) else {
             continue;

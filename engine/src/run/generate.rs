@@ -808,7 +808,7 @@ fn core_contribution(
         item_index(db, tree)
             .names(ItemKind::IMAGES)
             .filter_map(|n| {
-                let id = ItemId::new(db, tree, ItemKind::IMAGES, n.clone());
+                let id = ItemId::new(db, tree, ItemKind::IMAGES, n.as_str());
                 match structured_item(db, id).item.as_deref() {
                     Some(Item::Image(img)) => Some(img.clone()),
                     _ => None,

@@ -76,7 +76,7 @@ pub fn plan_summary(db: &dyn Db, tree: Tree, run: RunInput) -> PlanSummary {
     let series: Vec<_> = index
         .names(ItemKind::IMAGES)
         .map(|name| {
-            let id = ItemId::new(db, tree, ItemKind::IMAGES, name.clone());
+            let id = ItemId::new(db, tree, ItemKind::IMAGES, name.as_str());
             (name, image_series(db, id))
         })
         .collect();

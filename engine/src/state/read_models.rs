@@ -33,7 +33,7 @@ pub fn identity_read_model(db: &dyn Db, tree: Tree) -> Map<String, J> {
         index
             .names(kind)
             .filter_map(|n| {
-                let si = structured_item(db, ItemId::new(db, tree, kind, n.clone()));
+                let si = structured_item(db, ItemId::new(db, tree, kind, n.as_str()));
                 secrets.extend(si.secrets.iter().cloned());
                 si.item.clone()
             })
@@ -107,7 +107,7 @@ pub fn storage_read_model(db: &dyn Db, tree: Tree, record: &StorageState) -> Map
     for d in crate::state::storage_state::declared(db, tree) {
         let si = structured_item(
             db,
-            ItemId::new(db, tree, ItemKind::STORAGES, d.name.clone()),
+            ItemId::new(db, tree, ItemKind::STORAGES, d.name.as_str()),
         );
         let Some(Item::Storage(st)) = si.item.as_deref() else {
             continue;

@@ -65,7 +65,10 @@ pub struct Declared {
 pub fn attachments(db: &dyn Db, tree: Tree) -> BTreeMap<String, Vec<String>> {
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for name in item_index(db, tree).names(ItemKind::INSTANCES) {
-        let si = structured_item(db, ItemId::new(db, tree, ItemKind::INSTANCES, name.clone()));
+        let si = structured_item(
+            db,
+            ItemId::new(db, tree, ItemKind::INSTANCES, name.as_str()),
+        );
         for m in &si.storages {
             out.entry(m.name.clone()).or_default().push(name.clone());
         }
@@ -79,7 +82,7 @@ pub fn declared(db: &dyn Db, tree: Tree) -> Vec<Declared> {
     let registry = db.registry();
     let mut out = Vec::new();
     for name in item_index(db, tree).names(ItemKind::STORAGES) {
-        let si = structured_item(db, ItemId::new(db, tree, ItemKind::STORAGES, name.clone()));
+        let si = structured_item(db, ItemId::new(db, tree, ItemKind::STORAGES, name.as_str()));
         let Some(Item::Storage(st)) = si.item.as_deref() else {
             continue;
         };

@@ -76,7 +76,7 @@ pub fn structure_images(db: &Database, tree: Tree) {
         .par_iter()
         .with_max_len(PIECE)
         .for_each_with(db.clone(), |db, name| {
-            structured_item(db, ItemId::new(db, tree, ItemKind::IMAGES, name.clone()));
+            structured_item(db, ItemId::new(db, tree, ItemKind::IMAGES, name.as_str()));
         });
 }
 
@@ -94,13 +94,13 @@ pub fn structure_items(db: &Database, tree: Tree) {
     ids.par_iter()
         .with_max_len(PIECE)
         .for_each_with(db.clone(), |db, (kind, name)| {
-            structured_item(db, ItemId::new(db, tree, *kind, name.clone()));
+            structured_item(db, ItemId::new(db, tree, *kind, name.as_str()));
         });
     ids.par_iter()
         .with_max_len(PIECE)
         .filter(|(kind, _)| *kind == ItemKind::IMAGES)
         .for_each_with(db.clone(), |db, (kind, name)| {
-            let id = ItemId::new(db, tree, *kind, name.clone());
+            let id = ItemId::new(db, tree, *kind, name.as_str());
             crate::check::capabilities::capability_diagnostics(db, id);
         });
     let (files, whole) = (db.clone(), db.clone());

@@ -150,7 +150,7 @@ impl Ops<'_> {
                         "upgrade: instance '{name}' is not defined in the configuration"
                     ));
                 }
-                let id = ItemId::new(db, self.ws.tree, ItemKind::INSTANCES, name.clone());
+                let id = ItemId::new(db, self.ws.tree, ItemKind::INSTANCES, name.as_str());
                 let Some(Item::Instance(inst)) = structured_item(db, id).item.as_deref().cloned()
                 else {
                     return Err(format!(
