@@ -73,6 +73,5 @@ impl<'a> Checks<'a> {
     /// Read it with `let Item::Storage(st) = &*item`.
     pub(super) fn storage(&self, name: &str) -> Option<std::sync::Arc<Item>> {
         self.structured(ItemKind::STORAGES, name)
-            .filter(|item| matches!(**item, Item::Storage(_)))
     }
 }

@@ -464,64 +464,52 @@ pub fn raw_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<Cow
     let kind = id.kind(db);
     let name = id.name(db);
     let source = *item_index(db, tree).items.get(&kind)?.get(name)?;
-    if let ItemSource::Tree { file, index } = source {
-        let entry = item_file_entries(db, tree, file).items.get(index)?;
-        let touched = tree.overlays(db).iter().any(|f| {
-            overlay_document(db, *f)
-                .entries
-                .iter()
-                .any(|e| e.kind == kind && e.name == *name && !e.undeclare)
-        });
-        if !touched {
-            return Some(Cow::Borrowed(entry));
-        }
-    }
-    let mut item = match source {
+    // The value the overlays make of the item, before decryption.
+    let (mut item, mut value) = match source {
         ItemSource::Tree { file, index } => {
-            item_file_entries(db, tree, file).items.get(index)?.clone()
+            let entry = item_file_entries(db, tree, file).items.get(index)?;
+            let mut updates = tree
+                .overlays(db)
+                .iter()
+                .flat_map(|f| overlay_document(db, *f).entries.iter())
+                .filter(|e| e.kind == kind && e.name == *name && !e.undeclare)
+                .peekable();
+            if updates.peek().is_none() {
+                return Some(Cow::Borrowed(entry));
+            }
+            let mut value = (*entry.value).clone();
+            for e in updates {
+                value.merge_over(&e.value);
+            }
+            (entry.clone(), value)
         }
         ItemSource::Overlay { file, index } => {
             let e = overlay_document(db, file).entries.get(index)?;
-            RawItem {
+            let item = RawItem {
                 kind,
                 secrets: Vec::new(),
                 name: e.name.clone(),
-                // Found below, once the value is decrypted.
+                // Both set below, once the value is decrypted.
                 interpolates: false,
                 value: e.value.clone(),
                 origin: e.origin.clone(),
-            }
+            };
+            (item, (*e.value).clone())
         }
     };
-    let mut overlaid = matches!(source, ItemSource::Overlay { .. });
-    if let ItemSource::Tree { .. } = source {
-        for file in tree.overlays(db) {
-            for e in &overlay_document(db, *file).entries {
-                if e.kind == kind && e.name == *name && !e.undeclare {
-                    let mut v = (*item.value).clone();
-                    v.merge_over(&e.value);
-                    item.value = Arc::new(v);
-                    overlaid = true;
-                }
-            }
-        }
-    }
-    if overlaid {
-        // Overlay values decrypt like the tree's; a refusal here is the
-        // overlay's own (its diagnostics are reported with the item).
-        let mut v = (*item.value).clone();
-        let mut ignored = Vec::new();
-        decrypt_fields(
-            db,
-            tree,
-            kind,
-            &mut v,
-            &item.origin,
-            &mut item.secrets,
-            &mut ignored,
-        );
-        item.interpolates = crate::load::interp::mentions(&v);
-        item.value = Arc::new(v);
-    }
+    // Overlay values decrypt like the tree's; a refusal here is the
+    // overlay's own (its diagnostics are reported with the item).
+    let mut ignored = Vec::new();
+    decrypt_fields(
+        db,
+        tree,
+        kind,
+        &mut value,
+        &item.origin,
+        &mut item.secrets,
+        &mut ignored,
+    );
+    item.interpolates = crate::load::interp::mentions(&value);
+    item.value = Arc::new(value);
     Some(Cow::Owned(item))
 }

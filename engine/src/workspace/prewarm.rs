@@ -17,7 +17,7 @@ use crate::plan::fingerprint::{SeriesKey, input_fingerprint};
 /// list into as few pieces as there are cores, and the last piece kept
 /// one core busy for a tenth of a cold plan while the other had nothing
 /// left to take. (Files and fingerprints, each several items' worth of
-/// work, go a quarter as many at a time.)
+/// work, go fewer at a time.)
 pub const PIECE: usize = 64;
 
 /// Every item file parsed into its entries, and the meta-state records
@@ -80,8 +80,8 @@ pub fn structure_images(db: &Database, tree: Tree) {
         });
 }
 
-/// Every item structured, then every image's capabilities and every
-/// file's checks. The capabilities wait for the structuring: each image's
+/// Every item structured, then every image's capabilities, then every
+/// file's checks beside the slowest tree-wide ones. The capabilities wait for the structuring: each image's
 /// reads every instance's image (`instances_by_image`), and asked while
 /// instances were still unstructured, one worker structured them all
 /// while the other waited for it.

@@ -339,15 +339,19 @@ impl Flow<'_> {
         comment_only(&self.s[self.at..])
     }
 
-    /// Past an opening bracket: whether the collection closes at once.
-    fn opens_empty(&mut self, close: u8) -> bool {
+    /// Past the opening bracket of a collection nested in `depth` others:
+    /// whether it closes at once; `None` past the nesting limit.
+    fn open(&mut self, depth: usize, close: u8) -> Option<bool> {
+        if depth >= MAX_DEPTH {
+            return None;
+        }
         self.at += 1;
         self.skip_spaces();
         let empty = self.peek() == Some(close);
         if empty {
             self.at += 1;
         }
-        empty
+        Some(empty)
     }
 
     /// After an entry of a flow collection: `Some(true)` past its closing
@@ -373,11 +377,8 @@ impl Flow<'_> {
         self.skip_spaces();
         match self.peek()? {
             b'[' => {
-                if depth >= MAX_DEPTH {
-                    return None;
-                }
                 let mut items = Vec::new();
-                if !self.opens_empty(b']') {
+                if !self.open(depth, b']')? {
                     loop {
                         items.push(self.node(depth + 1)?);
                         if self.next_entry(b']')? {
@@ -388,11 +389,8 @@ impl Flow<'_> {
                 Some(Value::Seq(items))
             }
             b'{' => {
-                if depth >= MAX_DEPTH {
-                    return None;
-                }
                 let mut entries = Map::default();
-                if !self.opens_empty(b'}') {
+                if !self.open(depth, b'}')? {
                     loop {
                         let key = match self.node(depth + 1)? {
                             Value::Scalar { text, .. } => text,
