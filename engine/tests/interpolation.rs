@@ -14,7 +14,7 @@ use csis_engine::db::system::{
 };
 use csis_engine::load::builders::builders;
 use csis_engine::load::items::ItemId;
-use csis_engine::load::items_model::structured_item;
+use csis_engine::load::items_model::{resolved_value, structured_item};
 use csis_engine::load::strings::rendered_cfg;
 use csis_engine::workspace::{LoadOptions, Workspace};
 use csis_model::{ItemKind, Value, Vct};
@@ -203,7 +203,7 @@ fn resolved(ws: &Workspace, kind: ItemKind, name: &str) -> Value {
         "{:?}",
         si.diags.iter().map(|d| ws.describe(d)).collect::<Vec<_>>()
     );
-    (**si.resolved.as_ref().unwrap()).clone()
+    resolved_value(&ws.db, id).unwrap().1
 }
 
 fn at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
@@ -350,10 +350,9 @@ STATE
         );
         let kind = ItemKind::new(&NETWORKS);
         let id = ItemId::new(&ws.db, ws.tree, kind, "lan".to_string());
-        let si = structured_item(&ws.db, id);
-        si.resolved
+        resolved_value(&ws.db, id)
             .as_ref()
-            .and_then(|v| v.get("cidr"))
+            .and_then(|(_, v)| v.get("cidr"))
             .and_then(Value::as_str)
             .unwrap()
             .to_string()

@@ -14,7 +14,7 @@ use csis_plugin_api::BuilderDecl;
 
 use crate::db::{Db, Tree};
 use crate::load::builders::{Builders, builders};
-use crate::load::items::{ItemId, item_index, raw_item};
+use crate::load::items::{ItemId, RawItem, item_index, raw_item};
 use crate::load::resolve::{
     SmartContext, TemplateItem, fill_defaults, refusal_diagnostic, resolve_item,
 };
@@ -25,8 +25,6 @@ use csis_string_stage::passes::{DEFAULT_DATEFORMAT, execution_value};
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct StructuredItem {
     pub item: Option<Arc<Item>>,
-    /// The resolved value the model was read from (the resolved view).
-    pub resolved: Option<Arc<Value>>,
     pub mods: Vec<ModItem>,
     pub storages: Vec<StorageMapping>,
     /// Decrypted values with their markers (for emission).
@@ -71,45 +69,15 @@ pub fn structured_item<'db>(db: &'db dyn Db, id: ItemId<'db>) -> StructuredItem 
     };
     let kind = raw.kind;
     let b = builders(db, tree);
-    let mut value = (*raw.value).clone();
-    fill_defaults(kind, &mut value, b);
-    let ctx = smart_context(db, tree, kind, &value, b);
-    let refused = Renderer::shared(|r| resolve_item(kind, &mut value, &ctx, r));
-    if !refused.is_empty() {
-        let name = value
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let kind_label = label(kind).to_lowercase();
-        out.diags.extend(refused.iter().map(|(path, refusal)| {
-            refusal_diagnostic(&kind_label, &name, &raw.origin, path, refusal)
-        }));
-    }
-    let mut secrets = raw.secrets.clone();
-    // After the Jinja stage, before structuring: ${env.*}, ${terraform.*}.
-    let interpolated =
-        crate::load::interp::interpolate_item(db, tree, kind.key(), &mut value, &raw.origin);
-    out.diags.extend(interpolated.diags);
-    secrets.extend(interpolated.secrets);
-    out.interpolated = interpolated.used;
-    let user_rule = (kind == ItemKind::USERS)
-        .then(|| UserRule::of(b, &value))
-        .flatten();
-    if kind == ItemKind::USERS {
-        open_derived_email(
-            db,
-            tree,
-            &mut value,
-            &raw.origin,
-            &mut secrets,
-            &mut out.diags,
-        );
-    }
-    if let Some(rule) = &user_rule {
-        out.diags
-            .extend(rule.fill_blank_name(&mut value, &raw.origin));
-    }
+    let Resolution {
+        value,
+        secrets,
+        interpolated,
+        user_rule,
+        diags,
+    } = resolve(db, tree, &raw, b);
+    out.diags = diags;
+    out.interpolated = interpolated;
     let Some(map) = value.as_map() else {
         return out;
     };
@@ -163,10 +131,72 @@ pub fn structured_item<'db>(db: &'db dyn Db, id: ItemId<'db>) -> StructuredItem 
         _ => {}
     }
     out.item = Some(Arc::new(item));
-    out.resolved = Some(Arc::new(value));
     out.secrets = secrets;
     out.origin = Some(raw.origin.clone());
     out
+}
+
+/// An item's value after the template and interpolation stages, with what
+/// those stages found: what [`structured_item`] reads the model from.
+struct Resolution<'b> {
+    value: Value,
+    secrets: Vec<csis_model::models::Secret>,
+    interpolated: Vec<csis_string_stage::interp::Used>,
+    user_rule: Option<UserRule<'b>>,
+    diags: Vec<Diagnostic>,
+}
+
+fn resolve<'b>(db: &dyn Db, tree: Tree, raw: &RawItem, b: &'b Builders) -> Resolution<'b> {
+    let kind = raw.kind;
+    let mut diags = Vec::new();
+    let mut value = (*raw.value).clone();
+    fill_defaults(kind, &mut value, b);
+    let ctx = smart_context(db, tree, kind, &value, b);
+    let refused = Renderer::shared(|r| resolve_item(kind, &mut value, &ctx, r));
+    if !refused.is_empty() {
+        let name = value
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let kind_label = label(kind).to_lowercase();
+        diags.extend(refused.iter().map(|(path, refusal)| {
+            refusal_diagnostic(&kind_label, &name, &raw.origin, path, refusal)
+        }));
+    }
+    let mut secrets = raw.secrets.clone();
+    // After the Jinja stage, before structuring: ${env.*}, ${terraform.*}.
+    let interpolated =
+        crate::load::interp::interpolate_item(db, tree, kind.key(), &mut value, &raw.origin);
+    diags.extend(interpolated.diags);
+    secrets.extend(interpolated.secrets);
+    let user_rule = (kind == ItemKind::USERS)
+        .then(|| UserRule::of(b, &value))
+        .flatten();
+    if kind == ItemKind::USERS {
+        open_derived_email(db, tree, &mut value, &raw.origin, &mut secrets, &mut diags);
+    }
+    if let Some(rule) = &user_rule {
+        diags.extend(rule.fill_blank_name(&mut value, &raw.origin));
+    }
+    Resolution {
+        value,
+        secrets,
+        interpolated: interpolated.used,
+        user_rule,
+        diags,
+    }
+}
+
+/// The item's resolved value (the resolved view) and where it is declared.
+/// Computed again on each call rather than kept beside every structured
+/// item: only `--explain` and tests read it, and keeping it was a fifth of
+/// a cold plan's heap (docs/performance.md).
+pub fn resolved_value(db: &dyn Db, id: ItemId<'_>) -> Option<(Origin, Value)> {
+    let tree = id.tree(db);
+    let raw = raw_item(db, tree, id)?;
+    let value = resolve(db, tree, &raw, builders(db, tree)).value;
+    Some((raw.origin.clone(), value))
 }
 
 /// An email derived from an encrypted piece (the user builder's

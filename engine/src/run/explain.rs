@@ -17,7 +17,7 @@ use serde_json::Value as J;
 use crate::db::run_input::RunInput;
 use crate::load::builders::builders;
 use crate::load::items::{ItemId, item_index};
-use crate::load::items_model::structured_item;
+use crate::load::items_model::{resolved_value, structured_item};
 use crate::plan::bakes::bake_plan;
 use crate::plan::fingerprint::{SeriesKey, chain_root, input_fingerprint};
 use crate::state::lineage::{BuildRecord, lineage, pins};
@@ -430,11 +430,10 @@ fn trace_value(
     }
     for (kind, name) in items {
         let id = ItemId::new(db, tree, *kind, name.as_str());
-        let si = structured_item(db, id);
-        let (Some(origin), Some(resolved)) = (si.origin.as_ref(), si.resolved.as_deref()) else {
+        let Some((origin, resolved)) = resolved_value(db, id) else {
             continue;
         };
-        if let Some(at) = find_scalar(resolved, value, origin.clone()) {
+        if let Some(at) = find_scalar(&resolved, value, origin) {
             let kind = kind.singular();
             return ws
                 .position(&at, false)
