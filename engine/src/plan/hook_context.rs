@@ -207,11 +207,8 @@ impl HookContext for EngineContext<'_> {
     fn bake_disk_size(&self, series: &str, runtime: &str) -> Option<String> {
         let key = SeriesKey::new(self.db, series.to_string(), runtime.to_string());
         input_fingerprint(self.db, self.tree, key)
-            .as_ref()?
-            .fields
-            .get("bake_disk_size")?
-            .as_str()
-            .map(str::to_string)
+            .as_ref()
+            .map(|f| f.bake_disk_size.clone())
     }
 
     fn builder_hooks(&self, decl: &Arc<BuilderDecl>) -> Option<Box<dyn csis_plugin_api::Builder>> {

@@ -19,7 +19,7 @@ use crate::load::builders::builders;
 use crate::load::items::{ItemId, item_index};
 use crate::load::items_model::{resolved_value, structured_item};
 use crate::plan::bakes::bake_plan;
-use crate::plan::fingerprint::{SeriesKey, chain_root, input_fingerprint};
+use crate::plan::fingerprint::{SeriesKey, chain_root, fingerprint_detail, input_fingerprint};
 use crate::state::lineage::{BuildRecord, lineage, pins};
 use crate::workspace::Workspace;
 
@@ -94,7 +94,7 @@ fn explain_decision(
         ));
     } else if reason.starts_with("inputs changed") {
         let key = SeriesKey::new(db, series.to_string(), rt.to_string());
-        let current = input_fingerprint(db, tree, key).as_ref();
+        let current = fingerprint_detail(db, tree, key);
         match (head, current) {
             (Some(head), Some(current)) if !head.inputs.is_empty() => {
                 changed_inputs(ws, series, rt, head, &current.inputs(), &pad, out);

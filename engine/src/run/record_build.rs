@@ -44,8 +44,8 @@ pub fn record_build(
     let db = &ws.db;
     let tree = ws.tree;
     let key = crate::plan::fingerprint::SeriesKey::new(db, series.clone(), runtime.clone());
-    let fp = crate::plan::fingerprint::input_fingerprint(db, tree, key).as_ref();
-    let fp_fields = fp.map(|f| f.fields.clone()).unwrap_or(J::Null);
+    let fp = crate::plan::fingerprint::fingerprint_detail(db, tree, key);
+    let fp_fields = fp.as_ref().map(|f| f.fields.clone()).unwrap_or(J::Null);
     let operations: BTreeMap<String, String> = m
         .get("modifications")
         .and_then(J::as_array)
@@ -242,8 +242,7 @@ fn from_packer(
     }
     let mods: Vec<J> = {
         let key = crate::plan::fingerprint::SeriesKey::new(&ws.db, series.clone(), runtime.clone());
-        crate::plan::fingerprint::input_fingerprint(&ws.db, ws.tree, key)
-            .as_ref()
+        crate::plan::fingerprint::fingerprint_detail(&ws.db, ws.tree, key)
             .and_then(|f| f.fields.get("modifications").and_then(J::as_array).cloned())
             .unwrap_or_default()
             .iter()
