@@ -94,10 +94,10 @@ pub fn structured_item<'db>(db: &'db dyn Db, id: ItemId<'db>) -> StructuredItem 
             }
             Item::User(Box::new(user))
         }
-        ItemKind::GROUPS => Item::Group(Group::read(&mut f)),
-        ItemKind::STORAGES => Item::Storage(Storage::read(&mut f)),
+        ItemKind::GROUPS => Item::Group(Box::new(Group::read(&mut f))),
+        ItemKind::STORAGES => Item::Storage(Box::new(Storage::read(&mut f))),
         ItemKind::IMAGES => Item::Image(Box::new(Image::read(&mut f))),
-        ItemKind::INSTANCES => Item::Instance(Instance::read(&mut f)),
+        ItemKind::INSTANCES => Item::Instance(Box::new(Instance::read(&mut f))),
         ItemKind::BASE_IMAGES => Item::BaseImage(Box::new(BaseImage::read(&mut f))),
         other => {
             let named = NameTyped::read_with_type(&mut f, "default");
@@ -108,7 +108,7 @@ pub fn structured_item<'db>(db: &'db dyn Db, id: ItemId<'db>) -> StructuredItem 
                     f.error(Diagnostic::error(problem).at(raw.origin.clone()));
                 }
             }
-            Item::Plugin(PluginItem { named, fields })
+            Item::Plugin(Box::new(PluginItem { named, fields }))
         }
     };
     f.finish();

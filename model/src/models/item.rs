@@ -7,18 +7,20 @@ use crate::models::{
 };
 use crate::value::Map;
 
-/// A structured item.
+/// A structured item. Every model is boxed so that the enum is two words:
+/// a tree holds tens of thousands of users, and each would otherwise take
+/// the largest model's size.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum Item {
     User(Box<User>),
-    Group(Group),
-    Storage(Storage),
+    Group(Box<Group>),
+    Storage(Box<Storage>),
     Image(Box<Image>),
-    Instance(Instance),
+    Instance(Box<Instance>),
     BaseImage(Box<BaseImage>),
     /// An item of a kind a plugin registered.
-    Plugin(PluginItem),
+    Plugin(Box<PluginItem>),
 }
 
 /// An item of a plugin's kind: the common fields and the plugin's own.

@@ -36,7 +36,7 @@ fn declared(ctx: &dyn HookContext, me: &BuilderDecl) -> Vec<(Instance, ItemView)
     ctx.items(ItemKind::INSTANCES)
         .into_iter()
         .filter_map(|v| match v.item.as_ref() {
-            Item::Instance(i) => Some((i.clone(), v)),
+            Item::Instance(i) => Some(((**i).clone(), v)),
             _ => None,
         })
         .filter(|(i, _)| {
@@ -94,7 +94,7 @@ fn plan(
         let storage: Option<Storage> =
             ctx.item(ItemKind::STORAGES, &m.name)
                 .and_then(|v| match v.item.as_ref() {
-                    Item::Storage(s) => Some(s.clone()),
+                    Item::Storage(s) => Some((**s).clone()),
                     _ => None,
                 });
         let Some(storage) = storage else {

@@ -27,7 +27,7 @@ pub fn declared(ctx: &dyn HookContext, me: &BuilderDecl) -> Vec<Storage> {
     ctx.items(ItemKind::STORAGES)
         .into_iter()
         .filter_map(|v| match v.item.as_ref() {
-            Item::Storage(s) => Some(s.clone()),
+            Item::Storage(s) => Some((**s).clone()),
             _ => None,
         })
         .filter(|s| {
