@@ -19,7 +19,7 @@ use divan::Bencher;
 
 /// The allocator of the `csis` binary, so the benches time what it runs.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: csis_alloc::Allocator = csis_alloc::Allocator;
 
 static FIXTURE: LazyLock<Fixture> = LazyLock::new(Fixture::from_env);
 

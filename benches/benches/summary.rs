@@ -27,7 +27,7 @@ use csis_engine::workspace::Workspace;
 
 /// The allocator of the `csis` binary, so the benches time what it runs.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: csis_alloc::Allocator = csis_alloc::Allocator;
 
 /// One measure's runs.
 struct Measure {

@@ -19,7 +19,7 @@ use csis_engine::db::Db as _;
 use csis_engine::run::{Level, RunRequest};
 
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: csis_alloc::Allocator = csis_alloc::Allocator;
 
 fn main() {
     let runs: usize = std::env::args()

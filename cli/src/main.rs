@@ -8,7 +8,7 @@
 /// cores, where glibc spends its time growing per-thread arenas (see
 /// docs/dependencies.md and docs/performance.md for the measurement).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: csis_alloc::Allocator = csis_alloc::Allocator;
 
 mod progress;
 mod report;
