@@ -81,6 +81,14 @@ impl<'a> Fields<'a> {
         self.map.get(key).filter(|v| !v.is_null())
     }
 
+    /// Mark `keys` known, and say whether the mapping declares any of them
+    /// (even as null): one pass over the mapping's keys, for a group of
+    /// optional keys most mappings leave out.
+    pub fn any_present(&mut self, keys: &[&'static str]) -> bool {
+        self.known.extend_from_slice(keys);
+        self.map.keys().any(|k| keys.contains(&k.as_str()))
+    }
+
     /// Whether the mapping declares `key` at all (even as null), without
     /// marking it known.
     pub fn has(&self, key: &str) -> bool {
