@@ -127,7 +127,12 @@ pub struct Found {
 /// check; only what found something.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn file_findings(db: &dyn Db, tree: Tree, file: SourceFile) -> FileFindings {
-    let items = indexed_in_file(db, tree, file);
+    // Each item's kind read once: asked per check and kind, it was half a
+    // million interned lookups for a large tree.
+    let items: Vec<_> = indexed_in_file(db, tree, file)
+        .into_iter()
+        .map(|id| (id.kind(db), id))
+        .collect();
     let mut out = FileFindings {
         entries: item_file_entries(db, tree, file).diags.clone(),
         found: Vec::new(),
@@ -136,8 +141,8 @@ pub(crate) fn file_findings(db: &dyn Db, tree: Tree, file: SourceFile) -> FileFi
         for kind in kinds {
             let diags: Vec<Diagnostic> = items
                 .iter()
-                .filter(|id| id.kind(db) == kind)
-                .flat_map(|id| check.run(db, tree, *id))
+                .filter(|(k, _)| *k == kind)
+                .flat_map(|(_, id)| check.run(db, tree, *id))
                 .collect();
             if !diags.is_empty() {
                 out.found.push(Found { kind, check, diags });

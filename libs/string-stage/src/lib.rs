@@ -249,17 +249,17 @@ fn looked_up(tag: &str, ctx: &JValue) -> Option<JValue> {
             .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
             && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
     };
-    if !inner.split('.').all(identifier) {
-        return None;
-    }
-    let mut names = inner.split('.');
+    // One pass: each name checked as it is looked up (a lookup has no
+    // effect, so stopping at a name that is not one is as good as
+    // checking them all first).
+    let mut names = inner.split(|c: char| c == '.');
     let first = names.next()?;
-    if RESERVED.contains(&first) {
+    if !identifier(first) || RESERVED.contains(&first) {
         return None;
     }
     let mut value = ctx.get_attr(first).ok()?;
     for name in names {
-        if value.is_undefined() {
+        if !identifier(name) || value.is_undefined() {
             return None;
         }
         value = value.get_attr(name).ok()?;
