@@ -252,7 +252,7 @@ fn looked_up(tag: &str, ctx: &JValue) -> Option<JValue> {
     // One pass: each name checked as it is looked up (a lookup has no
     // effect, so stopping at a name that is not one is as good as
     // checking them all first).
-    let mut names = inner.split(|c: char| c == '.');
+    let mut names = inner.split('.');
     let first = names.next()?;
     if !identifier(first) || RESERVED.contains(&first) {
         return None;
