@@ -81,7 +81,7 @@ pub(crate) fn user_data_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) ->
     }
     // sudo reads no drop-in whose file name holds a dot: instance-setup
     // skips such a grant with a warning at boot.
-    for account in document.iter().flat_map(|d| &d.users) {
+    for account in document.iter().flat_map(|d| &d.accounts.users) {
         if account.sudo.is_some() && account.name.contains('.') {
             out.push(
                 Diagnostic::warning(format!(

@@ -3,6 +3,8 @@
 //! accounts. The engine reads every `#cloud-config` asset back as
 //! instance-setup(8) would and fails generation on what it would refuse.
 
+use std::sync::Arc;
+
 use csis_model::ItemKind;
 use csis_model::models::Item;
 use serde_json::{Value as J, json};
@@ -41,9 +43,10 @@ pub struct WriteFile {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct UserData {
     pub hostname: String,
-    pub users: Vec<Account>,
-    /// Group name and members.
-    pub groups: Vec<(String, Vec<String>)>,
+    /// The accounts and the group entry, shared with every document of
+    /// the group's instances (a copy per instance was a fortieth of a cold
+    /// plan of the reference tree, whose checks build 5,000 documents).
+    pub accounts: Arc<GroupAccounts>,
     pub write_files: Vec<WriteFile>,
 }
 
@@ -52,6 +55,7 @@ impl UserData {
     /// (a YAML subset, so every string is quoted and nothing is guessed).
     pub fn render(&self) -> String {
         let users: Vec<J> = self
+            .accounts
             .users
             .iter()
             .map(|a| {
@@ -69,6 +73,7 @@ impl UserData {
             })
             .collect();
         let groups: Vec<J> = self
+            .accounts
             .groups
             .iter()
             .map(|(g, members)| json!({ g.as_str(): members }))

@@ -490,11 +490,9 @@ fn user_data_document(
     } = launch;
     let mut doc = UserData {
         hostname: hostname.clone(),
+        accounts: ctx.group_accounts(group.as_deref()),
         ..UserData::default()
     };
-    let accounts = ctx.group_accounts(group.as_deref());
-    doc.users = accounts.users.clone();
-    doc.groups = accounts.groups.clone();
     doc.write_files = vec![
         WriteFile {
             path: "/var/lib/csis/launch.sh".into(),

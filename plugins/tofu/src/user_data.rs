@@ -90,11 +90,9 @@ pub fn script(l: &Launch<'_>) -> String {
 
 /// The document.
 pub fn document(ctx: &dyn HookContext, l: &Launch<'_>) -> UserData {
-    let accounts = ctx.group_accounts(l.group);
     UserData {
         hostname: l.hostname.to_string(),
-        users: accounts.users.clone(),
-        groups: accounts.groups.clone(),
+        accounts: ctx.group_accounts(l.group),
         write_files: vec![
             WriteFile {
                 path: "/var/lib/csis/launch.sh".into(),
