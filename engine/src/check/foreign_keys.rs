@@ -30,7 +30,7 @@ impl Checks<'_> {
         field: &str,
         value: &str,
         vct: Vct,
-        at: Option<Origin>,
+        at: impl FnOnce() -> Option<Origin>,
     ) {
         if csis_model::naming::reserved_word(value) == Some("none") {
             self.err(
@@ -38,7 +38,7 @@ impl Checks<'_> {
                     "{class} '{obj}': field '{field}' names '{value}', which is no {} -- `none` names nothing and is not this field's default; leave the field out, or write default, for the default",
                     target_name(vct)
                 ),
-                at,
+                at(),
             );
         } else if self.b.resolve(vct, value).is_none() {
             let what = label_in_sentence(vct);
@@ -49,7 +49,7 @@ impl Checks<'_> {
                     "{class} '{obj}': field '{field}' names '{value}', which is no {}",
                     target_name(vct),
                 ))
-                .at_opt(at)
+                .at_opt(at())
                 .help(help)
                 .following(Subject::builder(vct, value)),
             );
@@ -66,8 +66,8 @@ impl Checks<'_> {
         field: &str,
         value: &str,
         kind: ItemKind,
-        at: Option<Origin>,
-        referrer: &str,
+        at: impl FnOnce() -> Option<Origin>,
+        referrer: impl FnOnce() -> String,
     ) {
         let index = item_index(self.db, self.tree);
         let safe = csis_model::naming::safe_name(value);
@@ -78,17 +78,18 @@ impl Checks<'_> {
                     kind.model_vct(),
                     kind.singular()
                 ),
-                at,
+                at(),
             );
         } else if !index.contains(kind, &safe) {
             let declared = index.names(kind).map(String::as_str);
-            let help = csis_model::suggest::undeclared(referrer, kind.singular(), value, declared);
+            let help =
+                csis_model::suggest::undeclared(&referrer(), kind.singular(), value, declared);
             self.out.push(
                 Diagnostic::error(format!(
                     "{class} '{obj}': field '{field}' names '{value}', which is no {}",
                     kind.model_vct(),
                 ))
-                .at_opt(at)
+                .at_opt(at())
                 .help(help)
                 .following(Subject::item(kind, value)),
             );
@@ -101,7 +102,7 @@ impl Checks<'_> {
         let at = |k: &str| origin.map(|o| o.key(k));
         let name = img.root.name();
         for (i, e) in img.runtimes.iter().enumerate() {
-            let place = origin.map(|o| o.key("runtimes").index(i).key("image_builder"));
+            let place = || origin.map(|o| o.key("runtimes").index(i).key("image_builder"));
             self.fk_builder(
                 "Image",
                 name,
@@ -154,8 +155,8 @@ impl Checks<'_> {
                 "image",
                 image,
                 ItemKind::IMAGES,
-                at("image"),
-                &format!("instance '{name}'"),
+                || at("image"),
+                || format!("instance '{name}'"),
             );
             let id = ItemId::new(
                 self.db,
@@ -181,10 +182,10 @@ impl Checks<'_> {
             "runtime",
             &inst.runtime,
             Vct::RuntimeBuilderModel,
-            at("runtime"),
+            || at("runtime"),
         );
         for (i, m) in storages.iter().enumerate() {
-            let place = origin.map(|o| o.key("storages").index(i).key("name"));
+            let place = || origin.map(|o| o.key("storages").index(i).key("name"));
             self.fk_item(
                 "StorageMapping",
                 &m.name,
@@ -192,7 +193,7 @@ impl Checks<'_> {
                 &m.name,
                 ItemKind::STORAGES,
                 place,
-                &format!("instance '{name}' (storages[{i}])"),
+                || format!("instance '{name}' (storages[{i}])"),
             );
         }
     }
@@ -208,7 +209,7 @@ impl Checks<'_> {
                 "runtime",
                 &s.runtime,
                 Vct::RuntimeBuilderModel,
-                at("runtime"),
+                || at("runtime"),
             );
         }
         let index = item_index(self.db, self.tree);
