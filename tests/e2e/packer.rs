@@ -143,6 +143,12 @@ fn a_real_run_bakes_in_order_and_records_the_builds_then_bakes_nothing() {
         assert!(lineage.contains(&id), "{id}\n{lineage}");
     }
     assert!(lineage.contains("in_bake: true"), "{lineage}");
+    // A packer bake applies every modification: web's two, on each runtime.
+    assert_eq!(
+        lineage.matches("operation: applied").count(),
+        4,
+        "{lineage}"
+    );
     assert!(
         pins.contains(&format!("\"web@aws1\": {aws_base}")),
         "{pins}"

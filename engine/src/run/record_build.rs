@@ -27,7 +27,10 @@ pub fn record_build(
         .ok_or_else(|| format!("{}: no such build manifest", manifest_path.display()))?;
     let m: J =
         serde_json::from_str(&text).map_err(|e| format!("{}: {e}", manifest_path.display()))?;
-    let m = if m.get("builds").is_some() {
+    // A packer bake applies every modification of the fingerprint it was
+    // baked with; another builder's manifest says each one's operation.
+    let packer = m.get("builds").is_some();
+    let m = if packer {
         from_packer(ws, system, manifest_path, &m)?
     } else {
         m
@@ -65,10 +68,14 @@ pub fn record_build(
         .flatten()
         .map(|x| {
             let name = x.get("name").and_then(J::as_str).unwrap_or_default();
+            let operation = match packer {
+                true => Some("applied"),
+                false => operations.get(name).map(String::as_str),
+            };
             serde_json::json!({
                 "name": name,
                 "content_hash": x.get("content_hash"),
-                "operation": operations.get(name),
+                "operation": operation,
                 "run": s("run"),
             })
         })
@@ -240,16 +247,6 @@ fn from_packer(
                 )
             })?;
     }
-    let mods: Vec<J> = {
-        let key = crate::plan::fingerprint::SeriesKey::new(&ws.db, series.clone(), runtime.clone());
-        crate::plan::fingerprint::fingerprint_detail(&ws.db, ws.tree, key)
-            .and_then(|f| f.fields.get("modifications").and_then(J::as_array).cloned())
-            .unwrap_or_default()
-            .iter()
-            .filter_map(|x| x.get("name").cloned())
-            .map(|name| serde_json::json!({"name": name, "operation": "applied"}))
-            .collect()
-    };
     Ok(serde_json::json!({
         "build_id": build_id,
         "series": series,
@@ -257,7 +254,6 @@ fn from_packer(
         "parent": parent,
         "input_fingerprint": s("fingerprint"),
         "run": s("run"),
-        "modifications": mods,
         "tags": {
             "csis_identity_types": s("identity_types"),
             "csis_storage_types": s("storage_types"),
