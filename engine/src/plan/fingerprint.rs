@@ -31,7 +31,7 @@ pub struct SeriesKey<'db> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InputFingerprint {
     pub hex: String,
-    pub bake_disk_size: String,
+    pub bake_disk_size: Option<String>,
 }
 
 /// A fingerprint, the fields it hashes, and each modification's content
@@ -232,13 +232,13 @@ pub fn input_fingerprint<'db>(
     key: SeriesKey<'db>,
 ) -> Option<InputFingerprint> {
     let fp = fingerprint_detail(db, tree, key)?;
-    let bake_disk_size = match fp.fields.get("bake_disk_size") {
-        Some(J::String(size)) => size.clone(),
-        _ => String::new(),
-    };
     Some(InputFingerprint {
+        bake_disk_size: fp
+            .fields
+            .get("bake_disk_size")
+            .and_then(J::as_str)
+            .map(str::to_string),
         hex: fp.hex,
-        bake_disk_size,
     })
 }
 

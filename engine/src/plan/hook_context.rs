@@ -207,8 +207,9 @@ impl HookContext for EngineContext<'_> {
     fn bake_disk_size(&self, series: &str, runtime: &str) -> Option<String> {
         let key = SeriesKey::new(self.db, series.to_string(), runtime.to_string());
         input_fingerprint(self.db, self.tree, key)
-            .as_ref()
-            .map(|f| f.bake_disk_size.clone())
+            .as_ref()?
+            .bake_disk_size
+            .clone()
     }
 
     fn builder_hooks(&self, decl: &Arc<BuilderDecl>) -> Option<Box<dyn csis_plugin_api::Builder>> {

@@ -81,10 +81,11 @@ pub fn structure_images(db: &Database, tree: Tree) {
 }
 
 /// Every item structured, then every image's capabilities, then every
-/// file's checks beside the slowest tree-wide ones. The capabilities wait for the structuring: each image's
-/// reads every instance's image (`instances_by_image`), and asked while
-/// instances were still unstructured, one worker structured them all
-/// while the other waited for it.
+/// file's checks beside the slowest tree-wide ones. The capabilities wait
+/// for the structuring: each image's reads every instance's image
+/// (`instances_by_image`), and asked while instances were still
+/// unstructured, one worker structured them all while the other waited
+/// for it.
 pub fn structure_items(db: &Database, tree: Tree) {
     let ids: Vec<_> = item_index(db, tree)
         .items
