@@ -15,6 +15,7 @@ mod report;
 mod template_cmd;
 mod watch;
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -1069,15 +1070,19 @@ fn plan(
             if let Some(e) = &report.error {
                 eprintln!("error: {e}");
             }
+            // One write for the whole plan: a line each was thousands of
+            // system calls for a large tree.
+            let mut text = String::new();
             for p in &report.plan {
-                println!("{}@{}: {}", p.series, p.runtime, p.reason);
+                let _ = writeln!(text, "{}@{}: {}", p.series, p.runtime, p.reason);
                 for line in &p.explain {
-                    println!("    {line}");
+                    let _ = writeln!(text, "    {line}");
                 }
             }
             for line in report.summary.iter().flat_map(|s| s.lines()) {
-                println!("{line}");
+                let _ = writeln!(text, "{line}");
             }
+            print!("{text}");
             for line in report
                 .stats
                 .iter()

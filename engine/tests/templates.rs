@@ -67,6 +67,11 @@ instances:
   - name: box-two
     image: web
     userdata: "echo {{ ops.name }} on {{ here.default_machine_type }} beside {{ box.name }}"
+  - name: box-three
+    image: web
+    ephemeral: true
+    machine_type: "007"
+    userdata: "{{ instance.name }} {{ this.image }} {{ identified_model.machine_type }} {{ instance.ephemeral }} {{ this.description }} {{ box_three.name }}"
 "#;
 
 fn resolved() -> J {
@@ -147,6 +152,19 @@ fn any_declared_object_by_name_with_either_spelling() {
     assert_eq!(
         find(&t, "instances", "box-two")["userdata"],
         "echo ops on small beside box"
+    );
+}
+
+#[test]
+fn an_item_names_its_own_fields_by_any_of_its_names_typed_as_written() {
+    let t = resolved();
+    // A quoted number stays a string, a plain `true` is a boolean
+    // (rendered as the Python original's Jinja renders one), and a field
+    // that is itself a template is rendered in the next pass, as the item
+    // found it then.
+    assert_eq!(
+        find(&t, "instances", "box-three")["userdata"],
+        "box-three web 007 True Instance from web box-three"
     );
 }
 

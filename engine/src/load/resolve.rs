@@ -76,15 +76,12 @@ impl SmartContext {
     /// names, each over what came before.
     fn context(
         &self,
-        kind: ItemKind,
+        own: Cow<'static, str>,
         this: Arc<Value>,
         fks: &Arc<BTreeMap<String, JValue>>,
     ) -> JValue {
         JValue::from_object(ItemContext {
-            own: match kind.singular() {
-                s if s.contains('_') => Cow::Owned(s.replace('_', "")),
-                s => Cow::Borrowed(s),
-            },
+            own,
             me: TemplateItem::value(this),
             env: self.env.clone(),
             execution: self.execution.clone(),
@@ -107,20 +104,43 @@ struct ItemContext {
     fks: Arc<BTreeMap<String, JValue>>,
 }
 
+/// The item's kind as its templates name it: singular, without
+/// underscores (`image`, `baseimage` for `base_image`).
+fn own_name(kind: ItemKind) -> Cow<'static, str> {
+    match kind.singular() {
+        s if s.contains('_') => Cow::Owned(s.replace('_', "")),
+        s => Cow::Borrowed(s),
+    }
+}
+
+/// Whether `name` is the item itself in its context (what
+/// [`ItemContext`]'s lookup answers with the item), before the names
+/// the context binds to something else.
+fn names_item(name: &str, own: &str, has_builder: bool) -> bool {
+    match name {
+        // Sub-items (a modifications: or storages: entry) are resolved
+        // with their item, which is the model that identifies them.
+        "this" | "identified_model" => true,
+        "ENV" | "execution" => false,
+        "builder" if has_builder => false,
+        k => k == own,
+    }
+}
+
 impl Object for ItemContext {
     fn repr(self: &Arc<Self>) -> ObjectRepr {
         ObjectRepr::Map
     }
 
     fn get_value(self: &Arc<Self>, key: &JValue) -> Option<JValue> {
-        match key.as_str()? {
-            // Sub-items (a modifications: or storages: entry) are resolved
-            // with their item, which is the model that identifies them.
-            "this" | "identified_model" => Some(self.me.clone()),
+        let key = key.as_str()?;
+        if names_item(key, &self.own, self.builder.is_some()) {
+            return Some(self.me.clone());
+        }
+        match key {
             "ENV" => Some(self.env.clone()),
             "execution" => Some(self.execution.clone()),
-            "builder" if self.builder.is_some() => self.builder.clone(),
-            k if k == self.own => Some(self.me.clone()),
+            "builder" => self.builder.clone(),
             k => self.fks.get(k).cloned(),
         }
     }
@@ -205,24 +225,43 @@ pub fn resolve_item(
 ) -> Vec<(DocPath, Refusal)> {
     let mut refused = Vec::new();
     let fks = Arc::new(ctx.fks.clone());
+    let own = own_name(kind);
+    let mut kept = value.contains_template();
     for _ in 0..MAX_PASSES {
-        if !value.contains_template() {
+        if !kept {
             break;
         }
+        kept = false;
         // A pass renders against the item as the pass found it: the
         // context shares the value itself, and what the pass renders is
         // written back once the context is gone.
         let found = Arc::new(std::mem::take(value));
-        let jctx = ctx.context(kind, found.clone(), &fks);
+        let jctx = ctx.context(own.clone(), found.clone(), &fks);
+        // `{{ user.name }}` read from the item as the context would find
+        // it (a string field, as `jinja_value` types it).
+        let has_builder = ctx.builder.is_some();
+        let direct = |first: &str, field: &str| {
+            if !names_item(first, &own, has_builder) {
+                return None;
+            }
+            match found.as_map()?.get(field)?.typed() {
+                csis_model::value::Typed::Str(s) => Some(s),
+                _ => None,
+            }
+        };
         let mut rendered = Vec::new();
         render_strings(
             &found,
             &mut Vec::new(),
             &mut 0,
-            &jctx,
-            r,
+            &Render {
+                ctx: &jctx,
+                direct: &direct,
+                r,
+            },
             &mut refused,
             &mut rendered,
+            &mut kept,
         );
         drop(jctx);
         *value = Arc::try_unwrap(found).unwrap_or_else(|shared| (*shared).clone());
@@ -234,30 +273,48 @@ pub fn resolve_item(
     refused
 }
 
+/// What one pass renders each string with.
+struct Render<'p> {
+    ctx: &'p JValue,
+    direct: csis_string_stage::Direct<'p>,
+    r: &'p Renderer,
+}
+
 /// Every templated string of `v` rendered against `ctx`: each one that
 /// changed, by its position among the strings of `v` (`seen` counts
 /// them), into `rendered`; a pass that changed nothing is the last.
+/// `kept`: whether a string holds a tag after the pass (one kept as
+/// written, or rendered to another tag), which is what the next pass
+/// renders; asked of the whole value again, that was a second walk of
+/// every item for every pass.
 fn render_strings<'a>(
     v: &'a Value,
     path: &mut Vec<Step<'a>>,
     seen: &mut usize,
-    ctx: &JValue,
-    r: &Renderer,
+    with: &Render<'_>,
     refused: &mut Vec<(DocPath, Refusal)>,
     rendered: &mut Vec<(usize, String)>,
+    kept: &mut bool,
 ) {
     match v {
         Value::Scalar { text, .. } => {
             let at = *seen;
             *seen += 1;
-            if !csis_model::value::has_template(text) || refused.iter().any(|(p, _)| p.is_at(path))
-            {
+            if !csis_model::value::has_template(text) {
                 return;
             }
-            match r.render_tags(text, ctx) {
-                Ok(t) if t != *text => rendered.push((at, t)),
-                Ok(_) => {}
+            if refused.iter().any(|(p, _)| p.is_at(path)) {
+                *kept = true;
+                return;
+            }
+            match with.r.render_tags_direct(text, with.ctx, with.direct) {
+                Ok(t) if t != *text => {
+                    *kept |= csis_model::value::has_template(&t);
+                    rendered.push((at, t));
+                }
+                Ok(_) => *kept = true,
                 Err(refusal) => {
+                    *kept = true;
                     refused.push((DocPath::root().with_steps(path), refusal));
                 }
             }
@@ -265,14 +322,14 @@ fn render_strings<'a>(
         Value::Seq(items) => {
             for (i, item) in items.iter().enumerate() {
                 path.push(Step::Index(i));
-                render_strings(item, path, seen, ctx, r, refused, rendered);
+                render_strings(item, path, seen, with, refused, rendered, kept);
                 path.pop();
             }
         }
         Value::Map(m) => {
             for (k, item) in m.iter() {
                 path.push(Step::Key(k));
-                render_strings(item, path, seen, ctx, r, refused, rendered);
+                render_strings(item, path, seen, with, refused, rendered, kept);
                 path.pop();
             }
         }

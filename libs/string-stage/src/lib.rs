@@ -177,13 +177,32 @@ impl Renderer {
     /// when a tag hits a limit (the whole value is then held to
     /// [`limits::Limits::max_bytes`]).
     pub fn render_tags(&self, text: &str, ctx: &JValue) -> Result<String, Refusal> {
-        self.render_tags_with(text, ctx, true)
+        self.render_tags_with(text, ctx, Some(&|_, _| None))
+    }
+
+    /// [`Renderer::render_tags`], a tag of two names (`{{ user.name }}`)
+    /// first asked of `direct`: the string minijinja would find there,
+    /// read where it is instead of through `ctx`'s objects (one string
+    /// made per lookup, most of what rendering a large tree's templated
+    /// defaults cost), or nothing to look it up in `ctx`.
+    pub fn render_tags_direct(
+        &self,
+        text: &str,
+        ctx: &JValue,
+        direct: Direct<'_>,
+    ) -> Result<String, Refusal> {
+        self.render_tags_with(text, ctx, Some(direct))
     }
 
     /// [`Renderer::render_tags`]; `lookups`: a tag that only names a
     /// string (`{{ group.name }}`) is looked up without minijinja (tests
     /// compare both ways).
-    fn render_tags_with(&self, text: &str, ctx: &JValue, lookups: bool) -> Result<String, Refusal> {
+    fn render_tags_with(
+        &self,
+        text: &str,
+        ctx: &JValue,
+        lookups: Option<Direct<'_>>,
+    ) -> Result<String, Refusal> {
         if !csis_model::value::has_template(text) {
             return Ok(text.to_string());
         }
@@ -202,8 +221,8 @@ impl Renderer {
             let tag = &rest[start..start + len + 2];
             out.push_str(&rest[..start]);
             let room = cap.saturating_sub(out.len());
-            if lookups
-                && let Some(found) = looked_up(tag, ctx)
+            if let Some(direct) = lookups
+                && let Some(found) = looked_up(tag, ctx, direct)
                 && let Some(found) = found.as_str().filter(|s| s.len() <= room)
             {
                 out.push_str(found);
@@ -218,6 +237,27 @@ impl Renderer {
         }
         out.push_str(rest);
         Ok(out)
+    }
+}
+
+/// What a caller answers for a tag of two names (`{{ user.name }}`,
+/// the names as written): the string minijinja would find, or nothing
+/// for minijinja's lookup to find it.
+pub type Direct<'a> = &'a dyn Fn(&str, &str) -> Option<&'a str>;
+
+/// What a tag that is only a dotted name found: a string the caller
+/// answered, or minijinja's value.
+enum Found<'a> {
+    Direct(&'a str),
+    Looked(JValue),
+}
+
+impl Found<'_> {
+    fn as_str(&self) -> Option<&str> {
+        match self {
+            Found::Direct(s) => Some(s),
+            Found::Looked(v) => v.as_str(),
+        }
     }
 }
 
@@ -236,7 +276,7 @@ fn find_pair(s: &str, c: u8) -> Option<usize> {
 /// tree are such names, rendered tens of thousands of times (a user
 /// builder's email template, once per user), and minijinja's setup of
 /// a render was a sixth of a cold plan.
-fn looked_up(tag: &str, ctx: &JValue) -> Option<JValue> {
+fn looked_up<'a>(tag: &str, ctx: &JValue, direct: Direct<'a>) -> Option<Found<'a>> {
     /// Names a template reads as literals or as its own, not the context's.
     const RESERVED: &[&str] = &[
         "true", "false", "none", "True", "False", "None", "self", "loop", "super", "caller",
@@ -257,6 +297,13 @@ fn looked_up(tag: &str, ctx: &JValue) -> Option<JValue> {
     if !identifier(first) || RESERVED.contains(&first) {
         return None;
     }
+    let mut two = names.clone();
+    if let (Some(second), None) = (two.next(), two.next())
+        && identifier(second)
+        && let Some(found) = direct(first, second)
+    {
+        return Some(Found::Direct(found));
+    }
     let mut value = ctx.get_attr(first).ok()?;
     for name in names {
         if !identifier(name) || value.is_undefined() {
@@ -264,7 +311,7 @@ fn looked_up(tag: &str, ctx: &JValue) -> Option<JValue> {
         }
         value = value.get_attr(name).ok()?;
     }
-    value.as_str().is_some().then_some(value)
+    value.as_str().is_some().then_some(Found::Looked(value))
 }
 
 thread_local! {
@@ -416,22 +463,23 @@ mod tests {
             "x {{ 1name }} y",
         ] {
             assert_eq!(
-                r.render_tags_with(text, &ctx, true),
-                r.render_tags_with(text, &ctx, false),
+                r.render_tags_with(text, &ctx, Some(&|_, _| None)),
+                r.render_tags_with(text, &ctx, None),
                 "{text}"
             );
         }
-        let found = looked_up("{{ group.name }}", &ctx);
-        assert_eq!(found.as_ref().and_then(JValue::as_str), Some("ops"));
-        assert_eq!(looked_up("{{ none }}", &ctx), None);
+        let nothing: Direct<'_> = &|_, _| None;
+        let found = looked_up("{{ group.name }}", &ctx, nothing);
+        assert_eq!(found.as_ref().and_then(Found::as_str), Some("ops"));
+        assert!(looked_up("{{ none }}", &ctx, nothing).is_none());
         // Past the room a value has, minijinja refuses it.
         let small = Renderer::with_limits(Limits {
             fuel: TEMPLATE_FUEL,
             max_bytes: 2,
         });
         assert_eq!(
-            small.render_tags_with("{{ group.name }}", &ctx, true),
-            small.render_tags_with("{{ group.name }}", &ctx, false)
+            small.render_tags_with("{{ group.name }}", &ctx, Some(&|_, _| None)),
+            small.render_tags_with("{{ group.name }}", &ctx, None)
         );
     }
 
