@@ -348,7 +348,7 @@ fn add_named_objects(
     b: &Builders,
     ctx: &mut SmartContext,
 ) {
-    let own = kind.singular().replace('_', "");
+    let own = crate::load::resolve::own_name(kind);
     // The names the context binds already are not looked up (and not
     // copied: a user's templates name only `user`, twenty thousand times
     // in a large tree).

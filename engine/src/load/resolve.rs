@@ -30,6 +30,7 @@ pub fn fill_defaults(kind: ItemKind, value: &mut Value, builders: &Builders) {
             if let Some(decl) = builders.resolve(Vct::UserBuilderModel, t)
                 && let csis_model::models::BaseBuilder::User(ub) = &decl.base
             {
+                m.reserve(2);
                 if missing(m, "email") {
                     m.insert("email".into(), Value::str(ub.email_template()));
                 }
@@ -106,7 +107,7 @@ struct ItemContext {
 
 /// The item's kind as its templates name it: singular, without
 /// underscores (`image`, `baseimage` for `base_image`).
-fn own_name(kind: ItemKind) -> Cow<'static, str> {
+pub(crate) fn own_name(kind: ItemKind) -> Cow<'static, str> {
     match kind.singular() {
         s if s.contains('_') => Cow::Owned(s.replace('_', "")),
         s => Cow::Borrowed(s),

@@ -207,7 +207,8 @@ impl Renderer {
             return Ok(text.to_string());
         }
         let cap = self.limits.max_bytes;
-        if text.as_bytes().windows(2).any(|w| w == b"{%") {
+        // Most texts hold no `%`: one byte search before the pair scan.
+        if text.contains('%') && text.as_bytes().windows(2).any(|w| w == b"{%") {
             return Ok(self
                 .render(text, ctx, cap)?
                 .unwrap_or_else(|| text.to_string()));
@@ -277,11 +278,6 @@ fn find_pair(s: &str, c: u8) -> Option<usize> {
 /// builder's email template, once per user), and minijinja's setup of
 /// a render was a sixth of a cold plan.
 fn looked_up<'a>(tag: &str, ctx: &JValue, direct: Direct<'a>) -> Option<Found<'a>> {
-    /// Names a template reads as literals or as its own, not the context's.
-    const RESERVED: &[&str] = &[
-        "true", "false", "none", "True", "False", "None", "self", "loop", "super", "caller",
-        "varargs", "kwargs",
-    ];
     let inner = tag.strip_prefix("{{")?.strip_suffix("}}")?.trim();
     let identifier = |n: &str| {
         n.bytes()
@@ -292,9 +288,27 @@ fn looked_up<'a>(tag: &str, ctx: &JValue, direct: Direct<'a>) -> Option<Found<'a
     // One pass: each name checked as it is looked up (a lookup has no
     // effect, so stopping at a name that is not one is as good as
     // checking them all first).
-    let mut names = inner.split('.');
+    // Split by a plain scan: `str::split` searches for each dot with a
+    // call that costs more than these few bytes.
+    let mut names = inner.split(|c| c == '.');
     let first = names.next()?;
-    if !identifier(first) || RESERVED.contains(&first) {
+    // Names a template reads as literals or as its own, not the context's.
+    let reserved = matches!(
+        first,
+        "true"
+            | "false"
+            | "none"
+            | "True"
+            | "False"
+            | "None"
+            | "self"
+            | "loop"
+            | "super"
+            | "caller"
+            | "varargs"
+            | "kwargs"
+    );
+    if !identifier(first) || reserved {
         return None;
     }
     let mut two = names.clone();
