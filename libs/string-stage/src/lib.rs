@@ -290,7 +290,7 @@ fn looked_up<'a>(tag: &str, ctx: &JValue, direct: Direct<'a>) -> Option<Found<'a
     // checking them all first).
     // Split by a plain scan: `str::split` searches for each dot with a
     // call that costs more than these few bytes.
-    let mut names = inner.split(|c| c == '.');
+    let mut names = inner.split(['.']);
     let first = names.next()?;
     // Names a template reads as literals or as its own, not the context's.
     let reserved = matches!(
