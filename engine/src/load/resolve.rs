@@ -237,7 +237,8 @@ pub fn resolve_item(
         // context shares the value itself, and what the pass renders is
         // written back once the context is gone.
         let found = Arc::new(std::mem::take(value));
-        let jctx = ctx.context(own.clone(), found.clone(), &fks);
+        let make = || ctx.context(own.clone(), found.clone(), &fks);
+        let jctx = csis_string_stage::LazyContext::new(&make);
         // `{{ user.name }}` read from the item as the context would find
         // it (a string field, as `jinja_value` types it).
         let has_builder = ctx.builder.is_some();
@@ -276,7 +277,7 @@ pub fn resolve_item(
 
 /// What one pass renders each string with.
 struct Render<'p> {
-    ctx: &'p JValue,
+    ctx: &'p csis_string_stage::LazyContext<'p>,
     direct: csis_string_stage::Direct<'p>,
     r: &'p Renderer,
 }

@@ -184,11 +184,12 @@ impl Renderer {
     /// first asked of `direct`: the string minijinja would find there,
     /// read where it is instead of through `ctx`'s objects (one string
     /// made per lookup, most of what rendering a large tree's templated
-    /// defaults cost), or nothing to look it up in `ctx`.
+    /// defaults cost), or nothing to look it up in `ctx`, which is made
+    /// only then.
     pub fn render_tags_direct(
         &self,
         text: &str,
-        ctx: &JValue,
+        ctx: &LazyContext<'_>,
         direct: Direct<'_>,
     ) -> Result<String, Refusal> {
         self.render_tags_with(text, ctx, Some(direct))
@@ -200,7 +201,7 @@ impl Renderer {
     fn render_tags_with(
         &self,
         text: &str,
-        ctx: &JValue,
+        ctx: &dyn Context,
         lookups: Option<Direct<'_>>,
     ) -> Result<String, Refusal> {
         if !csis_model::value::has_template(text) {
@@ -210,7 +211,7 @@ impl Renderer {
         // Most texts hold no `%`: one byte search before the pair scan.
         if text.contains('%') && text.as_bytes().windows(2).any(|w| w == b"{%") {
             return Ok(self
-                .render(text, ctx, cap)?
+                .render(text, ctx.value(), cap)?
                 .unwrap_or_else(|| text.to_string()));
         }
         let mut out = String::with_capacity(text.len().min(cap));
@@ -230,7 +231,7 @@ impl Renderer {
                 rest = &rest[start + len + 2..];
                 continue;
             }
-            match self.render(tag, ctx, room)? {
+            match self.render(tag, ctx.value(), room)? {
                 Some(r) => out.push_str(&r),
                 None => out.push_str(tag),
             }
@@ -238,6 +239,39 @@ impl Renderer {
         }
         out.push_str(rest);
         Ok(out)
+    }
+}
+
+/// What templates render against.
+trait Context {
+    fn value(&self) -> &JValue;
+}
+
+impl Context for JValue {
+    fn value(&self) -> &JValue {
+        self
+    }
+}
+
+/// A context made the first time a tag needs it: a pass whose tags all
+/// name the item's own fields (a user's templated defaults) makes none.
+pub struct LazyContext<'a> {
+    made: std::cell::OnceCell<JValue>,
+    make: &'a dyn Fn() -> JValue,
+}
+
+impl<'a> LazyContext<'a> {
+    pub fn new(make: &'a dyn Fn() -> JValue) -> LazyContext<'a> {
+        LazyContext {
+            made: std::cell::OnceCell::new(),
+            make,
+        }
+    }
+}
+
+impl Context for LazyContext<'_> {
+    fn value(&self) -> &JValue {
+        self.made.get_or_init(self.make)
     }
 }
 
@@ -277,7 +311,7 @@ fn find_pair(s: &str, c: u8) -> Option<usize> {
 /// tree are such names, rendered tens of thousands of times (a user
 /// builder's email template, once per user), and minijinja's setup of
 /// a render was a sixth of a cold plan.
-fn looked_up<'a>(tag: &str, ctx: &JValue, direct: Direct<'a>) -> Option<Found<'a>> {
+fn looked_up<'a>(tag: &str, ctx: &dyn Context, direct: Direct<'a>) -> Option<Found<'a>> {
     let inner = tag.strip_prefix("{{")?.strip_suffix("}}")?.trim();
     let identifier = |n: &str| {
         n.bytes()
@@ -318,7 +352,7 @@ fn looked_up<'a>(tag: &str, ctx: &JValue, direct: Direct<'a>) -> Option<Found<'a
     {
         return Some(Found::Direct(found));
     }
-    let mut value = ctx.get_attr(first).ok()?;
+    let mut value = ctx.value().get_attr(first).ok()?;
     for name in names {
         if !identifier(name) || value.is_undefined() {
             return None;
@@ -435,6 +469,33 @@ mod tests {
 
     fn render(text: &str) -> Result<String, Refusal> {
         Renderer::new().render_tags(text, &minijinja::context! { name => "web" })
+    }
+
+    #[test]
+    fn a_lazy_context_is_made_once_and_only_for_a_tag_not_answered_directly() {
+        let r = Renderer::new();
+        let made = std::cell::Cell::new(0);
+        let make = || {
+            made.set(made.get() + 1);
+            minijinja::context! { group => minijinja::context! { name => "ops" } }
+        };
+        let ctx = LazyContext::new(&make);
+        let direct: Direct<'_> =
+            &|first, field| (first == "user" && field == "name").then_some("ann");
+        assert_eq!(
+            r.render_tags_direct("{{ user.name }}@x", &ctx, direct),
+            Ok("ann@x".to_string())
+        );
+        assert_eq!(made.get(), 0);
+        assert_eq!(
+            r.render_tags_direct(
+                "{{ group.name }} {{ user.name }} {{ group.name | upper }}",
+                &ctx,
+                direct
+            ),
+            Ok("ops ann OPS".to_string())
+        );
+        assert_eq!(made.get(), 1);
     }
 
     #[test]
