@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use csis_model::models::{ExecutableModel, ItemView};
+use csis_model::models::{ExecutableModel, Item, ItemView};
 use csis_model::{ItemKind, Map, Vct};
 use csis_plugin_api::cloud_config::GroupAccounts;
 use csis_plugin_api::{BakeDecision, BuilderDecl, HookContext, StateRoot};
@@ -93,6 +93,11 @@ impl HookContext for EngineContext<'_> {
     fn item(&self, kind: ItemKind, name: &str) -> Option<ItemView> {
         let id = ItemId::new(self.db, self.tree, kind, name);
         structured_item(self.db, id).view()
+    }
+
+    fn item_model(&self, kind: ItemKind, name: &str) -> Option<Arc<Item>> {
+        let id = ItemId::new(self.db, self.tree, kind, name);
+        structured_item(self.db, id).item.clone()
     }
 
     fn group_accounts(&self, group: Option<&str>) -> Arc<GroupAccounts> {

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use csis_model::models::{ExecutableModel, ItemView};
+use csis_model::models::{ExecutableModel, Item, ItemView};
 use csis_model::{Diagnostic, ItemKind, Map, Vct};
 
 use crate::BuilderDecl;
@@ -155,6 +155,13 @@ pub trait HookContext {
     /// Every item of a kind, in declared order.
     fn items(&self, kind: ItemKind) -> Vec<ItemView>;
     fn item(&self, kind: ItemKind, name: &str) -> Option<ItemView>;
+    /// An item's model alone, shared, without the copies of its
+    /// modifications, storages and secrets [`HookContext::item`] makes:
+    /// for a hook that reads an item's own fields (an instance's image's
+    /// group, once per instance).
+    fn item_model(&self, kind: ItemKind, name: &str) -> Option<Arc<Item>> {
+        self.item(kind, name).map(|view| view.item)
+    }
     /// The accounts the user-data of an instance of an image with `group`
     /// carries ([`crate::cloud_config::group_accounts`]), read once per
     /// group rather than once per instance.

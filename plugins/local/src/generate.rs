@@ -310,15 +310,10 @@ pub fn launches(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Step>
         .collect())
 }
 
-/// Instance `name`, when this builder launches it.
-fn own_instance(
-    ctx: &dyn HookContext,
-    me: &BuilderDecl,
-    name: &str,
-) -> Option<csis_model::models::ItemView> {
-    let view = ctx.item(ItemKind::INSTANCES, name)?;
-    let Item::Instance(inst) = view.item.as_ref() else {
-        return None;
+/// Whether this builder launches `item` (an instance).
+fn launches_it(ctx: &dyn HookContext, me: &BuilderDecl, item: &Item) -> bool {
+    let Item::Instance(inst) = item else {
+        return false;
     };
     names_builder(
         ctx,
@@ -326,12 +321,13 @@ fn own_instance(
         &inst.root.named.type_,
         me.name(),
     )
-    .then_some(view)
 }
 
 /// The launch of one instance, when this builder launches it.
 pub fn launch(ctx: &dyn HookContext, me: &BuilderDecl, name: &str) -> Option<Step> {
-    let view = own_instance(ctx, me, name)?;
+    let view = ctx
+        .item(ItemKind::INSTANCES, name)
+        .filter(|view| launches_it(ctx, me, &view.item))?;
     let Item::Instance(inst) = view.item.as_ref() else {
         return None;
     };
@@ -403,8 +399,8 @@ fn launch_of(ctx: &dyn HookContext, inst: &csis_model::models::Instance) -> Laun
         .map(csis_model::naming::safe_name)
         .unwrap_or_default();
     let group = ctx
-        .item(ItemKind::IMAGES, &image)
-        .and_then(|v| match v.item.as_ref() {
+        .item_model(ItemKind::IMAGES, &image)
+        .and_then(|item| match item.as_ref() {
             Item::Image(i) => i.group.clone(),
             _ => None,
         });
@@ -433,8 +429,12 @@ pub fn instance_user_data(
     me: &BuilderDecl,
     instance: &str,
 ) -> Option<csis_plugin_api::cloud_config::UserData> {
-    let view = own_instance(ctx, me, instance)?;
-    let Item::Instance(inst) = view.item.as_ref() else {
+    // The model alone: the check asks this of every instance, and the
+    // whole view copies its storages.
+    let item = ctx
+        .item_model(ItemKind::INSTANCES, instance)
+        .filter(|item| launches_it(ctx, me, item))?;
+    let Item::Instance(inst) = item.as_ref() else {
         return None;
     };
     let launch = launch_of(ctx, inst);
