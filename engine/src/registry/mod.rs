@@ -18,8 +18,10 @@ use indexmap::IndexMap;
 
 #[derive(Default)]
 pub struct Registry {
-    /// Models by (sanitized) classification, then canonical name.
-    models: BTreeMap<Vct, IndexMap<&'static str, Registered>>,
+    /// Models by (sanitized) classification, then canonical name (hashed
+    /// with foldhash: the checks ask for an item's builder's model for
+    /// every item).
+    models: BTreeMap<Vct, IndexMap<&'static str, Registered, foldhash::fast::RandomState>>,
     /// Alias to canonical name, per classification.
     aliases: BTreeMap<Vct, BTreeMap<&'static str, &'static str>>,
     item_models: Vec<ItemModelSpec>,
