@@ -4,7 +4,7 @@ use std::fmt;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Seg {
-    Key(String),
+    Key(std::sync::Arc<str>),
     Index(usize),
 }
 
@@ -19,7 +19,7 @@ impl DocPath {
 
     pub fn key(&self, k: &str) -> DocPath {
         let mut p = self.clone();
-        p.0.push(Seg::Key(k.to_string()));
+        p.0.push(Seg::Key(k.into()));
         p
     }
 
@@ -48,7 +48,7 @@ impl Step<'_> {
     /// Whether this step is `seg`.
     pub fn is(self, seg: &Seg) -> bool {
         match (self, seg) {
-            (Step::Key(a), Seg::Key(b)) => a == b,
+            (Step::Key(a), Seg::Key(b)) => *a == **b,
             (Step::Index(a), Seg::Index(b)) => a == *b,
             _ => false,
         }
@@ -60,7 +60,7 @@ impl DocPath {
     pub fn with_steps(&self, steps: &[Step<'_>]) -> DocPath {
         let mut p = self.clone();
         p.0.extend(steps.iter().map(|s| match s {
-            Step::Key(k) => Seg::Key((*k).to_string()),
+            Step::Key(k) => Seg::Key((*k).into()),
             Step::Index(i) => Seg::Index(*i),
         }));
         p

@@ -32,7 +32,7 @@ impl CfgDocument {
         let Some(Seg::Key(key)) = segs.next() else {
             return None;
         };
-        if let Some(entries) = self.list_origins.get(key) {
+        if let Some(entries) = self.list_origins.get(&**key) {
             let Some(Seg::Index(i)) = segs.next() else {
                 return entries
                     .first()
@@ -43,7 +43,7 @@ impl CfgDocument {
             p.0.extend(segs.cloned());
             return Some(Origin::new(base.file.clone(), p));
         }
-        let base = self.key_origins.get(key)?;
+        let base = self.key_origins.get(&**key)?;
         let mut p = base.path.clone();
         p.0.extend(segs.cloned());
         Some(Origin::new(base.file.clone(), p))

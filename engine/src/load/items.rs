@@ -195,8 +195,8 @@ fn is_blank_user_name_with_email(doc: &Value, d: &Diagnostic) -> bool {
     else {
         return false;
     };
-    k == "users"
-        && n == "name"
+    &**k == "users"
+        && &**n == "name"
         && doc
             .get("users")
             .and_then(Value::as_seq)
@@ -208,7 +208,7 @@ fn is_blank_user_name_with_email(doc: &Value, d: &Diagnostic) -> bool {
 /// A user's own name is an encrypted field, unlike any other declaration's.
 fn is_user_name(d: &Diagnostic) -> bool {
     d.origin.as_ref().is_some_and(|o| {
-        matches!(o.path.0.as_slice(), [csis_model::Seg::Key(k), csis_model::Seg::Index(_), csis_model::Seg::Key(n)] if k == "users" && n == "name")
+        matches!(o.path.0.as_slice(), [csis_model::Seg::Key(k), csis_model::Seg::Index(_), csis_model::Seg::Key(n)] if &**k == "users" && &**n == "name")
     })
 }
 

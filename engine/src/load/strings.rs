@@ -95,12 +95,12 @@ fn refusal_diagnostic(
 ) -> Diagnostic {
     let owner = match path.0.as_slice() {
         [Seg::Key(list), Seg::Index(i), rest @ ..] if !rest.is_empty() => {
-            let label = if list == "executables" {
+            let label = if &**list == "executables" {
                 Some("executable".to_string())
             } else {
                 BUILDER_KEYS
                     .iter()
-                    .find(|(k, _)| k == list)
+                    .find(|(k, _)| **k == **list)
                     .map(|(_, vct)| label_in_sentence(*vct))
             };
             let name = doc

@@ -548,7 +548,7 @@ fn walk(v: &mut Value, path: &mut Vec<Seg>, e: &Entry, out: &mut Outcome) {
         }
         Value::Map(m) => {
             for (k, x) in m.iter_mut() {
-                path.push(Seg::Key(k.clone()));
+                path.push(Seg::Key(k.as_str().into()));
                 walk(x, path, e, out);
                 path.pop();
             }
@@ -651,13 +651,13 @@ pub fn interpolate_document(doc: &mut Value, ext: &External) -> Outcome {
             Value::Seq(items) => {
                 for (i, item) in items.iter_mut().enumerate() {
                     if item.as_map().is_some() {
-                        let path = [Seg::Key(key.clone()), Seg::Index(i)];
+                        let path = [Seg::Key(key.as_str().into()), Seg::Index(i)];
                         interpolate_entry(item, key, &path, ext, &mut out);
                     }
                 }
             }
             Value::Map(_) => {
-                let path = [Seg::Key(key.clone())];
+                let path = [Seg::Key(key.as_str().into())];
                 interpolate_entry(v, key, &path, ext, &mut out);
             }
             _ => {}

@@ -146,7 +146,7 @@ fn map_strings(v: &mut Value, path: &mut Vec<Seg>, f: &mut dyn FnMut(&str, &[Seg
         }
         Value::Map(m) => {
             for (k, item) in m.iter_mut() {
-                path.push(Seg::Key(k.clone()));
+                path.push(Seg::Key(k.as_str().into()));
                 map_strings(item, path, f);
                 path.pop();
             }
@@ -171,7 +171,7 @@ pub fn interpolate(doc: &mut Value, st: &StageEnv, r: &Renderer) {
     let Value::Map(top) = doc else { return };
     for (key, v) in top.iter_mut() {
         let ctx = if is_scoped_key(key) { &unscoped } else { &full };
-        let mut path = vec![Seg::Key(key.clone())];
+        let mut path = vec![Seg::Key(key.as_str().into())];
         map_strings(v, &mut path, &mut |t, p| st.render(r, t, ctx, p));
     }
 }
@@ -188,7 +188,7 @@ pub fn scope_this(doc: &mut Value, st: &StageEnv, r: &Renderer) {
             continue;
         };
         for (i, item) in items.iter_mut().enumerate() {
-            let mut path = vec![Seg::Key(key.clone()), Seg::Index(i)];
+            let mut path = vec![Seg::Key(key.as_str().into()), Seg::Index(i)];
             scope_node(item, &mut path, Some(root.clone()), &st.config, st, r);
         }
     }
@@ -229,7 +229,7 @@ fn scope_node(
                 scoped: &scoped,
             };
             for (k, v) in m.iter_mut() {
-                path.push(Seg::Key(k.clone()));
+                path.push(Seg::Key(k.as_str().into()));
                 render_in_scope(v, path, &scope, st, r);
                 path.pop();
             }

@@ -312,8 +312,9 @@ impl Builder {
                 Seg::Key(
                     pending_key
                         .as_ref()
-                        .map(|k| k.0.clone())
-                        .unwrap_or_default(),
+                        .map(|k| k.0.as_str())
+                        .unwrap_or_default()
+                        .into(),
                 ),
             ),
         };
@@ -421,7 +422,7 @@ impl Builder {
             }
             let parent = *node;
             if let Some(positions) = self.positions.as_mut() {
-                let child = positions.child(parent, Seg::Key(key.clone()));
+                let child = positions.child(parent, Seg::Key(key.as_str().into()));
                 positions.nodes[child].key = Some(span);
             }
             *pending_key = Some((key, span));
