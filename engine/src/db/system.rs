@@ -149,48 +149,55 @@ fn kind_of(ty: std::fs::FileType) -> &'static str {
 /// A source that is not a symlink, in four system calls (open, fstat,
 /// read, close) instead of six: a large tree is thousands of files, and
 /// the calls were a twentieth of a cold plan. The open refuses a symlink
-/// (`O_NOFOLLOW`) and does not wait on a FIFO (`O_NONBLOCK`); the type is
-/// checked on what was opened. Nothing when the open fails for any
-/// reason, a symlink among them: the caller then looks before it opens.
+/// (`O_NOFOLLOW`) and does not wait on a FIFO (`O_NONBLOCK`). Nothing
+/// when the open fails for any reason, a symlink among them: the caller
+/// then looks before it opens.
 #[cfg(unix)]
 fn read_plain_file(path: &Path, max_bytes: u64) -> Option<SourceRead> {
-    use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
         .open(path)
         .ok()?;
+    Some(read_opened(file, max_bytes, false))
+}
+
+/// An opened source, its type checked on what was opened (a FIFO or a
+/// device is refused unread), read whole when it holds at most
+/// `max_bytes`: the size it had when opened, with no probe for more (a
+/// file written while it is read is read as it was, never past the
+/// limit). A file that says it is empty is read to its end, at most one
+/// byte past the limit, as a few filesystems report no size for what
+/// they hold.
+fn read_opened(file: std::fs::File, max_bytes: u64, link: bool) -> SourceRead {
+    use std::io::Read;
     let meta = match file.metadata() {
         Ok(m) => m,
-        Err(e) => return Some(SourceRead::Failed(e)),
+        Err(e) => return SourceRead::Failed(e),
     };
     if !meta.is_file() {
-        return Some(SourceRead::NotRegular {
+        return SourceRead::NotRegular {
             kind: kind_of(meta.file_type()),
-        });
+        };
     }
     if meta.len() > max_bytes {
-        return Some(SourceRead::TooLarge { size: meta.len() });
+        return SourceRead::TooLarge { size: meta.len() };
     }
-    // The size the file had when opened, read whole: no probe for more
-    // (a file written while it is read is read as it was). A file that
-    // says it is empty is read to its end, as a few filesystems report
-    // no size for what they hold.
     let limit = match meta.len() {
         0 => max_bytes.saturating_add(1),
         len => len,
     };
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
     if let Err(e) = file.take(limit).read_to_end(&mut bytes) {
-        return Some(SourceRead::Failed(e));
+        return SourceRead::Failed(e);
     }
     if bytes.len() as u64 > max_bytes {
-        return Some(SourceRead::TooLarge {
+        return SourceRead::TooLarge {
             size: bytes.len() as u64,
-        });
+        };
     }
-    Some(utf8(bytes, false))
+    utf8(bytes, link)
 }
 
 /// Bytes as UTF-8 text, or where the first byte that is not.
@@ -331,7 +338,6 @@ impl System for OsSystem {
     }
 
     fn read_source(&self, path: &Path, max_bytes: u64) -> SourceRead {
-        use std::io::Read;
         #[cfg(unix)]
         if let Some(read) = read_plain_file(path, max_bytes) {
             return read;
@@ -363,9 +369,6 @@ impl System for OsSystem {
                 kind: kind_of(meta.file_type()),
             };
         }
-        if meta.len() > max_bytes {
-            return SourceRead::TooLarge { size: meta.len() };
-        }
         let mut options = std::fs::OpenOptions::new();
         options.read(true);
         // Should the file have become a FIFO since, the open must not wait
@@ -375,37 +378,10 @@ impl System for OsSystem {
             use std::os::unix::fs::OpenOptionsExt;
             options.custom_flags(libc::O_NONBLOCK);
         }
-        let file = match options.open(path) {
-            Ok(f) => f,
-            Err(e) => return SourceRead::Failed(e),
-        };
-        match file.metadata() {
-            Ok(m) if !m.is_file() => {
-                return SourceRead::NotRegular {
-                    kind: kind_of(m.file_type()),
-                };
-            }
-            Err(e) => return SourceRead::Failed(e),
-            Ok(_) => {}
+        match options.open(path) {
+            Ok(file) => read_opened(file, max_bytes, link),
+            Err(e) => SourceRead::Failed(e),
         }
-        // At most one byte past the limit: a file that grows while it is
-        // read is still cut off.
-        // Sized from the stat (plus the byte that finds the end), so the
-        // read does not grow the buffer step by step.
-        let mut bytes =
-            Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).saturating_add(1));
-        if let Err(e) = file
-            .take(max_bytes.saturating_add(1))
-            .read_to_end(&mut bytes)
-        {
-            return SourceRead::Failed(e);
-        }
-        if bytes.len() as u64 > max_bytes {
-            return SourceRead::TooLarge {
-                size: bytes.len() as u64,
-            };
-        }
-        utf8(bytes, link)
     }
 
     fn resolve(&self, path: &Path) -> io::Result<PathBuf> {

@@ -141,7 +141,7 @@ impl Object for ItemContext {
         match key {
             "ENV" => Some(self.env.clone()),
             "execution" => Some(self.execution.clone()),
-            "builder" => self.builder.clone(),
+            "builder" if self.builder.is_some() => self.builder.clone(),
             k => self.fks.get(k).cloned(),
         }
     }

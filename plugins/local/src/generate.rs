@@ -310,10 +310,14 @@ pub fn launches(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Step>
         .collect())
 }
 
-/// Whether this builder launches `item` (an instance).
-fn launches_it(ctx: &dyn HookContext, me: &BuilderDecl, item: &Item) -> bool {
+/// `item` as an instance, when this builder launches it.
+fn own_instance<'a>(
+    ctx: &dyn HookContext,
+    me: &BuilderDecl,
+    item: &'a Item,
+) -> Option<&'a csis_model::models::Instance> {
     let Item::Instance(inst) = item else {
-        return false;
+        return None;
     };
     names_builder(
         ctx,
@@ -321,16 +325,13 @@ fn launches_it(ctx: &dyn HookContext, me: &BuilderDecl, item: &Item) -> bool {
         &inst.root.named.type_,
         me.name(),
     )
+    .then_some(inst)
 }
 
 /// The launch of one instance, when this builder launches it.
 pub fn launch(ctx: &dyn HookContext, me: &BuilderDecl, name: &str) -> Option<Step> {
-    let view = ctx
-        .item(ItemKind::INSTANCES, name)
-        .filter(|view| launches_it(ctx, me, &view.item))?;
-    let Item::Instance(inst) = view.item.as_ref() else {
-        return None;
-    };
+    let view = ctx.item(ItemKind::INSTANCES, name)?;
+    let inst = own_instance(ctx, me, &view.item)?;
     let (runtime, store) = runtime_of(ctx, me);
     let name = inst.root.name();
     let launch = launch_of(ctx, inst);
@@ -431,12 +432,8 @@ pub fn instance_user_data(
 ) -> Option<csis_plugin_api::cloud_config::UserData> {
     // The model alone: the check asks this of every instance, and the
     // whole view copies its storages.
-    let item = ctx
-        .item_model(ItemKind::INSTANCES, instance)
-        .filter(|item| launches_it(ctx, me, item))?;
-    let Item::Instance(inst) = item.as_ref() else {
-        return None;
-    };
+    let item = ctx.item_model(ItemKind::INSTANCES, instance)?;
+    let inst = own_instance(ctx, me, &item)?;
     let launch = launch_of(ctx, inst);
     Some(user_data_document(ctx, inst.root.name(), &launch))
 }
