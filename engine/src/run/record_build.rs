@@ -68,9 +68,10 @@ pub fn record_build(
         .flatten()
         .map(|x| {
             let name = x.get("name").and_then(J::as_str).unwrap_or_default();
-            let operation = match packer {
-                true => Some("applied"),
-                false => operations.get(name).map(String::as_str),
+            let operation = if packer {
+                Some("applied")
+            } else {
+                operations.get(name).map(String::as_str)
             };
             serde_json::json!({
                 "name": name,
