@@ -20,8 +20,8 @@ fn corpus() -> Vec<Sample<'static>> {
     parse(include_str!("corpus/corpus.tsv"))
 }
 
-/// Written after the scanner was tuned on corpus.tsv, from published
-/// scanner tests (see corpus/heldout.py); measured, never tuned against.
+/// Written after the scanner was tuned on corpus.tsv (see
+/// corpus/heldout.py); measured, never tuned against.
 fn heldout() -> Vec<Sample<'static>> {
     parse(include_str!("corpus/heldout.tsv"))
 }
