@@ -407,7 +407,7 @@ fn the_full_view_puts_the_os_defaults_under_the_chain() {
     let disk = full.disk.as_ref().unwrap();
     assert_eq!(disk.name, "Corpus_U24_Base");
     assert_eq!(disk.partitions.len(), 4);
-    assert_eq!(disk.partitions[2].start, "-20GiB");
+    assert_eq!(disk.partitions[2].start, "-24GiB");
     let kernel = sc.kernel.as_ref().unwrap();
     assert_eq!(kernel.cmdline, "console=tty0 console=ttyS0,115200n8");
     let finals: Vec<&str> = sc
@@ -804,16 +804,16 @@ fn the_input_quirks_are_present() {
     assert!(t("ubuntu24/keys-without-server-raw.yml").contains("packages: []"));
     let base = t("ubuntu24/base-raw.yml");
     for s in [
-        "37376MiB",
-        "513MB",
-        "\"-20GiB\"",
-        "\"-4GiB\"",
+        "30720MiB",
+        "545MB",
+        "\"-24GiB\"",
+        "\"-6GiB\"",
         "libcorpus[0-9]",
         "C12A7328-",
     ] {
         assert!(base.contains(s), "{s}");
     }
-    assert!(t("ubuntu24/desktop-raw.yml").contains("- wayland*"));
+    assert!(t("ubuntu24/desktop-raw.yml").contains("- xwayland*"));
     let router = t("debian13/debian13-x86_64-router-raw.yml");
     assert!(router.contains("pkeys:") && router.contains("pkey: \"[trusted=yes]\""));
     // additionalFiles paths written three ways.
