@@ -496,8 +496,8 @@ fn secrets_are_redacted_in_the_resolved_view() {
         (
             "ubuntu24/secure-raw.yml",
             &[
-                "corpus-example-password-not-real",
-                "another-corpus-example-value",
+                "example-only-admin-password",
+                "example-only-auditor-password",
                 "bcrypt",
                 "/srv/corpus-keys/db.key",
                 "/srv/corpus-keys/db.crt",
@@ -510,7 +510,7 @@ fn secrets_are_redacted_in_the_resolved_view() {
         ),
         (
             "emt3/emt3-x86_64-rt-lab-raw.yml",
-            &["corpus-inline-passphrase-example", "bench-corpus-example"][..],
+            &["example-only-inline-passphrase", "example-only-bench-password"][..],
         ),
     ] {
         let chain = chain_of(&template(leaf));
