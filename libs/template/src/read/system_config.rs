@@ -267,6 +267,7 @@ impl Reader<'_> {
             installer_payload: self.carried(m, "installerPayload"),
         }
     }
+
     fn script(&mut self, v: &Value, p: &DocPath) -> Option<Script> {
         let m = self.map(
             v,

@@ -19,6 +19,7 @@ pub(crate) const TOP_KEYS: &[&str] = &[
     "packageRepositories",
     "systemConfig",
 ];
+
 impl Reader<'_> {
     pub(super) fn template(&mut self, v: &Value) -> Template {
         let root = DocPath::root();
