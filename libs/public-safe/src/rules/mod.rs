@@ -4,11 +4,9 @@
 //! (one pass tells which rules can match a file) and one `Regex` per rule
 //! (run only for the rules the set reported).
 //!
-//! Vendor formats follow each vendor's published token shape (prefix,
-//! alphabet, length); where gitleaks (`cmd/generate/config/rules/*.go`) or
-//! detect-secrets (`detect_secrets/plugins/*.py`) publish a rule for the same
-//! format, the shape agrees with theirs. Every example token is random in
-//! the vendor's alphabet, none a real key.
+//! Vendor formats follow each vendor's documented token shape (prefix,
+//! alphabet, length). Every example token is random in the vendor's
+//! alphabet, none a real key.
 //!
 //! The rules are written in one file per family (spec.rs, vendor.rs,
 //! key_files.rs, generic.rs); this file puts them in order and holds what

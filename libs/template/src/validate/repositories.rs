@@ -10,7 +10,7 @@ use crate::types::*;
 pub(super) fn repository(f: &mut Findings, p: DocPath, r: &PackageRepository) {
     required(f, p.key("codename"), &r.codename, "");
     // ICT's `packages` (package files by URL) stands in for `url`, its
-    // `pkeys` for `pkey`: its published templates use them so.
+    // `pkeys` for `pkey`: ICT's reader accepts either.
     if r.packages.is_empty() {
         required(f, p.key("url"), &r.url, "");
     }

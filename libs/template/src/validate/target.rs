@@ -73,7 +73,7 @@ pub(crate) const OSES: &[&str] = &[
     "wind-river-elxr",
     "ubuntu",
     "redhat-compatible-distro",
-    // Newer than the reference's table; ICT's published templates target it.
+    // Newer than the reference's table; ICT builds it.
     "debian",
 ];
 
@@ -82,8 +82,8 @@ pub(crate) fn dists(os: &str) -> Option<&'static [&'static str]> {
     match os {
         "azure-linux" => Some(&["azl3"]),
         "edge-microvisor-toolkit" => Some(&["emt3"]),
-        // elxr13 and debian13: newer than the reference's table; ICT's
-        // published templates target them.
+        // elxr13 and debian13: newer than the reference's table; ICT
+        // builds them.
         "wind-river-elxr" => Some(&["elxr12", "elxr13"]),
         "debian" => Some(&["debian13"]),
         "ubuntu" => Some(&["ubuntu24", "ubuntu26"]),
