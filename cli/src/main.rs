@@ -10,8 +10,12 @@
 #[global_allocator]
 static GLOBAL: csis_alloc::Allocator = csis_alloc::Allocator;
 
+mod lock;
+mod outcome;
+mod plugins;
 mod progress;
 mod report;
+mod root;
 mod template_cmd;
 mod watch;
 
@@ -27,7 +31,12 @@ use csis_engine::load::render::{raw_tree, resolved_tree};
 use csis_engine::registry::Registry;
 use csis_engine::run::RunRequest;
 use csis_engine::workspace::{LoadOptions, Workspace};
-use csis_plugin_api::Plugin;
+
+use lock::{take_lock, writes_tree};
+use outcome::{outcome, print_outcome};
+use plugins::plugins;
+use report::{print_diagnostic, print_load_diagnostics};
+use root::{find_root, invocation_dir};
 
 #[derive(Parser)]
 #[command(
@@ -557,43 +566,6 @@ enum Format {
     Json,
 }
 
-/// The plugins this binary links, in registration order.
-fn plugins() -> Vec<&'static dyn Plugin> {
-    vec![
-        &csis_plugin_dummy::DummyPlugin,
-        &csis_plugin_local::LocalPlugin,
-        &csis_plugin_aws::AwsPlugin,
-        &csis_plugin_gce::GcePlugin,
-        &csis_plugin_packer::PackerPlugin,
-        &csis_plugin_tofu::TofuPlugin,
-        &csis_plugin_ict::IctPlugin,
-    ]
-}
-
-/// Without --root-dir or CSIS_ROOT_DIR, the root is found as git and
-/// cargo find theirs: the nearest directory from the working directory up
-/// whose cfg/ holds YAML; `.` when there is none (the load then says so).
-fn find_root() -> PathBuf {
-    let here = PathBuf::from(".");
-    let Ok(start) = std::env::current_dir() else {
-        return here;
-    };
-    let holds_cfg = |dir: &std::path::Path| {
-        let cfg = dir.join("cfg");
-        OsSystem.list_files(&cfg).is_ok_and(|files| {
-            files.iter().any(|p| {
-                p.parent() == Some(cfg.as_path())
-                    && matches!(p.extension().and_then(|x| x.to_str()), Some("yml" | "yaml"))
-            })
-        })
-    };
-    match start.ancestors().find(|d| holds_cfg(d)) {
-        Some(d) if d == start => here,
-        Some(d) => d.to_path_buf(),
-        None => here,
-    }
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match &cli.command {
@@ -828,89 +800,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// Whether a command writes the tree -- generated/, the private mirror,
-/// meta-state/, a local store, or its configuration files -- and so holds
-/// the tree's lock (docs/reliability.md lists the decisions).
-fn writes_tree(command: &Command) -> bool {
-    match command {
-        Command::Run(_)
-        | Command::Upgrade { .. }
-        | Command::Forget { .. }
-        | Command::Release { .. }
-        | Command::Dispose { .. }
-        | Command::Encrypt { .. }
-        | Command::Reencrypt
-        // Writes the unmount receipt under _private/.
-        | Command::Unmount { .. }
-        // begin writes a backup under _private/, finish meta-state/.
-        | Command::StateMigration { .. }
-        // query writes generated/state-report.json, backup under _private/.
-        | Command::State { .. } => true,
-        Command::Lineage { command } => match command {
-            LineageCommand::Show => false,
-            LineageCommand::Restamp { commit, .. } => *commit,
-            LineageCommand::Record { .. } | LineageCommand::BindInstance { .. } => true,
-        },
-        Command::Validate { .. }
-        | Command::Plan { .. }
-        | Command::DecryptCheck
-        // The hook install writes under .git/ only.
-        | Command::PublicSafe { .. }
-        | Command::Config { .. }
-        // The gate and the check read; they write nothing.
-        | Command::GatePlan { .. }
-        | Command::ApplyCheck { .. }
-        | Command::Graph { .. } => false,
-        // Answered before the tree is loaded: local and watch lock for
-        // themselves; the others write no tree.
-        Command::Local { .. }
-        | Command::Ict { .. }
-        | Command::Dummy { .. }
-        | Command::Watch { .. }
-        | Command::CloudConfig { .. }
-        | Command::Template { .. }
-        | Command::Completions { .. }
-        | Command::Man => false,
-    }
-}
-
-/// The tree's lock for this invocation, waiting up to `timeout` seconds
-/// (none for a root that holds no tree); a refusal is printed and is the
-/// exit code (1).
-fn take_lock(
-    root: &std::path::Path,
-    timeout: u64,
-) -> Result<Option<csis_engine::db::lock::Lock>, ExitCode> {
-    let command = command_line();
-    let req = csis_engine::db::lock::Request {
-        command: &command,
-        timeout: std::time::Duration::from_secs(timeout),
-    };
-    csis_engine::run::lock::lock_tree(&OsSystem, root, &req, &mut |n| eprintln!("{n}")).map_err(
-        |e| {
-            eprintln!("error: {e}");
-            ExitCode::from(1)
-        },
-    )
-}
-
-/// This invocation as the lock file names it: `csis run all`.
-pub(crate) fn command_line() -> String {
-    let mut args = std::env::args();
-    let program = args
-        .next()
-        .and_then(|a| {
-            std::path::Path::new(&a)
-                .file_name()
-                .map(|n| n.to_string_lossy().to_string())
-        })
-        .unwrap_or_else(|| "csis".into());
-    std::iter::once(program)
-        .chain(args)
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// `csis validate`: the load's diagnostics, then the checks that read the
 /// machine or the records (executables, state locations, the last state
 /// report), all printed; exit 1 on any error.
@@ -958,30 +847,6 @@ fn validate(ws: &Workspace, style: report::Style, format: report::DiagnosticForm
         eprintln!("validate: ok");
         ExitCode::SUCCESS
     }
-}
-
-fn print_diagnostic(ws: &Workspace, d: &csis_model::Diagnostic, style: report::Style) {
-    if style.brief {
-        eprintln!("{}", ws.describe(d));
-        // The help is what to write instead: a brief line keeps it.
-        if let Some(help) = &d.help {
-            eprintln!("  help: {}", csis_model::escape_controls(help));
-        }
-        if let Some(note) = d.consequences_note() {
-            eprintln!("  note: {note}");
-        }
-    } else {
-        eprint!("{}", report::render(ws, d, style));
-    }
-}
-
-/// Print every load diagnostic; the number of errors.
-fn print_load_diagnostics(ws: &Workspace, style: report::Style) -> usize {
-    let diags = ws.load_diagnostics();
-    for d in &diags {
-        print_diagnostic(ws, d, style);
-    }
-    diags.iter().filter(|d| d.is_error()).count()
 }
 
 fn render(ws: &Workspace, style: report::Style, raw: bool, format: Format) -> ExitCode {
@@ -1163,12 +1028,6 @@ fn lineage(ws: &Workspace, command: &LineageCommand) -> ExitCode {
     }
 }
 
-/// The directory csis was started in: a terraform step's planfile and
-/// root are relative to it, never to the configuration root.
-fn invocation_dir() -> PathBuf {
-    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
-}
-
 /// `gate-plan` and `state backup`, answered without loading the tree;
 /// `None` for every other command.
 fn terraform_step(command: &Command, root: &std::path::Path) -> Option<ExitCode> {
@@ -1238,17 +1097,6 @@ fn state_migration(ws: &Workspace, step: &MigrationStep) -> ExitCode {
     })
 }
 
-/// A terraform step's lines (stdout, then stderr) and its exit code.
-fn print_outcome(o: csis_engine::terraform::Outcome) -> ExitCode {
-    for line in &o.out {
-        println!("{line}");
-    }
-    for line in &o.err {
-        eprintln!("error: {line}");
-    }
-    ExitCode::from(o.code)
-}
-
 /// An operation on meta-state, for the run named by `CSIS_RUN_ID` (set
 /// when a runner script calls it) or a run of its own.
 fn ops(ws: &Workspace) -> csis_engine::run::operations::Ops<'_> {
@@ -1262,27 +1110,6 @@ fn ops(ws: &Workspace) -> csis_engine::run::operations::Ops<'_> {
         ws,
         system: &OsSystem,
         run,
-    }
-}
-
-/// Print an operation's lines (warnings among them to stderr), or its
-/// refusal; exit 0 or 1.
-fn outcome(result: Result<String, String>) -> ExitCode {
-    match result {
-        Ok(done) => {
-            for line in done.lines() {
-                if line.starts_with("warning: ") {
-                    eprintln!("{line}");
-                } else {
-                    println!("{line}");
-                }
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(1)
-        }
     }
 }
 
