@@ -30,7 +30,7 @@ pub fn writes_tree(command: &Command) -> bool {
             LineageCommand::Restamp { commit, .. } => *commit,
             LineageCommand::Record { .. } | LineageCommand::BindInstance { .. } => true,
         },
-        Command::Validate { .. }
+        Command::Validate(_)
         | Command::Plan { .. }
         | Command::DecryptCheck
         // The hook install writes under .git/ only.
@@ -39,16 +39,16 @@ pub fn writes_tree(command: &Command) -> bool {
         // The gate and the check read; they write nothing.
         | Command::GatePlan { .. }
         | Command::ApplyCheck { .. }
-        | Command::Graph { .. } => false,
+        | Command::Graph(_) => false,
         // Answered before the tree is loaded: local and watch lock for
         // themselves; the others write no tree.
-        Command::Local { .. }
-        | Command::Ict { .. }
-        | Command::Dummy { .. }
+        Command::Local(_)
+        | Command::Ict(_)
+        | Command::Dummy(_)
         | Command::Watch { .. }
         | Command::CloudConfig { .. }
         | Command::Template { .. }
-        | Command::Completions { .. }
+        | Command::Completions(_)
         | Command::Man => false,
     }
 }

@@ -10,13 +10,13 @@
 #[global_allocator]
 static GLOBAL: csis_alloc::Allocator = csis_alloc::Allocator;
 
+mod commands;
 mod lock;
 mod outcome;
 mod plugins;
 mod progress;
 mod report;
 mod root;
-mod template_cmd;
 mod watch;
 
 use std::fmt::Write as _;
@@ -24,10 +24,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
 use csis_engine::db::run_input::RunOptions;
 use csis_engine::db::system::{OsSystem, System};
-use csis_engine::load::render::{raw_tree, resolved_tree};
 use csis_engine::registry::Registry;
 use csis_engine::run::RunRequest;
 use csis_engine::workspace::{LoadOptions, Workspace};
@@ -35,7 +34,6 @@ use csis_engine::workspace::{LoadOptions, Workspace};
 use lock::{take_lock, writes_tree};
 use outcome::{outcome, print_outcome};
 use plugins::plugins;
-use report::{print_diagnostic, print_load_diagnostics};
 use root::{find_root, invocation_dir};
 
 #[derive(Parser)]
@@ -103,46 +101,32 @@ fn parse_size(text: &str) -> Result<u64, String> {
 #[derive(Subcommand)]
 enum Command {
     /// Load the tree and print every refusal; exit 1 on any.
-    Validate {
-        /// human (snippets on stderr), json (one object per diagnostic on
-        /// stdout) or github (GitHub Actions annotations on stdout).
-        #[arg(long, value_enum, default_value_t = report::DiagnosticFormat::Human)]
-        format: report::DiagnosticFormat,
-    },
+    Validate(commands::validate::ValidateArgs),
     /// Validate, plan, generate the tree under generated/, and apply it
     /// (a dry run unless --no-dry-run).
     Run(RunArgs),
     /// The local runtime's own steps, as its runner scripts call them
     /// (`csis local bake --spec FILE`, `storage`, `launch`).
     #[command(hide = true)]
-    Local {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
+    Local(commands::plugin_step::StepArgs),
     /// The ict OS builder's deferred step (`csis ict materialize --spec
     /// FILE`): the merged image template, unredacted, under _private/.
     #[command(hide = true)]
-    Ict {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
+    Ict(commands::plugin_step::StepArgs),
     /// The dummy plugin's deferred step (`csis dummy apply --spec FILE`).
     #[command(hide = true)]
-    Dummy {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
+    Dummy(commands::plugin_step::StepArgs),
     /// User-data documents as instance-setup reads them (cloud-config).
     #[command(name = "cloud-config")]
     CloudConfig {
         #[command(subcommand)]
-        command: CloudConfigCommand,
+        command: commands::cloud_config::CloudConfigCommand,
     },
     /// ICT image templates: validate, and resolve the extends chain and
     /// the OS defaults (any file; no configuration tree needed).
     Template {
         #[command(subcommand)]
-        command: template_cmd::TemplateCommand,
+        command: commands::template::TemplateCommand,
     },
     /// Load once, then re-plan on every change under the root, printing
     /// what changed; --generate also keeps generated/ current.
@@ -315,24 +299,14 @@ enum Command {
     /// Show the configuration as csis sees it.
     Config {
         #[command(subcommand)]
-        command: ConfigCommand,
+        command: commands::config::ConfigCommand,
     },
     /// The image chains, instances, storages and groups as a graph (with
     /// --lineage, the recorded builds and pins) on stdout.
-    Graph {
-        /// dot (Graphviz) or mermaid (renders in a GitHub README).
-        #[arg(long, value_enum, default_value_t = GraphFormat::Dot)]
-        format: GraphFormat,
-        /// Add the recorded builds, their parents and the pins.
-        #[arg(long)]
-        lineage: bool,
-    },
+    Graph(commands::graph::GraphArgs),
     /// Print a shell completion script for csis (bash, zsh, fish,
     /// powershell, elvish) on stdout.
-    Completions {
-        #[arg(value_enum)]
-        shell: clap_complete::Shell,
-    },
+    Completions(commands::completions::CompletionsArgs),
     /// Print csis's man page (roff) on stdout.
     Man,
 }
@@ -421,33 +395,6 @@ impl Selection {
             migrate_state: Vec::new(),
         }
     }
-}
-
-#[derive(Subcommand)]
-enum CloudConfigCommand {
-    /// Report what instance-setup would refuse, skip or ignore in each
-    /// file, with line and column; exit 1 when a document or an entry of
-    /// one is refused.
-    Check {
-        /// Refuse what would otherwise be ignored (instance-setup --offline).
-        #[arg(long)]
-        offline: bool,
-        #[arg(required = true)]
-        files: Vec<PathBuf>,
-    },
-}
-
-#[derive(Subcommand)]
-enum ConfigCommand {
-    /// The tree after the string stage and template resolution (or as
-    /// written, with --raw).
-    Render {
-        /// The tree as written (overlays applied), before any rendering.
-        #[arg(long)]
-        raw: bool,
-        #[arg(long, value_enum, default_value_t = Format::Yaml)]
-        format: Format,
-    },
 }
 
 #[derive(Subcommand)]
@@ -554,55 +501,21 @@ enum PublicSafeFormat {
     Sarif,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum GraphFormat {
-    Dot,
-    Mermaid,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum Format {
-    Yaml,
-    Json,
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match &cli.command {
-        Command::Local { args } => {
-            // The local store is the tree's: a step a run executes goes on
-            // under the run's lock, a standalone one takes it.
-            let root = OsSystem.env().get("CSIS_ROOT").map(PathBuf::from);
-            let _lock = match root.map(|r| take_lock(&r, cli.lock_timeout)).transpose() {
-                Ok(lock) => lock.flatten(),
-                Err(code) => return code,
-            };
-            return ExitCode::from(csis_plugin_local::exec::main(args));
-        }
-        Command::Dummy { args } => return ExitCode::from(csis_plugin_dummy::exec::main(args)),
-        Command::Ict { args } => return ExitCode::from(csis_plugin_ict::exec::main(args)),
-        Command::CloudConfig {
-            command: CloudConfigCommand::Check { offline, files },
-        } => return cloud_config_check(files, *offline),
-        Command::Template { command } => return template_cmd::run(command),
+        Command::Local(step) => return commands::plugin_step::local(step, cli.lock_timeout),
+        Command::Dummy(step) => return commands::plugin_step::dummy(step),
+        Command::Ict(step) => return commands::plugin_step::ict(step),
+        Command::CloudConfig { command } => return commands::cloud_config::cloud_config(command),
+        Command::Template { command } => return commands::template::run(command),
         Command::PublicSafe {
             explain: Some(rule),
             path: None,
             ..
         } => return public_safe_explain(rule),
-        Command::Completions { shell } => {
-            clap_complete::generate(*shell, &mut Cli::command(), "csis", &mut std::io::stdout());
-            return ExitCode::SUCCESS;
-        }
-        Command::Man => {
-            return match clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("error: writing the man page: {e}");
-                    ExitCode::from(1)
-                }
-            };
-        }
+        Command::Completions(args) => return commands::completions::completions(args),
+        Command::Man => return commands::completions::man(),
         _ => {}
     }
     let registry = match Registry::build(&plugins()) {
@@ -773,103 +686,19 @@ fn main() -> ExitCode {
             retention,
             ..
         } => outcome(ops(&ws).dispose(builds, *all, runtime.as_deref(), *retention)),
-        Command::Validate { format } => validate(&ws, style, *format),
-        Command::Graph { format, lineage } => {
-            let g = csis_engine::plan::graph::graph(&ws.db, ws.tree, *lineage);
-            print!(
-                "{}",
-                match format {
-                    GraphFormat::Dot => g.dot(),
-                    GraphFormat::Mermaid => g.mermaid(),
-                }
-            );
-            ExitCode::SUCCESS
-        }
-        Command::Config {
-            command: ConfigCommand::Render { raw, format },
-        } => render(&ws, style, *raw, *format),
+        Command::Validate(args) => commands::validate::validate(&ws, style, args),
+        Command::Graph(args) => commands::graph::graph(&ws, args),
+        Command::Config { command } => commands::config::config(&ws, style, command),
         // Answered before the tree is loaded.
-        Command::Local { .. }
-        | Command::Ict { .. }
-        | Command::Dummy { .. }
+        Command::Local(_)
+        | Command::Ict(_)
+        | Command::Dummy(_)
         | Command::Watch { .. }
         | Command::CloudConfig { .. }
         | Command::Template { .. }
-        | Command::Completions { .. }
+        | Command::Completions(_)
         | Command::Man => ExitCode::from(2),
     }
-}
-
-/// `csis validate`: the load's diagnostics, then the checks that read the
-/// machine or the records (executables, state locations, the last state
-/// report), all printed; exit 1 on any error.
-fn validate(ws: &Workspace, style: report::Style, format: report::DiagnosticFormat) -> ExitCode {
-    // The load's diagnostics come before the infos the checks below log.
-    let load = ws.load_diagnostics();
-    let prefix = ws.tree.root_display(&ws.db).to_string();
-    let show = |d: &csis_model::Diagnostic| match format {
-        report::DiagnosticFormat::Human => print_diagnostic(ws, d, style),
-        machine => println!("{}", report::machine_line(ws, d, machine, &prefix)),
-    };
-    load.iter().for_each(show);
-    let (mut infos, executables) =
-        csis_engine::check::executables::check(&ws.db, ws.tree, &ws.root, &OsSystem);
-    infos.extend(csis_engine::state::alias_pool::remaining_info(
-        &ws.db, ws.tree,
-    ));
-    for i in infos {
-        eprintln!("{i}");
-    }
-    // A source_image cycle, as the run refuses it at its head.
-    let mut diags = csis_engine::plan::bakes::image_graph(&ws.db, ws.tree)
-        .diags
-        .clone();
-    diags.extend(executables);
-    diags.extend(csis_engine::check::owned_directories::check(
-        &ws.db, ws.tree, &ws.root, &OsSystem,
-    ));
-    diags.extend(csis_engine::check::state_locations::check(
-        &ws.db,
-        ws.tree,
-        &[],
-    ));
-    let drift = csis_engine::run::state_query::check_last_report(
-        &OsSystem,
-        &ws.root.join(ws.generation_dir_name()),
-    );
-    diags.extend(drift.into_iter().map(csis_model::Diagnostic::error));
-    diags.iter().for_each(show);
-    let errors = load.iter().filter(|d| d.is_error()).count() + diags.len();
-    if errors > 0 {
-        eprintln!("validate: {errors} error(s)");
-        ExitCode::from(1)
-    } else {
-        eprintln!("validate: ok");
-        ExitCode::SUCCESS
-    }
-}
-
-fn render(ws: &Workspace, style: report::Style, raw: bool, format: Format) -> ExitCode {
-    let errors = print_load_diagnostics(ws, style);
-    if errors > 0 && !raw {
-        eprintln!("config render: {errors} error(s); fix them or use --raw");
-        return ExitCode::from(1);
-    }
-    let tree = if raw {
-        raw_tree(&ws.db, ws.tree)
-    } else {
-        resolved_tree(&ws.db, ws.tree)
-    };
-    match format {
-        Format::Json => {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&tree).unwrap_or_default()
-            );
-        }
-        Format::Yaml => print!("{}", csis_yaml::emit::to_yaml(&tree)),
-    }
-    ExitCode::SUCCESS
 }
 
 fn run(ws: &Workspace, args: &RunArgs, lock_token: Option<String>) -> ExitCode {
@@ -1369,41 +1198,4 @@ fn public_safe(
     };
     eprintln!("error: {}", csis_public_safe::refusal(what, &findings));
     code
-}
-
-/// `csis cloud-config check`: every finding as `file:line:col: level:
-/// message`, then one summary line per file.
-fn cloud_config_check(files: &[PathBuf], offline: bool) -> ExitCode {
-    use csis_cloud_config::{Severity, check};
-    let mut refused_any = false;
-    for file in files {
-        let shown = file.display();
-        let bytes = match std::fs::read(file) {
-            Ok(b) => b,
-            Err(e) => {
-                eprintln!("error: reading {shown}: {e}");
-                refused_any = true;
-                continue;
-            }
-        };
-        let findings = check(&bytes, offline);
-        let refused = findings
-            .iter()
-            .filter(|f| f.severity == Severity::Refused)
-            .count();
-        for f in &findings {
-            let level = match f.severity {
-                Severity::Refused => "error",
-                Severity::Skipped => "warning",
-            };
-            println!("{shown}:{}:{}: {level}: {}", f.line, f.col, f.message);
-        }
-        println!(
-            "{shown}: {} ({refused} refused, {} reported)",
-            if refused == 0 { "ok" } else { "refused" },
-            findings.len() - refused
-        );
-        refused_any |= refused > 0;
-    }
-    ExitCode::from(u8::from(refused_any))
 }

@@ -1,0 +1,11 @@
+//! One file per command family, each holding its clap arguments beside the
+//! function that runs the command (cargo's `src/bin/cargo/commands/`
+//! shape).
+
+pub mod cloud_config;
+pub mod completions;
+pub mod config;
+pub mod graph;
+pub mod plugin_step;
+pub mod template;
+pub mod validate;
