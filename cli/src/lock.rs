@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 use csis_engine::db::system::OsSystem;
 
-use crate::{Command, LineageCommand};
+use crate::Command;
+use crate::commands::lineage::LineageCommand;
 
 /// Whether a command writes the tree -- generated/, the private mirror,
 /// meta-state/, a local store, or its configuration files -- and so holds
@@ -13,10 +14,10 @@ use crate::{Command, LineageCommand};
 pub fn writes_tree(command: &Command) -> bool {
     match command {
         Command::Run(_)
-        | Command::Upgrade { .. }
-        | Command::Forget { .. }
-        | Command::Release { .. }
-        | Command::Dispose { .. }
+        | Command::Upgrade(_)
+        | Command::Forget(_)
+        | Command::Release(_)
+        | Command::Dispose(_)
         | Command::Encrypt { .. }
         | Command::Reencrypt
         // Writes the unmount receipt under _private/.
@@ -31,7 +32,7 @@ pub fn writes_tree(command: &Command) -> bool {
             LineageCommand::Record { .. } | LineageCommand::BindInstance { .. } => true,
         },
         Command::Validate(_)
-        | Command::Plan { .. }
+        | Command::Plan(_)
         | Command::DecryptCheck
         // The hook install writes under .git/ only.
         | Command::PublicSafe { .. }

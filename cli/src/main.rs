@@ -19,16 +19,13 @@ mod report;
 mod root;
 mod watch;
 
-use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use csis_engine::db::run_input::RunOptions;
 use csis_engine::db::system::{OsSystem, System};
 use csis_engine::registry::Registry;
-use csis_engine::run::RunRequest;
 use csis_engine::workspace::{LoadOptions, Workspace};
 
 use lock::{take_lock, writes_tree};
@@ -104,7 +101,7 @@ enum Command {
     Validate(commands::validate::ValidateArgs),
     /// Validate, plan, generate the tree under generated/, and apply it
     /// (a dry run unless --no-dry-run).
-    Run(RunArgs),
+    Run(commands::run::RunArgs),
     /// The local runtime's own steps, as its runner scripts call them
     /// (`csis local bake --spec FILE`, `storage`, `launch`).
     #[command(hide = true)]
@@ -136,69 +133,22 @@ enum Command {
         #[arg(long)]
         generate: bool,
         #[command(flatten)]
-        selection: Selection,
+        selection: commands::selection::Selection,
     },
     /// The bake plan alone: one decision per <series>@<runtime> with its
     /// reason, computed without generating anything (what CI runs).
-    Plan {
-        #[command(flatten)]
-        selection: Selection,
-        /// text (a line per decision) or json (the plan report on stdout).
-        #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
-        format: PlanFormat,
-        /// Under each bake, the chain of inputs that caused it: the input
-        /// that changed, where it is declared, the lineage path.
-        #[arg(long)]
-        explain: bool,
-        /// Print time, executed and reused queries of validate and plan,
-        /// and peak memory (under `stats` with --format json).
-        #[arg(long)]
-        stats: bool,
-    },
+    Plan(commands::plan::PlanArgs),
     /// Move a pin: an image to its parent's newest build, an instance to
     /// its image's (or to --to BUILD).
-    Upgrade {
-        #[arg(value_parser = ["image", "instance"])]
-        kind: String,
-        name: String,
-        #[arg(long, value_name = "RUNTIME")]
-        runtime: Option<String>,
-        #[arg(long, value_name = "BUILD")]
-        to: Option<String>,
-    },
+    Upgrade(commands::operations::UpgradeArgs),
     /// Drop the record of an instance that is no longer declared.
-    Forget {
-        #[arg(value_parser = ["instance"])]
-        kind: String,
-        name: String,
-    },
+    Forget(commands::operations::ForgetArgs),
     /// Release a build for a model (or, with --declared, every image's
     /// head for the model its `release:` names).
-    Release {
-        #[arg(required_unless_present = "declared")]
-        image: Option<String>,
-        #[arg(long, value_name = "BUILD", required_unless_present = "declared")]
-        build: Option<String>,
-        #[arg(long, default_value = "default")]
-        model: String,
-        #[arg(long)]
-        note: Option<String>,
-        #[arg(long)]
-        declared: bool,
-    },
+    Release(commands::operations::ReleaseArgs),
     /// Dispose of recorded builds: named ones, all on a runtime, or those
     /// the declared retention no longer keeps.
-    Dispose {
-        #[arg(value_parser = ["image"])]
-        kind: String,
-        builds: Vec<String>,
-        #[arg(long)]
-        all: bool,
-        #[arg(long, value_name = "RUNTIME")]
-        runtime: Option<String>,
-        #[arg(long)]
-        retention: bool,
-    },
+    Dispose(commands::operations::DisposeArgs),
     /// Encrypt, in place, every value under the named keys of each file to
     /// encryption.recipients (byte-preserving; markers, templates, empty
     /// values and nested blocks are left alone).
@@ -236,7 +186,7 @@ enum Command {
     /// Lineage: the recorded builds.
     Lineage {
         #[command(subcommand)]
-        command: LineageCommand,
+        command: commands::lineage::LineageCommand,
     },
     /// Ask every runtime what exists and compare it with meta-state
     /// (query); keep a workspace's terraform state before a state rm
@@ -311,92 +261,6 @@ enum Command {
     Man,
 }
 
-#[derive(clap::Args)]
-struct RunArgs {
-    /// Lifecycles to run (identity, storage, base-image, instance-image,
-    /// release, retention, or all); they run in declared order.
-    #[arg(value_name = "LIFECYCLE", required = true)]
-    lifecycles: Vec<String>,
-    /// Execute the deferred commands (the default only logs them).
-    #[arg(long)]
-    no_dry_run: bool,
-    /// Let a real run bake outside its apply scope.
-    #[arg(long)]
-    allow_unscoped_bakes: bool,
-    /// Generate only: skip the apply step.
-    #[arg(long)]
-    no_apply: bool,
-    /// After a successful run, commit meta-state/ and the generated tree
-    /// (in a git repository, after the public-safe gate).
-    #[arg(long)]
-    commit: bool,
-    /// Print time, executed and reused queries per stage and peak memory;
-    /// the same under `stats` in run-summary.json.
-    #[arg(long)]
-    stats: bool,
-    /// Log, for every bake and every rewritten generated file, the chain
-    /// of inputs that caused it; the same under `explain` in
-    /// run-summary.json.
-    #[arg(long)]
-    explain: bool,
-    /// Skip the first step, asking every runtime what exists (the last
-    /// generated/state-report.json then stands).
-    #[arg(long)]
-    no_state_query: bool,
-    /// Let this workspace's state location move while resources stand in
-    /// it (a real run; recorded in meta-state/state-locations.yaml).
-    /// Repeatable.
-    #[arg(long, value_name = "WORKSPACE")]
-    migrate_state: Vec<String>,
-    #[command(flatten)]
-    selection: Selection,
-}
-
-/// Which bakes a run or a plan covers.
-#[derive(clap::Args)]
-struct Selection {
-    /// Bake only these images (`image` or `image@runtime`; `none` for an
-    /// empty bake surface). Repeatable.
-    #[arg(long, value_name = "IMAGE")]
-    only: Vec<String>,
-    /// Scope to one runtime: other runtimes' builder directories are kept
-    /// as they are.
-    #[arg(long, value_name = "RUNTIME")]
-    only_runtime: Option<String>,
-    /// Bake these images whatever the plan says. Repeatable.
-    #[arg(long, value_name = "IMAGE")]
-    force_bake: Vec<String>,
-    /// Apply storage and instance roots on this runtime only; implies
-    /// --only-runtime unless --only selects images.
-    #[arg(long, value_name = "RUNTIME")]
-    apply_runtime: Option<String>,
-}
-
-impl Selection {
-    fn options(&self, dry_run: bool) -> RunOptions {
-        let only = match self.only.as_slice() {
-            [] => None,
-            [one] if one == "none" => Some(Vec::new()),
-            list => Some(list.to_vec()),
-        };
-        // --apply-runtime implies --only-runtime unless images were
-        // selected explicitly.
-        let only_runtime = self
-            .only_runtime
-            .clone()
-            .or_else(|| self.apply_runtime.clone().filter(|_| only.is_none()));
-        RunOptions {
-            dry_run,
-            only,
-            only_runtime,
-            force_bake: self.force_bake.clone(),
-            apply_runtime: self.apply_runtime.clone(),
-            allow_unscoped_bakes: false,
-            migrate_state: Vec::new(),
-        }
-    }
-}
-
 #[derive(Subcommand)]
 enum MigrationStep {
     /// Copy the state from its recorded location to the one
@@ -441,59 +305,6 @@ enum StateCommand {
     },
 }
 
-#[derive(clap::Subcommand)]
-enum LineageCommand {
-    /// Every recorded build as a tree of parent links, per runtime.
-    Show,
-    /// Record a baked build from its manifest (runner scripts call this
-    /// after each bake) and bind its image's pin.
-    Record {
-        #[arg(long, value_name = "FILE")]
-        manifest: PathBuf,
-    },
-    /// Set each head's recorded fingerprint on a runtime to the one
-    /// computed now (after the fingerprint's definition moved).
-    Restamp {
-        #[arg(long, value_name = "RUNTIME")]
-        runtime: String,
-        /// Write the change (without it, only say what would change).
-        #[arg(long)]
-        commit: bool,
-    },
-    /// Bind a launched instance to the build it runs (runner scripts call
-    /// this after each launch).
-    BindInstance {
-        #[arg(long)]
-        instance: String,
-        /// The launch record a local launch wrote.
-        #[arg(
-            long,
-            value_name = "FILE",
-            required_unless_present = "tofu_outputs",
-            conflicts_with = "tofu_outputs"
-        )]
-        launched: Option<PathBuf>,
-        /// An OpenTofu instance root after its apply: its `instances`
-        /// output names the build each instance booted.
-        #[arg(long, value_name = "DIR")]
-        tofu_outputs: Option<PathBuf>,
-        /// The tofu binary that reads the outputs.
-        #[arg(
-            long,
-            value_name = "BINARY",
-            default_value = "tofu",
-            requires = "tofu_outputs"
-        )]
-        tofu: String,
-    },
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum PlanFormat {
-    Text,
-    Json,
-}
-
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum PublicSafeFormat {
     Text,
@@ -536,10 +347,9 @@ fn main() -> ExitCode {
         tolerate_missing_env: cli.tolerate_missing_env,
         // Salsa's event per query costs a cold plan 7-10%: only what
         // reports query counts asks for it.
-        query_log: matches!(
-            &cli.command,
-            Command::Watch { .. } | Command::Plan { stats: true, .. }
-        ) || matches!(&cli.command, Command::Run(args) if args.stats),
+        query_log: matches!(&cli.command, Command::Watch { .. })
+            || matches!(&cli.command, Command::Plan(args) if args.stats)
+            || matches!(&cli.command, Command::Run(args) if args.stats),
     };
     // Deferred steps run from generated/<lifecycle>/ with CSIS_ROOT set:
     // an absolute root keeps them pointing at the tree.
@@ -588,22 +398,9 @@ fn main() -> ExitCode {
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let style = report::Style::new(cli.brief, cli.color, no_color);
     match &cli.command {
-        Command::Run(args) => run(&ws, args, lock_token),
-        Command::Plan {
-            selection,
-            format,
-            explain,
-            stats,
-        } => plan(
-            &ws,
-            selection,
-            *format,
-            csis_engine::run::plan_report::PlanAsk {
-                explain: *explain,
-                stats: *stats,
-            },
-        ),
-        Command::Lineage { command } => lineage(&ws, command),
+        Command::Run(args) => commands::run::run(&ws, args, lock_token),
+        Command::Plan(args) => commands::plan::plan(&ws, args),
+        Command::Lineage { command } => commands::lineage::lineage(&ws, command),
         Command::State {
             command: StateCommand::Query { strict },
         } => state_query(&ws, *strict),
@@ -656,36 +453,10 @@ fn main() -> ExitCode {
             explain.as_deref(),
         ),
         Command::DecryptCheck => outcome(decrypt_check(&ws)),
-        Command::Upgrade {
-            kind,
-            name,
-            runtime,
-            to,
-        } => outcome(ops(&ws).upgrade(kind, name, runtime.as_deref(), to.as_deref())),
-        Command::Forget { name, .. } => outcome(ops(&ws).forget_instance(name)),
-        Command::Release {
-            image,
-            build,
-            model,
-            note,
-            declared,
-        } => outcome(if *declared {
-            ops(&ws).release_declared()
-        } else {
-            ops(&ws).release(
-                image.as_deref().unwrap_or_default(),
-                build.as_deref().unwrap_or_default(),
-                model,
-                note.as_deref(),
-            )
-        }),
-        Command::Dispose {
-            builds,
-            all,
-            runtime,
-            retention,
-            ..
-        } => outcome(ops(&ws).dispose(builds, *all, runtime.as_deref(), *retention)),
+        Command::Upgrade(args) => commands::operations::upgrade(&ws, args),
+        Command::Forget(args) => commands::operations::forget(&ws, args),
+        Command::Release(args) => commands::operations::release(&ws, args),
+        Command::Dispose(args) => commands::operations::dispose(&ws, args),
         Command::Validate(args) => commands::validate::validate(&ws, style, args),
         Command::Graph(args) => commands::graph::graph(&ws, args),
         Command::Config { command } => commands::config::config(&ws, style, command),
@@ -698,98 +469,6 @@ fn main() -> ExitCode {
         | Command::Template { .. }
         | Command::Completions(_)
         | Command::Man => ExitCode::from(2),
-    }
-}
-
-fn run(ws: &Workspace, args: &RunArgs, lock_token: Option<String>) -> ExitCode {
-    let mut options = args.selection.options(!args.no_dry_run);
-    options.migrate_state = args.migrate_state.clone();
-    options.allow_unscoped_bakes = args.allow_unscoped_bakes;
-    let req = RunRequest {
-        lifecycles: args.lifecycles.clone(),
-        options,
-        no_apply: args.no_apply,
-        csis: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("csis")),
-        commit: args.commit,
-        record: true,
-        stats: args.stats,
-        explain: args.explain,
-        no_state_query: args.no_state_query,
-        lock_token,
-    };
-    let mut view = progress::RunView::new(progress::wanted());
-    let summary = csis_engine::run::run(ws, &OsSystem, &req, &mut view);
-    view.finish();
-    if let Some(stats) = &summary.stats {
-        for line in csis_engine::db::stats::describe(stats) {
-            eprintln!("{line}");
-        }
-    }
-    if summary.not_started {
-        eprintln!(
-            "error: {}",
-            summary.error.as_deref().unwrap_or("the run did not start")
-        );
-        ExitCode::from(1)
-    } else if summary.ok {
-        eprintln!("run {}: ok", summary.run_id);
-        ExitCode::SUCCESS
-    } else {
-        eprintln!(
-            "run {}: failed: {}",
-            summary.run_id,
-            summary.error.as_deref().unwrap_or("see the log above")
-        );
-        ExitCode::from(1)
-    }
-}
-
-fn plan(
-    ws: &Workspace,
-    selection: &Selection,
-    format: PlanFormat,
-    ask: csis_engine::run::plan_report::PlanAsk,
-) -> ExitCode {
-    let report =
-        csis_engine::run::plan_report::plan_report(ws, &OsSystem, selection.options(true), ask);
-    match format {
-        PlanFormat::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&report).unwrap_or_default()
-        ),
-        PlanFormat::Text => {
-            for e in &report.validation_errors {
-                eprintln!("error: validation: {e}");
-            }
-            if let Some(e) = &report.error {
-                eprintln!("error: {e}");
-            }
-            // One write for the whole plan: a line each was thousands of
-            // system calls for a large tree.
-            let mut text = String::new();
-            for p in &report.plan {
-                let _ = writeln!(text, "{}@{}: {}", p.series, p.runtime, p.reason);
-                for line in &p.explain {
-                    let _ = writeln!(text, "    {line}");
-                }
-            }
-            for line in report.summary.iter().flat_map(|s| s.lines()) {
-                let _ = writeln!(text, "{line}");
-            }
-            print!("{text}");
-            for line in report
-                .stats
-                .iter()
-                .flat_map(csis_engine::db::stats::describe)
-            {
-                eprintln!("{line}");
-            }
-        }
-    }
-    if report.ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
     }
 }
 
@@ -823,37 +502,6 @@ fn state_query(ws: &Workspace, strict: bool) -> ExitCode {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
-    }
-}
-
-fn lineage(ws: &Workspace, command: &LineageCommand) -> ExitCode {
-    match command {
-        LineageCommand::Show => {
-            let record = csis_engine::state::lineage::lineage(&ws.db, ws.tree);
-            for d in &record.diags {
-                eprintln!("error: {}", ws.describe(d));
-            }
-            print!("{}", csis_engine::state::lineage::show(&record.value));
-            if record.diags.is_empty() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            }
-        }
-        LineageCommand::Record { manifest } => outcome(
-            csis_engine::run::record_build::record_build(ws, &OsSystem, manifest),
-        ),
-        LineageCommand::Restamp { runtime, commit } => outcome(ops(ws).restamp(runtime, *commit)),
-        LineageCommand::BindInstance {
-            instance,
-            launched,
-            tofu_outputs,
-            tofu,
-        } => outcome(match (launched, tofu_outputs) {
-            (Some(file), _) => ops(ws).bind_instance(instance, file),
-            (None, Some(dir)) => ops(ws).bind_instance_from_tofu(instance, dir, tofu),
-            (None, None) => Err("lineage bind-instance: pass --launched or --tofu-outputs".into()),
-        }),
     }
 }
 
@@ -924,22 +572,6 @@ fn state_migration(ws: &Workspace, step: &MigrationStep) -> ExitCode {
             },
         ),
     })
-}
-
-/// An operation on meta-state, for the run named by `CSIS_RUN_ID` (set
-/// when a runner script calls it) or a run of its own.
-fn ops(ws: &Workspace) -> csis_engine::run::operations::Ops<'_> {
-    let run = ws
-        .tree
-        .env(&ws.db)
-        .get("CSIS_RUN_ID")
-        .cloned()
-        .unwrap_or_else(|| csis_engine::state::lineage::run_id(ws.tree.start_unix(&ws.db)));
-    csis_engine::run::operations::Ops {
-        ws,
-        system: &OsSystem,
-        run,
-    }
 }
 
 fn recipients(ws: &Workspace) -> Result<Vec<String>, String> {
