@@ -21,7 +21,7 @@ pub fn writes_tree(command: &Command) -> bool {
         | Command::Encrypt { .. }
         | Command::Reencrypt
         // Writes the unmount receipt under _private/.
-        | Command::Unmount { .. }
+        | Command::Unmount(_)
         // begin writes a backup under _private/, finish meta-state/.
         | Command::StateMigration { .. }
         // query writes generated/state-report.json, backup under _private/.
@@ -38,8 +38,8 @@ pub fn writes_tree(command: &Command) -> bool {
         | Command::PublicSafe { .. }
         | Command::Config { .. }
         // The gate and the check read; they write nothing.
-        | Command::GatePlan { .. }
-        | Command::ApplyCheck { .. }
+        | Command::GatePlan(_)
+        | Command::ApplyCheck(_)
         | Command::Graph(_) => false,
         // Answered before the tree is loaded: local and watch lock for
         // themselves; the others write no tree.

@@ -29,9 +29,9 @@ use csis_engine::registry::Registry;
 use csis_engine::workspace::{LoadOptions, Workspace};
 
 use lock::{take_lock, writes_tree};
-use outcome::{outcome, print_outcome};
+use outcome::outcome;
 use plugins::plugins;
-use root::{find_root, invocation_dir};
+use root::find_root;
 
 #[derive(Parser)]
 #[command(
@@ -193,59 +193,28 @@ enum Command {
     /// (backup).
     State {
         #[command(subcommand)]
-        command: StateCommand,
+        command: commands::state::StateCommand,
     },
     /// The apply gate over a tofu plan, run from the OpenTofu root: every
     /// planned destroy whitelisted, the planfile fresher than every .tf,
     /// (with --require-unmounted) every detach unmounted; exit 3 on a
     /// refusal.
     #[command(name = "gate-plan")]
-    GatePlan {
-        /// The planfile, relative to the working directory.
-        #[arg(long, value_name = "FILE")]
-        planfile: String,
-        /// The OpenTofu binary that reads the plan (`show -json`).
-        #[arg(long, value_name = "BINARY", default_value = "tofu")]
-        tofu: String,
-        /// An address (or a prefix of one, before `[` or `.`) whose destroy
-        /// is allowed. Repeatable.
-        #[arg(long, value_name = "ADDRESS")]
-        whitelist: Vec<String>,
-        /// Refuse a planned detach of a storage that has no ok unmount
-        /// receipt (`csis unmount storage`).
-        #[arg(long)]
-        require_unmounted: bool,
-    },
+    GatePlan(commands::terraform::GatePlanArgs),
     /// The last step before a root's apply: exit 3 unless the lifecycle's
     /// apply flag, read from the tree now, lets this root apply.
     #[command(name = "apply-check")]
-    ApplyCheck {
-        #[arg(long, value_name = "LIFECYCLE")]
-        lifecycle: String,
-        #[arg(long, value_name = "BUILDER")]
-        builder: String,
-        #[arg(long, value_name = "RUNTIME")]
-        runtime: Option<String>,
-    },
+    ApplyCheck(commands::terraform::ApplyCheckArgs),
     /// Move a workspace's terraform state (the runner steps of a real
     /// run's --migrate-state), run from the OpenTofu root.
     #[command(name = "state-migration")]
     StateMigration {
         #[command(subcommand)]
-        step: MigrationStep,
+        step: commands::state::MigrationStep,
     },
     /// Unmount a storage on an instance before its detach, leaving the
     /// receipt `gate-plan --require-unmounted` reads.
-    Unmount {
-        #[arg(value_parser = ["storage"])]
-        kind: String,
-        storage: String,
-        #[arg(long, value_name = "NAME")]
-        instance: String,
-        /// It was unmounted by hand: record that (the operator is $USER).
-        #[arg(long)]
-        confirm: bool,
-    },
+    Unmount(commands::terraform::UnmountArgs),
     /// Show the configuration as csis sees it.
     Config {
         #[command(subcommand)]
@@ -259,50 +228,6 @@ enum Command {
     Completions(commands::completions::CompletionsArgs),
     /// Print csis's man page (roff) on stdout.
     Man,
-}
-
-#[derive(Subcommand)]
-enum MigrationStep {
-    /// Copy the state from its recorded location to the one
-    /// --backend-config names (refusing a collision) and leave
-    /// <workspace>.state-migration.json.
-    Begin {
-        #[arg(long, value_name = "WORKSPACE")]
-        workspace: String,
-        /// The new location's settings (the root's .tfbackend.hcl).
-        #[arg(long, value_name = "FILE")]
-        backend_config: Option<String>,
-        #[arg(long, value_name = "BINARY", default_value = "tofu")]
-        tofu: String,
-    },
-    /// Record the move begin made in meta-state/state-locations.yaml.
-    Finish {
-        #[arg(long, value_name = "WORKSPACE")]
-        workspace: String,
-        #[arg(long, value_name = "BINARY", default_value = "tofu")]
-        tofu: String,
-    },
-}
-
-#[derive(Subcommand)]
-enum StateCommand {
-    /// Classify drift (missing, foreign, stale; hard drift refuses the
-    /// next validation) and write generated/state-report.json.
-    Query {
-        /// Exit 1 on hard drift, on any class but stale, or when a runtime
-        /// could not be asked.
-        #[arg(long)]
-        strict: bool,
-    },
-    /// Keep the workspace's state (tofu state pull, run from the
-    /// initialised root) in _private/state-backups/ before a state rm;
-    /// exit 1 when there is nothing to keep.
-    Backup {
-        #[arg(long, value_name = "WORKSPACE")]
-        workspace: String,
-        #[arg(long, value_name = "BINARY", default_value = "tofu")]
-        tofu: String,
-    },
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -383,7 +308,7 @@ fn main() -> ExitCode {
     let lock_token = lock.as_ref().map(|l| l.token().to_string());
     // The terraform steps that need no tree: the root only names where
     // receipts and backups live.
-    if let Some(code) = terraform_step(&cli.command, &root) {
+    if let Some(code) = commands::terraform_step(&cli.command, &root) {
         return code;
     }
     // Never dropped: freeing every memoized query of a large tree takes a
@@ -402,39 +327,15 @@ fn main() -> ExitCode {
         Command::Plan(args) => commands::plan::plan(&ws, args),
         Command::Lineage { command } => commands::lineage::lineage(&ws, command),
         Command::State {
-            command: StateCommand::Query { strict },
-        } => state_query(&ws, *strict),
-        Command::ApplyCheck {
-            lifecycle,
-            builder,
-            runtime,
-        } => print_outcome(csis_engine::terraform::apply_check::apply_check(
-            &ws,
-            &csis_engine::terraform::apply_check::ApplyCheck {
-                lifecycle,
-                builder,
-                runtime: runtime.as_deref(),
-            },
-        )),
-        Command::StateMigration { step } => state_migration(&ws, step),
-        Command::Unmount {
-            storage,
-            instance,
-            confirm,
-            ..
-        } => print_outcome(csis_engine::terraform::unmount::unmount(
-            &ws,
-            &OsSystem,
-            &csis_engine::terraform::unmount::Unmount {
-                storage,
-                instance,
-                confirm: *confirm,
-            },
-        )),
+            command: commands::state::StateCommand::Query { strict },
+        } => commands::state::state_query(&ws, *strict),
+        Command::ApplyCheck(args) => commands::terraform::apply_check(&ws, args),
+        Command::StateMigration { step } => commands::state::state_migration(&ws, step),
+        Command::Unmount(args) => commands::terraform::unmount(&ws, args),
         // Answered before the tree is loaded.
-        Command::GatePlan { .. }
+        Command::GatePlan(_)
         | Command::State {
-            command: StateCommand::Backup { .. },
+            command: commands::state::StateCommand::Backup { .. },
         } => ExitCode::from(2),
         Command::Encrypt { fields, files } => outcome(encrypt(&ws, fields, files)),
         Command::Reencrypt => outcome(reencrypt(&ws)),
@@ -470,108 +371,6 @@ fn main() -> ExitCode {
         | Command::Completions(_)
         | Command::Man => ExitCode::from(2),
     }
-}
-
-fn state_query(ws: &Workspace, strict: bool) -> ExitCode {
-    use csis_engine::run::state_query::{query, write_report};
-    let gen_dir = ws.root.join(ws.generation_dir_name());
-    let report = match query(ws, &OsSystem)
-        .and_then(|r| write_report(&OsSystem, &ws.root, &gen_dir, &r).map(|()| r))
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: state query: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    for line in report.lines() {
-        println!("{line}");
-    }
-    let counts = report.counts();
-    let n = |k: &str| counts.get(k).copied().unwrap_or(0);
-    println!(
-        "state query: {} missing, {} foreign, {} stale, {} hard, {} unavailable",
-        n("missing"),
-        n("foreign"),
-        n("stale"),
-        n("hard"),
-        n("unavailable")
-    );
-    let strict_fail = n("hard") + n("missing") + n("foreign") + n("unavailable") > 0;
-    if strict && strict_fail {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    }
-}
-
-/// `gate-plan` and `state backup`, answered without loading the tree;
-/// `None` for every other command.
-fn terraform_step(command: &Command, root: &std::path::Path) -> Option<ExitCode> {
-    use csis_engine::terraform::{gate_plan, state_backup};
-    let cwd = invocation_dir();
-    let outcome = match command {
-        Command::GatePlan {
-            planfile,
-            tofu,
-            whitelist,
-            require_unmounted,
-        } => gate_plan::gate_plan(
-            &OsSystem,
-            &gate_plan::GatePlan {
-                root,
-                cwd: &cwd,
-                planfile,
-                tofu,
-                whitelist,
-                require_unmounted: *require_unmounted,
-            },
-        ),
-        Command::State {
-            command: StateCommand::Backup { workspace, tofu },
-        } => state_backup::state_backup(
-            &OsSystem,
-            &state_backup::StateBackup {
-                root,
-                cwd: &cwd,
-                workspace,
-                tofu,
-            },
-        ),
-        _ => return None,
-    };
-    Some(print_outcome(outcome))
-}
-
-fn state_migration(ws: &Workspace, step: &MigrationStep) -> ExitCode {
-    use csis_engine::terraform::state_migration::{StateMigration, begin, finish};
-    let cwd = invocation_dir();
-    print_outcome(match step {
-        MigrationStep::Begin {
-            workspace,
-            backend_config,
-            tofu,
-        } => begin(
-            ws,
-            &OsSystem,
-            &StateMigration {
-                cwd: &cwd,
-                workspace,
-                backend_config: backend_config.as_deref(),
-                tofu,
-            },
-        ),
-        MigrationStep::Finish { workspace, tofu } => finish(
-            ws,
-            &OsSystem,
-            &StateMigration {
-                cwd: &cwd,
-                workspace,
-                backend_config: None,
-                tofu,
-            },
-        ),
-    })
 }
 
 fn recipients(ws: &Workspace) -> Result<Vec<String>, String> {
