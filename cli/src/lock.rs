@@ -18,7 +18,7 @@ pub fn writes_tree(command: &Command) -> bool {
         | Command::Forget(_)
         | Command::Release(_)
         | Command::Dispose(_)
-        | Command::Encrypt { .. }
+        | Command::Encrypt(_)
         | Command::Reencrypt
         // Writes the unmount receipt under _private/.
         | Command::Unmount(_)
@@ -35,7 +35,7 @@ pub fn writes_tree(command: &Command) -> bool {
         | Command::Plan(_)
         | Command::DecryptCheck
         // The hook install writes under .git/ only.
-        | Command::PublicSafe { .. }
+        | Command::PublicSafe(_)
         | Command::Config { .. }
         // The gate and the check read; they write nothing.
         | Command::GatePlan(_)

@@ -23,8 +23,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::{Parser, Subcommand, ValueEnum};
-use csis_engine::db::system::{OsSystem, System};
+use clap::{Parser, Subcommand};
+use csis_engine::db::system::OsSystem;
 use csis_engine::registry::Registry;
 use csis_engine::workspace::{LoadOptions, Workspace};
 
@@ -152,13 +152,7 @@ enum Command {
     /// Encrypt, in place, every value under the named keys of each file to
     /// encryption.recipients (byte-preserving; markers, templates, empty
     /// values and nested blocks are left alone).
-    Encrypt {
-        /// Comma-separated keys, e.g. name,first_name,last_name,email.
-        #[arg(long, value_delimiter = ',', required = true)]
-        fields: Vec<String>,
-        #[arg(required = true)]
-        files: Vec<PathBuf>,
-    },
+    Encrypt(commands::secrets::EncryptArgs),
     /// Re-encrypt every marker in the tree to the current recipients; the
     /// first marker no identity opens stops it, changing nothing.
     Reencrypt,
@@ -167,22 +161,7 @@ enum Command {
     DecryptCheck,
     /// Scan the tree (or PATH, or git's index with --staged) for material
     /// that must not be public; exit 3 on a finding.
-    PublicSafe {
-        path: Option<PathBuf>,
-        #[arg(long)]
-        staged: bool,
-        /// Install a git pre-commit hook that runs `public-safe --staged`.
-        #[arg(long)]
-        install_hook: bool,
-        /// The findings as text (stderr), JSON or SARIF 2.1.0 (stdout; what
-        /// code-scanning UIs read).
-        #[arg(long, value_enum, default_value = "text")]
-        format: PublicSafeFormat,
-        /// Print what RULE refuses and what it lets through; with PATH, also
-        /// why each of its findings there matched (never the value).
-        #[arg(long, value_name = "RULE")]
-        explain: Option<String>,
-    },
+    PublicSafe(commands::public_safe::PublicSafeArgs),
     /// Lineage: the recorded builds.
     Lineage {
         #[command(subcommand)]
@@ -230,13 +209,6 @@ enum Command {
     Man,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum PublicSafeFormat {
-    Text,
-    Json,
-    Sarif,
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match &cli.command {
@@ -245,11 +217,11 @@ fn main() -> ExitCode {
         Command::Ict(step) => return commands::plugin_step::ict(step),
         Command::CloudConfig { command } => return commands::cloud_config::cloud_config(command),
         Command::Template { command } => return commands::template::run(command),
-        Command::PublicSafe {
-            explain: Some(rule),
-            path: None,
-            ..
-        } => return public_safe_explain(rule),
+        Command::PublicSafe(args) => {
+            if let Some(code) = commands::public_safe::without_tree(args) {
+                return code;
+            }
+        }
         Command::Completions(args) => return commands::completions::completions(args),
         Command::Man => return commands::completions::man(),
         _ => {}
@@ -337,23 +309,10 @@ fn main() -> ExitCode {
         | Command::State {
             command: commands::state::StateCommand::Backup { .. },
         } => ExitCode::from(2),
-        Command::Encrypt { fields, files } => outcome(encrypt(&ws, fields, files)),
-        Command::Reencrypt => outcome(reencrypt(&ws)),
-        Command::PublicSafe {
-            path,
-            staged,
-            install_hook,
-            format,
-            explain,
-        } => public_safe(
-            &ws,
-            path.as_deref(),
-            *staged,
-            *install_hook,
-            *format,
-            explain.as_deref(),
-        ),
-        Command::DecryptCheck => outcome(decrypt_check(&ws)),
+        Command::Encrypt(args) => outcome(commands::secrets::encrypt(&ws, args)),
+        Command::Reencrypt => outcome(commands::secrets::reencrypt(&ws)),
+        Command::PublicSafe(args) => commands::public_safe::exec(&ws, args),
+        Command::DecryptCheck => outcome(commands::secrets::decrypt_check(&ws)),
         Command::Upgrade(args) => commands::operations::upgrade(&ws, args),
         Command::Forget(args) => commands::operations::forget(&ws, args),
         Command::Release(args) => commands::operations::release(&ws, args),
@@ -371,262 +330,4 @@ fn main() -> ExitCode {
         | Command::Completions(_)
         | Command::Man => ExitCode::from(2),
     }
-}
-
-fn recipients(ws: &Workspace) -> Result<Vec<String>, String> {
-    let path = ws.root.join("cfg/_config.yml");
-    let text = csis_engine::db::system::System::read_to_string(&OsSystem, &path)
-        .map_err(|e| format!("{}: {e}", path.display()))?
-        .ok_or_else(|| format!("{} does not exist", path.display()))?;
-    csis_secrets::recipients_from_config(&text)
-}
-
-fn encrypt(ws: &Workspace, fields: &[String], files: &[PathBuf]) -> Result<String, String> {
-    use csis_engine::db::system::System;
-    let recipients = recipients(ws)?;
-    let mut out = Vec::new();
-    for file in files {
-        let text = OsSystem
-            .read_to_string(file)
-            .map_err(|e| format!("{}: {e}", file.display()))?
-            .ok_or_else(|| format!("{} does not exist", file.display()))?;
-        let (new, n) = csis_secrets::encrypt_fields_in_text(&text, fields, &mut |p| {
-            csis_secrets::encrypt(p, &recipients)
-        })?;
-        if n > 0 {
-            OsSystem
-                .write_atomic(file, new.as_bytes(), false)
-                .map_err(|e| e.to_string())?;
-        }
-        out.push(format!(
-            "encrypt: {}: {n} value(s) encrypted",
-            file.display()
-        ));
-    }
-    Ok(out.join("\n"))
-}
-
-fn reencrypt(ws: &Workspace) -> Result<String, String> {
-    use csis_engine::db::system::System;
-    let recipients = recipients(ws)?;
-    let identities = ws.tree.identities(&ws.db);
-    // Every file first; nothing is written unless every marker opened.
-    let mut changed = Vec::new();
-    let mut total = 0;
-    for (path, text) in ws.config_files() {
-        let (new, n) = csis_secrets::rotate_text(&text, identities, &recipients)
-            .map_err(|e| format!("reencrypt: {path}: {e}; nothing was changed"))?;
-        if n > 0 {
-            total += n;
-            changed.push((path, new));
-        }
-    }
-    for (path, new) in &changed {
-        OsSystem
-            .write_atomic(&ws.root.join(path), new.as_bytes(), false)
-            .map_err(|e| e.to_string())?;
-    }
-    Ok(format!(
-        "reencrypt: {total} marker(s) in {} file(s) now encrypted to {} recipient(s)",
-        changed.len(),
-        recipients.len()
-    ))
-}
-
-fn decrypt_check(ws: &Workspace) -> Result<String, String> {
-    let identities = ws.tree.identities(&ws.db);
-    let mut lines = Vec::new();
-    let mut closed = 0;
-    for (path, text) in ws.config_files() {
-        for (line, marker) in csis_secrets::markers_in(&text) {
-            match csis_secrets::decrypt(&marker, identities) {
-                Ok(_) => lines.push(format!("{path}:{line}: opens")),
-                Err(e) => {
-                    closed += 1;
-                    lines.push(format!("{path}:{line}: cannot open: {e}"));
-                }
-            }
-        }
-    }
-    if closed > 0 {
-        return Err(format!(
-            "{}\ndecrypt-check: {closed} marker(s) do not open",
-            lines.join("\n")
-        ));
-    }
-    lines.push(format!(
-        "decrypt-check: every marker opens ({})",
-        lines.len()
-    ));
-    Ok(lines.join("\n"))
-}
-
-/// `csis public-safe --explain RULE`: the rule's description, layer,
-/// pattern and what it lets through. Exit 2 for an unknown rule.
-fn public_safe_explain(rule: &str) -> ExitCode {
-    match csis_public_safe::explain(rule) {
-        Some(text) => {
-            print!("{text}");
-            ExitCode::SUCCESS
-        }
-        None => {
-            let ids: Vec<&str> = csis_public_safe::all_rules().iter().map(|r| r.id).collect();
-            eprintln!(
-                "error: no public-safe rule {rule:?} (rules: {})",
-                ids.join(", ")
-            );
-            ExitCode::from(2)
-        }
-    }
-}
-
-/// The findings as JSON: `{"scanned": n, "findings": [{path, rule,
-/// excerpt}]}`.
-fn public_safe_json(scanned: usize, findings: &[csis_public_safe::Finding]) -> serde_json::Value {
-    serde_json::json!({
-        "scanned": scanned,
-        "findings": findings
-            .iter()
-            .map(|f| serde_json::json!({"path": f.path, "rule": f.rule, "excerpt": f.excerpt}))
-            .collect::<Vec<_>>(),
-    })
-}
-
-/// The findings as SARIF 2.1.0: one run of the tool `csis public-safe`,
-/// every rule with its description, one error-level result per finding at
-/// its file (an archive member at the archive).
-fn public_safe_sarif(findings: &[csis_public_safe::Finding]) -> serde_json::Value {
-    let rules: Vec<serde_json::Value> = csis_public_safe::all_rules()
-        .iter()
-        .map(|r| {
-            serde_json::json!({
-                "id": r.id,
-                "shortDescription": {"text": r.id},
-                "fullDescription": {"text": r.description},
-                "defaultConfiguration": {"level": "error"},
-                "properties": {"layer": match r.layer {
-                    csis_public_safe::Layer::Hard => "hard",
-                    csis_public_safe::Layer::Soft => "soft",
-                }},
-            })
-        })
-        .collect();
-    let results: Vec<serde_json::Value> = findings
-        .iter()
-        .map(|f| {
-            let file = f.path.split('!').next().unwrap_or(&f.path);
-            serde_json::json!({
-                "ruleId": f.rule,
-                "level": "error",
-                "message": {"text": format!("{}: {} (public-safe by construction; allow a value by decision in cfg/_config.yml public_safe.allow)", f.rule, f.excerpt)},
-                "locations": [{"physicalLocation": {"artifactLocation": {"uri": file}}}],
-                "partialFingerprints": {"csis/v1": format!("{}:{}:{}", f.path, f.rule, f.excerpt)},
-            })
-        })
-        .collect();
-    serde_json::json!({
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "csis public-safe",
-                "version": env!("CARGO_PKG_VERSION"),
-                "rules": rules,
-            }},
-            "results": results,
-        }],
-    })
-}
-
-fn public_safe(
-    ws: &Workspace,
-    path: Option<&std::path::Path>,
-    staged: bool,
-    install: bool,
-    format: PublicSafeFormat,
-    explain: Option<&str>,
-) -> ExitCode {
-    use csis_engine::run::commit;
-    if install {
-        return outcome(commit::install_hook(&OsSystem, &ws.root));
-    }
-    if let Some(rule) = explain
-        && csis_public_safe::describe(rule).is_none()
-    {
-        return public_safe_explain(rule);
-    }
-    let scanned = if staged {
-        commit::scan_staged(&OsSystem, &ws.root)
-    } else {
-        let under = path.map_or_else(|| ws.root.clone(), |p| ws.root.join(p));
-        commit::scan_tree(&OsSystem, &ws.root, &under)
-    };
-    let (n, findings) = match scanned {
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(1);
-        }
-        Ok(s) => s,
-    };
-    if let Some(rule) = explain {
-        // The rule, then why each of its findings matched, file by file.
-        print!("{}", csis_public_safe::explain(rule).unwrap_or_default());
-        let read = |p: &std::path::Path| {
-            OsSystem
-                .read_bytes(p)
-                .ok()
-                .flatten()
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-                .unwrap_or_default()
-        };
-        let allow =
-            csis_public_safe::Allow::from_config_text(&read(&ws.root.join("cfg/_config.yml")));
-        let mut files: Vec<&str> = findings
-            .iter()
-            .filter(|f| f.rule == rule && !f.path.contains('!'))
-            .map(|f| f.path.as_str())
-            .collect();
-        files.dedup();
-        for file in files {
-            let text = read(&ws.root.join(file));
-            for why in csis_public_safe::reasons(file, &text, &allow, rule) {
-                println!("{file}: {why}");
-            }
-        }
-        return if findings.is_empty() {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(3)
-        };
-    }
-    let code = if findings.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(3)
-    };
-    match format {
-        PublicSafeFormat::Json => {
-            println!("{:#}", public_safe_json(n, &findings));
-            return code;
-        }
-        PublicSafeFormat::Sarif => {
-            println!("{:#}", public_safe_sarif(&findings));
-            return code;
-        }
-        PublicSafeFormat::Text => {}
-    }
-    if findings.is_empty() {
-        println!("public-safe: {n} file(s) scanned, no findings");
-        return code;
-    }
-    for f in &findings {
-        eprintln!("{f}");
-    }
-    let what = if staged {
-        "the staged files"
-    } else {
-        "the tree"
-    };
-    eprintln!("error: {}", csis_public_safe::refusal(what, &findings));
-    code
 }
