@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use csis_engine::db::system::OsSystem;
 
-use crate::Command;
+use crate::args::Command;
 use crate::commands::lineage::LineageCommand;
 
 /// Whether a command writes the tree -- generated/, the private mirror,

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Args, CommandFactory};
 
-use crate::Cli;
+use crate::args::Cli;
 
 #[derive(Args)]
 pub struct CompletionsArgs {
