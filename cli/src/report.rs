@@ -221,6 +221,30 @@ fn github_property(s: &str) -> String {
     github_data(s).replace(':', "%3A").replace(',', "%2C")
 }
 
+pub fn print_diagnostic(ws: &Workspace, d: &Diagnostic, style: Style) {
+    if style.brief {
+        eprintln!("{}", ws.describe(d));
+        // The help is what to write instead: a brief line keeps it.
+        if let Some(help) = &d.help {
+            eprintln!("  help: {}", escape_controls(help));
+        }
+        if let Some(note) = d.consequences_note() {
+            eprintln!("  note: {note}");
+        }
+    } else {
+        eprint!("{}", render(ws, d, style));
+    }
+}
+
+/// Print every load diagnostic; the number of errors.
+pub fn print_load_diagnostics(ws: &Workspace, style: Style) -> usize {
+    let diags = ws.load_diagnostics();
+    for d in &diags {
+        print_diagnostic(ws, d, style);
+    }
+    diags.iter().filter(|d| d.is_error()).count()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

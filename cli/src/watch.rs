@@ -260,7 +260,7 @@ fn generate(ws: &Workspace, args: &WatchArgs, explain: bool) {
         return;
     }
     // The lock is held while generated/ is written, not while watching.
-    let command = crate::command_line();
+    let command = crate::lock::command_line();
     let lock_req = csis_engine::db::lock::Request {
         command: &command,
         timeout: Duration::from_secs(args.lock_timeout),

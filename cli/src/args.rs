@@ -1,0 +1,186 @@
+//! The command line: the global options (`Cli`) and the `Command` enum,
+//! whose variant order and doc comments are the order and text of
+//! `--help`, the completions and the man page. Each command's own
+//! arguments live beside its body under commands/.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::{commands, report};
+
+#[derive(Parser)]
+#[command(
+    name = "csis",
+    version,
+    about = "Plan and run machine-image builds from a declarative configuration tree"
+)]
+pub struct Cli {
+    /// The configuration root (holds cfg/) [default: the nearest directory
+    /// from here up that holds cfg/ with YAML in it, else .]
+    #[arg(long, env = "CSIS_ROOT_DIR", global = true)]
+    pub root_dir: Option<PathBuf>,
+    /// An overlay file applied for this invocation only (repeatable).
+    #[arg(long = "overlay", value_name = "FILE", global = true)]
+    pub overlays: Vec<PathBuf>,
+    /// The most bytes csis reads from one file (a number, or with KiB,
+    /// MiB or GiB); a larger file is refused unread [default: 16MiB]
+    #[arg(long, env = "CSIS_MAX_FILE_SIZE", value_name = "BYTES", global = true, value_parser = parse_size)]
+    pub max_file_size: Option<u64>,
+    /// Remove an item for this invocation only: KIND:NAME (repeatable).
+    #[arg(long = "undeclare", value_name = "KIND:NAME", global = true)]
+    pub undeclare: Vec<String>,
+    /// Diagnostics as `file:line:col: message` lines instead of snippets.
+    #[arg(long, global = true)]
+    pub brief: bool,
+    /// Colour in diagnostics: auto (on a terminal, unless NO_COLOR is
+    /// set), always or never.
+    #[arg(long, value_enum, default_value_t = report::ColorChoice::Auto, global = true)]
+    pub color: report::ColorChoice,
+    /// How long a command that writes the tree waits for another one
+    /// holding the tree's lock before refusing (exit 1, nothing written);
+    /// 0 refuses at once.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0, global = true)]
+    pub lock_timeout: u64,
+    /// An unset `${env.NAME}` becomes `<missing env NAME>` with one
+    /// warning per name, instead of an error (docs/interpolation.md).
+    #[arg(long, global = true)]
+    pub tolerate_missing_env: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// `--max-file-size`: bytes, or a number with K/KiB, M/MiB or G/GiB
+/// (powers of 1024).
+fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kib" => 10,
+        "m" | "mib" => 20,
+        "g" | "gib" => 30,
+        _ => return Err(format!("'{text}': unit is none of B, KiB, MiB, GiB")),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("'{text}' is not a positive number of bytes"))
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Load the tree and print every refusal; exit 1 on any.
+    Validate(commands::validate::ValidateArgs),
+    /// Validate, plan, generate the tree under generated/, and apply it
+    /// (a dry run unless --no-dry-run).
+    Run(commands::run::RunArgs),
+    /// The local runtime's own steps, as its runner scripts call them
+    /// (`csis local bake --spec FILE`, `storage`, `launch`).
+    #[command(hide = true)]
+    Local(commands::plugin_step::StepArgs),
+    /// The ict OS builder's deferred step (`csis ict materialize --spec
+    /// FILE`): the merged image template, unredacted, under _private/.
+    #[command(hide = true)]
+    Ict(commands::plugin_step::StepArgs),
+    /// The dummy plugin's deferred step (`csis dummy apply --spec FILE`).
+    #[command(hide = true)]
+    Dummy(commands::plugin_step::StepArgs),
+    /// User-data documents as instance-setup reads them (cloud-config).
+    #[command(name = "cloud-config")]
+    CloudConfig {
+        #[command(subcommand)]
+        command: commands::cloud_config::CloudConfigCommand,
+    },
+    /// ICT image templates: validate, and resolve the extends chain and
+    /// the OS defaults (any file; no configuration tree needed).
+    Template {
+        #[command(subcommand)]
+        command: commands::template::TemplateCommand,
+    },
+    /// Load once, then re-plan on every change under the root, printing
+    /// what changed; --generate also keeps generated/ current.
+    Watch {
+        /// Lifecycles --generate keeps current.
+        lifecycles: Vec<String>,
+        #[arg(long)]
+        generate: bool,
+        #[command(flatten)]
+        selection: commands::selection::Selection,
+    },
+    /// The bake plan alone: one decision per <series>@<runtime> with its
+    /// reason, computed without generating anything (what CI runs).
+    Plan(commands::plan::PlanArgs),
+    /// Move a pin: an image to its parent's newest build, an instance to
+    /// its image's (or to --to BUILD).
+    Upgrade(commands::operations::UpgradeArgs),
+    /// Drop the record of an instance that is no longer declared.
+    Forget(commands::operations::ForgetArgs),
+    /// Release a build for a model (or, with --declared, every image's
+    /// head for the model its `release:` names).
+    Release(commands::operations::ReleaseArgs),
+    /// Dispose of recorded builds: named ones, all on a runtime, or those
+    /// the declared retention no longer keeps.
+    Dispose(commands::operations::DisposeArgs),
+    /// Encrypt, in place, every value under the named keys of each file to
+    /// encryption.recipients (byte-preserving; markers, templates, empty
+    /// values and nested blocks are left alone).
+    Encrypt(commands::secrets::EncryptArgs),
+    /// Re-encrypt every marker in the tree to the current recipients; the
+    /// first marker no identity opens stops it, changing nothing.
+    Reencrypt,
+    /// List every marker in the tree and whether CSIS_CONFIG_IDENTITY
+    /// opens it; exit 1 when one does not open.
+    DecryptCheck,
+    /// Scan the tree (or PATH, or git's index with --staged) for material
+    /// that must not be public; exit 3 on a finding.
+    PublicSafe(commands::public_safe::PublicSafeArgs),
+    /// Lineage: the recorded builds.
+    Lineage {
+        #[command(subcommand)]
+        command: commands::lineage::LineageCommand,
+    },
+    /// Ask every runtime what exists and compare it with meta-state
+    /// (query); keep a workspace's terraform state before a state rm
+    /// (backup).
+    State {
+        #[command(subcommand)]
+        command: commands::state::StateCommand,
+    },
+    /// The apply gate over a tofu plan, run from the OpenTofu root: every
+    /// planned destroy whitelisted, the planfile fresher than every .tf,
+    /// (with --require-unmounted) every detach unmounted; exit 3 on a
+    /// refusal.
+    #[command(name = "gate-plan")]
+    GatePlan(commands::terraform::GatePlanArgs),
+    /// The last step before a root's apply: exit 3 unless the lifecycle's
+    /// apply flag, read from the tree now, lets this root apply.
+    #[command(name = "apply-check")]
+    ApplyCheck(commands::terraform::ApplyCheckArgs),
+    /// Move a workspace's terraform state (the runner steps of a real
+    /// run's --migrate-state), run from the OpenTofu root.
+    #[command(name = "state-migration")]
+    StateMigration {
+        #[command(subcommand)]
+        step: commands::state::MigrationStep,
+    },
+    /// Unmount a storage on an instance before its detach, leaving the
+    /// receipt `gate-plan --require-unmounted` reads.
+    Unmount(commands::terraform::UnmountArgs),
+    /// Show the configuration as csis sees it.
+    Config {
+        #[command(subcommand)]
+        command: commands::config::ConfigCommand,
+    },
+    /// The image chains, instances, storages and groups as a graph (with
+    /// --lineage, the recorded builds and pins) on stdout.
+    Graph(commands::graph::GraphArgs),
+    /// Print a shell completion script for csis (bash, zsh, fish,
+    /// powershell, elvish) on stdout.
+    Completions(commands::completions::CompletionsArgs),
+    /// Print csis's man page (roff) on stdout.
+    Man,
+}

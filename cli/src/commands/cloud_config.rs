@@ -1,0 +1,64 @@
+//! `csis cloud-config check`: user-data documents checked as
+//! instance-setup reads them (no configuration tree needed).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Subcommand;
+
+#[derive(Subcommand)]
+pub enum CloudConfigCommand {
+    /// Report what instance-setup would refuse, skip or ignore in each
+    /// file, with line and column; exit 1 when a document or an entry of
+    /// one is refused.
+    Check {
+        /// Refuse what would otherwise be ignored (instance-setup --offline).
+        #[arg(long)]
+        offline: bool,
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
+pub fn cloud_config(command: &CloudConfigCommand) -> ExitCode {
+    match command {
+        CloudConfigCommand::Check { offline, files } => cloud_config_check(files, *offline),
+    }
+}
+
+/// `csis cloud-config check`: every finding as `file:line:col: level:
+/// message`, then one summary line per file.
+fn cloud_config_check(files: &[PathBuf], offline: bool) -> ExitCode {
+    use csis_cloud_config::{Severity, check};
+    let mut refused_any = false;
+    for file in files {
+        let shown = file.display();
+        let bytes = match std::fs::read(file) {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("error: reading {shown}: {e}");
+                refused_any = true;
+                continue;
+            }
+        };
+        let findings = check(&bytes, offline);
+        let refused = findings
+            .iter()
+            .filter(|f| f.severity == Severity::Refused)
+            .count();
+        for f in &findings {
+            let level = match f.severity {
+                Severity::Refused => "error",
+                Severity::Skipped => "warning",
+            };
+            println!("{shown}:{}:{}: {level}: {}", f.line, f.col, f.message);
+        }
+        println!(
+            "{shown}: {} ({refused} refused, {} reported)",
+            if refused == 0 { "ok" } else { "refused" },
+            findings.len() - refused
+        );
+        refused_any |= refused > 0;
+    }
+    ExitCode::from(u8::from(refused_any))
+}

@@ -1,0 +1,105 @@
+//! One file per command family, each holding its clap arguments beside the
+//! function that runs the command (cargo's `src/bin/cargo/commands/`
+//! shape). The dispatch lives here too, in the three places main reaches
+//! a command: before anything is read, after the lock (the terraform
+//! steps that need no tree), and with the loaded tree.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use csis_engine::workspace::Workspace;
+
+use crate::args::{Cli, Command};
+use crate::outcome::outcome;
+use crate::report;
+
+pub mod cloud_config;
+pub mod completions;
+pub mod config;
+pub mod graph;
+pub mod lineage;
+pub mod operations;
+pub mod plan;
+pub mod plugin_step;
+pub mod public_safe;
+pub mod run;
+pub mod secrets;
+pub mod selection;
+pub mod state;
+pub mod template;
+pub mod terraform;
+pub mod validate;
+
+/// The commands answered without the configuration tree (the plugins'
+/// steps, cloud-config, template, `public-safe --explain RULE`,
+/// completions, man); `None` for every other command.
+pub fn without_tree(cli: &Cli) -> Option<ExitCode> {
+    match &cli.command {
+        Command::Local(step) => Some(plugin_step::local(step, cli.lock_timeout)),
+        Command::Dummy(step) => Some(plugin_step::dummy(step)),
+        Command::Ict(step) => Some(plugin_step::ict(step)),
+        Command::CloudConfig { command } => Some(cloud_config::cloud_config(command)),
+        Command::Template { command } => Some(template::run(command)),
+        Command::PublicSafe(args) => public_safe::without_tree(args),
+        Command::Completions(args) => Some(completions::completions(args)),
+        Command::Man => Some(completions::man()),
+        _ => None,
+    }
+}
+
+/// `gate-plan` and `state backup`, answered without loading the tree;
+/// `None` for every other command.
+pub fn terraform_step(command: &Command, root: &Path) -> Option<ExitCode> {
+    match command {
+        Command::GatePlan(args) => Some(terraform::gate_plan(root, args)),
+        Command::State {
+            command: state::StateCommand::Backup { workspace, tofu },
+        } => Some(state::backup(root, workspace, tofu)),
+        _ => None,
+    }
+}
+
+/// Every command that reads the loaded tree.
+pub fn with_tree(
+    ws: &Workspace,
+    command: &Command,
+    style: report::Style,
+    lock_token: Option<String>,
+) -> ExitCode {
+    match command {
+        Command::Run(args) => run::run(ws, args, lock_token),
+        Command::Plan(args) => plan::plan(ws, args),
+        Command::Lineage { command } => lineage::lineage(ws, command),
+        Command::State {
+            command: state::StateCommand::Query { strict },
+        } => state::state_query(ws, *strict),
+        Command::ApplyCheck(args) => terraform::apply_check(ws, args),
+        Command::StateMigration { step } => state::state_migration(ws, step),
+        Command::Unmount(args) => terraform::unmount(ws, args),
+        // Answered before the tree is loaded.
+        Command::GatePlan(_)
+        | Command::State {
+            command: state::StateCommand::Backup { .. },
+        } => ExitCode::from(2),
+        Command::Encrypt(args) => outcome(secrets::encrypt(ws, args)),
+        Command::Reencrypt => outcome(secrets::reencrypt(ws)),
+        Command::PublicSafe(args) => public_safe::exec(ws, args),
+        Command::DecryptCheck => outcome(secrets::decrypt_check(ws)),
+        Command::Upgrade(args) => operations::upgrade(ws, args),
+        Command::Forget(args) => operations::forget(ws, args),
+        Command::Release(args) => operations::release(ws, args),
+        Command::Dispose(args) => operations::dispose(ws, args),
+        Command::Validate(args) => validate::validate(ws, style, args),
+        Command::Graph(args) => graph::graph(ws, args),
+        Command::Config { command } => config::config(ws, style, command),
+        // Answered before the tree is loaded.
+        Command::Local(_)
+        | Command::Ict(_)
+        | Command::Dummy(_)
+        | Command::Watch { .. }
+        | Command::CloudConfig { .. }
+        | Command::Template { .. }
+        | Command::Completions(_)
+        | Command::Man => ExitCode::from(2),
+    }
+}

@@ -1,0 +1,117 @@
+//! The operations on meta-state a person runs: `upgrade` (move a pin),
+//! `forget` (drop an undeclared instance's record), `release` and
+//! `dispose` (of builds), and the `Ops` they (and `lineage`) run on.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use csis_engine::db::system::OsSystem;
+use csis_engine::workspace::Workspace;
+
+use crate::outcome::outcome;
+
+#[derive(Args)]
+pub struct UpgradeArgs {
+    #[arg(value_parser = ["image", "instance"])]
+    kind: String,
+    name: String,
+    #[arg(long, value_name = "RUNTIME")]
+    runtime: Option<String>,
+    #[arg(long, value_name = "BUILD")]
+    to: Option<String>,
+}
+
+pub fn upgrade(ws: &Workspace, args: &UpgradeArgs) -> ExitCode {
+    let UpgradeArgs {
+        kind,
+        name,
+        runtime,
+        to,
+    } = args;
+    outcome(ops(ws).upgrade(kind, name, runtime.as_deref(), to.as_deref()))
+}
+
+#[derive(Args)]
+pub struct ForgetArgs {
+    #[arg(value_parser = ["instance"])]
+    kind: String,
+    name: String,
+}
+
+pub fn forget(ws: &Workspace, args: &ForgetArgs) -> ExitCode {
+    outcome(ops(ws).forget_instance(&args.name))
+}
+
+#[derive(Args)]
+pub struct ReleaseArgs {
+    #[arg(required_unless_present = "declared")]
+    image: Option<String>,
+    #[arg(long, value_name = "BUILD", required_unless_present = "declared")]
+    build: Option<String>,
+    #[arg(long, default_value = "default")]
+    model: String,
+    #[arg(long)]
+    note: Option<String>,
+    #[arg(long)]
+    declared: bool,
+}
+
+pub fn release(ws: &Workspace, args: &ReleaseArgs) -> ExitCode {
+    let ReleaseArgs {
+        image,
+        build,
+        model,
+        note,
+        declared,
+    } = args;
+    outcome(if *declared {
+        ops(ws).release_declared()
+    } else {
+        ops(ws).release(
+            image.as_deref().unwrap_or_default(),
+            build.as_deref().unwrap_or_default(),
+            model,
+            note.as_deref(),
+        )
+    })
+}
+
+#[derive(Args)]
+pub struct DisposeArgs {
+    #[arg(value_parser = ["image"])]
+    kind: String,
+    builds: Vec<String>,
+    #[arg(long)]
+    all: bool,
+    #[arg(long, value_name = "RUNTIME")]
+    runtime: Option<String>,
+    #[arg(long)]
+    retention: bool,
+}
+
+pub fn dispose(ws: &Workspace, args: &DisposeArgs) -> ExitCode {
+    let DisposeArgs {
+        builds,
+        all,
+        runtime,
+        retention,
+        ..
+    } = args;
+    outcome(ops(ws).dispose(builds, *all, runtime.as_deref(), *retention))
+}
+
+/// An operation on meta-state, for the run named by `CSIS_RUN_ID` (set
+/// when a runner script calls it) or a run of its own.
+pub fn ops(ws: &Workspace) -> csis_engine::run::operations::Ops<'_> {
+    let run = ws
+        .tree
+        .env(&ws.db)
+        .get("CSIS_RUN_ID")
+        .cloned()
+        .unwrap_or_else(|| csis_engine::state::lineage::run_id(ws.tree.start_unix(&ws.db)));
+    csis_engine::run::operations::Ops {
+        ws,
+        system: &OsSystem,
+        run,
+    }
+}

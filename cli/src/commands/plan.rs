@@ -1,0 +1,88 @@
+//! `csis plan`: the bake plan alone, one decision per <series>@<runtime>
+//! with its reason, as text or as the JSON plan report.
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use csis_engine::db::system::OsSystem;
+use csis_engine::workspace::Workspace;
+
+use super::selection::Selection;
+
+#[derive(Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    selection: Selection,
+    /// text (a line per decision) or json (the plan report on stdout).
+    #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
+    format: PlanFormat,
+    /// Under each bake, the chain of inputs that caused it: the input
+    /// that changed, where it is declared, the lineage path.
+    #[arg(long)]
+    explain: bool,
+    /// Print time, executed and reused queries of validate and plan,
+    /// and peak memory (under `stats` with --format json).
+    #[arg(long)]
+    pub stats: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum PlanFormat {
+    Text,
+    Json,
+}
+
+pub fn plan(ws: &Workspace, args: &PlanArgs) -> ExitCode {
+    let PlanArgs {
+        selection,
+        format,
+        explain,
+        stats,
+    } = args;
+    let ask = csis_engine::run::plan_report::PlanAsk {
+        explain: *explain,
+        stats: *stats,
+    };
+    let report =
+        csis_engine::run::plan_report::plan_report(ws, &OsSystem, selection.options(true), ask);
+    match format {
+        PlanFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        ),
+        PlanFormat::Text => {
+            for e in &report.validation_errors {
+                eprintln!("error: validation: {e}");
+            }
+            if let Some(e) = &report.error {
+                eprintln!("error: {e}");
+            }
+            // One write for the whole plan: a line each was thousands of
+            // system calls for a large tree.
+            let mut text = String::new();
+            for p in &report.plan {
+                let _ = writeln!(text, "{}@{}: {}", p.series, p.runtime, p.reason);
+                for line in &p.explain {
+                    let _ = writeln!(text, "    {line}");
+                }
+            }
+            for line in report.summary.iter().flat_map(|s| s.lines()) {
+                let _ = writeln!(text, "{line}");
+            }
+            print!("{text}");
+            for line in report
+                .stats
+                .iter()
+                .flat_map(csis_engine::db::stats::describe)
+            {
+                eprintln!("{line}");
+            }
+        }
+    }
+    if report.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}

@@ -1,0 +1,97 @@
+//! `csis run LIFECYCLE...`: validate, plan, generate the tree under
+//! generated/ and apply it (a dry run unless --no-dry-run), drawing the
+//! run's progress.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use csis_engine::db::system::OsSystem;
+use csis_engine::run::RunRequest;
+use csis_engine::workspace::Workspace;
+
+use super::selection::Selection;
+use crate::progress;
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// Lifecycles to run (identity, storage, base-image, instance-image,
+    /// release, retention, or all); they run in declared order.
+    #[arg(value_name = "LIFECYCLE", required = true)]
+    lifecycles: Vec<String>,
+    /// Execute the deferred commands (the default only logs them).
+    #[arg(long)]
+    no_dry_run: bool,
+    /// Let a real run bake outside its apply scope.
+    #[arg(long)]
+    allow_unscoped_bakes: bool,
+    /// Generate only: skip the apply step.
+    #[arg(long)]
+    no_apply: bool,
+    /// After a successful run, commit meta-state/ and the generated tree
+    /// (in a git repository, after the public-safe gate).
+    #[arg(long)]
+    commit: bool,
+    /// Print time, executed and reused queries per stage and peak memory;
+    /// the same under `stats` in run-summary.json.
+    #[arg(long)]
+    pub stats: bool,
+    /// Log, for every bake and every rewritten generated file, the chain
+    /// of inputs that caused it; the same under `explain` in
+    /// run-summary.json.
+    #[arg(long)]
+    explain: bool,
+    /// Skip the first step, asking every runtime what exists (the last
+    /// generated/state-report.json then stands).
+    #[arg(long)]
+    no_state_query: bool,
+    /// Let this workspace's state location move while resources stand in
+    /// it (a real run; recorded in meta-state/state-locations.yaml).
+    /// Repeatable.
+    #[arg(long, value_name = "WORKSPACE")]
+    migrate_state: Vec<String>,
+    #[command(flatten)]
+    selection: Selection,
+}
+
+pub fn run(ws: &Workspace, args: &RunArgs, lock_token: Option<String>) -> ExitCode {
+    let mut options = args.selection.options(!args.no_dry_run);
+    options.migrate_state = args.migrate_state.clone();
+    options.allow_unscoped_bakes = args.allow_unscoped_bakes;
+    let req = RunRequest {
+        lifecycles: args.lifecycles.clone(),
+        options,
+        no_apply: args.no_apply,
+        csis: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("csis")),
+        commit: args.commit,
+        record: true,
+        stats: args.stats,
+        explain: args.explain,
+        no_state_query: args.no_state_query,
+        lock_token,
+    };
+    let mut view = progress::RunView::new(progress::wanted());
+    let summary = csis_engine::run::run(ws, &OsSystem, &req, &mut view);
+    view.finish();
+    if let Some(stats) = &summary.stats {
+        for line in csis_engine::db::stats::describe(stats) {
+            eprintln!("{line}");
+        }
+    }
+    if summary.not_started {
+        eprintln!(
+            "error: {}",
+            summary.error.as_deref().unwrap_or("the run did not start")
+        );
+        ExitCode::from(1)
+    } else if summary.ok {
+        eprintln!("run {}: ok", summary.run_id);
+        ExitCode::SUCCESS
+    } else {
+        eprintln!(
+            "run {}: failed: {}",
+            summary.run_id,
+            summary.error.as_deref().unwrap_or("see the log above")
+        );
+        ExitCode::from(1)
+    }
+}
