@@ -1,0 +1,110 @@
+//! One file read under csis's limits on input, for a load: a refusal (a
+//! FIFO, a device, a file over the size limit, not UTF-8, a symlink out of
+//! the tree or to nothing) is a diagnostic naming the file, never an
+//! error that stops the load.
+
+use std::path::Path;
+
+use csis_model::Diagnostic;
+
+use crate::db::system::System;
+
+/// A byte count as people write it: `16 MiB`, `512 KiB`, `100 bytes`.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    for (size, unit) in UNITS {
+        if n >= size && n.is_multiple_of(size) {
+            return format!("{} {unit}", n / size);
+        }
+        if n >= size {
+            return format!("{:.1} {unit}", n as f64 / size as f64);
+        }
+    }
+    format!("{n} bytes")
+}
+
+/// Where a file is read from, for the refusals of [`read_limited`].
+pub(super) enum Place<'a> {
+    /// Inside the tree (its real path must stay below `root`).
+    Tree { root: &'a Path },
+    /// Named on the command line or in the environment: anywhere.
+    Given,
+}
+
+/// A file read under the limits on input. A refusal (a FIFO, a device, a
+/// file over the size limit, not UTF-8, a symlink out of the tree or to
+/// nothing, an I/O error) is a diagnostic naming the file, and the file
+/// is left out. `Ok(None)` also when the file does not exist.
+pub(super) fn read_limited(
+    system: &dyn System,
+    path: &Path,
+    shown: &str,
+    place: Place<'_>,
+    max_bytes: u64,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<String> {
+    use crate::db::system::SourceRead;
+    let refuse = |diags: &mut Vec<Diagnostic>, why: String| {
+        diags.push(Diagnostic::error(format!("{shown}: {why}")));
+        None
+    };
+    match system.read_source(path, max_bytes) {
+        SourceRead::Text { text, link } => {
+            if let (true, Place::Tree { root }) = (link, place) {
+                match system.resolve(path) {
+                    Ok(real) if real.starts_with(root) => {}
+                    Ok(real) => {
+                        return refuse(
+                            diags,
+                            format!(
+                                "a symlink to {}, outside the configuration root; csis reads only \
+files inside the tree (copy the file in, or give it with --overlay)",
+                                real.display()
+                            ),
+                        );
+                    }
+                    Err(e) => return refuse(diags, format!("cannot be read: {e}")),
+                }
+            }
+            Some(text)
+        }
+        SourceRead::Missing => None,
+        SourceRead::Dangling { target } => {
+            let why = format!(
+                "a symlink to {}, which does not exist; csis skips it",
+                target.display()
+            );
+            match place {
+                Place::Tree { .. } => {
+                    diags.push(Diagnostic::warning(format!("{shown}: {why}")));
+                    None
+                }
+                Place::Given => refuse(
+                    diags,
+                    format!("a symlink to {}, which does not exist", target.display()),
+                ),
+            }
+        }
+        SourceRead::NotRegular { kind } => refuse(
+            diags,
+            format!("{kind}, not a regular file; csis reads only regular files"),
+        ),
+        SourceRead::TooLarge { size } => refuse(
+            diags,
+            format!(
+                "{} is over the limit of {} csis reads from one file; raise it with \
+--max-file-size BYTES (or CSIS_MAX_FILE_SIZE)",
+                human_bytes(size),
+                human_bytes(max_bytes)
+            ),
+        ),
+        SourceRead::NotUtf8 { line, col } => refuse(
+            diags,
+            format!(
+                "not UTF-8 text (the first invalid byte is at line {line}, column {col}); csis \
+reads configuration files as UTF-8"
+            ),
+        ),
+        SourceRead::Failed(e) => refuse(diags, format!("cannot be read: {e}")),
+    }
+}
