@@ -1,0 +1,143 @@
+//! What a builder's generation hooks return: generated files ([`Asset`]),
+//! the commands to run now or defer to the runner script
+//! ([`CfExecutables`]), an emission unit's share of both ([`Emitted`]),
+//! and the refusals ([`HookResult`]). Plain values: nothing here reads the
+//! run or writes a file.
+
+use csis_model::Diagnostic;
+
+use crate::phase::ExecutionLifecyclePhase;
+
+/// One generated file: a path relative to the lifecycle's directory
+/// (generated/<lifecycle>/) and its content. The runner writes assets.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Asset {
+    pub path: String,
+    pub content: Vec<u8>,
+}
+
+impl Asset {
+    pub fn text(path: impl Into<String>, content: impl Into<String>) -> Asset {
+        Asset {
+            path: path.into(),
+            content: content.into().into_bytes(),
+        }
+    }
+}
+
+pub type AssetSet = Vec<Asset>;
+
+/// What a command runs.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Program {
+    /// An entry under `executables:` by name: its binary, with its
+    /// prepended and appended arguments around the command's own.
+    Executable(String),
+    /// The system's own CLI (`"$CSIS"` in a runner script): deferred steps
+    /// such as `csis local bake`.
+    Csis,
+}
+
+/// A command line with a working directory relative to the lifecycle
+/// directory.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Command {
+    pub program: Program,
+    pub args: Vec<String>,
+    pub working_directory: Option<String>,
+}
+
+impl Command {
+    pub fn csis<I, S>(args: I) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Command {
+            program: Program::Csis,
+            args: args.into_iter().map(Into::into).collect(),
+            working_directory: None,
+        }
+    }
+
+    /// `csis lineage record --manifest <manifest>`: the step after a bake
+    /// that records its build from the bake's manifest.
+    pub fn lineage_record(manifest: &str) -> Command {
+        Command::csis([
+            "--root-dir",
+            "${CSIS_ROOT}",
+            "lineage",
+            "record",
+            "--manifest",
+            manifest,
+        ])
+    }
+
+    pub fn executable<I, S>(name: &str, args: I) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Command {
+            program: Program::Executable(name.to_string()),
+            args: args.into_iter().map(Into::into).collect(),
+            working_directory: None,
+        }
+    }
+
+    pub fn in_dir(mut self, dir: impl Into<String>) -> Command {
+        self.working_directory = Some(dir.into());
+        self
+    }
+}
+
+/// A command deferred to finalization, in the phase it runs in.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Deferred {
+    pub phase: ExecutionLifecyclePhase,
+    pub command: Command,
+}
+
+/// Commands a hook asks for: run now during generation
+/// (`build_executables`: formatters, validators), or deferred to
+/// finalization and rendered into the runner script.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CfExecutables {
+    pub build_executables: Vec<Command>,
+    pub finalize_executables: Vec<Deferred>,
+}
+
+impl CfExecutables {
+    pub fn deferred(phase: ExecutionLifecyclePhase, command: Command) -> CfExecutables {
+        CfExecutables {
+            build_executables: Vec::new(),
+            finalize_executables: vec![Deferred { phase, command }],
+        }
+    }
+}
+
+/// What one emission unit generates: its files and its commands
+/// ([`Builder::emission_units`](super::Builder::emission_units)).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Emitted {
+    pub assets: AssetSet,
+    pub commands: CfExecutables,
+}
+
+/// What a hook returns besides its value: problems to report.
+pub type HookResult<T> = Result<T, Vec<Diagnostic>>;
+
+/// The path of a phase's asset: `<builder>/<phase>/<builder>-<phase>
+/// [-<discriminator>][<suffix>]`.
+pub fn path_for_phase(
+    builder: &str,
+    phase: ExecutionLifecyclePhase,
+    discriminator: Option<&str>,
+    suffix: &str,
+) -> String {
+    let p = phase.as_str();
+    match discriminator {
+        Some(d) => format!("{builder}/{p}/{builder}-{p}-{d}{suffix}"),
+        None => format!("{builder}/{p}/{builder}-{p}{suffix}"),
+    }
+}

@@ -1,0 +1,165 @@
+//! A bake: the parent it starts from (a vendor tree, a template build's
+//! artifacts, or a parent build in the store), the modifications applied
+//! in a `.partial` directory, the manifest, and the move into place with
+//! the series head. How one modification runs is `modification.rs`.
+
+use std::fs;
+use std::path::PathBuf;
+
+use serde_json::{Value as J, json};
+
+use super::modification::apply_mod;
+use super::store::{copy_tree, head_path, io_err, write_atomic};
+use super::{Env, field, store};
+
+/// The artifact of a template build (docs/templates-in-csis.md): every
+/// image file (`*.raw`, `*.qcow2`, ... optionally compressed) under the
+/// work directory image-composer-tool was handed, gathered flat into a
+/// staging tree beside it (`<work>/../artifact/`), which becomes the base
+/// image's store entry. None is a refusal naming the directory.
+fn template_artifacts(env: &Env, work: &str) -> Result<PathBuf, String> {
+    let dir = env.root.join(work);
+    let mut found = Vec::new();
+    let mut stack = vec![dir.clone()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            let Ok(ty) = e.file_type() else { continue };
+            if ty.is_dir() {
+                stack.push(p);
+            } else if ty.is_file()
+                && csis_plugin_api::is_template_artifact(&e.file_name().to_string_lossy())
+            {
+                found.push(p);
+            }
+        }
+    }
+    found.sort();
+    if found.is_empty() {
+        return Err(format!(
+            "image-composer-tool left no image artifact (*.raw, *.qcow2, *.vhd, *.vhdx, *.vmdk, *.vdi, *.tar, *.iso, *.img, optionally .gz/.xz/.zst/.bz2) under {}",
+            dir.display()
+        ));
+    }
+    let staging = dir.with_file_name("artifact");
+    let _ = fs::remove_dir_all(&staging);
+    fs::create_dir_all(&staging).map_err(|e| format!("{}: {e}", staging.display()))?;
+    for p in &found {
+        let name = p.file_name().unwrap_or_default();
+        let to = staging.join(name);
+        if to.exists() {
+            return Err(format!(
+                "two image artifacts named {} under {}; the local runtime keeps one file per name",
+                name.to_string_lossy(),
+                dir.display()
+            ));
+        }
+        fs::copy(p, &to).map_err(|e| format!("copying {}: {e}", p.display()))?;
+    }
+    Ok(staging)
+}
+
+/// Bake: copy the parent (a vendor tree, or the parent series' newest
+/// build), apply each modification with the build's root in
+/// `$CSIS_IMAGE_ROOT`, record the manifest, move it into place.
+pub(super) fn bake(env: &Env, spec: &J) -> Result<String, String> {
+    let store = store(env, spec)?;
+    let series = field(spec, "series")?;
+    let runtime = field(spec, "runtime")?;
+    let build_id = crate::build_id(series, runtime, &env.run_id);
+    let (parent_root, parent_id) = match field(spec, "kind")? {
+        "base" if spec.get("vendor_kind").and_then(J::as_str) == Some("template-build") => (
+            template_artifacts(env, field(spec, "vendor")?)?,
+            "vendor".to_string(),
+        ),
+        "base" => {
+            let vendor = env.root.join(field(spec, "vendor")?);
+            if !vendor.is_dir() {
+                return Err(format!(
+                    "vendor image {} is not a directory (the OS builder entry's image_id names it, relative to the root)",
+                    vendor.display()
+                ));
+            }
+            (vendor, "vendor".to_string())
+        }
+        _ => {
+            let parent = field(spec, "parent")?;
+            // Pinned: exactly the recorded build. Otherwise the parent
+            // series' newest build, which may be this run's.
+            let id = match spec.get("parent_build").and_then(J::as_str) {
+                Some(pinned) => pinned.to_string(),
+                None => fs::read_to_string(head_path(&store, parent, runtime))
+                    .map_err(|_| format!("no build of '{parent}' on runtime '{runtime}' in the store; bake the parent first"))?
+                    .trim()
+                    .to_string(),
+            };
+            let root = store.join("images").join(&id).join("root");
+            if !root.is_dir() {
+                return Err(format!(
+                    "parent build {id} of '{series}' is not in the store"
+                ));
+            }
+            (root, id)
+        }
+    };
+    let images = store.join("images");
+    let partial = images.join(format!(".{build_id}.partial"));
+    let _ = fs::remove_dir_all(&partial);
+    let result = (|| {
+        let root = partial.join("root");
+        copy_tree(&parent_root, &root)?;
+        let mut applied = Vec::new();
+        for m in spec
+            .get("modifications")
+            .and_then(J::as_array)
+            .into_iter()
+            .flatten()
+        {
+            applied.push(apply_mod(env, series, &root, m)?);
+        }
+        let fingerprint = field(spec, "fingerprint").unwrap_or_default();
+        let types = |k: &str| -> String {
+            spec.get(k)
+                .and_then(J::as_array)
+                .map(|a| a.iter().filter_map(J::as_str).collect::<Vec<_>>().join(","))
+                .unwrap_or_default()
+        };
+        let manifest = json!({
+            "build_id": build_id,
+            "series": series,
+            "runtime": runtime,
+            "parent": parent_id,
+            "input_fingerprint": fingerprint,
+            "run": env.run_id,
+            "modifications": applied,
+            "tags": {
+                "csis_series": series,
+                "csis_parent": parent_id,
+                "csis_run": env.run_id,
+                "csis_fingerprint": fingerprint.chars().take(16).collect::<String>(),
+                "csis_identity_types": types("identity_types"),
+                "csis_storage_types": types("storage_types"),
+            },
+        });
+        let text = serde_json::to_string_pretty(&manifest).map_err(|e| e.to_string())?;
+        write_atomic(
+            &partial.join("manifest.json"),
+            format!("{text}\n").as_bytes(),
+        )
+    })();
+    if let Err(e) = result {
+        let _ = fs::remove_dir_all(&partial);
+        return Err(e);
+    }
+    let dest = images.join(&build_id);
+    let _ = fs::remove_dir_all(&dest);
+    fs::rename(&partial, &dest).map_err(io_err(&dest))?;
+    write_atomic(
+        &head_path(&store, series, runtime),
+        format!("{build_id}\n").as_bytes(),
+    )?;
+    Ok(format!("baked {build_id} from {parent_id}"))
+}

@@ -1,0 +1,144 @@
+//! An instance on the local runtime: its launch (the image build linked,
+//! its storages linked at their mount points, its user-data run once),
+//! an ephemeral instance's teardown, and unmounting one storage.
+
+use std::fs;
+use std::io;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value as J, json};
+
+use super::store::{head_path, io_err, write_atomic};
+use super::{Env, field, store};
+
+/// An ephemeral instance, once launched and bound: its directory goes (the
+/// links to storages with it, never the storages).
+pub(super) fn teardown(env: &Env, spec: &J) -> Result<String, String> {
+    let store = store(env, spec)?;
+    let name = field(spec, "name")?;
+    let dir = store.join("instances").join(name);
+    if dir.exists() {
+        fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
+    }
+    Ok(format!("teardown: ephemeral instance {name} removed"))
+}
+
+/// A launch: the instance directory with its image (the series head),
+/// its storages mounted (linked) at their mount points, its user-data, run
+/// once.
+pub(super) fn launch(env: &Env, spec: &J) -> Result<String, String> {
+    let store = store(env, spec)?;
+    let name = field(spec, "name")?;
+    let image = field(spec, "image")?;
+    let runtime = field(spec, "runtime")?;
+    // A bound instance runs its pinned build; a new one its image's head.
+    let build = match spec.get("build").and_then(J::as_str) {
+        Some(pinned) => pinned.to_string(),
+        None => fs::read_to_string(head_path(&store, image, runtime))
+            .map_err(|_| {
+                format!(
+                    "instance '{name}': no build of image '{image}' on runtime '{runtime}' in the store"
+                )
+            })?
+            .trim()
+            .to_string(),
+    };
+    if !store.join("images").join(&build).is_dir() {
+        return Err(format!(
+            "instance '{name}': build {build} is not in the store"
+        ));
+    }
+    let dir = store.join("instances").join(name);
+    fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+    let link = |target: &Path, at: &Path| -> Result<(), String> {
+        if let Some(parent) = at.parent() {
+            fs::create_dir_all(parent).map_err(io_err(parent))?;
+        }
+        let _ = fs::remove_file(at);
+        std::os::unix::fs::symlink(target, at).map_err(io_err(at))
+    };
+    link(
+        &store.join("images").join(&build).join("root"),
+        &dir.join("image"),
+    )?;
+    // The mounts are exactly the declared ones: links left by an earlier
+    // launch are removed first (never the storages they point at).
+    let mounts = dir.join("mounts");
+    if mounts.exists() {
+        fs::remove_dir_all(&mounts).map_err(io_err(&mounts))?;
+    }
+    for s in spec
+        .get("storages")
+        .and_then(J::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let sname = field(s, "name")?;
+        let mount = field(s, "mount_point")?.trim_start_matches('/');
+        let target = store.join("storages").join(sname);
+        if !target.is_dir() {
+            return Err(format!(
+                "instance '{name}' mounts storage '{sname}', which the store does not hold; run the storage lifecycle first"
+            ));
+        }
+        link(&target, &dir.join("mounts").join(mount))?;
+    }
+    // Like the spec, the user-data path is relative to the lifecycle
+    // directory the step runs in.
+    let ud_path = Path::new(field(spec, "user_data")?);
+    let ud = fs::read(ud_path).map_err(io_err(ud_path))?;
+    write_atomic(&dir.join("user-data"), &ud)?;
+    let launch = format!(
+        "#!/usr/bin/env bash\n# csis launch script for instance {name} on the local runtime\nset -euo pipefail\nexport CSIS_INSTANCE_DIR=\"$(cd \"$(dirname \"$0\")\" && pwd)\"\nbash \"$CSIS_INSTANCE_DIR/user-data\"\n"
+    );
+    write_atomic(&dir.join("launch.sh"), launch.as_bytes())?;
+    let text = serde_json::to_string_pretty(
+        &json!({"name": name, "build": build, "run": env.run_id, "spec": spec}),
+    )
+    .map_err(|e| e.to_string())?;
+    write_atomic(&dir.join("instance.json"), format!("{text}\n").as_bytes())?;
+    let status = Command::new("bash")
+        .arg(dir.join("launch.sh"))
+        .current_dir(&dir)
+        .status()
+        .map_err(|e| format!("instance '{name}': launch: {e}"))?;
+    if !status.success() {
+        return Err(format!(
+            "instance '{name}': its user-data failed ({status})"
+        ));
+    }
+    Ok(format!("launched {name} from {build}"))
+}
+
+/// Unmount `mount_point` of a launched instance: remove the link its
+/// launch made (never the storage it points at). Nothing mounted there is
+/// already the goal; an instance the store does not hold, or something
+/// there that is not a mount, is a failure.
+pub fn unmount(store: &Path, instance: &str, mount_point: &str) -> Result<(), (i32, String)> {
+    let dir = store.join("instances").join(instance);
+    if !dir.is_dir() {
+        return Err((
+            1,
+            format!(
+                "instance '{instance}' is not launched: the store holds no {}",
+                dir.display()
+            ),
+        ));
+    }
+    let at = dir.join("mounts").join(mount_point.trim_start_matches('/'));
+    match fs::symlink_metadata(&at) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err((1, format!("{}: {e}", at.display()))),
+        Ok(m) if m.file_type().is_symlink() => {
+            fs::remove_file(&at).map_err(|e| (1, format!("{}: {e}", at.display())))
+        }
+        Ok(_) => Err((
+            1,
+            format!(
+                "{} is not a mount (a link to a storage); it is left as it is",
+                at.display()
+            ),
+        )),
+    }
+}

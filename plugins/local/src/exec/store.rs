@@ -1,0 +1,54 @@
+//! How a step writes into the store: a file whole or not at all, a tree
+//! copied with its links, and where a series' head is kept. Shared by
+//! every step and by the upkeep hooks.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub(super) fn io_err(path: &Path) -> impl Fn(io::Error) -> String + '_ {
+    move |e| format!("{}: {e}", path.display())
+}
+
+/// Write a file whole: a temporary beside it, then a rename.
+pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let dir = path
+        .parent()
+        .ok_or_else(|| format!("{} has no parent", path.display()))?;
+    fs::create_dir_all(dir).map_err(io_err(dir))?;
+    // Unique per process and per write: two writers never share one.
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}-{n}",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("f"),
+        std::process::id()
+    ));
+    fs::write(&tmp, bytes).map_err(io_err(&tmp))?;
+    fs::rename(&tmp, path).map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        io_err(path)(e)
+    })
+}
+
+pub(super) fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
+    fs::create_dir_all(to).map_err(io_err(to))?;
+    for entry in fs::read_dir(from).map_err(io_err(from))? {
+        let entry = entry.map_err(io_err(from))?;
+        let ty = entry.file_type().map_err(io_err(&entry.path()))?;
+        let dest = to.join(entry.file_name());
+        if ty.is_dir() {
+            copy_tree(&entry.path(), &dest)?;
+        } else if ty.is_symlink() {
+            let target = fs::read_link(entry.path()).map_err(io_err(&entry.path()))?;
+            std::os::unix::fs::symlink(target, &dest).map_err(io_err(&dest))?;
+        } else {
+            fs::copy(entry.path(), &dest).map_err(io_err(&dest))?;
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn head_path(store: &Path, series: &str, runtime: &str) -> PathBuf {
+    store.join("heads").join(format!("{series}@{runtime}"))
+}
