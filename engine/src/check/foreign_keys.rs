@@ -5,7 +5,7 @@
 //! another image, and its owning group is declared; an instance's image
 //! has an owning group (Q4); a storage's allowed groups are declared.
 //! These are an item's own checks: each reads the one item and the names
-//! it points at, so they run per item (see `item_diagnostics`).
+//! it points at, so they run per item (see `own_checks::item_diagnostics`).
 
 use csis_model::models::{Image, Instance, Item, Storage, StorageMapping};
 use csis_model::{Diagnostic, ItemKind, Origin, Subject, Vct};
