@@ -11,7 +11,7 @@ use csis_model::models::{Image, Instance, Item, Storage, StorageMapping};
 use csis_model::{Diagnostic, ItemKind, Origin, Subject, Vct};
 
 use crate::check::context::Checks;
-use crate::load::builders::label_in_sentence;
+use crate::load::builder_labels::label_in_sentence;
 use crate::load::items::{ItemId, item_index};
 use crate::load::items_model::structured_item;
 
