@@ -10,8 +10,10 @@
 //! 4. `head.rs`: the validation; an error ends the run here.
 //! 5. `bake_plan.rs`: one decision per `<series>@<runtime>` (base-image and
 //!    instance-image only), with `--explain`'s causes.
-//! 6. `generate.rs` computes each requested lifecycle's directory;
-//!    `write_lifecycles.rs` writes it, its read-models and runs its run-now
+//! 6. `generate.rs` computes each requested lifecycle's directory from
+//!    the builders' hook calls (`hook_parts.rs`, in the order of
+//!    `hook_order.rs`) and the core's own contribution
+//!    (`core_contribution.rs`); `write_lifecycles.rs` writes it, its read-models and runs its run-now
 //!    commands (`execute.rs`); `records.rs` records the state locations;
 //!    `script.rs` is the shell of the runner scripts and final_execution.sh.
 //! 7. `apply.rs`: each lifecycle's deferred commands, logged in a dry run;
@@ -32,9 +34,12 @@
 
 mod apply;
 mod bake_plan;
+mod core_contribution;
 mod execute;
 mod finalize;
 mod head;
+mod hook_order;
+mod hook_parts;
 mod mirror;
 mod records;
 mod request;
