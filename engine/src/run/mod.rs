@@ -25,7 +25,8 @@
 //!    (`records.rs`: storage transitions, launched and ephemeral instances,
 //!    migrated state locations).
 //! 8. `summary.rs`: the journal entry, `--commit` (`commit.rs`),
-//!    generated/run-summary.json ([`RunSummary`]) and the on-summary hooks.
+//!    generated/run-summary.json ([`RunSummary`], in `outcome.rs`, filled
+//!    in by every step) and the on-summary hooks.
 //!
 //! Beside the run: `plan_report.rs` (`csis plan`), `explain.rs` (the causes
 //! `--explain` reports), `record_build.rs` (`lineage record` after a bake)
@@ -41,6 +42,7 @@ mod head;
 mod hook_order;
 mod hook_parts;
 mod mirror;
+mod outcome;
 mod records;
 mod request;
 mod steps;
@@ -62,9 +64,9 @@ use crate::db::stats::{StageClock, Stats};
 use crate::db::system::System;
 use crate::workspace::Workspace;
 pub use head::validation;
+pub use outcome::{Explained, LifecycleOutcome, RunSummary};
 pub use request::{Level, Progress, RunLog, RunRequest};
 use steps::Runner;
-pub use summary::{Explained, LifecycleOutcome, RunSummary};
 
 /// Perform a run. The summary says how it went; `log` hears every line.
 pub fn run(
