@@ -9,7 +9,6 @@
 use csis_model::models::{BaseBuilder, Item};
 use csis_model::{Diagnostic, Subject, Vct};
 
-use crate::check::item_checks::{ItemCheck, each_item};
 use crate::db::{Db, Tree};
 use crate::load::builders::builders;
 use crate::load::items::ItemId;
@@ -78,7 +77,9 @@ impl Answers<'_> {
 
 const HELP: &str = "set ssh_username on the entry, config_username on the OS builder, or default_config_username on the runtime";
 
-pub fn bake_user_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
+/// The OS builders' entries nothing answers for (each image's own bake
+/// user is `image_bake_users`, a per-item check).
+pub fn os_builder_bake_users(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     let b = builders(db, tree);
     let answers = Answers {
         b,
@@ -112,7 +113,6 @@ pub fn bake_user_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
             }
         }
     }
-    out.extend(each_item(db, tree, ItemCheck::BakeUsers));
     out
 }
 

@@ -5,13 +5,13 @@
 //! another image, and its owning group is declared; an instance's image
 //! has an owning group (Q4); a storage's allowed groups are declared.
 //! These are an item's own checks: each reads the one item and the names
-//! it points at, so they run per item (see `item_diagnostics`).
+//! it points at, so they run per item (see `own_checks::item_diagnostics`).
 
 use csis_model::models::{Image, Instance, Item, Storage, StorageMapping};
 use csis_model::{Diagnostic, ItemKind, Origin, Subject, Vct};
 
 use crate::check::context::Checks;
-use crate::load::builders::label_in_sentence;
+use crate::load::builder_labels::label_in_sentence;
 use crate::load::items::{ItemId, item_index};
 use crate::load::items_model::structured_item;
 

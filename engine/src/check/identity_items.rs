@@ -6,15 +6,10 @@
 use csis_model::models::Item;
 use csis_model::{Diagnostic, ItemKind, Vct};
 
-use crate::check::item_checks::{ItemCheck, each_item};
 use crate::db::{Db, Tree};
 use crate::load::builders::builders;
 use crate::load::items::ItemId;
 use crate::load::items_model::structured_item;
-
-pub fn identity_item_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
-    each_item(db, tree, ItemCheck::IdentityItem)
-}
 
 pub(crate) fn identity_item_of<'db>(
     db: &'db dyn Db,

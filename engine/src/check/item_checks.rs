@@ -66,7 +66,7 @@ impl ItemCheck {
             ItemCheck::Structure => crate::load::items_model::structured_item(db, id)
                 .diags
                 .clone(),
-            ItemCheck::Own => crate::check::validate::item_diagnostics(db, tree, id),
+            ItemCheck::Own => crate::check::own_checks::item_diagnostics(db, tree, id),
             ItemCheck::Attach => crate::check::storages::attach_diagnostics(db, tree, id),
             ItemCheck::LabelKeys => crate::check::labels::label_keys_of(db, tree, id),
             ItemCheck::Zones => crate::check::zones::zones_of(db, tree, id),

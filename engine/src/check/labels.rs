@@ -5,15 +5,10 @@
 use csis_model::models::Item;
 use csis_model::{Diagnostic, Origin, Vct};
 
-use crate::check::item_checks::{ItemCheck, each_item};
 use crate::db::{Db, Tree};
 use crate::load::builders::builders;
 use crate::load::items::ItemId;
 use crate::load::items_model::structured_item;
-
-pub fn label_key_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
-    each_item(db, tree, ItemCheck::LabelKeys)
-}
 
 pub(crate) fn label_keys_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec<Diagnostic> {
     let (kind, name) = (id.kind(db), id.name(db));

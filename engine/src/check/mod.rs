@@ -1,8 +1,10 @@
 //! Checks: every validation rule, each a function over the database.
 //! `report` gathers a load's refusals and `validate` lists the
-//! validate-time families in the order they run; every other module is
-//! one family of rules, or (`context`, `item_checks`, `formats`) what the
-//! families share.
+//! validate-time families in the order they run; `item_checks` runs the
+//! per-item rules, one query per item file, for both (`own_checks` is an
+//! item's own rules); every other module is one family of rules, or
+//! (`context`, `formats`) what the families share. A rule never calls
+//! `item_checks`: the registry depends on the rules, not the reverse.
 
 mod aliases;
 pub mod bake_users;
@@ -21,6 +23,7 @@ pub mod item_checks;
 pub mod labels;
 mod launch_params;
 pub mod logins;
+mod own_checks;
 pub mod owned_directories;
 mod policies;
 pub mod released_pins;

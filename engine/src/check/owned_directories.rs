@@ -11,7 +11,8 @@ use csis_model::Diagnostic;
 
 use crate::db::system::System;
 use crate::db::{Db, Tree};
-use crate::load::builders::{builders, label_in_sentence};
+use crate::load::builder_labels::label_in_sentence;
+use crate::load::builders::builders;
 
 pub fn check(db: &dyn Db, tree: Tree, root: &Path, system: &dyn System) -> Vec<Diagnostic> {
     let b = builders(db, tree);

@@ -92,7 +92,7 @@ pub fn check(db: &dyn Db, tree: Tree, migrating: &[String]) -> Vec<Diagnostic> {
             .or_default()
             .push(format!(
                 "{} '{}'",
-                crate::load::builders::label_in_sentence(root.owner.0),
+                crate::load::builder_labels::label_in_sentence(root.owner.0),
                 root.owner.1
             ));
         let Some(before) = recorded.workspaces.get(&root.workspace) else {

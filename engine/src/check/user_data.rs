@@ -9,7 +9,6 @@
 use csis_model::models::Item;
 use csis_model::{Diagnostic, ItemKind, Subject, Vct};
 
-use crate::check::item_checks::{ItemCheck, each_item};
 use crate::db::{Db, Tree};
 use crate::load::builders::builders;
 use crate::load::items::ItemId;
@@ -19,10 +18,6 @@ use csis_cloud_config::{MAX_CARRIED, name_problem};
 
 const NAME_RULE: &str =
     "cloud-config names are at most 32 characters of [A-Za-z0-9._-], not beginning with '.' or '-'";
-
-pub fn user_data_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
-    each_item(db, tree, ItemCheck::UserData)
-}
 
 pub(crate) fn user_data_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec<Diagnostic> {
     let b = builders(db, tree);

@@ -10,14 +10,11 @@
 //! the spec's wording, placed where the offending value is.
 
 use csis_model::Diagnostic;
-use csis_model::models::Item;
 
 use crate::check::capabilities::capability_report;
 use crate::check::context::Checks;
 use crate::check::item_checks::{ItemCheck, each_item};
 use crate::db::{Db, Tree};
-use crate::load::items::ItemId;
-use crate::load::items_model::structured_item;
 
 /// Every validate-time refusal, in a stable order.
 ///
@@ -37,48 +34,18 @@ pub fn validation_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
             .cloned(),
     );
     out.extend(crate::check::groups::managed_groups_missing(db, tree));
-    out.extend(crate::check::user_data::user_data_diagnostics(db, tree));
+    out.extend(each_item(db, tree, ItemCheck::UserData));
     out.extend(crate::check::launch_params::immutability_diagnostics(
         db, tree,
     ));
-    out.extend(crate::check::labels::label_key_diagnostics(db, tree));
-    out.extend(crate::check::zones::zone_diagnostics(db, tree));
-    out.extend(crate::check::identity_items::identity_item_diagnostics(
-        db, tree,
-    ));
+    out.extend(each_item(db, tree, ItemCheck::LabelKeys));
+    out.extend(each_item(db, tree, ItemCheck::Zones));
+    out.extend(each_item(db, tree, ItemCheck::IdentityItem));
     out.extend(crate::check::logins::login_diagnostics(db, tree));
-    out.extend(crate::check::bake_users::bake_user_diagnostics(db, tree));
+    out.extend(crate::check::bake_users::os_builder_bake_users(db, tree));
+    out.extend(each_item(db, tree, ItemCheck::BakeUsers));
     out.extend(crate::check::templates::template_diagnostics(db, tree));
     out
-}
-
-/// One image's, instance's or storage's own checks: foreign keys,
-/// policies, test specs, the canonical hostname.
-pub(crate) fn item_diagnostics<'db>(
-    db: &'db dyn Db,
-    tree: Tree,
-    id: ItemId<'db>,
-) -> Vec<Diagnostic> {
-    let mut v = Checks::new(db, tree);
-    let si = structured_item(db, id);
-    let origin = si.origin.as_ref();
-    let at = |k: &str| origin.map(|o| o.key(k));
-    match si.item.as_deref() {
-        Some(Item::Image(img)) => {
-            v.image_keys(img, origin);
-            v.image_policies(img, &at);
-            let name = img.root.name();
-            v.test_spec(&format!("image '{name}'"), &img.tests, at("tests"));
-        }
-        Some(Item::Instance(inst)) => {
-            v.instance_keys(inst, &si.storages, origin);
-            v.instance_policies(inst, &at);
-            v.canonical_hostname(inst, origin);
-        }
-        Some(Item::Storage(s)) => v.storage_keys(s, origin),
-        _ => {}
-    }
-    v.out
 }
 
 /// Runtime policies, OS builders' update policies and base images.

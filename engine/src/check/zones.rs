@@ -8,17 +8,12 @@ use std::collections::BTreeMap;
 use csis_model::models::Item;
 use csis_model::{Diagnostic, ItemKind, Vct};
 
-use crate::check::item_checks::{ItemCheck, each_item};
 use crate::db::{Db, Tree};
 use crate::load::builders::builders;
 use crate::load::items::ItemId;
 use crate::load::items_model::structured_item;
 
 const FIX: &str = "a zone is replace-forcing; fix the declaration, never the plan";
-
-pub fn zone_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
-    each_item(db, tree, ItemCheck::Zones)
-}
 
 /// A storage's zone against its runtime's; an instance's, its storages'
 /// and its runtime's against each other.

@@ -14,6 +14,7 @@ pub mod files;
 pub mod index;
 pub mod lock;
 pub mod run_input;
+mod source_file;
 pub mod stats;
 pub mod system;
 
@@ -21,16 +22,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use crate::registry::Registry;
-
-/// One file of the tree (or an overlay), by its path relative to the root
-/// (an overlay: as given on the command line).
-#[salsa::input(debug)]
-pub struct SourceFile {
-    #[returns(ref)]
-    pub path: Arc<str>,
-    #[returns(ref)]
-    pub text: Arc<str>,
-}
+pub use source_file::SourceFile;
 
 /// An item file and the item directory it was found under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

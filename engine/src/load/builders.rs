@@ -11,6 +11,7 @@ use csis_plugin_api::BuilderDecl;
 use indexmap::IndexMap;
 
 use crate::db::{Db, Tree};
+use crate::load::builder_labels::list_label;
 use crate::load::cfg::{CfgDocument, cfg_document};
 use crate::load::strings::rendered_cfg;
 
@@ -87,28 +88,6 @@ impl Builders {
             .map(|c| c.config.clone())
             .unwrap_or_default()
     }
-}
-
-/// What messages call a builder list's entries.
-pub(crate) fn list_label(vct: Vct) -> &'static str {
-    match vct {
-        Vct::RuntimeBuilderModel => "Runtime builder",
-        Vct::StateBackendModel => "State backend",
-        Vct::ModBuilderModel => "Mod builder",
-        Vct::StorageBuilderModel => "Storage builder",
-        Vct::GroupBuilderModel => "Group builder",
-        Vct::UserBuilderModel => "User builder",
-        Vct::ImageBuilderModel => "Image builder",
-        Vct::OsBuilderModel => "OS builder",
-        Vct::InstanceBuilderModel => "Instance builder",
-        _ => "Builder",
-    }
-}
-
-/// [`list_label`] as it reads inside a sentence ("image builder", "OS
-/// builder").
-pub(crate) fn label_in_sentence(vct: Vct) -> String {
-    csis_model::fields::in_sentence(list_label(vct))
 }
 
 #[salsa::tracked(returns(ref))]

@@ -20,14 +20,15 @@ use csis_plugin_api::BuilderDecl;
 use csis_plugin_api::state_object::{StateCommand, StateObject, StateRead};
 use csis_string_stage::Renderer;
 use csis_string_stage::interp::{
-    ENV_FILE_KEY, External, Outcome, Outputs, Source, Tokens, Used, entry_reads, has_placeholder,
-    substitute_tokens, tfstate_outputs,
+    External, Outcome, Outputs, Source, Tokens, Used, entry_reads, substitute_tokens,
+    tfstate_outputs,
 };
 use csis_string_stage::passes::{DEFAULT_DATEFORMAT, LAST_JINJA_ORDER, StageEnv};
 
 use crate::db::index::ItemSource;
 use crate::db::{Db, SourceFile, Tree};
 use crate::load::cfg::cfg_document;
+use crate::load::items::mentions;
 
 /// The environment variable the cli's `--tolerate-missing-env` sets in the
 /// load's environment snapshot (and that a user may set instead).
@@ -348,19 +349,6 @@ fn remote_read(db: &dyn Db, decl: &Declared, loc: &str, tokens: &Tokens) -> Opti
             StateRead::File(_) => None,
         }
     })
-}
-
-/// Whether an entry holds a placeholder or an `env_file:`.
-pub(crate) fn mentions(entry: &Value) -> bool {
-    fn walk(v: &Value) -> bool {
-        match v {
-            Value::Scalar { text, .. } => has_placeholder(text),
-            Value::Seq(s) => s.iter().any(walk),
-            Value::Map(m) => m.values().any(walk),
-            Value::Null => false,
-        }
-    }
-    entry.get(ENV_FILE_KEY).is_some() || walk(entry)
 }
 
 fn aux_file(db: &dyn Db, tree: Tree, path: &str) -> Option<SourceFile> {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use csis_model::naming::safe_name;
 use csis_model::{Diagnostic, DocPath, ItemKind, Origin, Subject, Value};
+use csis_string_stage::interp::{ENV_FILE_KEY, has_placeholder};
 
 use crate::db::index::{ItemIndex, ItemSource, Names};
 use crate::db::{Db, SourceFile, Tree};
@@ -158,13 +159,26 @@ pub fn item_file_entries(db: &dyn Db, tree: Tree, file: SourceFile) -> ItemFileE
                 kind,
                 secrets,
                 name: safe_name(name),
-                interpolates: crate::load::interp::mentions(&value),
+                interpolates: mentions(&value),
                 value: Arc::new(value),
                 origin,
             });
         }
     }
     out
+}
+
+/// Whether an entry holds a placeholder or an `env_file:`.
+pub(crate) fn mentions(entry: &Value) -> bool {
+    fn walk(v: &Value) -> bool {
+        match v {
+            Value::Scalar { text, .. } => has_placeholder(text),
+            Value::Seq(s) => s.iter().any(walk),
+            Value::Map(m) => m.values().any(walk),
+            Value::Null => false,
+        }
+    }
+    entry.get(ENV_FILE_KEY).is_some() || walk(entry)
 }
 
 /// A user whose name is blank (absent, null or empty) is named by its
@@ -509,7 +523,7 @@ pub fn raw_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<Cow
         &mut item.secrets,
         &mut ignored,
     );
-    item.interpolates = crate::load::interp::mentions(&value);
+    item.interpolates = mentions(&value);
     item.value = Arc::new(value);
     Some(Cow::Owned(item))
 }

@@ -430,7 +430,7 @@ fn check_builder(
             kind.singular()
         )
     };
-    let what = crate::load::builders::label_in_sentence(vct);
+    let what = crate::load::builder_labels::label_in_sentence(vct);
     let help = if type_name == "default" && b.names(vct).is_empty() {
         format!(
             "no {what} is declared: declare one in cfg/ under {}: with is_default: true",

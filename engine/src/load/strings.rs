@@ -10,7 +10,7 @@ use csis_string_stage::passes::{DEFAULT_DATEFORMAT, LAST_JINJA_ORDER, StageEnv};
 use csis_string_stage::{Refusal, Renderer};
 
 use crate::db::{Db, Tree};
-use crate::load::builders::label_in_sentence;
+use crate::load::builder_labels::label_in_sentence;
 use crate::load::cfg::{CfgDocument, cfg_document};
 use crate::load::overlay::overlay_config;
 

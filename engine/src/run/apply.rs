@@ -12,8 +12,8 @@ use csis_plugin_api::{Builder, LifecycleSpec};
 use crate::db::Db;
 use crate::load::builders::builders;
 use crate::run::finalize::{builders_in_hook_order, finalize_hooks};
-use crate::run::generate::{Emission, by_phase};
-use crate::run::script;
+use crate::run::generate::Emission;
+use crate::run::script::{self, by_phase};
 use crate::run::steps::Runner;
 use crate::run::{Level, Progress, RunSummary};
 

@@ -5,7 +5,7 @@ use csis_plugin_api::{Builder, ExecutionLifecyclePhase};
 
 use crate::db::Db;
 use crate::load::builders::builders;
-use crate::run::generate::decls_in_hook_order;
+use crate::run::hook_order::decls_in_hook_order;
 use crate::workspace::Workspace;
 
 /// Every builder, constructed, in hook order (for the finalize hooks).

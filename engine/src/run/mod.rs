@@ -10,8 +10,10 @@
 //! 4. `head.rs`: the validation; an error ends the run here.
 //! 5. `bake_plan.rs`: one decision per `<series>@<runtime>` (base-image and
 //!    instance-image only), with `--explain`'s causes.
-//! 6. `generate.rs` computes each requested lifecycle's directory;
-//!    `write_lifecycles.rs` writes it, its read-models and runs its run-now
+//! 6. `generate.rs` computes each requested lifecycle's directory from
+//!    the builders' hook calls (`hook_parts.rs`, in the order of
+//!    `hook_order.rs`) and the core's own contribution
+//!    (`core_contribution.rs`); `write_lifecycles.rs` writes it, its read-models and runs its run-now
 //!    commands (`execute.rs`); `records.rs` records the state locations;
 //!    `script.rs` is the shell of the runner scripts and final_execution.sh.
 //! 7. `apply.rs`: each lifecycle's deferred commands, logged in a dry run;
@@ -23,7 +25,8 @@
 //!    (`records.rs`: storage transitions, launched and ephemeral instances,
 //!    migrated state locations).
 //! 8. `summary.rs`: the journal entry, `--commit` (`commit.rs`),
-//!    generated/run-summary.json ([`RunSummary`]) and the on-summary hooks.
+//!    generated/run-summary.json ([`RunSummary`], in `outcome.rs`, filled
+//!    in by every step) and the on-summary hooks.
 //!
 //! Beside the run: `plan_report.rs` (`csis plan`), `explain.rs` (the causes
 //! `--explain` reports), `record_build.rs` (`lineage record` after a bake)
@@ -32,10 +35,14 @@
 
 mod apply;
 mod bake_plan;
+mod core_contribution;
 mod execute;
 mod finalize;
 mod head;
+mod hook_order;
+mod hook_parts;
 mod mirror;
+mod outcome;
 mod records;
 mod request;
 mod steps;
@@ -57,9 +64,9 @@ use crate::db::stats::{StageClock, Stats};
 use crate::db::system::System;
 use crate::workspace::Workspace;
 pub use head::validation;
+pub use outcome::{Explained, LifecycleOutcome, RunSummary};
 pub use request::{Level, Progress, RunLog, RunRequest};
 use steps::Runner;
-pub use summary::{Explained, LifecycleOutcome, RunSummary};
 
 /// Perform a run. The summary says how it went; `log` hears every line.
 pub fn run(

@@ -2,10 +2,8 @@
 //! merged .gitignore policy.
 
 use csis_model::models::ExecutableModel;
-use csis_plugin_api::{Command, Deferred, Program};
+use csis_plugin_api::{Command, Deferred, ExecutionLifecyclePhase, Program};
 use indexmap::IndexMap;
-
-use crate::run::generate::by_phase;
 
 /// `.gitignore` entries every generated directory carries.
 pub const BUILTIN_GITIGNORE: [&str; 5] = [
@@ -182,6 +180,18 @@ pub fn final_execution(lifecycles: &[&str]) -> String {
         ));
     }
     s
+}
+
+/// The deferred commands of one phase, for the apply step.
+pub fn by_phase(deferred: &[Deferred]) -> Vec<(ExecutionLifecyclePhase, Vec<&Command>)> {
+    let mut out: Vec<(ExecutionLifecyclePhase, Vec<&Command>)> = Vec::new();
+    for d in deferred {
+        match out.last_mut() {
+            Some((p, cmds)) if *p == d.phase => cmds.push(&d.command),
+            _ => out.push((d.phase, vec![&d.command])),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use crate::db::run_input::RunInput;
 use crate::db::stats::StageClock;
 use crate::db::system::System;
 use crate::load::builders::builders;
-use crate::run::generate::gitignore_entries;
+use crate::run::hook_order::gitignore_entries;
 use crate::run::script::{self, RUN_LOCAL_FILES};
 use crate::run::{Level, RunLog, RunRequest, RunSummary};
 use crate::workspace::Workspace;
