@@ -11,6 +11,7 @@ mod crash;
 mod diagnostics;
 mod example;
 mod explain;
+mod file_sizes;
 mod gate;
 mod generation_gate;
 mod hostnames;

@@ -1,20 +1,11 @@
 //! Diagnostics mapped back to their files: the file, line and column a
 //! diagnostic's origin points at, for messages and logs.
 
-use std::sync::Arc;
-
 use csis_model::{Diagnostic, Origin};
 use csis_yaml::Span;
 
 use crate::db::files::parse_file;
-use crate::workspace::Workspace;
-
-/// A diagnostic located in its file.
-pub struct Located {
-    pub file: String,
-    pub text: Arc<str>,
-    pub span: Span,
-}
+use crate::workspace::{Located, Workspace};
 
 impl Workspace {
     /// `file:line:col: message` (a warning says so), for logs and

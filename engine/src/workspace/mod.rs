@@ -23,7 +23,6 @@ pub mod prewarm;
 mod read;
 mod remote;
 
-pub use locate::Located;
 pub use read::human_bytes;
 
 use std::collections::BTreeMap;
@@ -31,11 +30,19 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use csis_model::{Diagnostic, ItemKind};
+use csis_yaml::Span;
 use salsa::Durability;
 
 use crate::check::report::load_diagnostics;
 use crate::db::run_input::{RunInput, RunOptions};
 use crate::db::{Database, SourceFile, Tree};
+
+/// A diagnostic located in its file (`Workspace::locate`, in locate.rs).
+pub struct Located {
+    pub file: String,
+    pub text: Arc<str>,
+    pub span: Span,
+}
 
 /// What a load is asked to read besides the root.
 #[derive(Clone, Debug)]

@@ -510,7 +510,10 @@ fn secrets_are_redacted_in_the_resolved_view() {
         ),
         (
             "emt3/emt3-x86_64-rt-lab-raw.yml",
-            &["example-only-inline-passphrase", "example-only-bench-password"][..],
+            &[
+                "example-only-inline-passphrase",
+                "example-only-bench-password",
+            ][..],
         ),
     ] {
         let chain = chain_of(&template(leaf));
