@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::layering::rust_sources;
+
 /// The most lines a product file may have before its inline tests.
 const LIMIT: usize = 600;
 
@@ -12,18 +14,19 @@ const LIMIT: usize = 600;
 /// never ship.
 const SHIPPED: &[&str] = &["cli", "engine", "model", "libs", "plugins"];
 
-/// Lines before the file's inline test module (`#[cfg(test)]` followed by
-/// `mod NAME {`), or all of them when it has none. A `#[cfg(test)] mod
-/// NAME;` line names a test file elsewhere and does not end the product
-/// code around it.
+/// Lines before the file's inline test module (`#[cfg(test)]`, other
+/// attributes perhaps, then `mod NAME {`), or all of them when it has
+/// none. A `#[cfg(test)] mod NAME;` line names a test file elsewhere and
+/// does not end the product code around it.
 fn product_lines(text: &str) -> usize {
     let lines: Vec<&str> = text.lines().collect();
-    lines
-        .windows(2)
-        .position(|w| {
-            w[0].trim() == "#[cfg(test)]"
-                && w[1].starts_with("mod ")
-                && w[1].trim_end().ends_with('{')
+    (0..lines.len())
+        .find(|&i| {
+            lines[i].trim() == "#[cfg(test)]"
+                && lines[i + 1..]
+                    .iter()
+                    .find(|l| !l.trim_start().starts_with("#["))
+                    .is_some_and(|l| l.starts_with("mod ") && l.trim_end().ends_with('{'))
         })
         .unwrap_or(lines.len())
 }
@@ -51,36 +54,18 @@ fn test_module_files(file: &Path, text: &str) -> Vec<PathBuf> {
         .collect()
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut paths: Vec<PathBuf> = entries.map(|e| e.unwrap().path()).collect();
-    paths.sort();
-    for p in paths {
-        if p.is_dir() {
-            if p.file_name().is_some_and(|n| n != "tests" && n != "target") {
-                rust_files(&p, out);
-            }
-        } else if p.extension().is_some_and(|e| e == "rs") {
-            out.push(p);
-        }
-    }
-}
-
 /// Every product file over the limit, as `path: lines`.
 fn oversized(root: &Path) -> Vec<String> {
-    let mut files = Vec::new();
-    for top in SHIPPED {
-        rust_files(&root.join(top), &mut files);
-    }
-    let texts: Vec<(PathBuf, String)> = files
-        .into_iter()
-        .map(|f| {
-            let text = std::fs::read_to_string(&f).unwrap();
-            (f, text)
+    let texts: Vec<(PathBuf, String)> = SHIPPED
+        .iter()
+        .flat_map(|top| {
+            rust_sources(&root.join(top))
+                .into_iter()
+                .map(move |(rel, text)| (Path::new(top).join(rel), text))
         })
+        .filter(|(f, _)| !f.components().any(|c| c.as_os_str() == "tests"))
         .collect();
+    assert!(texts.len() > 200, "the shipped sources were not found");
     let test_files: Vec<PathBuf> = texts
         .iter()
         .flat_map(|(f, t)| test_module_files(f, t))
@@ -90,10 +75,7 @@ fn oversized(root: &Path) -> Vec<String> {
         .filter(|(f, _)| !test_files.contains(f))
         .filter_map(|(f, t)| {
             let n = product_lines(t);
-            (n > LIMIT).then(|| {
-                let rel = f.strip_prefix(root).unwrap_or(f);
-                format!("{}: {n} lines", rel.display())
-            })
+            (n > LIMIT).then(|| format!("{}: {n} lines", f.display()))
         })
         .collect()
 }
@@ -114,6 +96,8 @@ fn product_lines_stop_at_the_inline_test_module() {
     let text = "fn a() {}\n#[cfg(test)]\nmod tests;\nfn b() {}\n#[cfg(test)]\nmod tests {\n    fn t() {}\n}\n";
     assert_eq!(product_lines(text), 4);
     assert_eq!(product_lines("fn a() {}\nfn b() {}\n"), 2);
+    let with_attribute = "fn a() {}\n#[cfg(test)]\n#[allow(clippy::unwrap_used)]\nmod tests {\n}\n";
+    assert_eq!(product_lines(with_attribute), 1);
     assert_eq!(
         test_module_files(Path::new("src/lib.rs"), text),
         vec![

@@ -222,30 +222,37 @@ fn upward_uses(layer: &str, file: &str, text: &str) -> Vec<String> {
         .collect()
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
+/// Every `.rs` file below `dir` (relative to it, with `/` between
+/// components) and its text, sorted by path. The walk fails the test
+/// where it cannot read: a checker that read nothing would pass.
+pub(crate) fn rust_sources(dir: &Path) -> Vec<(String, String)> {
+    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
         }
     }
+    let mut files = Vec::new();
+    walk(dir, &mut files);
+    files.sort();
+    files
+        .iter()
+        .map(|f| {
+            let rel = f.strip_prefix(dir).unwrap().to_string_lossy();
+            (rel.replace('\\', "/"), std::fs::read_to_string(f).unwrap())
+        })
+        .collect()
 }
 
 #[test]
 fn engine_layers_point_one_way() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../engine/src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    files.sort();
+    let files = engine_sources();
     let mut bad = Vec::new();
-    for f in &files {
-        let rel = f
-            .strip_prefix(&src)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
+    for (rel, text) in &files {
         let Some((layer, _)) = rel.split_once('/') else {
             if rel != "lib.rs" {
                 bad.push(format!(
@@ -254,8 +261,7 @@ fn engine_layers_point_one_way() {
             }
             continue;
         };
-        let text = std::fs::read_to_string(f).unwrap();
-        bad.extend(upward_uses(layer, &format!("engine/src/{rel}"), &text));
+        bad.extend(upward_uses(layer, &format!("engine/src/{rel}"), text));
     }
     assert!(files.len() > 40, "the engine's sources were not found");
     assert!(
@@ -404,9 +410,12 @@ fn code_only(text: &str) -> Vec<char> {
 }
 
 /// Blanks each item that follows a `#[cfg(test)]` (a test module, a
-/// test-only `use` or function): up to its first `;` outside brackets or
-/// the end of its first brace group, whichever comes first. Returns the
-/// test-only modules declared in files of their own.
+/// test-only `use` or function, a field, an arm or an element): up to its
+/// first `;` outside brackets or the end of its first brace group,
+/// whichever comes first, and never past a `,` at its own level or the
+/// `}` of the block around it (a field or an arm ends there, and what
+/// follows it is not test code). Returns the test-only modules declared
+/// in files of their own.
 fn drop_test_items(code: &mut [char]) -> Vec<String> {
     let mut test_files = Vec::new();
     let attr: Vec<char> = "#[cfg(test)]".chars().collect();
@@ -418,23 +427,32 @@ fn drop_test_items(code: &mut [char]) -> Vec<String> {
         }
         let mut j = i + attr.len();
         let (mut braces, mut brackets) = (0usize, 0usize);
+        let mut stop = code.len();
         while j < code.len() {
+            let outside = braces == 0 && brackets == 0;
             match code[j] {
+                '}' | ',' if outside => {
+                    stop = j;
+                    break;
+                }
+                ';' if outside => {
+                    stop = j + 1;
+                    break;
+                }
                 '{' => braces += 1,
                 '}' => {
-                    braces = braces.saturating_sub(1);
-                    if braces == 0 {
+                    braces -= 1;
+                    if braces == 0 && brackets == 0 {
+                        stop = j + 1;
                         break;
                     }
                 }
                 '(' | '[' => brackets += 1,
                 ')' | ']' => brackets = brackets.saturating_sub(1),
-                ';' if braces == 0 && brackets == 0 => break,
                 _ => {}
             }
             j += 1;
         }
-        let stop = (j + 1).min(code.len());
         test_files.extend(declared_children(&code[i..stop]));
         for c in &mut code[i..stop] {
             if *c != '\n' {
@@ -588,8 +606,21 @@ fn declared_children(code: &[char]) -> Vec<String> {
 /// `self::` or a child module it declares, in a `use` (grouped ones
 /// expanded, `pub use` too) or in code, resolved from the crate root
 /// (`super::` inside an inline module is read as the file's own).
-/// `pub(in crate::...)` is a visibility, not a path.
+/// `pub(in crate::...)` is a visibility, not a path. A module the file
+/// imports by name (`use crate::run;`) is a root in its code too, so
+/// `run::b::f()` names `run::b`.
 fn crate_paths(file: &str, code: &[char]) -> Vec<Named> {
+    let imported = paths_from(file, code, &BTreeMap::new());
+    let bound: BTreeMap<String, Vec<String>> = imported
+        .into_iter()
+        .filter_map(|n| Some((n.binds?, n.path)))
+        .collect();
+    paths_from(file, code, &bound)
+}
+
+/// `crate_paths` with `bound` (a name the file's `use`s bind, and the
+/// crate path it stands for) as further roots of paths in code.
+fn paths_from(file: &str, code: &[char], bound: &BTreeMap<String, Vec<String>>) -> Vec<Named> {
     let module = module_of(file);
     let children = declared_children(code);
     let mut line_starts = vec![0usize];
@@ -609,14 +640,17 @@ fn crate_paths(file: &str, code: &[char]) -> Vec<Named> {
         let w = word_at(code, i);
         let len = w.chars().count();
         let after = skip_ws(code, i + len);
-        let is_root = matches!(w.as_str(), "crate" | "super" | "self") || children.contains(&w);
+        let (before, before_at) = word_before(code, i);
+        let is_use = before == "use";
+        let is_root = matches!(w.as_str(), "crate" | "super" | "self")
+            || children.contains(&w)
+            || (!is_use && bound.contains_key(&w));
         let continues = i >= 2 && code[i - 1] == ':' && code[i - 2] == ':';
         let is_path = code.get(after) == Some(&':') && code.get(after + 1) == Some(&':');
         if !is_root || continues || !is_path {
             i += len;
             continue;
         }
-        let (before, before_at) = word_before(code, i);
         let visibility = before == "in"
             && code[..before_at]
                 .iter()
@@ -626,12 +660,14 @@ fn crate_paths(file: &str, code: &[char]) -> Vec<Named> {
             i += len;
             continue;
         }
-        let is_use = before == "use";
         let (trees, end) = use_tree(code, i, &[]);
         for (raw, binds, last) in trees {
             let mut path = match raw[0].as_str() {
                 "crate" => Vec::new(),
                 "self" | "super" => module.clone(),
+                w if !is_use && !children.contains(&raw[0]) && bound.contains_key(w) => {
+                    bound[w].clone()
+                }
                 _ => {
                     let mut m = module.clone();
                     m.push(raw[0].clone());
@@ -836,17 +872,7 @@ fn import_cycles(files: &[(String, String)]) -> Vec<String> {
 }
 
 fn engine_sources() -> Vec<(String, String)> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../engine/src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    files.sort();
-    files
-        .iter()
-        .map(|f| {
-            let rel = f.strip_prefix(&src).unwrap().to_string_lossy();
-            (rel.replace('\\', "/"), std::fs::read_to_string(f).unwrap())
-        })
-        .collect()
+    rust_sources(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../engine/src"))
 }
 
 #[test]
@@ -909,6 +935,60 @@ fn the_cycle_checker_finds_two_files_importing_each_other() {
     assert_eq!(
         import_cycles(&three),
         vec!["x.rs, y.rs, z.rs\n  x.rs:1 -> y.rs\n  y.rs:1 -> z.rs\n  z.rs:1 -> x.rs"]
+    );
+}
+
+/// Two cycles a reader could miss: one closed through a module imported
+/// by name and used as a path in code, one behind a test-only field (only
+/// the field is test code; the field after it is not).
+#[test]
+fn the_cycle_checker_sees_past_a_module_import_and_a_test_field() {
+    let through_module = sources(&[
+        (
+            "lib.rs",
+            "mod a;
+mod run;
+",
+        ),
+        (
+            "a.rs",
+            "use crate::run;
+pub struct A;
+fn f() { run::b::fb(); }
+",
+        ),
+        (
+            "run/mod.rs",
+            "pub mod b;
+",
+        ),
+        (
+            "run/b.rs",
+            "pub fn fb() {}
+fn g(_: crate::a::A) {}
+",
+        ),
+    ]);
+    assert_eq!(
+        import_cycles(&through_module),
+        vec!["a.rs, run/b.rs\n  a.rs:3 -> run/b.rs\n  run/b.rs:2 -> a.rs"]
+    );
+    let after_test_field = sources(&[
+        (
+            "lib.rs",
+            "mod a;
+mod b;
+",
+        ),
+        (
+            "a.rs",
+            "pub struct A {\n    #[cfg(test)]\n    t: u8,\n    pub b: crate::b::B,\n}\n",
+        ),
+        ("b.rs", "pub struct B(Box<crate::a::A>);\n"),
+    ]);
+    assert_eq!(
+        import_cycles(&after_test_field),
+        vec!["a.rs, b.rs\n  a.rs:4 -> b.rs\n  b.rs:1 -> a.rs"]
     );
 }
 

@@ -1,8 +1,9 @@
 //! One file per command family, each holding its clap arguments beside the
 //! function that runs the command (cargo's `src/bin/cargo/commands/`
-//! shape). The dispatch lives here too, in the three places main reaches
-//! a command: before anything is read, after the lock (the terraform
-//! steps that need no tree), and with the loaded tree.
+//! shape). The dispatch lives here too, in three of the four places main
+//! reaches a command: before anything is read, after the lock (the
+//! terraform steps that need no tree), and with the loaded tree; `watch`,
+//! which loads and reloads the tree itself, main hands to watch.rs.
 
 use std::path::Path;
 use std::process::ExitCode;

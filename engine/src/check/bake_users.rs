@@ -79,7 +79,7 @@ const HELP: &str = "set ssh_username on the entry, config_username on the OS bui
 
 /// The OS builders' entries nothing answers for (each image's own bake
 /// user is `image_bake_users`, a per-item check).
-pub fn os_builder_bake_users(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
+pub(crate) fn os_builder_bake_users(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     let b = builders(db, tree);
     let answers = Answers {
         b,

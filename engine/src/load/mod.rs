@@ -6,7 +6,7 @@
 //! May not: read meta-state, decide a bake, or judge a rule that spans
 //! items (check/ does). Uses registry/ and db/ only.
 
-pub mod builder_labels;
+pub(crate) mod builder_labels;
 pub mod builders;
 pub mod cfg;
 pub mod interp;

@@ -42,7 +42,7 @@ pub(super) fn builders_in_hook_order(db: &dyn Db, tree: Tree) -> Vec<(Vct, Strin
 
 /// The gitignore entries the configuration adds: cfg/'s, then every
 /// builder's.
-pub fn gitignore_entries(db: &dyn Db, tree: Tree) -> Vec<String> {
+pub(super) fn gitignore_entries(db: &dyn Db, tree: Tree) -> Vec<String> {
     let b = builders(db, tree);
     let mut v: Vec<String> = b
         .config
@@ -57,7 +57,7 @@ pub fn gitignore_entries(db: &dyn Db, tree: Tree) -> Vec<String> {
 
 /// Every declared builder in hook order: by classification as
 /// [`HOOK_ORDER`] lists them, then by name.
-pub fn decls_in_hook_order(b: &Builders) -> Vec<&Arc<BuilderDecl>> {
+pub(super) fn decls_in_hook_order(b: &Builders) -> Vec<&Arc<BuilderDecl>> {
     HOOK_ORDER
         .iter()
         .flat_map(|vct| {

@@ -13,8 +13,8 @@
 //! 6. `generate.rs` computes each requested lifecycle's directory from
 //!    the builders' hook calls (`hook_parts.rs`, in the order of
 //!    `hook_order.rs`) and the core's own contribution
-//!    (`core_contribution.rs`); `write_lifecycles.rs` writes it, its read-models and runs its run-now
-//!    commands (`execute.rs`); `records.rs` records the state locations;
+//!    (`core_contribution.rs`); `write_lifecycles.rs` writes it, its
+//!    read-models and runs its run-now commands (`execute.rs`); `records.rs` records the state locations;
 //!    `script.rs` is the shell of the runner scripts and final_execution.sh.
 //! 7. `apply.rs`: each lifecycle's deferred commands, logged in a dry run;
 //!    in a real one executed (`execute.rs`, each line the command prints

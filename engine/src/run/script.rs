@@ -183,7 +183,7 @@ pub fn final_execution(lifecycles: &[&str]) -> String {
 }
 
 /// The deferred commands of one phase, for the apply step.
-pub fn by_phase(deferred: &[Deferred]) -> Vec<(ExecutionLifecyclePhase, Vec<&Command>)> {
+pub(crate) fn by_phase(deferred: &[Deferred]) -> Vec<(ExecutionLifecyclePhase, Vec<&Command>)> {
     let mut out: Vec<(ExecutionLifecyclePhase, Vec<&Command>)> = Vec::new();
     for d in deferred {
         match out.last_mut() {

@@ -1,7 +1,8 @@
-//! The door itself ([`System`]) and the types it speaks in. Both sides of
-//! it (the real machine in `os/`, the in-memory tree in `memory.rs`)
-//! implement it here, so that neither needs the module that re-exports
-//! them.
+//! The door itself ([`System`]) and the types it speaks in, defined apart
+//! from both sides that implement it (the real machine in `os/`, the
+//! in-memory tree in `memory.rs`): `mod.rs` re-exports all three, and a
+//! side that names the door through it reaches this file, not its
+//! sibling.
 
 use std::collections::BTreeMap;
 use std::io;
