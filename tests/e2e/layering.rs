@@ -134,78 +134,8 @@ const LAYERS: [&str; 9] = [
     "terraform",
 ];
 
-/// The layers a source text names through `crate::` paths (also inside
-/// `use crate::{...}` groups), with the 1-based line of each mention.
-/// Comments are skipped; `super::super::` from a folder's file is the
-/// crate root too.
-fn layers_named(text: &str, in_mod_rs: bool) -> Vec<(usize, String)> {
-    let mut out = Vec::new();
-    let mut group_depth = 0usize;
-    for (n, raw) in text.lines().enumerate() {
-        let line = raw.split("//").next().unwrap_or("");
-        let mut rest = line;
-        // Inside a `use crate::{ ... }` group spanning lines, each path's
-        // first segment is a top-level module.
-        if group_depth > 0 {
-            for part in rest.split(',') {
-                let seg = part.trim().trim_start_matches('{');
-                let head: String = seg
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                if group_depth == 1 && !head.is_empty() {
-                    out.push((n + 1, head));
-                }
-                group_depth += part.matches('{').count();
-                group_depth = group_depth.saturating_sub(part.matches('}').count());
-                if group_depth == 0 {
-                    break;
-                }
-            }
-            continue;
-        }
-        let roots: &[&str] = if in_mod_rs {
-            &["crate::", "super::"]
-        } else {
-            &["crate::", "super::super::"]
-        };
-        while let Some((at, root)) = roots
-            .iter()
-            .filter_map(|r| rest.find(r).map(|i| (i, *r)))
-            .min()
-        {
-            let after = &rest[at + root.len()..];
-            if let Some(inner) = after.strip_prefix('{') {
-                let close = inner.find('}');
-                for part in inner[..close.unwrap_or(inner.len())].split(',') {
-                    let head: String = part
-                        .trim()
-                        .chars()
-                        .take_while(|c| c.is_alphanumeric() || *c == '_')
-                        .collect();
-                    if !head.is_empty() {
-                        out.push((n + 1, head));
-                    }
-                }
-                if close.is_none() {
-                    group_depth = 1;
-                }
-            } else {
-                let head: String = after
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                if !head.is_empty() {
-                    out.push((n + 1, head));
-                }
-            }
-            rest = &after[after.len().min(1)..];
-        }
-    }
-    out
-}
-
-/// Every mention in `layer`'s file `file` of a layer above it, as
+/// Every path in `layer`'s file `file` (under engine/src/) that names a
+/// layer above it, read as the cycle checker reads paths, as
 /// `file:line: <layer> uses <upper>`.
 fn upward_uses(layer: &str, file: &str, text: &str) -> Vec<String> {
     let Some(own) = LAYERS.iter().position(|l| *l == layer) else {
@@ -213,11 +143,14 @@ fn upward_uses(layer: &str, file: &str, text: &str) -> Vec<String> {
             "{file}: folder '{layer}' is no layer of docs/architecture.md"
         )];
     };
-    layers_named(text, file.ends_with("mod.rs"))
+    // Test code is read too: a test may not reach up either.
+    let under_src = file.strip_prefix("engine/src/").unwrap_or(file);
+    crate_paths(under_src, &code_only(text))
         .into_iter()
-        .filter_map(|(line, named)| {
-            let at = LAYERS.iter().position(|l| *l == named)?;
-            (at > own).then(|| format!("{file}:{line}: {layer} uses {named}, a layer above it"))
+        .filter_map(|n| {
+            let named = n.path.first()?;
+            let at = LAYERS.iter().position(|l| l == named)?;
+            (at > own).then(|| format!("{file}:{}: {layer} uses {named}, a layer above it", n.line))
         })
         .collect()
 }
@@ -272,8 +205,9 @@ fn engine_layers_point_one_way() {
 }
 
 /// The checker itself: an upward `use` (plain, grouped, over several
-/// lines, or through `super::super::`) is reported with its line; a
-/// downward or same-layer one, and a mention in a comment, is not.
+/// lines, or through `super::` up to the crate root) is reported with its
+/// line; a downward or same-layer one, and a mention in a comment, is
+/// not.
 #[test]
 fn the_layer_checker_finds_an_upward_use() {
     let text = "\
@@ -298,6 +232,13 @@ fn g() { let _ = crate::state::lineage::run_id(0); }
         ]
     );
     assert!(upward_uses("run", "engine/src/run/x.rs", text).is_empty());
+    // `super::` counts from the file's own depth: two levels up from
+    // db/system/os/ is db/system, four is the crate root.
+    let deep = "use super::super::Stream;\nuse super::super::super::super::run::x;\n";
+    assert_eq!(
+        upward_uses("db", "engine/src/db/system/os/x.rs", deep),
+        vec!["engine/src/db/system/os/x.rs:2: db uses run, a layer above it"]
+    );
     assert_eq!(
         upward_uses("util", "engine/src/util/x.rs", ""),
         vec!["engine/src/util/x.rs: folder 'util' is no layer of docs/architecture.md"]
