@@ -17,6 +17,7 @@ mod generation_gate;
 mod hostnames;
 mod ict;
 mod identity;
+mod import_graph;
 mod interpolation;
 mod interpolation_remote;
 mod launch;
