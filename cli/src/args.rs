@@ -52,7 +52,7 @@ pub struct Cli {
 
 /// `--max-file-size`: bytes, or a number with K/KiB, M/MiB or G/GiB
 /// (powers of 1024).
-fn parse_size(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (digits, unit) = t.split_at(split);

@@ -253,9 +253,11 @@ fn a_planfile_older_than_the_newest_tf_is_stale() {
     let cwd = tofu_root(t.path(), "destroy-whitelisted.json");
     std::fs::write(cwd.join("storage.tf"), "# edited after the plan\n").unwrap();
     set_mtime(&cwd.join("storage.tf"), 3_000);
-    // A .tf below the root (a module) does not count.
+    // A local module below the root is read by the plan too (issue 32):
+    // this one is older than the plan.
     std::fs::create_dir_all(cwd.join("modules/m")).unwrap();
     std::fs::write(cwd.join("modules/m/x.tf"), "").unwrap();
+    set_mtime(&cwd.join("modules/m/x.tf"), 1_000);
     let o = gate(
         t.path(),
         &cwd,
@@ -265,7 +267,7 @@ fn a_planfile_older_than_the_newest_tf_is_stale() {
     assert_eq!(o.status.code(), Some(3));
     assert_eq!(
         stderr(&o),
-        "error: gate-plan: REFUSED: ws.tfplan is stale: storage.tf changed after it was planned (a plan file older than the newest .tf in its root is stale) -- re-run tofu plan -out=ws.tfplan\nerror: gate-plan: ws.tfplan: refused, 1 problem(s); nothing is applied\n"
+        "error: gate-plan: REFUSED: ws.tfplan is stale: storage.tf changed after it was planned (a planfile older than any file of its root is stale; .terraform/, the local state and planfiles aside) -- re-run tofu plan -out=ws.tfplan\nerror: gate-plan: ws.tfplan: refused, 1 problem(s); nothing is applied\n"
     );
     set_mtime(&cwd.join("storage.tf"), 1_500);
     let o = gate(
