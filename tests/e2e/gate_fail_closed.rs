@@ -14,15 +14,13 @@ use crate::support::edit;
 use csis_test_support::tree;
 
 /// What csis reads of change.actions, as every action refusal says it.
-const READS: &str =
-    "the plan is refused (csis reads no-op, create, read, update, delete and the two replace pairs)";
+const READS: &str = "the plan is refused (csis reads no-op, create, read, update, delete and the two replace pairs)";
 
 /// How an entry's shape refusal ends.
 const SHAPE: &str = "the plan is refused (each resource change is an object with an address, a type and change.actions)";
 
 /// The last line of a refusal of a plan the gate does not understand.
-const NOT_UNDERSTOOD: &str =
-    "error: gate-plan: ws.tfplan: refused, the plan is not one csis understands; nothing is applied\n";
+const NOT_UNDERSTOOD: &str = "error: gate-plan: ws.tfplan: refused, the plan is not one csis understands; nothing is applied\n";
 
 /// The gate over the fixture plan `plan`: exit code, stdout, stderr.
 fn gate_over(plan: &str, extra: &[&str]) -> (Option<i32>, String, String) {
@@ -126,7 +124,11 @@ fn a_tofu_show_that_hangs_is_stopped_at_the_timeout() {
         &double,
         &["--tofu", &tofu, "--show-timeout", "1"],
     );
-    assert!(start.elapsed() < Duration::from_secs(60), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        start.elapsed()
+    );
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(
         stderr(&o),
