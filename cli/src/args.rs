@@ -52,7 +52,7 @@ pub struct Cli {
 
 /// `--max-file-size`: bytes, or a number with K/KiB, M/MiB or G/GiB
 /// (powers of 1024).
-fn parse_size(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (digits, unit) = t.split_at(split);
@@ -151,13 +151,14 @@ pub enum Command {
         command: commands::state::StateCommand,
     },
     /// The apply gate over a tofu plan, run from the OpenTofu root: every
-    /// planned destroy whitelisted, the planfile fresher than every .tf,
-    /// (with --require-unmounted) every detach unmounted; exit 3 on a
-    /// refusal.
+    /// planned destroy whitelisted, the planfile fresher than every file
+    /// of its root, (with --require-unmounted) every detach unmounted;
+    /// exit 3 on a refusal, and on a plan it does not understand.
     #[command(name = "gate-plan")]
     GatePlan(commands::terraform::GatePlanArgs),
     /// The last step before a root's apply: exit 3 unless the lifecycle's
-    /// apply flag, read from the tree now, lets this root apply.
+    /// apply flag, read from the tree now, lets this root apply (and
+    /// when the tree does not load whole).
     #[command(name = "apply-check")]
     ApplyCheck(commands::terraform::ApplyCheckArgs),
     /// Move a workspace's terraform state (the runner steps of a real

@@ -78,6 +78,69 @@ fn apply_check_lets_a_listed_runtime_or_builder_apply() {
     );
 }
 
+#[test]
+fn apply_check_refuses_a_tree_whose_cfg_does_not_load_and_states_the_value_it_read() {
+    let on = [(
+        "cfg/_config.yml",
+        "config:\n",
+        "config:\n  apply_storage: true\n",
+    )];
+    let req = ApplyCheck {
+        lifecycle: "storage",
+        builder: "dirs",
+        runtime: None,
+    };
+    let refusal = |files: &[(&str, &str)]| apply_check(&ws(&system(&on, files)), &req);
+    assert_eq!(refusal(&[]).code, 0);
+    let closing = "apply-check: REFUSED: config.apply_storage is not read from a tree that does not load (1 file above); the storage root stops after its plan and gate -- fix it (csis validate shows it) and rerun";
+    // A later cfg/ file that would turn the flag off, but does not load:
+    // the flag is not read from the files that did.
+    let o = refusal(&[(
+        "cfg/zz.yml",
+        "config:\n  apply_storage: false\n  apply_storage: false\n",
+    )]);
+    assert_eq!(o.code, 3);
+    assert_eq!(
+        o.err,
+        [
+            "apply-check: REFUSED: cfg/zz.yml:3:3: duplicate key 'apply_storage' in one mapping",
+            closing
+        ]
+    );
+    let o = refusal(&[("cfg/zz.yml", "config: {apply_storage: [\n")]);
+    assert_eq!(o.code, 3);
+    assert_eq!(o.err.len(), 2);
+    assert!(
+        o.err[0].starts_with("apply-check: REFUSED: cfg/zz.yml:2:1: invalid YAML: "),
+        "{:?}",
+        o.err
+    );
+    let o = refusal(&[("cfg/zz.yml", "- a list\n")]);
+    assert_eq!(
+        o.err[0],
+        "apply-check: REFUSED: cfg/zz.yml:1:1: the document must be a mapping at the top level, got a list -- write `key: value` pairs at the top level"
+    );
+    // An overlay turning it off: refused, saying the value it read.
+    let sys = system(
+        &on,
+        &[("/tmp/off.yml", "config:\n  apply_storage: false\n")],
+    );
+    let options = LoadOptions {
+        overlays: vec!["/tmp/off.yml".into()],
+        ..LoadOptions::default()
+    };
+    let o = apply_check(
+        &load(&sys, registry(LINKED), Path::new(ROOT), &options),
+        &req,
+    );
+    assert_eq!(
+        o.err,
+        [
+            "apply-check: REFUSED: config.apply_storage is now false, which does not let builder 'dirs' apply; the storage root stops after its plan and gate -- to apply it, set it to true, or to a list naming 'dirs'"
+        ]
+    );
+}
+
 /// The unmount of storage `data` from instance `box`, `confirm`ed by hand
 /// or not.
 fn unmount_data(confirm: bool) -> Unmount<'static> {

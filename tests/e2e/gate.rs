@@ -66,12 +66,12 @@ esac
 
 /// A directory holding the stand-in `tofu`, and its world (argv.log,
 /// states/).
-struct Double {
+pub(crate) struct Double {
     dir: tempfile::TempDir,
 }
 
 impl Double {
-    fn new() -> Double {
+    pub(crate) fn new() -> Double {
         let dir = tempfile::tempdir().unwrap();
         let bin = dir.path().join("bin");
         std::fs::create_dir_all(&bin).unwrap();
@@ -111,7 +111,7 @@ impl Double {
 
 /// `csis --root-dir ROOT ARGS` from `cwd`, the stand-in tofu first on
 /// PATH, with `env` set.
-fn csis_in(
+pub(crate) fn csis_in(
     cwd: &Path,
     root: &Path,
     double: &Double,
@@ -140,18 +140,18 @@ fn csis_in(
     cmd.output().unwrap()
 }
 
-fn stdout(o: &Output) -> String {
+pub(crate) fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).to_string()
 }
 
-fn stderr(o: &Output) -> String {
+pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).to_string()
 }
 
 /// An OpenTofu root (a directory with a .tf file) inside `root`'s private
 /// mirror, with the plan fixture `plan` as its planfile `<ws>.tfplan`,
 /// planned after the .tf was last written.
-fn tofu_root(root: &Path, plan: &str) -> PathBuf {
+pub(crate) fn tofu_root(root: &Path, plan: &str) -> PathBuf {
     let dir = root.join("_private/storage/cloud/execution");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("main.tf"), "# a root\n").unwrap();
@@ -161,13 +161,13 @@ fn tofu_root(root: &Path, plan: &str) -> PathBuf {
     dir
 }
 
-fn set_mtime(path: &Path, secs: u64) {
+pub(crate) fn set_mtime(path: &Path, secs: u64) {
     let f = std::fs::File::options().append(true).open(path).unwrap();
     f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
         .unwrap();
 }
 
-fn gate(root: &Path, cwd: &Path, double: &Double, extra: &[&str]) -> Output {
+pub(crate) fn gate(root: &Path, cwd: &Path, double: &Double, extra: &[&str]) -> Output {
     let mut args = vec!["gate-plan", "--planfile", "ws.tfplan"];
     args.extend_from_slice(extra);
     csis_in(cwd, root, double, &[], &args)
@@ -253,9 +253,11 @@ fn a_planfile_older_than_the_newest_tf_is_stale() {
     let cwd = tofu_root(t.path(), "destroy-whitelisted.json");
     std::fs::write(cwd.join("storage.tf"), "# edited after the plan\n").unwrap();
     set_mtime(&cwd.join("storage.tf"), 3_000);
-    // A .tf below the root (a module) does not count.
+    // A local module below the root is read by the plan too (issue 32):
+    // this one is older than the plan.
     std::fs::create_dir_all(cwd.join("modules/m")).unwrap();
     std::fs::write(cwd.join("modules/m/x.tf"), "").unwrap();
+    set_mtime(&cwd.join("modules/m/x.tf"), 1_000);
     let o = gate(
         t.path(),
         &cwd,
@@ -265,7 +267,7 @@ fn a_planfile_older_than_the_newest_tf_is_stale() {
     assert_eq!(o.status.code(), Some(3));
     assert_eq!(
         stderr(&o),
-        "error: gate-plan: REFUSED: ws.tfplan is stale: storage.tf changed after it was planned (a plan file older than the newest .tf in its root is stale) -- re-run tofu plan -out=ws.tfplan\nerror: gate-plan: ws.tfplan: refused, 1 problem(s); nothing is applied\n"
+        "error: gate-plan: REFUSED: ws.tfplan is stale: storage.tf changed after it was planned (a planfile older than any file of its root is stale; .terraform/, the local state and planfiles aside) -- re-run tofu plan -out=ws.tfplan\nerror: gate-plan: ws.tfplan: refused, 1 problem(s); nothing is applied\n"
     );
     set_mtime(&cwd.join("storage.tf"), 1_500);
     let o = gate(

@@ -13,6 +13,7 @@ mod example;
 mod explain;
 mod file_sizes;
 mod gate;
+mod gate_fail_closed;
 mod generation_gate;
 mod hostnames;
 mod ict;

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use csis_engine::db::system::OsSystem;
+use csis_engine::terraform::gate_plan;
 use csis_engine::workspace::Workspace;
 
 use crate::outcome::print_outcome;
@@ -29,12 +30,24 @@ pub struct GatePlanArgs {
     /// receipt (`csis unmount storage`).
     #[arg(long)]
     require_unmounted: bool,
+    /// How long `tofu show -json` may run before it is stopped and the
+    /// plan is not judged (exit 1).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = gate_plan::DEFAULT_SHOW_TIMEOUT.as_secs(),
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    show_timeout: u64,
+    /// The most bytes of plan JSON read (a number, or with KiB, MiB or
+    /// GiB); a larger plan is refused unread (exit 3) [default: 256MiB]
+    #[arg(long, value_name = "BYTES", value_parser = crate::args::parse_size)]
+    max_plan_size: Option<u64>,
 }
 
 /// `gate-plan`, answered without loading the tree: the root only names
 /// where receipts live.
 pub fn gate_plan(root: &Path, args: &GatePlanArgs) -> ExitCode {
-    use csis_engine::terraform::gate_plan;
     let cwd = invocation_dir();
     print_outcome(gate_plan::gate_plan(
         &OsSystem,
@@ -45,6 +58,10 @@ pub fn gate_plan(root: &Path, args: &GatePlanArgs) -> ExitCode {
             tofu: &args.tofu,
             whitelist: &args.whitelist,
             require_unmounted: args.require_unmounted,
+            show_timeout: std::time::Duration::from_secs(args.show_timeout),
+            max_plan_bytes: args
+                .max_plan_size
+                .unwrap_or(gate_plan::DEFAULT_MAX_PLAN_BYTES),
         },
     ))
 }

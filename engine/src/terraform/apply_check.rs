@@ -4,11 +4,21 @@
 //! (the one rule, `csis_model::apply_flags`) and refuses (exit 3) when it
 //! no longer lets the root apply. A flag may not be encrypted: it is read
 //! raw.
+//!
+//! The flag is read only from a tree that loads whole: a cfg/ file or an
+//! overlay that does not parse (a YAML error, a key written twice, a top
+//! level that is not a mapping), or any file of the tree the load could
+//! not read at all (over the size limit, not UTF-8, not a regular file,
+//! a missing overlay), is a refusal naming it: the flag read from the
+//! files that did load may be one the broken file overrides.
 
 use csis_model::apply_flags::{ApplyFlag, apply_flag, flag_for_lifecycle};
+use csis_model::{Diagnostic, Value};
 use serde_json::Value as J;
 
+use crate::db::files::{file_document, parse_file};
 use crate::load::builders::builders;
+use crate::load::overlay::overlay_document;
 use crate::load::render::raw_tree;
 use crate::terraform::{FAILED, Outcome, REFUSED};
 use crate::workspace::Workspace;
@@ -30,6 +40,28 @@ pub fn apply_check(ws: &Workspace, req: &ApplyCheck) -> Outcome {
             ),
         );
     };
+    let unloaded = unloaded(ws);
+    if !unloaded.is_empty() {
+        let n = unloaded.len();
+        let mut err: Vec<String> = unloaded
+            .iter()
+            .map(|u| format!("apply-check: REFUSED: {u}"))
+            .collect();
+        let (files, them) = if n == 1 {
+            ("1 file above".to_string(), "it")
+        } else {
+            (format!("{n} files above"), "them")
+        };
+        err.push(format!(
+            "apply-check: REFUSED: config.{key} is not read from a tree that does not load ({files}); the {} root stops after its plan and gate -- fix {them} (csis validate shows {them}) and rerun",
+            req.lifecycle,
+        ));
+        return Outcome {
+            code: REFUSED,
+            out: Vec::new(),
+            err,
+        };
+    }
     let raw = raw_tree(&ws.db, ws.tree)
         .get("config")
         .and_then(|c| c.get(key))
@@ -42,8 +74,11 @@ pub fn apply_check(ws: &Workspace, req: &ApplyCheck) -> Outcome {
             ),
         );
     }
-    let flag = apply_flag(&builders(&ws.db, ws.tree).config_map(), key);
-    let value = raw.as_ref().map_or_else(|| "unset".to_string(), shown);
+    // The value decided on, overlays applied and templates rendered, is
+    // the value the message states.
+    let config = builders(&ws.db, ws.tree).config_map();
+    let flag = apply_flag(&config, key);
+    let value = config.get(key).map_or_else(|| "unset".to_string(), shown);
     let root = match req.runtime {
         Some(rt) => format!("builder '{}' (runtime '{rt}')", req.builder),
         None => format!("builder '{}'", req.builder),
@@ -79,16 +114,76 @@ pub fn apply_check(ws: &Workspace, req: &ApplyCheck) -> Outcome {
     )
 }
 
-/// A flag's value as written: `true`, `[a, b]`, `unset`.
-fn shown(v: &J) -> String {
+/// A flag's value as read: `true`, `[a, b]`, `unset`.
+fn shown(v: &Value) -> String {
     match v {
-        J::Null => "unset".to_string(),
-        J::String(s) => s.clone(),
-        J::Array(items) => format!(
+        Value::Null => "unset".to_string(),
+        Value::Scalar { text, .. } => text.clone(),
+        Value::Seq(items) => format!(
             "[{}]",
             items.iter().map(shown).collect::<Vec<_>>().join(", ")
         ),
-        other => other.to_string(),
+        Value::Map(m) => format!(
+            "{{{}}}",
+            m.iter()
+                .map(|(k, v)| format!("{k}: {}", shown(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// Every file the load could not read, and every cfg/ file and overlay
+/// that does not parse: `file:line:col: why` each (the place when known).
+fn unloaded(ws: &Workspace) -> Vec<String> {
+    let db = &ws.db;
+    let mut out: Vec<String> = ws
+        .read_diags
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| located(ws, d))
+        .collect();
+    for file in ws.tree.cfg_files(db) {
+        let doc = file_document(db, *file);
+        if doc.value.is_none() {
+            out.extend(doc.diags.iter().map(|d| located(ws, d)));
+        }
+    }
+    for file in ws.tree.overlays(db) {
+        let parsed = parse_file(db, *file);
+        let loads = parsed.error.is_none()
+            && parsed
+                .value
+                .as_deref()
+                .is_some_and(|v| v.as_map().is_some());
+        if !loads {
+            let doc = overlay_document(db, *file);
+            out.extend(
+                doc.diags
+                    .iter()
+                    .filter(|d| d.is_error())
+                    .map(|d| located(ws, d)),
+            );
+        }
+    }
+    out
+}
+
+/// `file:line:col: message` when the diagnostic has a place, the file
+/// named once, and what to write instead when it says.
+fn located(ws: &Workspace, d: &Diagnostic) -> String {
+    let place = d.origin.as_ref().and_then(|o| ws.position(o, false));
+    let said = match (place, &d.origin) {
+        (Some(place), Some(origin)) => {
+            let file = format!("{}: ", origin.file);
+            let message = d.message.strip_prefix(&file).unwrap_or(&d.message);
+            csis_model::escape_controls(&format!("{place}: {message}")).into_owned()
+        }
+        _ => ws.describe(d),
+    };
+    match &d.help {
+        Some(help) => format!("{said} -- {help}"),
+        None => said,
     }
 }
 

@@ -1,26 +1,44 @@
 //! `csis gate-plan`: the apply gate over `tofu show -json <planfile>`
-//! (spec: commands/gate.py). Every planned destroy (an entry of
-//! `resource_changes` whose `change.actions` holds "delete", a replace
-//! too) must match a whitelisted address or prefix; a plan file older than
-//! the newest .tf in its root is stale; with `--require-unmounted` every
-//! planned detach of a storage needs an ok unmount receipt. Every problem
-//! is listed, then the gate refuses (exit 3); a tofu that cannot answer or
-//! a document that is not a plan is an error (exit 1).
+//! (spec: commands/gate.py). The plan is read against the documented JSON
+//! output format ([`plan_json`]): a plan it does not understand is
+//! refused, never judged from what could be read of it. Every planned
+//! destroy (a `delete`, a replace too) must match a whitelisted address or
+//! prefix; a planfile older than any file its plan read is stale
+//! ([`freshness`]); with `--require-unmounted` every planned detach of a
+//! storage needs an ok unmount receipt. Every problem is listed, then the
+//! gate refuses (exit 3). `tofu show` runs under a timeout and its output
+//! under a bound; a tofu that cannot answer, or a document that is not a
+//! plan, is an error (exit 1).
+//!
+//! [`plan_json`]: crate::terraform::plan_json
+//! [`freshness`]: crate::terraform::freshness
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::time::Duration;
 
 use serde_json::Value as J;
 
-use crate::db::system::System;
+use crate::db::system::{LimitedRun, RunLimits, System};
+use crate::terraform::freshness::staleness;
+use crate::terraform::plan_json::{ResourceChange, Unjudged, read_plan};
 use crate::terraform::unmount::{Receipt, receipt_path};
-use crate::terraform::{FAILED, Outcome, REFUSED, Tofu, shown};
+use crate::terraform::{FAILED, Outcome, REFUSED, Tofu};
+use crate::workspace::human_bytes;
 
 /// The resource types that attach a storage to an instance: a planned
 /// delete of one is a detach, keyed `"<instance>/<storage>"`.
 pub const ATTACHMENT_TYPES: [&str; 2] = ["aws_volume_attachment", "google_compute_attached_disk"];
 
-/// The plan JSON format this gate reads (`format_version` 1.x).
-const FORMAT_MAJOR: &str = "1";
+/// How long `tofu show -json` may take by default (`--show-timeout`): it
+/// starts the root's providers to read their schemas, seconds when they
+/// are installed; five minutes is a hang, not a slow machine.
+pub const DEFAULT_SHOW_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The most bytes of plan JSON read by default (`--max-plan-size`): a
+/// root of csis's is a few volumes or instances, kilobytes to a few
+/// megabytes of JSON; 256 MiB is far past any of them and still fits in
+/// memory (the plan is read without building a JSON tree of it).
+pub const DEFAULT_MAX_PLAN_BYTES: u64 = 256 << 20;
 
 /// One invocation.
 pub struct GatePlan<'a> {
@@ -32,6 +50,10 @@ pub struct GatePlan<'a> {
     pub tofu: &'a str,
     pub whitelist: &'a [String],
     pub require_unmounted: bool,
+    /// How long `tofu show -json` may run.
+    pub show_timeout: Duration,
+    /// The most bytes of plan JSON read.
+    pub max_plan_bytes: u64,
 }
 
 /// What the gate found in one plan.
@@ -55,14 +77,14 @@ pub enum ReceiptState {
 
 pub fn gate_plan(system: &dyn System, req: &GatePlan) -> Outcome {
     let planfile = req.cwd.join(req.planfile);
-    let plan = match read_plan(system, req, &planfile) {
+    let plan = match plan_of(system, req, &planfile) {
         Ok(p) => p,
-        Err(e) => return Outcome::failed(FAILED, format!("gate-plan: {e}")),
+        Err(outcome) => return outcome,
     };
     let receipts =
         |instance: &str, storage: &str| receipt_state(system, req.root, instance, storage);
     let mut judged = judge(&plan, req.whitelist, req.require_unmounted, &receipts);
-    match staleness(system, req.cwd, &planfile) {
+    match staleness(system, req.cwd, req.root, &planfile) {
         Ok(Some(problem)) => judged.problems.insert(0, problem),
         Ok(None) => {}
         Err(e) => return Outcome::failed(FAILED, format!("gate-plan: {e}")),
@@ -97,89 +119,92 @@ pub fn gate_plan(system: &dyn System, req: &GatePlan) -> Outcome {
     }
 }
 
-/// `tofu show -json <planfile>`, read and checked to be a plan.
-fn read_plan(system: &dyn System, req: &GatePlan, planfile: &Path) -> Result<J, String> {
+/// `tofu show -json <planfile>` under the request's bounds, read as a
+/// plan; else the outcome that says why not.
+fn plan_of(
+    system: &dyn System,
+    req: &GatePlan,
+    planfile: &Path,
+) -> Result<Vec<ResourceChange>, Outcome> {
+    let failed = |e: String| Outcome::failed(FAILED, format!("gate-plan: {e}"));
     let exists = system
         .modified(planfile)
-        .map_err(|e| format!("{}: {e}", planfile.display()))?
+        .map_err(|e| failed(format!("{}: {e}", planfile.display())))?
         .is_some();
     if !exists {
-        return Err(format!(
+        return Err(failed(format!(
             "no planfile {} in {} -- run tofu plan -out={} there first",
             req.planfile,
             req.cwd.display(),
             req.planfile
-        ));
+        )));
     }
     let tofu = Tofu {
         system,
         binary: req.tofu,
         cwd: req.cwd,
     };
-    let text = tofu.run(&["show", "-json", req.planfile])?;
-    let doc: J = serde_json::from_str(&text).map_err(|e| {
-        format!(
-            "'{} show -json {}' printed no JSON document: {e}",
-            req.tofu, req.planfile
-        )
-    })?;
-    is_plan(&doc).map_err(|e| format!("{}: {e}", req.planfile))?;
-    Ok(doc)
-}
-
-/// A plan document in the format this gate reads: `format_version` 1.x
-/// and the plan's own keys (a state's JSON has neither).
-pub fn is_plan(doc: &J) -> Result<(), String> {
-    let version = doc
-        .get("format_version")
-        .and_then(J::as_str)
-        .ok_or("not a plan document: it has no format_version")?;
-    if version.split('.').next() != Some(FORMAT_MAJOR) {
-        return Err(format!(
-            "plan format_version '{version}' is not one this gate reads (1.x); refusing to judge it"
-        ));
-    }
-    if doc.get("resource_changes").is_none() && doc.get("planned_values").is_none() {
-        return Err(
-            "not a plan document: it has neither resource_changes nor planned_values (a state?)"
-                .into(),
-        );
-    }
-    Ok(())
+    let args = ["show", "-json", req.planfile];
+    let limits = RunLimits {
+        timeout: req.show_timeout,
+        max_stdout: req.max_plan_bytes,
+    };
+    let show = format!("'{} show -json {}'", req.tofu, req.planfile);
+    let text = match tofu.run_limited(&args, limits).map_err(failed)? {
+        LimitedRun::Finished(out) => tofu.answer(&args, out).map_err(failed)?,
+        LimitedRun::TimedOut => {
+            return Err(failed(format!(
+                "{show} did not finish within {} s (--show-timeout); it was stopped and the plan is not judged -- check that tofu can start the root's providers, or raise --show-timeout",
+                req.show_timeout.as_secs()
+            )));
+        }
+        LimitedRun::TooMuchOutput => {
+            return Err(Outcome::failed(
+                REFUSED,
+                format!(
+                    "gate-plan: {show} printed more than {} of plan JSON (--max-plan-size); the plan is refused unread -- raise --max-plan-size if the plan is really that large",
+                    human_bytes(req.max_plan_bytes)
+                ),
+            ));
+        }
+    };
+    read_plan(&text).map_err(|why| match why {
+        Unjudged::NotJson(e) => failed(format!("{show} printed no JSON document: {e}")),
+        Unjudged::NotAPlan(e) => failed(format!("{}: {e}", req.planfile)),
+        Unjudged::Refused(problems) => {
+            let mut err: Vec<String> = problems.iter().map(|p| format!("gate-plan: {p}")).collect();
+            err.push(format!(
+                "gate-plan: {}: refused, the plan is not one csis understands; nothing is applied",
+                req.planfile
+            ));
+            Outcome {
+                code: REFUSED,
+                out: Vec::new(),
+                err,
+            }
+        }
+    })
 }
 
 /// The plan's changes judged: destroys against the whitelist, detaches
 /// against their receipts (when `require_unmounted`).
 pub fn judge(
-    plan: &J,
+    plan: &[ResourceChange],
     whitelist: &[String],
     require_unmounted: bool,
     receipts: &dyn Fn(&str, &str) -> ReceiptState,
 ) -> Judgement {
     let mut out = Judgement::default();
-    let empty = Vec::new();
-    let changes = plan
-        .get("resource_changes")
-        .and_then(J::as_array)
-        .unwrap_or(&empty);
-    for rc in changes {
-        let address = rc
-            .get("address")
-            .and_then(J::as_str)
-            .unwrap_or("(no address)");
-        let actions: Vec<&str> = rc
-            .pointer("/change/actions")
-            .and_then(J::as_array)
-            .map(|a| a.iter().filter_map(J::as_str).collect())
-            .unwrap_or_default();
-        if actions.iter().all(|a| *a == "no-op" || *a == "read") {
+    for rc in plan {
+        let address = rc.address.as_str();
+        if !rc.actions.changes() {
             continue;
         }
         out.changes += 1;
-        if !actions.contains(&"delete") {
+        if !rc.actions.destroys() {
             continue;
         }
-        let what = if actions.contains(&"create") {
+        let what = if rc.actions.replaces() {
             "replace"
         } else {
             "destroy"
@@ -189,14 +214,13 @@ pub fn judge(
         } else {
             out.problems.push(format!(
                 "planned {what} of {address} (actions: {}) is not whitelisted -- whitelist it in the builder that owns the root (--whitelist {address}), or change the declaration so nothing is destroyed",
-                actions.join(", ")
+                rc.actions.names()
             ));
         }
-        let ty = rc.get("type").and_then(J::as_str).unwrap_or_default();
-        if !require_unmounted || !ATTACHMENT_TYPES.contains(&ty) {
+        if !require_unmounted || !ATTACHMENT_TYPES.contains(&rc.ty.as_str()) {
             continue;
         }
-        let key = rc.get("index").and_then(J::as_str).unwrap_or_default();
+        let key = rc.index.as_ref().and_then(J::as_str).unwrap_or_default();
         let Some((instance, storage)) = key.split_once('/') else {
             out.problems.push(format!(
                 "planned detach {address} is not keyed \"<instance>/<storage>\", so no unmount receipt can vouch for it; refusing the detach"
@@ -228,38 +252,6 @@ pub fn whitelisted(address: &str, whitelist: &[String]) -> bool {
                 .strip_prefix(w.as_str())
                 .is_some_and(|rest| rest.starts_with('[') || rest.starts_with('.'))
     })
-}
-
-/// A problem when the planfile is older than the newest .tf (or .tf.json)
-/// directly in its root.
-fn staleness(system: &dyn System, cwd: &Path, planfile: &Path) -> Result<Option<String>, String> {
-    let plan_time = system
-        .modified(planfile)
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("{} vanished", planfile.display()))?;
-    let mut newest: Option<(std::time::SystemTime, PathBuf)> = None;
-    for f in system
-        .list_files(cwd)
-        .map_err(|e| format!("{}: {e}", cwd.display()))?
-    {
-        let name = f.file_name().map(|n| n.to_string_lossy().to_string());
-        let is_tf = name.is_some_and(|n| n.ends_with(".tf") || n.ends_with(".tf.json"));
-        if f.parent() != Some(cwd) || !is_tf {
-            continue;
-        }
-        if let Some(t) = system.modified(&f).map_err(|e| e.to_string())?
-            && newest.as_ref().is_none_or(|(n, _)| t > *n)
-        {
-            newest = Some((t, f));
-        }
-    }
-    Ok(newest.filter(|(t, _)| *t > plan_time).map(|(_, f)| {
-        let plan = shown(planfile, cwd);
-        format!(
-            "{plan} is stale: {} changed after it was planned (a plan file older than the newest .tf in its root is stale) -- re-run tofu plan -out={plan}",
-            shown(&f, cwd)
-        )
-    }))
 }
 
 /// The receipt of an unmount of `storage` from `instance`, as the gate
@@ -297,6 +289,11 @@ mod tests {
         json!({"format_version": "1.2", "terraform_version": "1.8.0", "resource_changes": changes})
     }
 
+    /// The plan's changes as the gate reads them.
+    fn read(plan: J) -> Vec<ResourceChange> {
+        read_plan(&plan.to_string()).unwrap()
+    }
+
     fn none(_: &str, _: &str) -> ReceiptState {
         ReceiptState::Missing
     }
@@ -329,7 +326,7 @@ mod tests {
             change("aws_instance.db", "aws_instance", J::Null, &["update"]),
             change("aws_instance.same", "aws_instance", J::Null, &["no-op"]),
         ]);
-        let j = judge(&p, &["aws_instance.web".to_string()], false, &none);
+        let j = judge(&read(p), &["aws_instance.web".to_string()], false, &none);
         assert_eq!((j.changes, j.destroys_whitelisted), (3, 1));
         assert_eq!(
             j.problems,
@@ -372,6 +369,7 @@ mod tests {
             ("db", "ok") => ReceiptState::Ok,
             _ => ReceiptState::Missing,
         };
+        let p = read(p);
         assert!(judge(&p, &w, false, &receipts).problems.is_empty());
         let j = judge(&p, &w, true, &receipts);
         assert_eq!((j.destroys_whitelisted, j.detaches_unmounted), (3, 1));
@@ -381,23 +379,6 @@ mod tests {
                 "planned detach aws_volume_attachment.attach[\"web/data\"] of storage 'data' from instance 'web' has no unmount receipt -- run csis unmount storage data --instance web first (or unmount it by hand and run it with --confirm)",
                 "planned detach google_compute_attached_disk.attach[\"db/logs\"] of storage 'logs' from instance 'db': its unmount receipt says the unmount failed (unmount of /srv/logs on db failed (exit 32): busy) -- unmount it (csis unmount storage logs --instance db, or by hand and --confirm) and plan again",
             ]
-        );
-    }
-
-    #[test]
-    fn a_document_that_is_not_a_version_1_plan_is_refused() {
-        assert!(is_plan(&plan(vec![])).is_ok());
-        assert_eq!(
-            is_plan(&json!({"format_version": "2.0", "resource_changes": []})).unwrap_err(),
-            "plan format_version '2.0' is not one this gate reads (1.x); refusing to judge it"
-        );
-        assert_eq!(
-            is_plan(&json!({"format_version": "1.0", "values": {}})).unwrap_err(),
-            "not a plan document: it has neither resource_changes nor planned_values (a state?)"
-        );
-        assert_eq!(
-            is_plan(&json!({"resource_changes": []})).unwrap_err(),
-            "not a plan document: it has no format_version"
         );
     }
 
@@ -423,13 +404,15 @@ mod tests {
             tofu: "tofu",
             whitelist: &[],
             require_unmounted: false,
+            show_timeout: DEFAULT_SHOW_TIMEOUT,
+            max_plan_bytes: DEFAULT_MAX_PLAN_BYTES,
         };
         let o = gate_plan(&sys, &req);
         assert_eq!(o.code, 3);
         assert_eq!(
             o.err,
             [
-                "gate-plan: REFUSED: s.tfplan is stale: main.tf changed after it was planned (a plan file older than the newest .tf in its root is stale) -- re-run tofu plan -out=s.tfplan",
+                "gate-plan: REFUSED: s.tfplan is stale: main.tf changed after it was planned (a planfile older than any file of its root is stale; .terraform/, the local state and planfiles aside) -- re-run tofu plan -out=s.tfplan",
                 "gate-plan: s.tfplan: refused, 1 problem(s); nothing is applied"
             ]
         );
@@ -458,6 +441,8 @@ mod tests {
             tofu: "tofu",
             whitelist: &[],
             require_unmounted: false,
+            show_timeout: DEFAULT_SHOW_TIMEOUT,
+            max_plan_bytes: DEFAULT_MAX_PLAN_BYTES,
         };
         let o = gate_plan(&sys, &req);
         assert_eq!(o.code, 1);
@@ -477,6 +462,67 @@ mod tests {
             gate_plan(&sys, &req).err,
             [
                 "gate-plan: 'tofu show -json s.tfplan' exited 1: Error: Failed to read the given file as a state or plan file"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_show_that_hangs_is_stopped_and_a_plan_over_the_bound_is_refused_unread() {
+        let sys = MemorySystem::new();
+        let cwd = Path::new("/r/x");
+        sys.write(&cwd.join("s.tfplan"), "binary");
+        let mut req = GatePlan {
+            root: Path::new("/r"),
+            cwd,
+            planfile: "s.tfplan",
+            tofu: "tofu",
+            whitelist: &[],
+            require_unmounted: false,
+            show_timeout: DEFAULT_SHOW_TIMEOUT,
+            max_plan_bytes: 10,
+        };
+        sys.answer("tofu show -json s.tfplan", 0, &plan(vec![]).to_string(), "");
+        let o = gate_plan(&sys, &req);
+        assert_eq!((o.code, o.err.as_slice()), (3, [
+            "gate-plan: 'tofu show -json s.tfplan' printed more than 10 bytes of plan JSON (--max-plan-size); the plan is refused unread -- raise --max-plan-size if the plan is really that large".to_string()
+        ].as_slice()));
+        req.max_plan_bytes = DEFAULT_MAX_PLAN_BYTES;
+        assert_eq!(gate_plan(&sys, &req).code, 0);
+        sys.hang("tofu show -json s.tfplan");
+        let o = gate_plan(&sys, &req);
+        assert_eq!((o.code, o.err.as_slice()), (1, [
+            "gate-plan: 'tofu show -json s.tfplan' did not finish within 300 s (--show-timeout); it was stopped and the plan is not judged -- check that tofu can start the root's providers, or raise --show-timeout".to_string()
+        ].as_slice()));
+    }
+
+    #[test]
+    fn a_plan_the_gate_does_not_understand_is_refused_with_what_and_where() {
+        let sys = MemorySystem::new();
+        let cwd = Path::new("/r/x");
+        sys.write(&cwd.join("s.tfplan"), "binary");
+        let req = GatePlan {
+            root: Path::new("/r"),
+            cwd,
+            planfile: "s.tfplan",
+            tofu: "tofu",
+            whitelist: &[],
+            require_unmounted: false,
+            show_timeout: DEFAULT_SHOW_TIMEOUT,
+            max_plan_bytes: DEFAULT_MAX_PLAN_BYTES,
+        };
+        let doc = plan(vec![
+            change("aws_instance.a", "aws_instance", J::Null, &["no-op"]),
+            change("aws_instance.web", "aws_instance", J::Null, &["obliterate"]),
+        ]);
+        sys.answer("tofu show -json s.tfplan", 0, &doc.to_string(), "");
+        let o = gate_plan(&sys, &req);
+        assert_eq!(o.code, 3);
+        assert!(o.out.is_empty());
+        assert_eq!(
+            o.err,
+            [
+                "gate-plan: resource_changes[1] (aws_instance.web): unknown action \"obliterate\"; the plan is refused (csis reads no-op, create, read, update, delete and the two replace pairs)",
+                "gate-plan: s.tfplan: refused, the plan is not one csis understands; nothing is applied"
             ]
         );
     }

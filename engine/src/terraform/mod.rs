@@ -13,7 +13,9 @@
 //! [`Outcome`] (the lines to print and the exit code) and prints nothing.
 
 pub mod apply_check;
+pub mod freshness;
 pub mod gate_plan;
+pub mod plan_json;
 pub mod state_backup;
 pub mod state_migration;
 pub mod unmount;
@@ -22,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value as J;
 
-use crate::db::system::{Process, System};
+use crate::db::system::{Process, ProcessOutput, System};
 
 /// The exit code of a refusal (gate-plan, apply-check).
 pub const REFUSED: u8 = 3;
@@ -71,23 +73,33 @@ impl Tofu<'_> {
     /// `'<tofu> ARGS' ...` (could not start, or the exit code and the tail
     /// of what it printed).
     pub fn run(&self, args: &[&str]) -> Result<String, String> {
-        let line = std::iter::once(self.binary)
-            .chain(args.iter().copied())
-            .collect::<Vec<_>>()
-            .join(" ");
-        let process = Process {
-            program: PathBuf::from(self.binary),
-            args: args.iter().map(|a| a.to_string()).collect(),
-            cwd: self.cwd.to_path_buf(),
-            env: Vec::new(),
-        };
-        let out = self.system.run(&process).map_err(|e| {
-            format!("'{line}' could not start: {e} -- install OpenTofu, or pass --tofu <binary>")
-        })?;
+        let out = self
+            .system
+            .run(&self.process(args))
+            .map_err(|e| self.not_started(args, e))?;
+        self.answer(args, out)
+    }
+
+    /// `<tofu> ARGS` in the root under `limits` (see
+    /// [`System::run_limited`]); an error when it could not start.
+    pub fn run_limited(
+        &self,
+        args: &[&str],
+        limits: crate::db::system::RunLimits,
+    ) -> Result<crate::db::system::LimitedRun, String> {
+        self.system
+            .run_limited(&self.process(args), limits)
+            .map_err(|e| self.not_started(args, e))
+    }
+
+    /// What a finished `<tofu> ARGS` answered: its stdout when it exited
+    /// 0, else the exit and the tail of what it printed.
+    pub fn answer(&self, args: &[&str], out: ProcessOutput) -> Result<String, String> {
         match out.code {
             Some(0) => Ok(out.stdout),
             code => Err(format!(
-                "'{line}' {}: {}",
+                "'{}' {}: {}",
+                self.line(args),
                 code.map_or_else(
                     || "was ended by a signal".to_string(),
                     |c| format!("exited {c}")
@@ -95,6 +107,29 @@ impl Tofu<'_> {
                 tail(&out.stderr, &out.stdout)
             )),
         }
+    }
+
+    fn line(&self, args: &[&str]) -> String {
+        std::iter::once(self.binary)
+            .chain(args.iter().copied())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    fn process(&self, args: &[&str]) -> Process {
+        Process {
+            program: PathBuf::from(self.binary),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            cwd: self.cwd.to_path_buf(),
+            env: Vec::new(),
+        }
+    }
+
+    fn not_started(&self, args: &[&str], e: std::io::Error) -> String {
+        format!(
+            "'{}' could not start: {e} -- install OpenTofu, or pass --tofu <binary>",
+            self.line(args)
+        )
     }
 }
 

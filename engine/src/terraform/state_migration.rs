@@ -52,10 +52,13 @@ pub struct Begun {
 }
 
 /// The scratch root begin probes the new location from, inside the root.
-const PROBE_DIR: &str = ".csis-state-probe";
+pub(crate) const PROBE_DIR: &str = ".csis-state-probe";
+
+/// How the record of a begun migration, beside the root's files, ends.
+pub(crate) const BEGUN_SUFFIX: &str = ".state-migration.json";
 
 fn begun_path(cwd: &Path, workspace: &str) -> PathBuf {
-    cwd.join(format!("{workspace}.state-migration.json"))
+    cwd.join(format!("{workspace}{BEGUN_SUFFIX}"))
 }
 
 pub fn begin(ws: &Workspace, system: &dyn System, req: &StateMigration) -> Outcome {

@@ -40,10 +40,14 @@ pub struct Receipt {
     pub detail: String,
 }
 
+/// Where every unmount receipt lives.
+pub fn receipts_dir(root: &Path) -> PathBuf {
+    private_dir(root).join("unmount-receipts")
+}
+
 /// `<root>/_private/unmount-receipts/<instance>/<storage>.json`.
 pub fn receipt_path(root: &Path, instance: &str, storage: &str) -> PathBuf {
-    private_dir(root)
-        .join("unmount-receipts")
+    receipts_dir(root)
         .join(instance)
         .join(format!("{storage}.json"))
 }

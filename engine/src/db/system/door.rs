@@ -74,6 +74,21 @@ pub trait System: Send + Sync {
     fn run(&self, process: &Process) -> io::Result<ProcessOutput> {
         self.run_streaming(process, &mut |_, _| {})
     }
+    /// Run a process whose whole output csis reads (`tofu show -json`),
+    /// under `limits`: one that outlives the timeout, or prints more than
+    /// the bound, is killed (with every process it started) and its
+    /// output dropped, so that a hung or runaway tool can neither hang
+    /// csis nor fill its memory. By default (the in-memory system of
+    /// tests) the process is run whole and its output held to the bound
+    /// afterwards.
+    fn run_limited(&self, process: &Process, limits: RunLimits) -> io::Result<LimitedRun> {
+        let out = self.run(process)?;
+        Ok(if out.stdout.len() as u64 > limits.max_stdout {
+            LimitedRun::TooMuchOutput
+        } else {
+            LimitedRun::Finished(out)
+        })
+    }
     /// When a file was last modified; `Ok(None)` when it does not exist.
     fn modified(&self, path: &Path) -> io::Result<Option<std::time::SystemTime>>;
     /// Take an exclusive advisory lock (flock) on `path` without waiting,
@@ -135,6 +150,26 @@ pub struct Process {
     pub args: Vec<String>,
     pub cwd: PathBuf,
     pub env: Vec<(String, String)>,
+}
+
+/// The bounds of [`System::run_limited`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunLimits {
+    /// How long the process may run.
+    pub timeout: std::time::Duration,
+    /// The most bytes of stdout read.
+    pub max_stdout: u64,
+}
+
+/// How a run under [`RunLimits`] ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LimitedRun {
+    /// It ended by itself, within both bounds.
+    Finished(ProcessOutput),
+    /// It was still running at the timeout, and was killed.
+    TimedOut,
+    /// It printed more than `max_stdout` bytes, and was killed.
+    TooMuchOutput,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::{HeldLock, Process, ProcessOutput, SourceRead, Stream, System};
+use super::{HeldLock, LimitedRun, Process, ProcessOutput, RunLimits, SourceRead, Stream, System};
 
 /// An in-memory tree for tests: paths map to file contents.
 #[derive(Debug, Default, Clone)]
@@ -25,6 +25,8 @@ pub struct MemorySystem {
     /// What a process answers, by its command line (`program arg...`),
     /// and the command lines run, in order, each with its directory.
     answers: Arc<Mutex<BTreeMap<String, ProcessOutput>>>,
+    /// Command lines that never end: a limited run of one times out.
+    hangs: Arc<Mutex<std::collections::BTreeSet<String>>>,
     ran: Arc<Mutex<Vec<(String, PathBuf)>>>,
     locks: Arc<Mutex<std::collections::BTreeSet<PathBuf>>>,
     env: BTreeMap<String, String>,
@@ -135,6 +137,14 @@ impl MemorySystem {
                     stderr: stderr.to_string(),
                 },
             );
+        }
+    }
+
+    /// A process stand-in that never ends: a limited run of the command
+    /// line times out.
+    pub fn hang(&self, line: &str) {
+        if let Ok(mut h) = self.hangs.lock() {
+            h.insert(line.to_string());
         }
     }
 
@@ -269,6 +279,25 @@ impl System for MemorySystem {
         out.stdout.lines().for_each(|l| on_line(Stream::Stdout, l));
         out.stderr.lines().for_each(|l| on_line(Stream::Stderr, l));
         Ok(out)
+    }
+
+    fn run_limited(&self, process: &Process, limits: RunLimits) -> io::Result<LimitedRun> {
+        let line = std::iter::once(process.program.to_string_lossy().to_string())
+            .chain(process.args.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(" ");
+        if self.hangs.lock().is_ok_and(|h| h.contains(&line)) {
+            if let Ok(mut ran) = self.ran.lock() {
+                ran.push((line, process.cwd.clone()));
+            }
+            return Ok(LimitedRun::TimedOut);
+        }
+        let out = self.run(process)?;
+        Ok(if out.stdout.len() as u64 > limits.max_stdout {
+            LimitedRun::TooMuchOutput
+        } else {
+            LimitedRun::Finished(out)
+        })
     }
 
     fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn HeldLock>>> {

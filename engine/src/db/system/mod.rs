@@ -14,7 +14,8 @@ mod memory;
 mod os;
 
 pub use door::{
-    HeldLock, Process, ProcessOutput, SourceRead, Stream, System, TEMP_MARK, is_unfinished_write,
+    HeldLock, LimitedRun, Process, ProcessOutput, RunLimits, SourceRead, Stream, System, TEMP_MARK,
+    is_unfinished_write,
 };
 pub use memory::MemorySystem;
 pub use os::OsSystem;

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::{HeldLock, Process, ProcessOutput, SourceRead, Stream, System};
+use super::{HeldLock, LimitedRun, Process, ProcessOutput, RunLimits, SourceRead, Stream, System};
 use write::os_replace;
 
 /// The real machine.
@@ -185,6 +185,10 @@ impl System for OsSystem {
         on_line: &mut dyn FnMut(Stream, &str),
     ) -> io::Result<ProcessOutput> {
         process::run_streaming(process, on_line)
+    }
+
+    fn run_limited(&self, process: &Process, limits: RunLimits) -> io::Result<LimitedRun> {
+        process::run_limited(process, limits)
     }
 
     fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn HeldLock>>> {
