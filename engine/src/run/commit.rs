@@ -48,13 +48,28 @@ pub fn allowances(system: &dyn System, root: &Path) -> Allow {
 
 /// The files a tree scan covers: in a git work tree the tracked and
 /// untracked files git does not ignore, else every file; never the private
-/// mirror.
+/// mirror. A file named as PATH is scanned itself, whatever git thinks of
+/// it; a PATH that does not exist is an error, never an empty scan that
+/// passes (issue 32).
 fn tree_files(system: &dyn System, root: &Path, under: &Path) -> Result<Vec<String>, String> {
     let rel_under = under
         .strip_prefix(root)
         .unwrap_or(under)
         .to_string_lossy()
-        .to_string();
+        .replace('\\', "/");
+    if !system.is_dir(under) {
+        return match system.read_bytes(under) {
+            Ok(Some(_)) => Ok(vec![rel_under]),
+            Ok(None) => Err(format!(
+                "public-safe: {}: no such file or directory; nothing was scanned",
+                under.display()
+            )),
+            Err(e) => Err(format!(
+                "public-safe: {}: {e}; nothing was scanned",
+                under.display()
+            )),
+        };
+    }
     let mut files: Vec<String> = if in_git(system, root) {
         let mut args = vec!["ls-files", "-co", "--exclude-standard", "-z"];
         if !rel_under.is_empty() {
