@@ -81,6 +81,11 @@ impl Allow {
         Allow::from_entries(&entries)
     }
 
+    /// Whether a `path:` entry accepts the file whole.
+    pub fn accepts_path(&self, path: &str) -> bool {
+        self.accepts_file(path)
+    }
+
     fn accepts_file(&self, path: &str) -> bool {
         let base = path.rsplit('/').next().unwrap_or(path);
         self.paths.iter().any(|g| glob(g, path) || glob(g, base))
