@@ -157,6 +157,9 @@ pub fn scan_staged(system: &dyn System, root: &Path) -> Result<(usize, Vec<Findi
     Ok((names.len(), findings))
 }
 
+/// A file's path (relative to the root) and bytes.
+type Loaded = (String, Vec<u8>);
+
 /// The staged blobs, byte for byte. git's output reaches csis as text,
 /// which a binary blob (a gzip, a zip) does not survive: a blob whose
 /// object id is its working-tree file's (`git hash-object --no-filters`)
@@ -166,7 +169,7 @@ fn staged_blobs(
     system: &dyn System,
     root: &Path,
     names: &[&str],
-) -> Result<(Vec<(String, Vec<u8>)>, Vec<Finding>), String> {
+) -> Result<(Vec<Loaded>, Vec<Finding>), String> {
     if names.is_empty() {
         return Ok((Vec::new(), Vec::new()));
     }
