@@ -258,3 +258,24 @@ fn the_staged_scan_reads_binary_blobs_byte_for_byte() {
     let out = csis(r, &["public-safe", "--staged"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+#[test]
+fn a_file_that_cannot_be_read_is_an_error_not_a_file_skipped() {
+    let t = tree("local-run");
+    let r = t.path();
+    // A symlink to itself exists and cannot be read (as root, unlike a
+    // file without permissions).
+    std::os::unix::fs::symlink("loop.yml", r.join("loop.yml")).unwrap();
+    let out = csis(r, &["public-safe"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with("error: public-safe: cannot read loop.yml: "),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).ends_with("; a file that cannot be read is not passed\n"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -117,22 +117,31 @@ pub fn scan_tree(
 ) -> Result<(usize, Vec<Finding>), String> {
     let allow = allowances(system, root);
     let files = tree_files(system, root, under)?;
-    let loaded = read_all(system, root, &files);
+    let loaded = read_all(system, root, &files)?;
     Ok((loaded.len(), scan_all(&loaded, &allow)))
 }
 
-/// The bytes of each file (relative to `root`) that can be read, in order.
-fn read_all(system: &dyn System, root: &Path, files: &[String]) -> Vec<(String, Vec<u8>)> {
-    files
+/// The bytes of each file (relative to `root`), in order. A file gone from
+/// disk (tracked, deleted) and a directory git lists (a submodule, its own
+/// repository) hold nothing here; a file that exists and cannot be read is
+/// an error, never a file skipped (issue 32: nothing passes unread).
+fn read_all(system: &dyn System, root: &Path, files: &[String]) -> Result<Vec<Loaded>, String> {
+    let read: Vec<Result<Option<Loaded>, String>> = files
         .par_iter()
-        .filter_map(|f| {
-            system
-                .read_bytes(&root.join(f))
-                .ok()
-                .flatten()
-                .map(|b| (f.clone(), b))
+        .map(|f| {
+            let path = root.join(f);
+            if system.is_dir(&path) {
+                return Ok(None);
+            }
+            match system.read_bytes(&path) {
+                Ok(bytes) => Ok(bytes.map(|b| (f.clone(), b))),
+                Err(e) => Err(format!(
+                    "public-safe: cannot read {f}: {e}; a file that cannot be read is not passed"
+                )),
+            }
         })
-        .collect()
+        .collect();
+    read.into_iter().filter_map(Result::transpose).collect()
 }
 
 /// `csis public-safe --staged`: the blobs in git's index.
@@ -297,7 +306,7 @@ pub fn commit_meta_state(
         ));
     }
     let allow = allowances(system, root);
-    let loaded = read_all(system, root, &files);
+    let loaded = read_all(system, root, &files)?;
     let mut findings = scan_all(&loaded, &allow);
     for (path, bytes) in &loaded {
         let text = String::from_utf8_lossy(bytes);
