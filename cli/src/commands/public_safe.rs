@@ -1,6 +1,6 @@
 //! `csis public-safe`: the scan for material that must not be public (the
-//! tree, a directory or a file, or git's index), its findings as text, JSON or SARIF,
-//! `--explain RULE`, and the pre-commit hook's install.
+//! tree, a directory or a file, or git's index), its findings as text,
+//! JSON or SARIF, `--explain RULE`, and the pre-commit hook's install.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
