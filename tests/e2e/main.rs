@@ -28,6 +28,7 @@ mod live;
 mod operations;
 mod packer;
 mod public_safe;
+mod public_safe_closed;
 mod run;
 mod secrets;
 mod shell;

@@ -1,6 +1,6 @@
 //! `csis public-safe`: the scan for material that must not be public (the
-//! tree, a path, or git's index), its findings as text, JSON or SARIF,
-//! `--explain RULE`, and the pre-commit hook's install.
+//! tree, a directory or a file, or git's index), its findings as text,
+//! JSON or SARIF, `--explain RULE`, and the pre-commit hook's install.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -187,6 +187,13 @@ fn public_safe(
         };
         let allow =
             csis_public_safe::Allow::from_config_text(&read(&ws.root.join("cfg/_config.yml")));
+        // The archive rules are about bytes that were not read: each
+        // finding's reason is its whole explanation.
+        if [csis_public_safe::UNINSPECTABLE, "archive-bound"].contains(&rule) {
+            for f in findings.iter().filter(|f| f.rule == rule) {
+                println!("{}: {}", f.path, f.excerpt);
+            }
+        }
         let mut files: Vec<&str> = findings
             .iter()
             .filter(|f| f.rule == rule && !f.path.contains('!'))
@@ -228,11 +235,11 @@ fn public_safe(
     for f in &findings {
         eprintln!("{f}");
     }
-    let what = if staged {
-        "the staged files"
-    } else {
-        "the tree"
+    let what = match path {
+        _ if staged => "the staged files".to_string(),
+        Some(p) => p.display().to_string(),
+        None => "the tree".to_string(),
     };
-    eprintln!("error: {}", csis_public_safe::refusal(what, &findings));
+    eprintln!("error: {}", csis_public_safe::refusal(&what, &findings));
     code
 }

@@ -48,13 +48,28 @@ pub fn allowances(system: &dyn System, root: &Path) -> Allow {
 
 /// The files a tree scan covers: in a git work tree the tracked and
 /// untracked files git does not ignore, else every file; never the private
-/// mirror.
+/// mirror. A file named as PATH is scanned itself, whatever git thinks of
+/// it; a PATH that does not exist is an error, never an empty scan that
+/// passes (issue 32).
 fn tree_files(system: &dyn System, root: &Path, under: &Path) -> Result<Vec<String>, String> {
     let rel_under = under
         .strip_prefix(root)
         .unwrap_or(under)
         .to_string_lossy()
-        .to_string();
+        .replace('\\', "/");
+    if !system.is_dir(under) {
+        return match system.read_bytes(under) {
+            Ok(Some(_)) => Ok(vec![rel_under]),
+            Ok(None) => Err(format!(
+                "public-safe: {}: no such file or directory; nothing was scanned",
+                under.display()
+            )),
+            Err(e) => Err(format!(
+                "public-safe: {}: {e}; nothing was scanned",
+                under.display()
+            )),
+        };
+    }
     let mut files: Vec<String> = if in_git(system, root) {
         let mut args = vec!["ls-files", "-co", "--exclude-standard", "-z"];
         if !rel_under.is_empty() {
@@ -102,22 +117,31 @@ pub fn scan_tree(
 ) -> Result<(usize, Vec<Finding>), String> {
     let allow = allowances(system, root);
     let files = tree_files(system, root, under)?;
-    let loaded = read_all(system, root, &files);
+    let loaded = read_all(system, root, &files)?;
     Ok((loaded.len(), scan_all(&loaded, &allow)))
 }
 
-/// The bytes of each file (relative to `root`) that can be read, in order.
-fn read_all(system: &dyn System, root: &Path, files: &[String]) -> Vec<(String, Vec<u8>)> {
-    files
+/// The bytes of each file (relative to `root`), in order. A file gone from
+/// disk (tracked, deleted) and a directory git lists (a submodule, its own
+/// repository) hold nothing here; a file that exists and cannot be read is
+/// an error, never a file skipped (issue 32: nothing passes unread).
+fn read_all(system: &dyn System, root: &Path, files: &[String]) -> Result<Vec<Loaded>, String> {
+    let read: Vec<Result<Option<Loaded>, String>> = files
         .par_iter()
-        .filter_map(|f| {
-            system
-                .read_bytes(&root.join(f))
-                .ok()
-                .flatten()
-                .map(|b| (f.clone(), b))
+        .map(|f| {
+            let path = root.join(f);
+            if system.is_dir(&path) {
+                return Ok(None);
+            }
+            match system.read_bytes(&path) {
+                Ok(bytes) => Ok(bytes.map(|b| (f.clone(), b))),
+                Err(e) => Err(format!(
+                    "public-safe: cannot read {f}: {e}; a file that cannot be read is not passed"
+                )),
+            }
         })
-        .collect()
+        .collect();
+    read.into_iter().filter_map(Result::transpose).collect()
 }
 
 /// `csis public-safe --staged`: the blobs in git's index.
@@ -134,12 +158,77 @@ pub fn scan_staged(system: &dyn System, root: &Path) -> Result<(usize, Vec<Findi
             "-z",
         ],
     )?;
-    let mut loaded = Vec::new();
-    for name in names.split('\0').filter(|s| !s.is_empty()) {
-        let blob = git(system, root, &["show", &format!(":{name}")])?;
-        loaded.push((name.to_string(), blob.into_bytes()));
+    let names: Vec<&str> = names.split('\0').filter(|s| !s.is_empty()).collect();
+    let (loaded, unread) = staged_blobs(system, root, &names)?;
+    let mut findings = scan_all(&loaded, &allow);
+    findings.extend(unread.into_iter().filter(|f| !allow.accepts_path(&f.path)));
+    findings.sort();
+    Ok((names.len(), findings))
+}
+
+/// A file's path (relative to the root) and bytes.
+type Loaded = (String, Vec<u8>);
+
+/// The staged blobs, byte for byte. git's output reaches csis as text,
+/// which a binary blob (a gzip, a zip) does not survive: a blob whose
+/// object id is its working-tree file's (`git hash-object --no-filters`)
+/// is read from that file. Any other blob that is not text cannot be read,
+/// and is a finding rather than a pass (issue 32).
+fn staged_blobs(
+    system: &dyn System,
+    root: &Path,
+    names: &[&str],
+) -> Result<(Vec<Loaded>, Vec<Finding>), String> {
+    if names.is_empty() {
+        return Ok((Vec::new(), Vec::new()));
     }
-    Ok((loaded.len(), scan_all(&loaded, &allow)))
+    let mut args = vec!["ls-files", "-s", "-z", "--"];
+    args.extend(names);
+    let listed = git(system, root, &args)?;
+    // `<mode> <object> <stage>\t<path>`
+    let staged: std::collections::BTreeMap<&str, &str> = listed
+        .split('\0')
+        .filter_map(|l| {
+            let (meta, path) = l.split_once('\t')?;
+            Some((path, meta.split(' ').nth(1)?))
+        })
+        .collect();
+    let on_disk: Vec<(&str, Vec<u8>)> = names
+        .iter()
+        .filter_map(|n| {
+            let bytes = system.read_bytes(&root.join(n)).ok().flatten()?;
+            Some((*n, bytes))
+        })
+        .collect();
+    let mut same = std::collections::BTreeMap::new();
+    if !on_disk.is_empty() {
+        let mut args = vec!["hash-object", "--no-filters", "--"];
+        args.extend(on_disk.iter().map(|(n, _)| *n));
+        let ids = git(system, root, &args)?;
+        for ((name, bytes), id) in on_disk.into_iter().zip(ids.lines()) {
+            if staged.get(name) == Some(&id.trim()) {
+                same.insert(name, bytes);
+            }
+        }
+    }
+    let (mut loaded, mut unread) = (Vec::new(), Vec::new());
+    for name in names {
+        if let Some(bytes) = same.remove(name) {
+            loaded.push((name.to_string(), bytes));
+            continue;
+        }
+        let blob = git(system, root, &["show", &format!(":{name}")])?;
+        if blob.contains('\u{FFFD}') {
+            unread.push(Finding {
+                path: name.to_string(),
+                rule: csis_public_safe::UNINSPECTABLE,
+                excerpt: "staged content is not text and differs from the working tree (stage the file as it is on disk)".to_string(),
+            });
+        } else {
+            loaded.push((name.to_string(), blob.into_bytes()));
+        }
+    }
+    Ok((loaded, unread))
 }
 
 /// The pre-commit hook that runs the staged scan.
@@ -217,7 +306,7 @@ pub fn commit_meta_state(
         ));
     }
     let allow = allowances(system, root);
-    let loaded = read_all(system, root, &files);
+    let loaded = read_all(system, root, &files)?;
     let mut findings = scan_all(&loaded, &allow);
     for (path, bytes) in &loaded {
         let text = String::from_utf8_lossy(bytes);

@@ -1,7 +1,8 @@
 //! The public-safe gate: one scanner behind every meta-state write, the
 //! `public-safe` command, the pre-commit hook and `--commit`.
 //!
-//! It reads bytes; a zip or gzip member is opened and scanned. Structural
+//! It reads bytes; an archive's members are opened and scanned, and one
+//! that cannot be read is a finding (`uninspectable-archive`). Structural
 //! public material (ciphertext, scp-style git URLs, age public keys,
 //! lock-file hashes, SSH public keys) is blanked before any rule runs. A
 //! finding names the path, the rule and a six-character excerpt, never the
@@ -80,6 +81,11 @@ impl Allow {
         Allow::from_entries(&entries)
     }
 
+    /// Whether a `path:` entry accepts the file whole.
+    pub fn accepts_path(&self, path: &str) -> bool {
+        self.accepts_file(path)
+    }
+
     fn accepts_file(&self, path: &str) -> bool {
         let base = path.rsplit('/').next().unwrap_or(path);
         self.paths.iter().any(|g| glob(g, path) || glob(g, base))
@@ -134,6 +140,9 @@ pub mod value;
 
 pub use explain::{RuleInfo, all_rules, describe, explain, reasons};
 pub use rules::{CODE_RULES, Check, Layer, RULES, Rule};
+
+/// The rule of an archive, or an archive member, that could not be read.
+pub const UNINSPECTABLE: &str = "uninspectable-archive";
 
 pub(crate) fn re(s: &str) -> Regex {
     Regex::new(s).unwrap_or_else(|e| panic!("built-in pattern {s}: {e}"))
@@ -398,15 +407,27 @@ fn scan_nested(
         return out;
     }
     if let Some(kind) = archive::kind(bytes) {
-        let (members, over) = archive::members(path, kind, bytes, depth, budget);
-        if over.is_some() && budget.over.is_none() {
-            budget.over = over;
+        let x = archive::members(path, kind, bytes, depth, budget);
+        if x.over.is_some() && budget.over.is_none() {
+            budget.over = x.over;
         }
-        for (name, data) in members {
+        for (name, data) in x.members {
             if budget.over.is_some() {
                 break;
             }
             out.extend(scan_nested(&name, &data, allow, depth + 1, budget));
+        }
+        // What could not be read is a finding, never a pass: the excerpt
+        // is the reason (not a value). A path allowance on the member or on
+        // the archive holding it accepts it by decision.
+        for (name, why) in x.unread {
+            if !allow.accepts_file(&name) && !allow.accepts_file(path) {
+                out.push(Finding {
+                    path: name,
+                    rule: UNINSPECTABLE,
+                    excerpt: why.to_string(),
+                });
+            }
         }
         // One bound crossed anywhere refuses the file scanned, once.
         if depth == 0 && budget.over.is_some() && !allow.accepts_file(path) {
@@ -431,8 +452,15 @@ fn scan_nested(
 pub fn refusal(what: &str, findings: &[Finding]) -> String {
     let listed: Vec<String> = findings.iter().take(12).map(Finding::to_string).collect();
     let more = findings.len().saturating_sub(12);
+    // An archive that cannot be read has no value to allow: say what to
+    // do instead.
+    let unread = if findings.iter().any(|f| f.rule == UNINSPECTABLE) {
+        "; an archive public-safe cannot read is refused: keep it out of the tree, store it unencrypted as zip (stored or deflate), gzip, tar, xz, zstd or 7z, or accept it by decision with a `path:<glob>` entry in public_safe.allow"
+    } else {
+        ""
+    };
     format!(
-        "Refusing {what}: material that must not be public -- {}{} (public-safe by construction; allow a value by decision in cfg/_config.yml public_safe.allow)",
+        "Refusing {what}: material that must not be public -- {}{} (public-safe by construction; allow a value by decision in cfg/_config.yml public_safe.allow){unread}",
         listed.join("; "),
         if more > 0 {
             format!("; and {more} more")

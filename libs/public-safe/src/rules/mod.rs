@@ -144,6 +144,11 @@ pub static CODE_RULES: &[(&str, Layer, &str)] = &[
         Hard,
         "An archive that expands past the scanner's bounds (total uncompressed bytes, members, nesting depth): refused rather than expanded.",
     ),
+    (
+        "uninspectable-archive",
+        Hard,
+        "An archive, or an archive member, the scanner cannot read: encrypted, an unsupported compression method (a zip's bzip2, LZMA, deflate64, ...), truncated or corrupt, or an archive format recognised but not opened (bzip2, lzip, compress, lz4, rar, cab, xar). What was not read is refused, never passed; the finding names the archive and member and says why. Read: zip (stored, deflate), gzip, tar, xz, zstd and 7z (unencrypted).",
+    ),
 ];
 
 pub struct Compiled {
