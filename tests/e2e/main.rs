@@ -26,6 +26,7 @@ mod live;
 mod operations;
 mod packer;
 mod public_safe;
+mod rendered_data;
 mod run;
 mod secrets;
 mod shell;
