@@ -29,6 +29,7 @@ mod operations;
 mod packer;
 mod public_safe;
 mod public_safe_closed;
+mod rendered_data;
 mod run;
 mod secrets;
 mod shell;

@@ -20,7 +20,7 @@ use csis_plugin_api::BuilderDecl;
 use csis_plugin_api::state_object::{StateCommand, StateObject, StateRead};
 use csis_string_stage::Renderer;
 use csis_string_stage::interp::{
-    External, Outcome, Outputs, Source, Tokens, Used, entry_reads, substitute_tokens,
+    External, Outcome, Outputs, REFUSED_READ, Source, Tokens, Used, entry_reads, substitute_tokens,
     tfstate_outputs,
 };
 use csis_string_stage::passes::{DEFAULT_DATEFORMAT, LAST_JINJA_ORDER, StageEnv};
@@ -379,6 +379,8 @@ fn external_for(db: &dyn Db, tree: Tree, entries: &[&Value]) -> External {
         let (locs, env_file) = entry_reads(entry, &decl.sources, decl.environment.as_deref());
         for loc in locs {
             let parsed = match aux_file(db, tree, &loc) {
+                // Refused when read, and reported there: no second error.
+                Some(f) if &**f.text(db) == REFUSED_READ => Err(REFUSED_READ.to_string()),
                 Some(f) => state_outputs(db, f).clone(),
                 None if is_remote_location(&loc) => Err(
                     "the state object could not be read (the error reading it is reported above)"

@@ -172,6 +172,9 @@ fn resolve<'b>(db: &dyn Db, tree: Tree, raw: &RawItem, b: &'b Builders) -> Resol
         crate::load::interp::interpolate_item(db, tree, kind.key(), &mut value, &raw.origin);
     diags.extend(interpolated.diags);
     secrets.extend(interpolated.secrets);
+    // The Jinja passes marked what they substituted as data, which kept
+    // it from the later passes and from interpolation; now it is text.
+    csis_string_stage::data::unmark_value(&mut value);
     let user_rule = (kind == ItemKind::USERS)
         .then(|| UserRule::of(b, &value))
         .flatten();

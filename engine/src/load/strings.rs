@@ -70,6 +70,10 @@ pub fn rendered_cfg(db: &dyn Db, tree: Tree) -> RenderedCfg {
         }
         (pass.run)(&mut doc, &st, &r);
     }
+    // What the passes substituted was marked as data so that no later
+    // pass rendered it; the marks go once all passes are done. A field
+    // rendered again per item keeps its data as data there.
+    csis_string_stage::data::unmark_document(&mut doc, &rendered_per_item);
     let mut diags: Vec<Diagnostic> = st
         .take_refusals()
         .iter()
@@ -83,6 +87,13 @@ pub fn rendered_cfg(db: &dyn Db, tree: Tree) -> RenderedCfg {
         diags,
         interpolated: interpolated.used,
     }
+}
+
+/// Whether a cfg/ key's value is rendered again for each item: a
+/// builder's `*_template` fields, and `email_domain`, which the user
+/// builder folds into its email template.
+fn rendered_per_item(key: &str) -> bool {
+    key.ends_with("_template") || key == "email_domain"
 }
 
 /// The refusal of a templated cfg/ value: in a builder or executable

@@ -37,8 +37,20 @@ fn read_aux(
         .iter()
         .filter_map(|p| {
             let place = Place::Tree { root: real_root };
-            read_limited(system, &root.join(p), p, place, max, diags)
-                .map(|t| (Arc::from(p.as_str()), Arc::from(t)))
+            let before = diags.len();
+            let text = match read_limited(system, &root.join(p), p, place, max, diags) {
+                Some(t) => Arc::from(t),
+                // Refused (an error said so, with the file's position):
+                // interpolation then adds no "no such file" of its own.
+                None if diags[before..]
+                    .iter()
+                    .any(|d| d.severity == csis_model::Severity::Error) =>
+                {
+                    Arc::from(csis_string_stage::interp::REFUSED_READ)
+                }
+                None => return None,
+            };
+            Some((Arc::from(p.as_str()), text))
         })
         .collect()
 }

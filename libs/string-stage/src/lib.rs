@@ -13,6 +13,7 @@
 //! function templates do not have is refused ([`Refusal`]), never kept.
 
 pub mod clock;
+pub mod data;
 pub mod interp;
 pub mod limits;
 pub mod passes;
@@ -225,9 +226,10 @@ impl Renderer {
             let room = cap.saturating_sub(out.len());
             if let Some(direct) = lookups
                 && let Some(found) = looked_up(tag, ctx, direct)
-                && let Some(found) = found.as_str().filter(|s| s.len() <= room)
+                && let Some(found) = found.written()
+                && found.len() <= room
             {
-                out.push_str(found);
+                out.push_str(&found);
                 rest = &rest[start + len + 2..];
                 continue;
             }
@@ -293,6 +295,21 @@ impl Found<'_> {
             Found::Direct(s) => Some(s),
             Found::Looked(v) => v.as_str(),
         }
+    }
+
+    /// What the tag writes, as the formatter writes it: a template of
+    /// the user's as it is, any other string marked as data.
+    fn written(&self) -> Option<std::borrow::Cow<'_, str>> {
+        let template = match self {
+            Found::Direct(s) => data::is_template_text(s),
+            Found::Looked(v) => v.is_safe(),
+        };
+        let s = self.as_str()?;
+        Some(if template {
+            std::borrow::Cow::Borrowed(s)
+        } else {
+            data::mark(s)
+        })
     }
 }
 
@@ -393,6 +410,10 @@ pub fn jinja_value(v: &Value) -> JValue {
         Typed::Bool(b) => JValue::from(b),
         Typed::Int(i) => JValue::from(i),
         Typed::Float(f) => JValue::from(f),
+        // A template of the user's is handed on as one (a tag printing it
+        // writes it unmarked, for the next pass); any other string is
+        // data (crate::data).
+        Typed::Str(s) if data::is_template_text(s) => JValue::from_safe_string(s.to_string()),
         Typed::Str(s) => JValue::from(s),
         Typed::Seq(items) => JValue::from(items.iter().map(jinja_value).collect::<Vec<_>>()),
         Typed::Map(m) => JValue::from_object(

@@ -232,9 +232,26 @@ pub(crate) fn guard(env: &mut Environment<'static>) {
             minijinja::filters::length(&v).map(Value::from)
         });
     }
+    // Filters that would make data a "safe" string, which the formatter
+    // writes unmarked as a template of the user's (crate::data): each
+    // returns a plain string instead.
+    env.add_filter("safe", |v: String| Value::from(v));
+    for name in ["escape", "e"] {
+        env.add_filter(name, |state: &State, v: Value| -> Result<Value, Error> {
+            let escaped = minijinja::filters::escape(state, &v)?;
+            Ok(Value::from(escaped.to_string()))
+        });
+    }
     env.set_formatter(|out: &mut Output, state: &State, v: &Value| {
         charge(v)?;
-        minijinja::escape_formatter(out, state, v)
+        if v.is_safe() || v.is_undefined() || v.is_none() {
+            return minijinja::escape_formatter(out, state, v);
+        }
+        // Anything but a template of the user's is data: marked so that
+        // no later pass renders what it holds.
+        let text = v.to_string();
+        out.write_str(&crate::data::mark(&text))
+            .map_err(|_| Error::new(minijinja::ErrorKind::WriteFailure, "output"))
     });
 }
 

@@ -305,7 +305,43 @@ mod tests {
         for p in builtin_passes() {
             (p.run)(&mut doc, &st, &r);
         }
+        crate::data::unmark_value(&mut doc);
         doc
+    }
+
+    #[test]
+    fn an_environment_value_is_not_rendered_again_by_a_later_pass() {
+        let doc = stage(
+            "config:\n  a: \"{{ ENV.A }}\"\n  j: \"{{ ENV.A | safe }}{{ ENV.A | e }}{{ ENV.A ~ '' }}\"\n  p: \"{{ ENV.P }}\"\nos_builders:\n  - name: alma\n    d: \"{{ ENV.A }}\"\n    e: \"{{ ENV.E }}{ ENV.B }}\"\n    own: \"{{ this.name }}\"\n",
+            &[
+                ("A", "{{ ENV.B }}"),
+                ("B", "secret"),
+                ("E", "{"),
+                ("P", "${env.B}"),
+            ],
+        );
+        let config = doc.get("config").unwrap();
+        assert_eq!(config.get("a").unwrap().as_str(), Some("{{ ENV.B }}"));
+        assert_eq!(
+            config.get("j").unwrap().as_str(),
+            Some("{{ ENV.B }}{{ ENV.B }}{{ ENV.B }}")
+        );
+        assert_eq!(config.get("p").unwrap().as_str(), Some("${env.B}"));
+        let os = &doc.get("os_builders").unwrap().as_seq().unwrap()[0];
+        assert_eq!(os.get("d").unwrap().as_str(), Some("{{ ENV.B }}"));
+        // A `{` of data does not make a tag with the text after it.
+        assert_eq!(os.get("e").unwrap().as_str(), Some("{{ ENV.B }}"));
+        assert_eq!(os.get("own").unwrap().as_str(), Some("alma"));
+    }
+
+    #[test]
+    fn a_configured_template_read_by_another_still_renders() {
+        let doc = stage(
+            "config:\n  team: ops\nos_builders:\n  - name: alma\n    family: \"{{ ENV.T }}-x\"\n    d: \"{{ this.family }} {{ config.team }}\"\n",
+            &[("T", "ops")],
+        );
+        let os = &doc.get("os_builders").unwrap().as_seq().unwrap()[0];
+        assert_eq!(os.get("d").unwrap().as_str(), Some("ops-x ops"));
     }
 
     #[test]

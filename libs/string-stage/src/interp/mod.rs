@@ -31,6 +31,12 @@ use resolve::{Entry, walk};
 /// The key an entry names its environment file by; consumed by the pass.
 pub const ENV_FILE_KEY: &str = "env_file";
 
+/// What the engine hands over for a file it refused to read (too large,
+/// not UTF-8, not a regular file), as a state's error and as an
+/// env_file's text: the refusal is already reported, with the file's
+/// position, so a field reading the file fails without a second message.
+pub const REFUSED_READ: &str = "\u{0}csis: refused when read (reported above)\u{0}";
+
 /// Everything the pass reads, handed over by the engine.
 #[derive(Debug, Clone, Default)]
 pub struct External {
@@ -121,7 +127,21 @@ pub fn interpolate_entry(
         .and_then(|m| m.shift_remove(ENV_FILE_KEY))
     {
         Some(Value::Scalar { text, .. }) => match ext.env_files.get(&text) {
-            Some(Some(t)) => Some((text, parse_dotenv(t))),
+            Some(Some(t)) if &**t == REFUSED_READ => Some((text, Err(None))),
+            Some(Some(t)) => match parse_dotenv(t) {
+                Ok(vars) => Some((text, Ok(vars))),
+                Err(e) => {
+                    let mut p = path.to_vec();
+                    p.push(Seg::Key(ENV_FILE_KEY.into()));
+                    out.failures.push(Failure {
+                        path: DocPath(p),
+                        section: section.into(),
+                        entry: name.clone(),
+                        message: format!("{text}:{}:{}: {}", e.line, e.col, e.message),
+                    });
+                    Some((text, Err(Some(e))))
+                }
+            },
             _ => {
                 let mut p = path.to_vec();
                 p.push(Seg::Key(ENV_FILE_KEY.into()));
@@ -387,10 +407,60 @@ mod tests {
 
     #[test]
     fn dotenv_syntax() {
-        let v = parse_dotenv("A=1\n# c\nB = \"x\\\"y\" \nexport C='q # r'\nD=plain # comment\n");
+        let v = parse_dotenv("A=1\n# c\nB = \"x\\\"y\" \nexport C='q # r'\nD=plain # comment\n")
+            .unwrap();
         assert_eq!(v["A"], "1");
         assert_eq!(v["B"], "x\"y");
         assert_eq!(v["C"], "q # r");
         assert_eq!(v["D"], "plain");
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_not_part_of_the_first_key() {
+        let v = parse_dotenv("\u{feff}FIRST=one\nB=two\n").unwrap();
+        assert_eq!(v.get("FIRST").map(String::as_str), Some("one"));
+    }
+
+    #[test]
+    fn unicode_escapes_are_decoded_and_unknown_ones_refused() {
+        let v = parse_dotenv("U=\"\\u0041\\u00e9\\$x\"\n").unwrap();
+        assert_eq!(v["U"], "Aé$x");
+        let at = |text: &str| {
+            parse_dotenv(text)
+                .map(|_| ())
+                .map_err(|e| (e.line, e.col, e.message))
+        };
+        assert_eq!(
+            at("A=1\nU=\"x\\u00g1\""),
+            Err((
+                2,
+                5,
+                "'\\u' is followed by four hex digits naming a character (\\u0041 is A) -- write \\\\u for a backslash and a u".to_string()
+            ))
+        );
+        assert_eq!(
+            at("Q=\"a\\qb\""),
+            Err((
+                1,
+                5,
+                "'\\q' is not an escape csis knows (\\n \\t \\r \\\" \\\\ \\' \\$ \\uXXXX) -- write \\\\ for a backslash".to_string()
+            ))
+        );
+    }
+
+    #[test]
+    fn an_open_quote_is_refused_at_the_quote() {
+        let e = parse_dotenv("A=1\n  Q = \"unterminated\nB=2\n").unwrap_err();
+        assert_eq!((e.line, e.col), (2, 7));
+        assert_eq!(
+            e.message,
+            "the double quote opened on this line is not closed -- close it (a value spans one line; write \\n for a line break)"
+        );
+        let e = parse_dotenv("S='open\n").unwrap_err();
+        assert_eq!((e.line, e.col), (1, 3));
+        assert_eq!(
+            e.message,
+            "the single quote opened here is not closed on this line -- close it: S='...'"
+        );
     }
 }

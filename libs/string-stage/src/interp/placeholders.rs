@@ -19,11 +19,13 @@ impl Ref {
     }
 }
 
-/// A piece of a string: text as written, or a placeholder.
+/// A piece of a string: text as written, a placeholder, or one begun
+/// (`${env.`, `${terraform.`) and not finished, with what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Piece {
     Text(String),
     Ref(Ref),
+    Bad(String),
 }
 
 /// The pieces of `text`: `${env.NAME}` and `${terraform.KEY}` are
@@ -42,30 +44,52 @@ pub fn pieces(text: &str) -> Vec<Piece> {
         }
         let found = [("${env.", true), ("${terraform.", false)]
             .iter()
-            .find_map(|(p, env)| {
-                let body = here.strip_prefix(p)?;
-                let end = closing_brace(body)?;
-                let key = body[..end].trim();
-                let ok = !key.is_empty()
-                    && key.chars().all(|c| {
-                        c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '{' | '}')
-                    });
-                ok.then(|| {
-                    let r = if *env {
-                        Ref::Env(key.to_string())
-                    } else {
-                        Ref::Terraform(key.to_string())
-                    };
-                    (r, p.len() + end + 1)
-                })
-            });
+            .find_map(|(p, env)| Some((here.strip_prefix(p)?, *p, *env)));
+        let found = found.map(|(body, p, env)| {
+            let what = if env { "NAME" } else { "KEY" };
+            let Some(end) = closing_brace(body) else {
+                let shown: String = here.chars().take(40).collect();
+                return Err(format!(
+                    "'{shown}' opens a placeholder that no '}}' closes -- write {p}{what}}}, or $${{ for a literal ${{"
+                ));
+            };
+            let key = body[..end].trim();
+            let written = &here[..p.len() + end + 1];
+            if key.is_empty() {
+                return Err(format!(
+                    "'{written}' names nothing -- write {p}{what}}}, or $${{ for a literal ${{"
+                ));
+            }
+            if let Some(c) = key
+                .chars()
+                .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '{' | '}')))
+            {
+                return Err(format!(
+                    "'{written}' holds {c:?}; a placeholder's {} is letters, digits, '_', '-' and '.' -- write {p}{what}}}, or $${{ for a literal ${{",
+                    what.to_lowercase()
+                ));
+            }
+            let r = if env {
+                Ref::Env(key.to_string())
+            } else {
+                Ref::Terraform(key.to_string())
+            };
+            Ok((r, p.len() + end + 1))
+        });
         match found {
-            Some((r, len)) => {
+            Some(Ok((r, len))) => {
                 if !buf.is_empty() {
                     out.push(Piece::Text(std::mem::take(&mut buf)));
                 }
                 out.push(Piece::Ref(r));
                 rest = &here[len..];
+            }
+            Some(Err(why)) => {
+                // The rest of the text is not read as placeholders: where
+                // this one ends is unknown.
+                out.push(Piece::Bad(why));
+                buf.push_str(here);
+                rest = "";
             }
             None => {
                 buf.push('$');
@@ -111,7 +135,7 @@ pub fn refs_in(v: &Value) -> Vec<Ref> {
             Value::Scalar { text, .. } if has_placeholder(text) => {
                 out.extend(pieces(text).into_iter().filter_map(|p| match p {
                     Piece::Ref(r) => Some(r),
-                    Piece::Text(_) => None,
+                    Piece::Text(_) | Piece::Bad(_) => None,
                 }))
             }
             Value::Seq(s) => s.iter().for_each(|x| walk(x, out)),
@@ -121,4 +145,53 @@ pub fn refs_in(v: &Value) -> Vec<Ref> {
     }
     walk(v, &mut out);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bad(text: &str) -> Vec<String> {
+        pieces(text)
+            .into_iter()
+            .filter_map(|p| match p {
+                Piece::Bad(why) => Some(why),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_placeholder_begun_and_not_finished_is_refused() {
+        assert_eq!(
+            bad("x ${env.} y"),
+            ["'${env.}' names nothing -- write ${env.NAME}, or $${ for a literal ${"]
+        );
+        assert_eq!(
+            bad("${terraform.}"),
+            ["'${terraform.}' names nothing -- write ${terraform.KEY}, or $${ for a literal ${"]
+        );
+        assert_eq!(
+            bad("${env.A B}"),
+            [
+                "'${env.A B}' holds ' '; a placeholder's name is letters, digits, '_', '-' and '.' -- write ${env.NAME}, or $${ for a literal ${"
+            ]
+        );
+        assert_eq!(
+            bad("${env.HOME"),
+            [
+                "'${env.HOME' opens a placeholder that no '}' closes -- write ${env.NAME}, or $${ for a literal ${"
+            ]
+        );
+        // Not ours: a shell's ${HOME}, an escaped $${env.}.
+        assert!(bad("${HOME} $${env.} ${envx}").is_empty());
+        assert_eq!(
+            pieces("a${env.X}b"),
+            [
+                Piece::Text("a".into()),
+                Piece::Ref(Ref::Env("X".into())),
+                Piece::Text("b".into())
+            ]
+        );
+    }
 }

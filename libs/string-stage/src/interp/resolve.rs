@@ -8,7 +8,7 @@ use csis_model::{DocPath, Seg, Value};
 
 use super::placeholders::{Piece, Ref, has_placeholder, pieces};
 use super::sources::{Tokens, split_key, substitute_tokens};
-use super::{External, Failure, Outcome, Used, missing_env_placeholder};
+use super::{External, Failure, Outcome, REFUSED_READ, Used, missing_env_placeholder};
 
 /// What one entry's placeholders are resolved against, and the names its
 /// failures are reported under.
@@ -17,8 +17,14 @@ pub(super) struct Entry<'a> {
     pub(super) section: &'a str,
     pub(super) name: String,
     pub(super) tokens: Tokens,
-    pub(super) env_file: Option<(String, BTreeMap<String, String>)>,
+    /// The env_file's path and variables; `Err` when it could not be
+    /// read or parsed (that failure is reported once, at `env_file:`).
+    pub(super) env_file: Option<(String, EnvFile)>,
 }
+
+/// An env_file's variables, or why there are none: its parse error, or
+/// `None` when the engine refused to read it.
+pub(super) type EnvFile = Result<BTreeMap<String, String>, Option<super::inputs::DotenvError>>;
 
 enum Resolved {
     Text(String, bool),
@@ -27,7 +33,7 @@ enum Resolved {
 
 impl Entry<'_> {
     fn env(&self, name: &str) -> Option<String> {
-        if let Some((_, vars)) = &self.env_file
+        if let Some((_, Ok(vars))) = &self.env_file
             && let Some(v) = lookup_ci(vars, name)
         {
             return Some(v);
@@ -37,6 +43,11 @@ impl Entry<'_> {
 
     fn resolve(&self, r: &Ref) -> Result<(Resolved, String), String> {
         match r {
+            // The file that would win is unreadable: nothing is looked up
+            // behind it, and its one failure is already recorded.
+            Ref::Env(_) if matches!(self.env_file, Some((_, Err(_)))) => {
+                Err(REFUSED_READ.to_string())
+            }
             Ref::Env(name) => match self.env(name) {
                 Some(v) => Ok((Resolved::Text(v, false), format!("env {name}"))),
                 None => Err(format!(
@@ -53,6 +64,7 @@ impl Entry<'_> {
                 let loc = substitute_tokens(&src.location, &self.tokens)?;
                 let outputs = match self.ext.states.get(&loc) {
                     Some(Ok(o)) => o,
+                    Some(Err(e)) if e == REFUSED_READ => return Err(e.clone()),
                     Some(Err(e)) => {
                         return Err(format!("terraform source '{}': {loc}: {e}", src.name));
                     }
@@ -135,6 +147,11 @@ fn substitute(text: &str, path: &[Seg], e: &Entry, out: &mut Outcome) -> Option<
                 continue;
             }
             Piece::Ref(r) => r,
+            Piece::Bad(message) => {
+                fail(out, message.clone());
+                failed = true;
+                continue;
+            }
         };
         match e.resolve(r) {
             Ok((Resolved::Native(v, sensitive), source)) => {
@@ -179,6 +196,8 @@ fn substitute(text: &str, path: &[Seg], e: &Entry, out: &mut Outcome) -> Option<
                     s.push_str(&t);
                 }
             }
+            // Reported once where it was refused; the field keeps its text.
+            Err(msg) if msg == REFUSED_READ => failed = true,
             Err(msg) => match r {
                 Ref::Env(name) if e.ext.tolerate_missing_env => {
                     out.missing_env.push((DocPath(path.to_vec()), name.clone()));
