@@ -5,7 +5,7 @@
 //! become directory names, fstab fields and record keys, refuse control
 //! characters at file:line:col.
 
-use crate::support::{csis_at, edit, ok};
+use crate::support::{csis_at, edit, ok, validate_refuses};
 use csis_test_support::tree;
 
 const NOW: i64 = 1796226804;
@@ -79,4 +79,47 @@ fn a_value_with_control_characters_reaches_meta_state_and_reads_back_as_itself()
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let read: String = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(read, USERDATA);
+}
+
+#[test]
+fn a_mount_point_with_a_control_character_is_refused_at_its_value() {
+    let t = tree("local-run");
+    let r = t.path();
+    edit(
+        r,
+        "instances/box.yml",
+        "mount_point: /srv/data}",
+        r#"mount_point: "/srv/da\rta"}"#,
+    );
+    assert_eq!(
+        validate_refuses(r),
+        "instances/box.yml:6:35: StorageMapping 'data': mount point '/srv/da\\rta' holds a control character (U+000D); write it without control characters\nvalidate: 1 error(s)\n"
+    );
+
+    // A storage's own mount point, a line separator this time.
+    edit(r, "instances/box.yml", r#""/srv/da\rta""#, "/srv/data");
+    edit(
+        r,
+        "storages/data.yml",
+        "    groups: [ops]\n",
+        "    groups: [ops]\n    mount_point: \"/srv/x\\u2028y\"\n",
+    );
+    assert_eq!(
+        validate_refuses(r),
+        "storages/data.yml:4:18: Storage 'data': mount point '/srv/x\\u{2028}y' holds a control character (U+2028); write it without control characters\nvalidate: 1 error(s)\n"
+    );
+}
+
+#[test]
+fn a_name_with_a_control_character_is_refused_at_its_value() {
+    let t = tree("local-run");
+    let r = t.path();
+    edit(r, "storages/data.yml", "name: data", r#"name: "da\eta""#);
+    let refused = validate_refuses(r);
+    assert!(
+        refused.starts_with(
+            "storages/data.yml:2:11: Storage 'da\\u{1b}ta': name holds a control character (U+001B); write it without control characters\n"
+        ),
+        "{refused}"
+    );
 }
