@@ -123,3 +123,21 @@ fn a_name_with_a_control_character_is_refused_at_its_value() {
         "{refused}"
     );
 }
+
+#[test]
+fn a_test_spec_path_or_mount_with_a_control_character_is_refused() {
+    let t = tree("local-run");
+    let r = t.path();
+    edit(
+        r,
+        "images/chain.yml",
+        "    group: ops\n",
+        "    group: ops\n    tests: {files: [\"/etc/a\\x01\"], post_bake: {mounts: [\"/mnt/a\\tb\"]}}\n",
+    );
+    assert_eq!(
+        validate_refuses(r),
+        "images/chain.yml:5:12: image 'base': tests.files: path '/etc/a\\u{1}' holds a control character (U+0001); write it without control characters\n\
+images/chain.yml:5:12: image 'base': tests.post_bake.mounts: mount point '/mnt/a\\tb' holds a control character (U+0009); write it without control characters\n\
+validate: 2 error(s)\n"
+    );
+}
