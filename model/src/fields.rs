@@ -120,6 +120,25 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// [`Fields::opt_str`] of a value that becomes a path, a mount point
+    /// or a name on a machine (`what` says which): one holding a control
+    /// character is refused at its value, and still returned for the
+    /// rules that follow.
+    pub fn opt_path(&mut self, key: &'static str, what: &str) -> Option<String> {
+        let s = self.opt_str(key)?;
+        self.refuse_controls(key, what, &s);
+        Some(s)
+    }
+
+    /// Refuse `value`, read from `key` as `what`, when it holds a control
+    /// character ([`crate::naming::control_char`]).
+    pub fn refuse_controls(&mut self, key: &str, what: &str, value: &str) {
+        if let Some(problem) = crate::naming::control_char_problem(what, value) {
+            let msg = format!("{}: {problem}", self.owner);
+            self.error_at(key, msg);
+        }
+    }
+
     pub fn str_or(&mut self, key: &'static str, default: &str) -> String {
         self.opt_str(key).unwrap_or_else(|| default.to_string())
     }

@@ -88,8 +88,43 @@ pub fn super_safe_name(name: &str) -> String {
     safe_name(name).replace(['+', '.', '/', '\\', '-', '@'], "_")
 }
 
+/// The first character of `text` that no name, path or mount point may
+/// hold: a control character (C0 with TAB and the line breaks, DEL, C1),
+/// a line or paragraph separator (U+2028, U+2029) or a byte-order mark.
+/// Such a value becomes a directory name, an fstab field, a record key in
+/// meta-state or a word of a runner script, where it splits a line, moves
+/// the terminal or reads as something else.
+pub fn control_char(text: &str) -> Option<char> {
+    text.chars()
+        .find(|&c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}'))
+}
+
+/// Why `value`, read as `what` (`name`, `mount point`, `path`), cannot be
+/// used when it holds a control character: the value quoted with the
+/// character escaped, and the character's code point.
+pub fn control_char_problem(what: &str, value: &str) -> Option<String> {
+    let c = control_char(value)?;
+    let shown: String = value
+        .chars()
+        .map(|c| match control_char(c.encode_utf8(&mut [0; 4])) {
+            Some(_) => c.escape_debug().to_string(),
+            None => c.to_string(),
+        })
+        .collect();
+    Some(format!(
+        "{what} '{shown}' holds a control character (U+{:04X}); write it without control characters",
+        c as u32
+    ))
+}
+
 /// Why a name or alias cannot be used, if it cannot.
 pub fn name_problem(name: &str) -> Option<String> {
+    if let Some(c) = control_char(name) {
+        return Some(format!(
+            "holds a control character (U+{:04X}); write it without control characters",
+            c as u32
+        ));
+    }
     if let Some(word) = reserved_word(name) {
         return Some(if word.is_empty() {
             "may not be empty".to_string()
@@ -106,6 +141,38 @@ pub fn name_problem(name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_named_by_code_point() {
+        for (text, code) in [
+            ("/data\r", "U+000D"),
+            ("a\tb", "U+0009"),
+            ("\0", "U+0000"),
+            ("x\u{7f}", "U+007F"),
+            ("x\u{85}", "U+0085"),
+            ("\u{2028}", "U+2028"),
+            ("\u{feff}x", "U+FEFF"),
+        ] {
+            let why = control_char_problem("mount point", text).unwrap_or_default();
+            assert!(why.contains(code), "{why}");
+            assert!(name_problem(text).is_some_and(|p| p.contains(code)));
+        }
+        assert_eq!(
+            control_char_problem("mount point", "/data\r").as_deref(),
+            Some(
+                "mount point '/data\\r' holds a control character (U+000D); write it without control characters"
+            )
+        );
+        assert_eq!(
+            control_char_problem("path", "a\u{2028}b").as_deref(),
+            Some(
+                "path 'a\\u{2028}b' holds a control character (U+2028); write it without control characters"
+            )
+        );
+        for fine in ["/srv/data", "web-01", "été", "日本", "a b", ""] {
+            assert_eq!(control_char(fine), None);
+        }
+    }
 
     #[test]
     fn reserved_words_in_any_case_or_spacing() {

@@ -7,6 +7,7 @@ mod cloud_config;
 mod clouds;
 mod commit;
 mod concurrency;
+mod control_chars;
 mod crash;
 mod diagnostics;
 mod example;

@@ -5,6 +5,7 @@
 //! absolute mount point. The tests run on a baked machine; a spec is
 //! checked here, before any machine is baked to run it.
 
+use csis_model::naming::control_char_problem;
 use csis_model::{Map, Origin, Value};
 
 use crate::check::context::Checks;
@@ -53,6 +54,11 @@ impl Checks<'_> {
                                 format!("{where_}: every mounts entry is an absolute mount point"),
                                 at.clone(),
                             );
+                        } else if let Some(why) = control_char_problem("mount point", p) {
+                            self.err(
+                                format!("{where_}: tests.post_bake.mounts: {why}"),
+                                at.clone(),
+                            );
                         }
                     }
                 }
@@ -87,6 +93,15 @@ impl Checks<'_> {
                         format!("{where_}: every tests.{list} entry needs {needs}"),
                         at.clone(),
                     );
+                }
+                // A file's path names a file on the machine.
+                let path = entry
+                    .as_str()
+                    .or_else(|| entry.get("path").and_then(Value::as_str));
+                if list == "files"
+                    && let Some(why) = path.and_then(|p| control_char_problem("path", p))
+                {
+                    self.err(format!("{where_}: tests.files: {why}"), at.clone());
                 }
             }
         }

@@ -74,8 +74,12 @@ impl IAConfig {
         };
         IAConfig {
             id: f.req_str("id"),
-            working_directory: f.str_or("working_directory", "./workdir"),
-            generation_directory: f.str_or("generation_directory", "generated"),
+            working_directory: f
+                .opt_path("working_directory", "path")
+                .unwrap_or_else(|| "./workdir".to_string()),
+            generation_directory: f
+                .opt_path("generation_directory", "path")
+                .unwrap_or_else(|| "generated".to_string()),
             dateformat: f.str_or("dateformat", DEFAULT_DATEFORMAT),
             gitignore: f.str_list("gitignore"),
             sleep_before_finalization: f.opt_int("sleep_before_finalization"),

@@ -32,6 +32,12 @@ impl ExecutableModel {
                 named.display_name
             );
             f.error_at("name", msg);
+        } else if crate::naming::control_char(&named.display_name).is_some() {
+            // The reserved-word rule above is this model's own; the
+            // control-character one is every name's.
+            let why = crate::naming::name_problem(&named.display_name).unwrap_or_default();
+            let msg = format!("{}: name {why}", f.owner());
+            f.error_at("name", msg);
         } else if named.display_name.contains(['/', '\\']) {
             let msg = format!("{}: name may not contain '/' or '\\'", f.owner());
             f.error_at("name", msg);
@@ -48,7 +54,7 @@ impl ExecutableModel {
             appended_arguments: f.str_list("appended_arguments"),
             args: f.str_list("args"),
             config: f.any_map("config"),
-            working_directory: f.opt_str("working_directory"),
+            working_directory: f.opt_path("working_directory", "path"),
             named,
         }
     }

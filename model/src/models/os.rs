@@ -223,7 +223,7 @@ impl OsBuilderBaseImageBuilderSubconfig {
             name: f.opt_str("name").map(|n| safe_name(&n)),
             type_: f.str_or("type", os_builder),
             description: f.opt_str("description"),
-            image_id: f.opt_str("image_id"),
+            image_id: f.opt_path("image_id", "image id"),
             auto_update: f.opt_bool("auto_update"),
             default_machine_type: f.opt_str("default_machine_type"),
             default_primary_disk_size: f.opt_int("default_primary_disk_size"),
@@ -235,7 +235,7 @@ impl OsBuilderBaseImageBuilderSubconfig {
             config: f.any_map("config"),
             template: f.opt_str("template"),
             variables: f.str_map("variables"),
-            defaults_dir: f.opt_str("defaults_dir"),
+            defaults_dir: f.opt_path("defaults_dir", "path"),
             origin: Some(f.origin().clone()),
         }
     }

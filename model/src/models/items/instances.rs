@@ -95,7 +95,9 @@ impl StorageMapping {
             let at = f.origin_of("aliases");
             f.error(Diagnostic::warning(msg).at(at));
         }
-        let mount_point = f.str_or("mount_point", "/mnt/storage");
+        let mount_point = f
+            .opt_path("mount_point", "mount point")
+            .unwrap_or_else(|| "/mnt/storage".to_string());
         if mount_point.trim().is_empty() {
             let msg = format!("StorageMapping '{name}' must have a mount_point specified.");
             f.error_at("mount_point", msg);
@@ -194,6 +196,23 @@ mod tests {
                     "things[0].min_size"
                 ),
             ]
+        );
+    }
+
+    #[test]
+    fn a_mount_point_with_a_control_character_is_refused_at_its_value() {
+        let m = map(&[
+            ("name", plain("data")),
+            ("mount_point", quoted("/srv/da\rta")),
+        ]);
+        let (s, diags) = read(&m, StorageMapping::read);
+        assert_eq!(s.mount_point, "/srv/da\rta");
+        assert_eq!(
+            errors(&diags),
+            vec![e(
+                "Owner 'x': mount point '/srv/da\\rta' holds a control character (U+000D); write it without control characters",
+                "things[0].mount_point"
+            )]
         );
     }
 }
