@@ -52,9 +52,7 @@ fn main() -> ExitCode {
         overlays: cli.overlays.clone(),
         undeclare: cli.undeclare.clone(),
         display_root: Some(root_dir.to_string_lossy().to_string()),
-        max_file_size: cli
-            .max_file_size
-            .unwrap_or(csis_engine::workspace::DEFAULT_MAX_FILE_SIZE),
+        max_file_size: commands::max_file_size(&cli),
         tolerate_missing_env: cli.tolerate_missing_env,
         // Salsa's event per query costs a cold plan 7-10%: only what
         // reports query counts asks for it.

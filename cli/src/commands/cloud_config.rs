@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Subcommand;
+use csis_engine::db::system::OsSystem;
+use csis_engine::workspace::read_named;
 
 #[derive(Subcommand)]
 pub enum CloudConfigCommand {
@@ -20,28 +22,35 @@ pub enum CloudConfigCommand {
     },
 }
 
-pub fn cloud_config(command: &CloudConfigCommand) -> ExitCode {
+/// `max_file_size`: `--max-file-size` (or CSIS_MAX_FILE_SIZE), the limit
+/// the tree load reads under.
+pub fn cloud_config(command: &CloudConfigCommand, max_file_size: u64) -> ExitCode {
     match command {
-        CloudConfigCommand::Check { offline, files } => cloud_config_check(files, *offline),
+        CloudConfigCommand::Check { offline, files } => {
+            cloud_config_check(files, *offline, max_file_size)
+        }
     }
 }
 
 /// `csis cloud-config check`: every finding as `file:line:col: level:
 /// message`, then one summary line per file.
-fn cloud_config_check(files: &[PathBuf], offline: bool) -> ExitCode {
+fn cloud_config_check(files: &[PathBuf], offline: bool, max_file_size: u64) -> ExitCode {
     use csis_cloud_config::{Severity, check};
     let mut refused_any = false;
     for file in files {
         let shown = file.display();
-        let bytes = match std::fs::read(file) {
-            Ok(b) => b,
+        // Under the tree's limits on input: a FIFO or a device (it read
+        // /dev/zero until memory ran out) is refused unopened, a file over
+        // the limit unread.
+        let text = match read_named(&OsSystem, file, max_file_size) {
+            Ok(t) => t,
             Err(e) => {
                 eprintln!("error: reading {shown}: {e}");
                 refused_any = true;
                 continue;
             }
         };
-        let findings = check(&bytes, offline);
+        let findings = check(text.as_bytes(), offline);
         let refused = findings
             .iter()
             .filter(|f| f.severity == Severity::Refused)

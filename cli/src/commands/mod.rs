@@ -39,13 +39,22 @@ pub fn without_tree(cli: &Cli) -> Option<ExitCode> {
         Command::Local(step) => Some(plugin_step::local(step, cli.lock_timeout)),
         Command::Dummy(step) => Some(plugin_step::dummy(step)),
         Command::Ict(step) => Some(plugin_step::ict(step)),
-        Command::CloudConfig { command } => Some(cloud_config::cloud_config(command)),
-        Command::Template { command } => Some(template::run(command)),
+        Command::CloudConfig { command } => {
+            Some(cloud_config::cloud_config(command, max_file_size(cli)))
+        }
+        Command::Template { command } => Some(template::run(command, max_file_size(cli))),
         Command::PublicSafe(args) => public_safe::without_tree(args),
         Command::Completions(args) => Some(completions::completions(args)),
         Command::Man => Some(completions::man()),
         _ => None,
     }
+}
+
+/// The limit on one file's size every command reads under:
+/// `--max-file-size`, else CSIS_MAX_FILE_SIZE, else 16 MiB.
+pub fn max_file_size(cli: &Cli) -> u64 {
+    cli.max_file_size
+        .unwrap_or(csis_engine::workspace::DEFAULT_MAX_FILE_SIZE)
 }
 
 /// `gate-plan` and `state backup`, answered without loading the tree;

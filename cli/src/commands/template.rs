@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
+use csis_engine::db::system::OsSystem;
+use csis_engine::workspace::read_named;
 use csis_template::{
     Chain, OsFs, Problem, Template, TemplateFs, Variables, defaults_path, load_chain, parse,
     resolve_full, to_json, to_yaml, validate_merged, validate_user, validate_user_located,
@@ -57,22 +59,50 @@ pub enum TemplateFormat {
     Json,
 }
 
-pub fn run(command: &TemplateCommand) -> ExitCode {
+/// `max_file_size`: `--max-file-size` (or CSIS_MAX_FILE_SIZE), the limit
+/// the tree load reads under.
+pub fn run(command: &TemplateCommand, max_file_size: u64) -> ExitCode {
+    let fs = BoundedFs {
+        max_bytes: max_file_size,
+    };
     match command {
-        TemplateCommand::Validate { opts, files } => validate(opts, files),
+        TemplateCommand::Validate { opts, files } => validate(&fs, opts, files),
         TemplateCommand::Resolve {
             opts,
             full,
             format,
             file,
-        } => resolve(opts, *full, *format, file),
+        } => resolve(&fs, opts, *full, *format, file),
     }
 }
 
-fn variables(opts: &TemplateOpts) -> Result<Variables, String> {
+/// [`TemplateFs`] reading every file (the template, its `extends`
+/// parents, the variables file, the OS defaults) under the tree's limits
+/// on input: a FIFO or a device named anywhere in the chain is refused
+/// unopened rather than hanging the command, a file over the limit
+/// unread. csis-template stays free of the engine; the CLI hands it this.
+struct BoundedFs {
+    max_bytes: u64,
+}
+
+impl TemplateFs for BoundedFs {
+    fn read(&self, path: &Path) -> std::io::Result<String> {
+        read_named(&OsSystem, path, self.max_bytes)
+    }
+
+    fn canonicalize(&self, path: &Path) -> std::io::Result<PathBuf> {
+        OsFs.canonicalize(path)
+    }
+
+    fn is_symlink(&self, path: &Path) -> bool {
+        OsFs.is_symlink(path)
+    }
+}
+
+fn variables(fs: &BoundedFs, opts: &TemplateOpts) -> Result<Variables, String> {
     let mut vars = match &opts.vars_file {
         Some(f) => {
-            let text = OsFs
+            let text = fs
                 .read(f)
                 .map_err(|e| format!("{}: cannot read the variables file: {e}", f.display()))?;
             Variables::from_yaml(f, &text).map_err(|p| p.to_string())?
@@ -126,6 +156,7 @@ enum Defaults {
 /// The OS defaults of the chain's target, when they apply (not in
 /// overlay mode).
 fn defaults(
+    fs: &BoundedFs,
     dd: &DefaultsDir,
     folded: &Template,
     vars: &Variables,
@@ -134,7 +165,7 @@ fn defaults(
         return Ok(Defaults::Read(None));
     }
     let path = defaults_path(&dd.dir, &folded.target);
-    let text = match OsFs.read(&path) {
+    let text = match fs.read(&path) {
         Ok(t) => t,
         Err(e) if dd.found && e.kind() == std::io::ErrorKind::NotFound => {
             return Ok(Defaults::Missing(path));
@@ -174,8 +205,8 @@ fn add_new(all: &mut Vec<Problem>, new: Vec<Problem>) {
     }
 }
 
-fn validate(opts: &TemplateOpts, files: &[PathBuf]) -> ExitCode {
-    let vars = match variables(opts) {
+fn validate(fs: &BoundedFs, opts: &TemplateOpts, files: &[PathBuf]) -> ExitCode {
+    let vars = match variables(fs, opts) {
         Ok(v) => v,
         Err(m) => {
             eprintln!("error: {m}");
@@ -184,7 +215,7 @@ fn validate(opts: &TemplateOpts, files: &[PathBuf]) -> ExitCode {
     };
     let mut refused_any = false;
     for file in files {
-        let problems = validate_one(opts, file, &vars);
+        let problems = validate_one(fs, opts, file, &vars);
         print(&problems);
         if problems.iter().any(Problem::is_error) {
             refused_any = true;
@@ -195,15 +226,20 @@ fn validate(opts: &TemplateOpts, files: &[PathBuf]) -> ExitCode {
     ExitCode::from(u8::from(refused_any))
 }
 
-fn validate_one(opts: &TemplateOpts, file: &Path, vars: &Variables) -> Vec<Problem> {
-    let chain = match load_chain(&OsFs, file, vars) {
+fn validate_one(
+    fs: &BoundedFs,
+    opts: &TemplateOpts,
+    file: &Path,
+    vars: &Variables,
+) -> Vec<Problem> {
+    let chain = match load_chain(fs, file, vars) {
         Ok(c) => c,
         Err(e) => return e,
     };
     let mut all = chain.warnings.clone();
     // Each layer as a user template, located in its own text.
     for (f, layer) in chain.files.iter().zip(&chain.layers) {
-        let text = OsFs.read(f).unwrap_or_default();
+        let text = fs.read(f).unwrap_or_default();
         add_new(&mut all, validate_user_located(f, &text, layer));
     }
     if all.iter().any(Problem::is_error) {
@@ -215,7 +251,7 @@ fn validate_one(opts: &TemplateOpts, file: &Path, vars: &Variables) -> Vec<Probl
         add_new(&mut all, validate_user(file, &folded));
     }
     if let Some(dd) = defaults_dir(opts, file) {
-        match defaults(&dd, &folded, vars) {
+        match defaults(fs, &dd, &folded, vars) {
             Ok(Defaults::Read(d)) => {
                 let full = resolve_full(&chain, d.as_deref());
                 add_new(&mut all, validate_merged(file, &full));
@@ -229,15 +265,21 @@ fn validate_one(opts: &TemplateOpts, file: &Path, vars: &Variables) -> Vec<Probl
     all
 }
 
-fn resolve(opts: &TemplateOpts, full: bool, format: TemplateFormat, file: &Path) -> ExitCode {
-    let vars = match variables(opts) {
+fn resolve(
+    fs: &BoundedFs,
+    opts: &TemplateOpts,
+    full: bool,
+    format: TemplateFormat,
+    file: &Path,
+) -> ExitCode {
+    let vars = match variables(fs, opts) {
         Ok(v) => v,
         Err(m) => {
             eprintln!("error: {m}");
             return ExitCode::from(1);
         }
     };
-    let chain: Chain = match load_chain(&OsFs, file, &vars) {
+    let chain: Chain = match load_chain(fs, file, &vars) {
         Ok(c) => c,
         Err(e) => {
             print(&e);
@@ -255,7 +297,7 @@ fn resolve(opts: &TemplateOpts, full: bool, format: TemplateFormat, file: &Path)
             return ExitCode::from(1);
         };
         let folded = chain.fold();
-        match defaults(&dd, &folded, &vars) {
+        match defaults(fs, &dd, &folded, &vars) {
             Ok(Defaults::Read(d)) => resolve_full(&chain, d.as_deref()),
             Ok(Defaults::Missing(path)) => {
                 eprintln!(

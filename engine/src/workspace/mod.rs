@@ -23,7 +23,7 @@ pub mod prewarm;
 mod read;
 mod remote;
 
-pub use read::human_bytes;
+pub use read::{human_bytes, read_named};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -85,26 +85,59 @@ files inside the tree (copy the file in, or give it with --overlay)",
                 ),
             }
         }
-        SourceRead::NotRegular { kind } => refuse(
-            diags,
-            format!("{kind}, not a regular file; csis reads only regular files"),
-        ),
-        SourceRead::TooLarge { size } => refuse(
-            diags,
-            format!(
-                "{} is over the limit of {} csis reads from one file; raise it with \
---max-file-size BYTES (or CSIS_MAX_FILE_SIZE)",
-                human_bytes(size),
-                human_bytes(max_bytes)
-            ),
-        ),
-        SourceRead::NotUtf8 { line, col } => refuse(
-            diags,
-            format!(
-                "not UTF-8 text (the first invalid byte is at line {line}, column {col}); csis \
-reads configuration files as UTF-8"
-            ),
-        ),
         SourceRead::Failed(e) => refuse(diags, format!("cannot be read: {e}")),
+        refused => match refusal(&refused, max_bytes) {
+            Some(why) => refuse(diags, why),
+            None => None,
+        },
+    }
+}
+
+/// Why a file is not read wherever it is named: a FIFO, a device or a
+/// directory, a file over the limit, not UTF-8. One wording for the tree
+/// load and for the commands that read a file they are given
+/// ([`read_named`]), so a refusal reads the same everywhere.
+fn refusal(read: &crate::db::system::SourceRead, max_bytes: u64) -> Option<String> {
+    use crate::db::system::SourceRead;
+    match read {
+        SourceRead::NotRegular { kind } => Some(format!(
+            "{kind}, not a regular file; csis reads only regular files"
+        )),
+        SourceRead::TooLarge { size } => Some(format!(
+            "{} is over the limit of {} csis reads from one file; raise it with \
+--max-file-size BYTES (or CSIS_MAX_FILE_SIZE)",
+            human_bytes(*size),
+            human_bytes(max_bytes)
+        )),
+        SourceRead::NotUtf8 { line, col } => Some(format!(
+            "not UTF-8 text (the first invalid byte is at line {line}, column {col}); csis \
+reads configuration files as UTF-8"
+        )),
+        _ => None,
+    }
+}
+
+/// A file a command names itself, outside any tree (`csis cloud-config
+/// check FILE`, `csis template validate FILE` and the template's `extends`
+/// parents), read under the same limits as the tree: a FIFO or a device
+/// is refused unopened (reading one would hang, or never end), a file
+/// over `max_bytes` unread. A refusal is an error whose text is the tree
+/// load's (without the file's name: the caller names it); a missing file
+/// is `NotFound`.
+pub fn read_named(system: &dyn System, path: &Path, max_bytes: u64) -> std::io::Result<String> {
+    use crate::db::system::SourceRead;
+    use std::io::{Error, ErrorKind};
+    match system.read_source(path, max_bytes) {
+        SourceRead::Text { text, .. } => Ok(text),
+        SourceRead::Missing => Err(Error::new(ErrorKind::NotFound, "No such file or directory")),
+        SourceRead::Dangling { target } => Err(Error::new(
+            ErrorKind::NotFound,
+            format!("a symlink to {}, which does not exist", target.display()),
+        )),
+        SourceRead::Failed(e) => Err(e),
+        refused => Err(Error::new(
+            ErrorKind::InvalidData,
+            refusal(&refused, max_bytes).unwrap_or_default(),
+        )),
     }
 }
