@@ -141,3 +141,40 @@ pub fn read_named(system: &dyn System, path: &Path, max_bytes: u64) -> std::io::
         )),
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)] // the tests set the disk up by hand
+mod tests {
+    use super::read_named;
+    use crate::db::system::OsSystem;
+
+    /// A named file is refused in the tree load's words, the file's name
+    /// left to the caller; missing is `NotFound`.
+    #[test]
+    fn a_named_file_is_read_under_the_limits_in_the_tree_loads_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let read = |name: &str, max: u64| match read_named(&OsSystem, &dir.path().join(name), max) {
+            Ok(text) => format!("text {text:?}"),
+            Err(e) => format!("{:?}: {e}", e.kind()),
+        };
+        std::fs::write(dir.path().join("a.yml"), "a: 1\n").unwrap();
+        std::fs::write(dir.path().join("bad.yml"), b"a: 1\nb: \xff\n").unwrap();
+        std::fs::create_dir(dir.path().join("d")).unwrap();
+        assert_eq!(read("a.yml", 5), "text \"a: 1\\n\"");
+        assert_eq!(
+            read("a.yml", 4),
+            "InvalidData: 5 bytes is over the limit of 4 bytes csis reads from one file; raise \
+             it with --max-file-size BYTES (or CSIS_MAX_FILE_SIZE)"
+        );
+        assert_eq!(
+            read("bad.yml", 100),
+            "InvalidData: not UTF-8 text (the first invalid byte is at line 2, column 4); csis \
+             reads configuration files as UTF-8"
+        );
+        assert_eq!(
+            read("d", 100),
+            "InvalidData: a directory, not a regular file; csis reads only regular files"
+        );
+        assert_eq!(read("none.yml", 100), "NotFound: No such file or directory");
+    }
+}
