@@ -153,10 +153,11 @@ impl<'a> Fields<'a> {
     /// [`Fields::str_or`] of an account name (`admin_user`): a non-empty
     /// one that is no account name ([`crate::login::ACCOUNT_NAME_RULE`])
     /// is refused at its value, since useradd would refuse it on the
-    /// machine. An empty one is left to the item's own check.
+    /// machine. A blank one is left to the item's own check (`admin_user
+    /// may not be empty`), so that it is reported once.
     pub fn login_or(&mut self, key: &'static str, default: &str) -> String {
         let s = self.str_or(key, default);
-        if !s.is_empty()
+        if !s.trim().is_empty()
             && let Some(why) = crate::login::account_name_problem(&s)
         {
             let shown = s.escape_debug();
