@@ -130,6 +130,46 @@ impl<'a> Fields<'a> {
         Some(s)
     }
 
+    /// [`Fields::opt_str`] of a mount point: one that holds a control
+    /// character or whitespace is refused at its value
+    /// ([`crate::naming::mount_point_problem`]), and still returned for
+    /// the rules that follow.
+    pub fn opt_mount_point(&mut self, key: &'static str) -> Option<String> {
+        let s = self.opt_str(key)?;
+        let problem = crate::naming::mount_point_problem(&s);
+        self.refuse_problem(key, problem);
+        Some(s)
+    }
+
+    /// Report `problem` (a rule's message, if the value broke it) at
+    /// `key`'s value, after the owner.
+    pub fn refuse_problem(&mut self, key: &str, problem: Option<String>) {
+        if let Some(problem) = problem {
+            let msg = format!("{}: {problem}", self.owner);
+            self.error_at(key, msg);
+        }
+    }
+
+    /// [`Fields::str_or`] of an account name (`admin_user`): a non-empty
+    /// one that is no account name ([`crate::login::ACCOUNT_NAME_RULE`])
+    /// is refused at its value, since useradd would refuse it on the
+    /// machine. A blank one is left to the item's own check (`admin_user
+    /// may not be empty`), so that it is reported once.
+    pub fn login_or(&mut self, key: &'static str, default: &str) -> String {
+        let s = self.str_or(key, default);
+        if !s.trim().is_empty()
+            && let Some(why) = crate::login::account_name_problem(&s)
+        {
+            let shown = s.escape_debug();
+            let problem = format!(
+                "{key} '{shown}' {why}, so no account can be created for it ({}); write a login such as '{default}'",
+                crate::login::ACCOUNT_NAME_RULE
+            );
+            self.refuse_problem(key, Some(problem));
+        }
+        s
+    }
+
     /// Refuse `value`, read from `key` as `what`, when it holds a control
     /// character ([`crate::naming::control_char`]).
     pub fn refuse_controls(&mut self, key: &str, what: &str, value: &str) {

@@ -39,6 +39,33 @@ pub fn problem(login: &str) -> Option<&'static str> {
     }
 }
 
+/// What an account name must be, as useradd, sudo drop-ins and
+/// cloud-init accept it (one rule for users' logins, group names and an
+/// image's `admin_user`).
+pub const ACCOUNT_NAME_RULE: &str =
+    "an account name is at most 32 characters of [A-Za-z0-9._-], not beginning with '.' or '-'";
+
+/// Why a string is not an account or group name, if it is not
+/// ([`ACCOUNT_NAME_RULE`]).
+pub fn account_name_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        return Some("is empty");
+    }
+    if name.chars().count() > MAX_LOGIN {
+        return Some("is over 32 characters");
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    {
+        return Some("has characters outside [A-Za-z0-9._-]");
+    }
+    if name.starts_with('.') || name.starts_with('-') {
+        return Some("begins with a dot or a dash");
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -67,5 +94,24 @@ mod tests {
             Some("starts with '-'")
         );
         assert_eq!(problem("avery_alpha"), None);
+    }
+
+    #[test]
+    fn an_account_name_is_32_characters_of_a_narrow_set() {
+        assert_eq!(account_name_problem("csisadmin"), None);
+        assert_eq!(account_name_problem("ops.admin_2-x"), None);
+        assert_eq!(account_name_problem(""), Some("is empty"));
+        assert_eq!(
+            account_name_problem("my admin"),
+            Some("has characters outside [A-Za-z0-9._-]")
+        );
+        assert_eq!(
+            account_name_problem("-x"),
+            Some("begins with a dot or a dash")
+        );
+        assert_eq!(
+            account_name_problem(&"a".repeat(33)),
+            Some("is over 32 characters")
+        );
     }
 }

@@ -117,6 +117,53 @@ pub fn control_char_problem(what: &str, value: &str) -> Option<String> {
     ))
 }
 
+/// Why `value`, a mount point, cannot be written into /etc/fstab: a
+/// control character (see [`control_char_problem`]) or whitespace, which
+/// splits the fstab line (`UUID=... /srv/my data ext4 ...` mounts at
+/// `/srv/my` and reads `data` as the type). Refused rather than escaped
+/// as `\040`, so that no writer of an fstab line has to escape it.
+pub fn mount_point_problem(value: &str) -> Option<String> {
+    if let Some(problem) = control_char_problem("mount point", value) {
+        return Some(problem);
+    }
+    value.chars().any(char::is_whitespace).then(|| {
+        format!(
+            "mount point '{value}' holds whitespace, which /etc/fstab cannot hold unescaped; write it without spaces"
+        )
+    })
+}
+
+/// Why `value`, read as `what` (`first_name`, `gecos`), cannot be part of
+/// a gecos (the real-name field of /etc/passwd): `useradd` refuses a
+/// `:` (the field separator) and a line break or other control character,
+/// and the account is then never created.
+pub fn gecos_problem(what: &str, value: &str) -> Option<String> {
+    if let Some(c) = control_char(value) {
+        return Some(format!(
+            "{what} '{}' holds a control character (U+{:04X}), which useradd refuses in a gecos; write it on one line without control characters",
+            value.escape_debug(),
+            c as u32
+        ));
+    }
+    value.contains(':').then(|| {
+        format!(
+            "{what} '{value}' holds ':', which useradd refuses in a gecos (it separates /etc/passwd fields); write it without ':'"
+        )
+    })
+}
+
+/// Why `rule`, a sudoers rule, cannot be written as one: sudoers reads
+/// one rule per line, so a line break (or any control character) makes
+/// the rest a rule of its own or a syntax error that breaks sudo.
+pub fn sudo_rule_problem(rule: &str) -> Option<String> {
+    let c = control_char(rule)?;
+    Some(format!(
+        "sudo rule '{}' holds a control character (U+{:04X}); sudoers reads one rule per line: write each rule as its own line without control characters",
+        rule.escape_debug(),
+        c as u32
+    ))
+}
+
 /// Why a name or alias cannot be used, if it cannot.
 pub fn name_problem(name: &str) -> Option<String> {
     if let Some(c) = control_char(name) {
@@ -223,5 +270,49 @@ mod tests {
         assert!(is_invalid_config_key(""));
         assert!(!is_invalid_config_key("systemuser"));
         assert_eq!(INVALID_CONFIG_KEYS.len(), 17);
+    }
+
+    #[test]
+    fn a_mount_point_with_whitespace_is_refused() {
+        assert_eq!(
+            mount_point_problem("/srv/my data").as_deref(),
+            Some(
+                "mount point '/srv/my data' holds whitespace, which /etc/fstab cannot hold unescaped; write it without spaces"
+            )
+        );
+        assert!(mount_point_problem("/srv/a\u{a0}b").is_some());
+        assert!(mount_point_problem("/srv/a\nb").is_some_and(|p| p.contains("U+000A")));
+        assert_eq!(mount_point_problem("/srv/data"), None);
+    }
+
+    #[test]
+    fn a_gecos_part_with_a_colon_or_a_line_break_is_refused() {
+        assert_eq!(
+            gecos_problem("last_name", "Jo:nes").as_deref(),
+            Some(
+                "last_name 'Jo:nes' holds ':', which useradd refuses in a gecos (it separates /etc/passwd fields); write it without ':'"
+            )
+        );
+        assert_eq!(
+            gecos_problem("last_name", "Jo\nnes").as_deref(),
+            Some(
+                "last_name 'Jo\\nnes' holds a control character (U+000A), which useradd refuses in a gecos; write it on one line without control characters"
+            )
+        );
+        assert_eq!(gecos_problem("gecos", "Ann O'Neil, ops"), None);
+    }
+
+    #[test]
+    fn a_sudo_rule_with_a_line_break_is_refused() {
+        assert_eq!(
+            sudo_rule_problem("ALL=(ALL) ALL\nALL ALL=(ALL) NOPASSWD:ALL").as_deref(),
+            Some(
+                "sudo rule 'ALL=(ALL) ALL\\nALL ALL=(ALL) NOPASSWD:ALL' holds a control character (U+000A); sudoers reads one rule per line: write each rule as its own line without control characters"
+            )
+        );
+        assert_eq!(
+            sudo_rule_problem("ALL=(ALL) NOPASSWD: /bin/a, /bin/b"),
+            None
+        );
     }
 }

@@ -27,6 +27,7 @@ mod launch;
 mod layering;
 mod lineage;
 mod live;
+mod machine_values;
 mod operations;
 mod packer;
 mod public_safe;

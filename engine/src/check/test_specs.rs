@@ -5,7 +5,7 @@
 //! absolute mount point. The tests run on a baked machine; a spec is
 //! checked here, before any machine is baked to run it.
 
-use csis_model::naming::control_char_problem;
+use csis_model::naming::{control_char_problem, mount_point_problem};
 use csis_model::{Map, Origin, Value};
 
 use crate::check::context::Checks;
@@ -54,7 +54,7 @@ impl Checks<'_> {
                                 format!("{where_}: every mounts entry is an absolute mount point"),
                                 at.clone(),
                             );
-                        } else if let Some(why) = control_char_problem("mount point", p) {
+                        } else if let Some(why) = mount_point_problem(p) {
                             self.err(
                                 format!("{where_}: tests.post_bake.mounts: {why}"),
                                 at.clone(),

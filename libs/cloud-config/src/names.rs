@@ -1,24 +1,10 @@
 //! The narrow character sets of names, hostnames and paths: what comes
 //! from the seed becomes file names, config fields and arguments.
 
-/// Why a string is not an account or group name, if it is not.
+/// Why a string is not an account or group name, if it is not: the
+/// rule every account csis makes is held to.
 pub fn name_problem(name: &str) -> Option<&'static str> {
-    if name.is_empty() {
-        return Some("is empty");
-    }
-    if name.chars().count() > 32 {
-        return Some("is over 32 characters");
-    }
-    if !name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-    {
-        return Some("has characters outside [A-Za-z0-9._-]");
-    }
-    if name.starts_with('.') || name.starts_with('-') {
-        return Some("begins with a dot or a dash");
-    }
-    None
+    csis_model::login::account_name_problem(name)
 }
 
 pub(crate) fn repo_name_problem(name: &str) -> Option<&'static str> {

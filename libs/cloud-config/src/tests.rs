@@ -292,6 +292,23 @@ fn a_nul_byte_in_a_sudo_rule_refuses_the_account() {
     );
 }
 
+/// useradd refuses a gecos with `:` or a line break (the account is
+/// never created), and sudoers reads one rule per line.
+#[test]
+fn a_gecos_or_a_sudo_rule_that_breaks_its_file_refuses_the_account() {
+    assert_eq!(
+        found(
+            "users:\n  - name: ops\n    gecos: 'Ops: team'\n  - name: dev\n    gecos: \"Dev\\tTeam\"\n  - name: adm\n    sudo: [\"ALL=(ALL) ALL\", \"a\\nb\"]\n  - name: fine\n    gecos: Ann O'Neil, ops\n",
+            false
+        ),
+        [
+            "3:12 error users: account 'ops': gecos 'Ops: team' holds ':', which useradd refuses in a gecos (it separates /etc/passwd fields); write it without ':'; the account is refused",
+            "5:12 error users: account 'dev': gecos 'Dev\\tTeam' holds a control character (U+0009), which useradd refuses in a gecos; write it on one line without control characters; the account is refused",
+            "7:11 error users: account 'adm': sudo rule 'a\\nb' holds a control character (U+000A); sudoers reads one rule per line: write each rule as its own line without control characters; the account is refused",
+        ]
+    );
+}
+
 #[test]
 fn trust_anchors_with_a_nul_byte_or_too_big_to_carry() {
     let big = "x".repeat(MAX_CARRIED + 1);

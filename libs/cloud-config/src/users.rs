@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use csis_model::naming::{gecos_problem, sudo_rule_problem};
 use csis_model::{DocPath, Value};
 
 use crate::names::name_problem;
@@ -153,10 +154,21 @@ impl Checker {
                         }
                     }
                 }
+                // useradd refuses the whole account for a gecos it
+                // cannot write into /etc/passwd.
+                "gecos" => {
+                    if let Some(why) = gecos_problem("gecos", &scalar_text(value)) {
+                        refuse(self, &at, why);
+                        ok = false;
+                    }
+                }
                 "sudo" => {
                     if let Some(rules) = self.lines(value, &at, "sudo") {
                         if rules.iter().any(|r| r.contains('\0')) {
                             refuse(self, &at, "a sudo rule holds a NUL byte".into());
+                            ok = false;
+                        } else if let Some(why) = rules.iter().find_map(|r| sudo_rule_problem(r)) {
+                            refuse(self, &at, why);
                             ok = false;
                         } else if name.contains('.') && !rules.is_empty() {
                             self.report(

@@ -116,7 +116,7 @@ impl OsBuilderModel {
             update,
             identity_types: f.str_list("identity_types"),
             storage_types: f.str_list("storage_types"),
-            admin_user: f.str_or("admin_user", "csisadmin"),
+            admin_user: f.login_or("admin_user", "csisadmin"),
             admin_public_keys: opt_str_list(f, "admin_public_keys"),
             local_test_image: f.opt_str("local_test_image"),
             tests: f.any_map("tests"),

@@ -185,7 +185,7 @@ impl BaseImage {
             runtimes,
             identity_types: f.str_list("identity_types"),
             storage_types: f.str_list("storage_types"),
-            admin_user: f.str_or("admin_user", "csisadmin"),
+            admin_user: f.login_or("admin_user", "csisadmin"),
             admin_public_keys: opt_str_list(f, "admin_public_keys"),
             tests: f.any_map("tests"),
             root,

@@ -96,7 +96,7 @@ impl StorageMapping {
             f.error(Diagnostic::warning(msg).at(at));
         }
         let mount_point = f
-            .opt_path("mount_point", "mount point")
+            .opt_mount_point("mount_point")
             .unwrap_or_else(|| "/mnt/storage".to_string());
         if mount_point.trim().is_empty() {
             let msg = format!("StorageMapping '{name}' must have a mount_point specified.");

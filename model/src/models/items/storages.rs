@@ -95,7 +95,7 @@ impl Storage {
             generative: f.bool_or("generative", false),
             singleton: f.bool_or("singleton", false),
             is_default: f.bool_or("is_default", false),
-            mount_point: f.opt_path("mount_point", "mount point"),
+            mount_point: f.opt_mount_point("mount_point"),
             bucket_name: f.opt_str("bucket_name"),
             tags: f.str_map("tags"),
             config: f.any_map("config"),

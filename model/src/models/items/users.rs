@@ -124,7 +124,11 @@ impl User {
             login: root.named.display_name.trim().to_string(),
             first_name,
             last_name,
-            middle_name: f.opt_str("middle_name"),
+            middle_name: f.opt_str("middle_name").inspect(|m| {
+                if let Some(problem) = crate::naming::gecos_problem("middle_name", m) {
+                    f.error_at("middle_name", format!("User {name}: {problem}"));
+                }
+            }),
             email: f.opt_str("email"),
             is_service_account: f.bool_or("is_service_account", false),
             is_enabled: f.bool_or("is_enabled", true),
@@ -145,7 +149,13 @@ impl User {
 fn required_name_part(f: &mut Fields<'_>, user: &str, key: &'static str) -> String {
     let v = f.opt_str(key);
     match v {
-        Some(s) if !s.trim().is_empty() => s,
+        Some(s) if !s.trim().is_empty() => {
+            // The name parts become the account's gecos.
+            if let Some(problem) = crate::naming::gecos_problem(key, &s) {
+                f.error_at(key, format!("User {user}: {problem}"));
+            }
+            s
+        }
         other => {
             let msg = format!(
                 "User {user} requires a non-blank {key} (got {}); names are never derived from the user name.",
@@ -258,6 +268,31 @@ mod tests {
                 e(
                     "User bob requires a non-blank last_name (got ' '); names are never derived from the user name.",
                     "things[0].last_name"
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_name_part_that_cannot_be_a_gecos_is_refused_at_its_value() {
+        let m = map(&[
+            ("name", plain("bob")),
+            ("first_name", plain("Bob")),
+            ("last_name", quoted("Jo:nes")),
+            ("middle_name", quoted("A\nB")),
+        ]);
+        let (u, diags) = read(&m, User::read);
+        assert_eq!(u.last_name, "Jo:nes");
+        assert_eq!(
+            errors(&diags),
+            vec![
+                e(
+                    "User bob: last_name 'Jo:nes' holds ':', which useradd refuses in a gecos (it separates /etc/passwd fields); write it without ':'",
+                    "things[0].last_name"
+                ),
+                e(
+                    "User bob: middle_name 'A\\nB' holds a control character (U+000A), which useradd refuses in a gecos; write it on one line without control characters",
+                    "things[0].middle_name"
                 ),
             ]
         );

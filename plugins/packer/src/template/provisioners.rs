@@ -105,7 +105,9 @@ pub(super) fn mod_provisioners(
                     "if {}; then echo {}; exit 0; fi",
                     ensure
                         .iter()
-                        .map(|e| format!("( {e} )"))
+                        // The `)` on a line of its own: an entry that
+                        // ends in `# comment` would comment it out.
+                        .map(|e| format!("( {e}\n)"))
                         .collect::<Vec<_>>()
                         .join(" && "),
                     shell_quote(&format!("modification {name} already applied"))
