@@ -221,6 +221,20 @@ pub trait Builder: Send + Sync {
     fn keeps_state(&self) -> bool {
         false
     }
+    /// Runtime builders: the cloud resource names this runtime derives
+    /// from the declared name `name` of an item of `kind` (images,
+    /// instances, storages), each with what it names (`GCE disk name`),
+    /// when its naming rule can map two declared names to one (lowercasing,
+    /// replacing characters, truncating). Validation refuses a second item
+    /// of the same kind on the same runtime that derives a name another
+    /// already has: two resources cannot share it.
+    fn derived_names(
+        &self,
+        _kind: csis_model::ItemKind,
+        _name: &str,
+    ) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
     /// Runtime builders: the session mechanism, when there is one.
     fn session_mechanism(&self) -> Option<&str> {
         None
