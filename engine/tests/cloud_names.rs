@@ -12,7 +12,16 @@ use csis_test_support::{LINKED, fixture_dir, inline, read_tree, workspace_with};
 fn collisions(extra: &[(&str, &str)]) -> Vec<String> {
     let mut files = read_tree(&fixture_dir("clouds"));
     for (path, text) in extra {
-        files.get_mut(*path).unwrap().push_str(text);
+        let f = files.get_mut(*path).unwrap();
+        // A builder list entry goes after its list's first line.
+        if let Some((list, entry)) = text.split_once('\n')
+            && list.ends_with(':')
+            && f.contains(&format!("{list}\n"))
+        {
+            *f = f.replacen(&format!("{list}\n"), &format!("{list}\n{entry}"), 1);
+        } else {
+            f.push_str(text);
+        }
     }
     let ws = workspace_with(&inline(&files), LINKED, &[], &LoadOptions::default());
     let all: Vec<String> = ws
@@ -72,4 +81,50 @@ fn an_image_whose_family_collides_is_refused_once() {
             "image 'app_' becomes GCE image family 'app', as image 'app' (images/chain.yml:19:5) does; two resources cannot share a name: rename one"
         ]
     );
+}
+
+/// A second gce runtime on `project` with a storage builder `pd2`.
+fn second_runtime(project: &str) -> String {
+    format!(
+        "runtime_builders:\n  - {{name: gce2, type: gce, project: {project}, region: europe-west1, zone: europe-west1-b, default_machine_type: e2-small, networking: {{network: n, subnets: [{{subnet_id: s, is_default: true}}]}}}}\n"
+    )
+}
+
+#[test]
+fn runtimes_on_one_gce_project_share_its_names() {
+    let rt = second_runtime("csis-example");
+    let found = collisions(&[
+        ("cfg/builders.yml", rt.as_str()),
+        (
+            "cfg/builders.yml",
+            "storage_builders:\n  - {name: pd2, type: tofu-gce, runtime: gce2, state_configuration: gcs-state}\n",
+        ),
+        (
+            "storages/volumes.yml",
+            "  - {name: Gce.Data, type: pd2, groups: [ops], availability_zone: europe-west1-b, config: {size: 30}}\n",
+        ),
+    ]);
+    assert_eq!(
+        found,
+        [
+            "storage 'gce.data' becomes GCE disk name 'gce-data', as storage 'gce_data' (storages/volumes.yml:5:6) does; two resources cannot share a name: rename one"
+        ]
+    );
+}
+
+#[test]
+fn runtimes_on_two_gce_projects_do_not() {
+    let rt = second_runtime("other-project");
+    let found = collisions(&[
+        ("cfg/builders.yml", rt.as_str()),
+        (
+            "cfg/builders.yml",
+            "storage_builders:\n  - {name: pd2, type: tofu-gce, runtime: gce2, state_configuration: gcs-state}\n",
+        ),
+        (
+            "storages/volumes.yml",
+            "  - {name: gce-data, type: pd2, groups: [ops], availability_zone: europe-west1-b, config: {size: 30}}\n",
+        ),
+    ]);
+    assert_eq!(found, Vec::<String>::new());
 }

@@ -329,6 +329,12 @@ impl Builder for GceRuntime {
         derived_names(kind, item)
     }
 
+    /// Compute Engine names live in a project: two runtimes on one
+    /// project share them.
+    fn name_scope(&self) -> Option<String> {
+        Some(format!("GCE project '{}'", self.project()))
+    }
+
     /// `iap` (the default): csis reaches instances through Identity-Aware
     /// Proxy TCP forwarding, with no external address and access governed
     /// by IAM -- Compute Engine's counterpart of Session Manager.

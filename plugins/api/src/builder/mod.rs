@@ -235,6 +235,13 @@ pub trait Builder: Send + Sync {
     ) -> Vec<(&'static str, String)> {
         Vec::new()
     }
+    /// Runtime builders: the namespace [`Builder::derived_names`] live
+    /// in, when runtimes can share one (a GCE project: two runtimes on one
+    /// project name their resources in one list). Runtimes with the same
+    /// scope are compared together; `None` is the runtime alone.
+    fn name_scope(&self) -> Option<String> {
+        None
+    }
     /// Runtime builders: the session mechanism, when there is one.
     fn session_mechanism(&self) -> Option<&str> {
         None
