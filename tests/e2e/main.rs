@@ -16,6 +16,7 @@ mod explain;
 mod file_sizes;
 mod gate;
 mod gate_fail_closed;
+mod gce_names;
 mod generation_gate;
 mod hostnames;
 mod ict;

@@ -10,6 +10,7 @@ mod aliases;
 pub mod bake_users;
 mod base_images;
 pub(crate) mod capabilities;
+pub mod cloud_names;
 mod context;
 pub mod executables;
 mod foreign_keys;

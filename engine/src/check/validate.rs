@@ -4,7 +4,8 @@
 //! builders' (runtime policies, base images), the strict attach rule, the
 //! storages' transitions and cardinality with the unique global ids, the
 //! capabilities, the alias pool, managed groups, user-data, the
-//! immutability of launched instances, label keys, availability zones,
+//! immutability of launched instances, label keys, the cloud resource
+//! names runtimes derive, availability zones,
 //! identity items, users' logins, bake users. Each family is in a file of
 //! its own; this one only lists them. Each refusal is a diagnostic with
 //! the spec's wording, placed where the offending value is.
@@ -39,6 +40,7 @@ pub fn validation_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
         db, tree,
     ));
     out.extend(each_item(db, tree, ItemCheck::LabelKeys));
+    out.extend(crate::check::cloud_names::cloud_name_diagnostics(db, tree));
     out.extend(each_item(db, tree, ItemCheck::Zones));
     out.extend(each_item(db, tree, ItemCheck::IdentityItem));
     out.extend(crate::check::logins::login_diagnostics(db, tree));

@@ -17,7 +17,7 @@
 
 use csis_hcl::{Block, Expr};
 use csis_model::models::{BaseModelKind, CloudBuilderModel};
-use csis_model::{Diagnostic, Fields, Map, Value, Vct};
+use csis_model::{Diagnostic, Fields, ItemKind, Map, Value, Vct};
 use csis_plugin_api::runtime_fields::{read_disk_size, read_strings};
 use csis_plugin_api::{
     Builder, BuilderDecl, HookResult, ModelSpec, PackerBake, PackerParent, PackerPlugin,
@@ -138,6 +138,33 @@ pub fn image_family(series: &str) -> String {
     name(series)
 }
 
+/// The characters of a bake's image name its series gives: the rest of
+/// the 63 is `-` and the run label (19 characters).
+pub const IMAGE_NAME_SERIES_MAX: usize = 40;
+
+/// The Compute Engine names csis derives from item `name` of `kind`, each
+/// with what it names: an image's family and the series part of its image
+/// names, an instance's name, a storage's disk name. What validation
+/// compares, so two declarations that [`resource_name`] maps to one name
+/// are refused before a bake or an apply makes one overwrite the other.
+pub fn derived_names(kind: ItemKind, item: &str) -> Vec<(&'static str, String)> {
+    if kind == ItemKind::IMAGES {
+        vec![
+            ("GCE image family", image_family(item)),
+            (
+                "GCE image name",
+                format!("{}-<run>", resource_name(item, IMAGE_NAME_SERIES_MAX)),
+            ),
+        ]
+    } else if kind == ItemKind::INSTANCES {
+        vec![("GCE instance name", name(item))]
+    } else if kind == ItemKind::STORAGES {
+        vec![("GCE disk name", name(item))]
+    } else {
+        Vec::new()
+    }
+}
+
 /// `project` of a gce runtime.
 pub fn project(runtime: &BuilderDecl) -> Option<&str> {
     runtime.extra_str("project")
@@ -242,13 +269,13 @@ impl GceRuntime {
             }
         }
         // 63 characters: the series part leaves room for `-` and the run
-        // label (19 characters).
+        // label ([`IMAGE_NAME_SERIES_MAX`]).
         b = b
             .attr(
                 "image_name",
                 Expr::template(format!(
                     "{}-${{local.{RUN_LOCAL}}}",
-                    resource_name(&bake.series, 40)
+                    resource_name(&bake.series, IMAGE_NAME_SERIES_MAX)
                 )),
             )
             .attr("image_family", image_family(&bake.series));
@@ -296,6 +323,16 @@ impl Builder for GceRuntime {
 
     fn label_key_problem(&self, key: &str) -> Option<String> {
         label_key_problem(key)
+    }
+
+    fn derived_names(&self, kind: ItemKind, item: &str) -> Vec<(&'static str, String)> {
+        derived_names(kind, item)
+    }
+
+    /// Compute Engine names live in a project: two runtimes on one
+    /// project share them.
+    fn name_scope(&self) -> Option<String> {
+        Some(format!("GCE project '{}'", self.project()))
     }
 
     /// `iap` (the default): csis reaches instances through Identity-Aware

@@ -196,6 +196,52 @@ fn one_naming_rule_for_images_instances_and_disks() {
 }
 
 #[test]
+fn the_names_validation_compares_are_the_ones_the_bakes_and_roots_use() {
+    use csis_model::ItemKind;
+    let d = derived_names;
+    assert_eq!(
+        d(ItemKind::IMAGES, "Web_App"),
+        [
+            ("GCE image family", "web-app".to_string()),
+            ("GCE image name", "web-app-<run>".to_string()),
+        ]
+    );
+    assert_eq!(
+        d(ItemKind::INSTANCES, "web-gce"),
+        [("GCE instance name", "web-gce".to_string())]
+    );
+    assert_eq!(
+        d(ItemKind::STORAGES, "gce_data"),
+        [("GCE disk name", "gce-data".to_string())]
+    );
+    assert_eq!(d(ItemKind::USERS, "a.b"), []);
+    // The collisions the rule exists for: one character respelled, a
+    // trailing dot, a difference past the limit (63 for a disk, 40 for
+    // the series part of an image name).
+    assert_eq!(
+        d(ItemKind::STORAGES, "gce_data"),
+        d(ItemKind::STORAGES, "gce-data")
+    );
+    assert_eq!(d(ItemKind::IMAGES, "web"), d(ItemKind::IMAGES, "web."));
+    let long = "d".repeat(63);
+    assert_eq!(
+        d(ItemKind::STORAGES, &format!("{long}1")),
+        d(ItemKind::STORAGES, &format!("{long}2"))
+    );
+    let (one, two) = (
+        d(ItemKind::IMAGES, &format!("{}-one", "i".repeat(40))),
+        d(ItemKind::IMAGES, &format!("{}-two", "i".repeat(40))),
+    );
+    assert_ne!(one[0], two[0]);
+    assert_eq!(one[1], two[1]);
+    // The hook answers the same.
+    assert_eq!(
+        runtime("").derived_names(ItemKind::STORAGES, "gce_data"),
+        d(ItemKind::STORAGES, "gce_data")
+    );
+}
+
+#[test]
 fn the_zone_is_the_declared_one_else_the_default_else_region_a() {
     let zone_of = |extra: &str| zone(&decl(&format!("{RUNTIME}{extra}")).0);
     assert_eq!(zone_of("project: p\n").as_deref(), Some("europe-west1-a"));

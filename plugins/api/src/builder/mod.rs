@@ -221,6 +221,27 @@ pub trait Builder: Send + Sync {
     fn keeps_state(&self) -> bool {
         false
     }
+    /// Runtime builders: the cloud resource names this runtime derives
+    /// from the declared name `name` of an item of `kind` (images,
+    /// instances, storages), each with what it names (`GCE disk name`),
+    /// when its naming rule can map two declared names to one (lowercasing,
+    /// replacing characters, truncating). Validation refuses a second item
+    /// of the same kind on the same runtime that derives a name another
+    /// already has: two resources cannot share it.
+    fn derived_names(
+        &self,
+        _kind: csis_model::ItemKind,
+        _name: &str,
+    ) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+    /// Runtime builders: the namespace [`Builder::derived_names`] live
+    /// in, when runtimes can share one (a GCE project: two runtimes on one
+    /// project name their resources in one list). Runtimes with the same
+    /// scope are compared together; `None` is the runtime alone.
+    fn name_scope(&self) -> Option<String> {
+        None
+    }
     /// Runtime builders: the session mechanism, when there is one.
     fn session_mechanism(&self) -> Option<&str> {
         None

@@ -1,0 +1,174 @@
+//! Cloud resource names that collide: a runtime that derives its
+//! resources' names from the declared ones (GCE lowercases, turns every
+//! other character into a dash and truncates) can map two declarations to
+//! one name, and then one bake or apply overwrites, adopts or fails on the
+//! other's resource. Each runtime says what it derives
+//! ([`csis_plugin_api::Builder::derived_names`]); this rule refuses, per
+//! runtime and resource kind, every declaration whose derived name an
+//! earlier one (in reading order) already has, naming both. Runtimes that
+//! share a namespace (two gce runtimes on one project) are compared
+//! together ([`csis_plugin_api::Builder::name_scope`]).
+
+use std::collections::HashMap;
+
+use csis_model::models::Item;
+use csis_model::{Diagnostic, ItemKind, Origin, Vct};
+use csis_plugin_api::Builder;
+
+use crate::db::files::parse_file;
+use crate::db::{Db, Tree};
+use crate::load::builders::builders;
+use crate::load::items::{ItemId, item_index};
+use crate::load::items_model::structured_item;
+
+/// One name an item's runtime derives from its declared name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Derived {
+    /// The runtime's namespace ([`Builder::name_scope`]).
+    scope: String,
+    /// What it names (`GCE disk name`).
+    what: &'static str,
+    name: String,
+}
+
+/// The first declaration of a derived name.
+struct First<'a> {
+    kind: ItemKind,
+    name: &'a str,
+    origin: Option<&'a Origin>,
+}
+
+/// Every declaration whose derived cloud name an earlier one in the same
+/// namespace already has.
+pub fn cloud_name_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
+    let index = item_index(db, tree);
+    let mut first: HashMap<(&str, &'static str, &str), First<'_>> = HashMap::new();
+    let mut out = Vec::new();
+    for kind in [ItemKind::IMAGES, ItemKind::INSTANCES, ItemKind::STORAGES] {
+        for name in index.names(kind) {
+            let id = ItemId::new(db, tree, kind, name.as_str());
+            let (names, origin) = item_cloud_names(db, id);
+            // One refusal per pair of declarations: an image whose family
+            // collides has colliding image names too.
+            let mut named: Vec<&str> = Vec::new();
+            for d in names {
+                let key = (d.scope.as_str(), d.what, d.name.as_str());
+                match first.get(&key) {
+                    // The same item on two runtimes of one namespace.
+                    Some(f) if f.name == name.as_str() => {}
+                    Some(f) => {
+                        if named.contains(&f.name) {
+                            continue;
+                        }
+                        named.push(f.name);
+                        let at = f
+                            .origin
+                            .map(|o| format!(" ({})", position(db, tree, o)))
+                            .unwrap_or_default();
+                        out.push(
+                            Diagnostic::error(format!(
+                                "{} '{name}' becomes {} '{}', as {} '{}'{at} does; two resources cannot share a name: rename one",
+                                kind.singular(),
+                                d.what,
+                                d.name,
+                                f.kind.singular(),
+                                f.name
+                            ))
+                            .at_opt(origin.clone())
+                            .on_key(),
+                        );
+                    }
+                    None => {
+                        first.insert(
+                            key,
+                            First {
+                                kind,
+                                name: name.as_str(),
+                                origin: origin.as_ref(),
+                            },
+                        );
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The names an item's runtimes derive from its name, and where the name
+/// is declared: its own query, so an edit that keeps an item's name and
+/// runtimes (a description) re-runs no tree-wide comparison.
+#[salsa::tracked(returns(ref))]
+fn item_cloud_names<'db>(db: &'db dyn Db, id: ItemId<'db>) -> (Vec<Derived>, Option<Origin>) {
+    let (tree, kind, name) = (id.tree(db), id.kind(db), id.name(db));
+    let b = builders(db, tree);
+    let runtime_of = |vct: Vct, reference: &str| -> Option<String> {
+        b.resolve(vct, reference)
+            .and_then(|d| d.base.runtime().map(str::to_string))
+    };
+    let si = structured_item(db, id);
+    let mut runtimes: Vec<String> = match si.item.as_deref() {
+        Some(Item::Image(img)) => img
+            .runtimes
+            .iter()
+            .filter_map(|e| runtime_of(Vct::ImageBuilderModel, &e.image_builder))
+            .collect(),
+        Some(Item::Instance(inst)) => runtime_of(Vct::InstanceBuilderModel, &inst.root.named.type_)
+            .into_iter()
+            .collect(),
+        // The runtime its builder applies on, as the storage's root names
+        // the disk.
+        Some(Item::Storage(st)) => vec![
+            runtime_of(Vct::StorageBuilderModel, &st.named.type_)
+                .unwrap_or_else(|| st.runtime.clone()),
+        ],
+        _ => Vec::new(),
+    };
+    runtimes.sort();
+    runtimes.dedup();
+    let mut out = Vec::new();
+    for runtime in &runtimes {
+        let Some(d) = b.resolve(Vct::RuntimeBuilderModel, runtime) else {
+            continue;
+        };
+        let Some(spec) = db.registry().model(d.classification, d.model) else {
+            continue;
+        };
+        let hook: Box<dyn Builder> = (spec.builder)(d);
+        let scope = hook
+            .name_scope()
+            .unwrap_or_else(|| format!("runtime '{runtime}'"));
+        for (what, derived) in hook.derived_names(kind, name) {
+            let d = Derived {
+                scope: scope.clone(),
+                what,
+                name: derived,
+            };
+            if !out.contains(&d) {
+                out.push(d);
+            }
+        }
+    }
+    (out, si.origin.as_ref().map(|o| o.key("name")))
+}
+
+/// `file:line:col` of `origin`'s key, or the origin as written when its
+/// file is not one of the tree's.
+fn position(db: &dyn Db, tree: Tree, origin: &Origin) -> String {
+    let file = tree
+        .item_files(db)
+        .iter()
+        .map(|f| f.file)
+        .chain(tree.overlays(db).iter().copied())
+        .find(|f| f.path(db).as_ref() == origin.file.as_ref());
+    let span = file.and_then(|f| parse_file(db, f).positions.nearest(&origin.path, true));
+    match span {
+        Some(s) => format!(
+            "{}:{}:{}",
+            csis_model::escape_controls(&origin.file),
+            s.line,
+            s.col
+        ),
+        None => csis_model::escape_controls(&origin.to_string()).into_owned(),
+    }
+}

@@ -1,0 +1,130 @@
+//! The cloud-name collision rule (check/cloud_names.rs) over the worked
+//! clouds tree with the linked plugins: a declaration whose derived name
+//! an earlier one on the same runtime has is refused, naming the first;
+//! the same declared name on another runtime, or one item baked on several
+//! runtimes, is no collision.
+#![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
+
+use csis_engine::workspace::LoadOptions;
+use csis_test_support::{LINKED, fixture_dir, inline, read_tree, workspace_with};
+
+/// The refusals of the clouds tree with `extra` appended to its files.
+fn collisions(extra: &[(&str, &str)]) -> Vec<String> {
+    let mut files = read_tree(&fixture_dir("clouds"));
+    for (path, text) in extra {
+        let f = files.get_mut(*path).unwrap();
+        // A builder list entry goes after its list's first line.
+        if let Some((list, entry)) = text.split_once('\n')
+            && list.ends_with(':')
+            && f.contains(&format!("{list}\n"))
+        {
+            *f = f.replacen(&format!("{list}\n"), &format!("{list}\n{entry}"), 1);
+        } else {
+            f.push_str(text);
+        }
+    }
+    let ws = workspace_with(&inline(&files), LINKED, &[], &LoadOptions::default());
+    let all: Vec<String> = ws
+        .load_diagnostics()
+        .into_iter()
+        .filter(|d| d.is_error())
+        .map(|d| d.message)
+        .collect();
+    let found: Vec<String> = all
+        .iter()
+        .filter(|m| m.contains("cannot share a name"))
+        .cloned()
+        .collect();
+    assert_eq!(found.len(), all.len(), "{all:#?}");
+    found
+}
+
+#[test]
+fn the_worked_tree_has_no_collision() {
+    assert_eq!(collisions(&[]), Vec::<String>::new());
+}
+
+#[test]
+fn a_second_disk_of_one_gce_name_is_refused_naming_the_first() {
+    let found = collisions(&[(
+        "storages/volumes.yml",
+        "  - {name: gce-data, type: pd, groups: [ops], availability_zone: europe-west1-b, config: {size: 30}}\n",
+    )]);
+    assert_eq!(
+        found,
+        [
+            "storage 'gce-data' becomes GCE disk name 'gce-data', as storage 'gce_data' (storages/volumes.yml:5:6) does; two resources cannot share a name: rename one"
+        ]
+    );
+}
+
+#[test]
+fn the_same_name_on_another_runtime_is_no_collision() {
+    // `gce-data` on AWS: an EBS volume, named nothing like a GCE disk.
+    let found = collisions(&[(
+        "storages/volumes.yml",
+        "  - {name: gce-data, type: ebs, groups: [ops], availability_zone: us-east-1a, config: {size: 30}}\n",
+    )]);
+    assert_eq!(found, Vec::<String>::new());
+}
+
+#[test]
+fn an_image_whose_family_collides_is_refused_once() {
+    // Its image names collide too; one refusal says so.
+    let found = collisions(&[(
+        "images/chain.yml",
+        "  - {name: app_, source_image: base, group: ops, runtimes: [{image_builder: pk-gce}, {image_builder: pk-aws}]}\n",
+    )]);
+    assert_eq!(
+        found,
+        [
+            "image 'app_' becomes GCE image family 'app', as image 'app' (images/chain.yml:19:5) does; two resources cannot share a name: rename one"
+        ]
+    );
+}
+
+/// A second gce runtime on `project` with a storage builder `pd2`.
+fn second_runtime(project: &str) -> String {
+    format!(
+        "runtime_builders:\n  - {{name: gce2, type: gce, project: {project}, region: europe-west1, zone: europe-west1-b, default_machine_type: e2-small, networking: {{network: n, subnets: [{{subnet_id: s, is_default: true}}]}}}}\n"
+    )
+}
+
+#[test]
+fn runtimes_on_one_gce_project_share_its_names() {
+    let rt = second_runtime("csis-example");
+    let found = collisions(&[
+        ("cfg/builders.yml", rt.as_str()),
+        (
+            "cfg/builders.yml",
+            "storage_builders:\n  - {name: pd2, type: tofu-gce, runtime: gce2, state_configuration: gcs-state}\n",
+        ),
+        (
+            "storages/volumes.yml",
+            "  - {name: Gce.Data, type: pd2, groups: [ops], availability_zone: europe-west1-b, config: {size: 30}}\n",
+        ),
+    ]);
+    assert_eq!(
+        found,
+        [
+            "storage 'gce.data' becomes GCE disk name 'gce-data', as storage 'gce_data' (storages/volumes.yml:5:6) does; two resources cannot share a name: rename one"
+        ]
+    );
+}
+
+#[test]
+fn runtimes_on_two_gce_projects_do_not() {
+    let rt = second_runtime("other-project");
+    let found = collisions(&[
+        ("cfg/builders.yml", rt.as_str()),
+        (
+            "cfg/builders.yml",
+            "storage_builders:\n  - {name: pd2, type: tofu-gce, runtime: gce2, state_configuration: gcs-state}\n",
+        ),
+        (
+            "storages/volumes.yml",
+            "  - {name: gce-data, type: pd2, groups: [ops], availability_zone: europe-west1-b, config: {size: 30}}\n",
+        ),
+    ]);
+    assert_eq!(found, Vec::<String>::new());
+}
