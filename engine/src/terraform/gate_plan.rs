@@ -382,6 +382,20 @@ mod tests {
         );
     }
 
+    /// The gate over `s.tfplan` in `cwd`, root /r, with the defaults.
+    fn request(cwd: &Path) -> GatePlan<'_> {
+        GatePlan {
+            root: Path::new("/r"),
+            cwd,
+            planfile: "s.tfplan",
+            tofu: "tofu",
+            whitelist: &[],
+            require_unmounted: false,
+            show_timeout: DEFAULT_SHOW_TIMEOUT,
+            max_plan_bytes: DEFAULT_MAX_PLAN_BYTES,
+        }
+    }
+
     #[test]
     fn the_gate_runs_tofu_show_in_the_root_and_refuses_a_stale_planfile() {
         let sys = MemorySystem::new();
@@ -397,16 +411,7 @@ mod tests {
             &["create"],
         )]);
         sys.answer("tofu show -json s.tfplan", 0, &doc.to_string(), "");
-        let req = GatePlan {
-            root: Path::new("/r"),
-            cwd,
-            planfile: "s.tfplan",
-            tofu: "tofu",
-            whitelist: &[],
-            require_unmounted: false,
-            show_timeout: DEFAULT_SHOW_TIMEOUT,
-            max_plan_bytes: DEFAULT_MAX_PLAN_BYTES,
-        };
+        let req = request(cwd);
         let o = gate_plan(&sys, &req);
         assert_eq!(o.code, 3);
         assert_eq!(
@@ -434,16 +439,7 @@ mod tests {
         let sys = MemorySystem::new();
         let cwd = Path::new("/r/x");
         sys.write(&cwd.join("s.tfplan"), "binary");
-        let req = GatePlan {
-            root: Path::new("/r"),
-            cwd,
-            planfile: "s.tfplan",
-            tofu: "tofu",
-            whitelist: &[],
-            require_unmounted: false,
-            show_timeout: DEFAULT_SHOW_TIMEOUT,
-            max_plan_bytes: DEFAULT_MAX_PLAN_BYTES,
-        };
+        let req = request(cwd);
         let o = gate_plan(&sys, &req);
         assert_eq!(o.code, 1);
         assert_eq!(
@@ -472,14 +468,8 @@ mod tests {
         let cwd = Path::new("/r/x");
         sys.write(&cwd.join("s.tfplan"), "binary");
         let mut req = GatePlan {
-            root: Path::new("/r"),
-            cwd,
-            planfile: "s.tfplan",
-            tofu: "tofu",
-            whitelist: &[],
-            require_unmounted: false,
-            show_timeout: DEFAULT_SHOW_TIMEOUT,
             max_plan_bytes: 10,
+            ..request(cwd)
         };
         sys.answer("tofu show -json s.tfplan", 0, &plan(vec![]).to_string(), "");
         let o = gate_plan(&sys, &req);
@@ -500,16 +490,7 @@ mod tests {
         let sys = MemorySystem::new();
         let cwd = Path::new("/r/x");
         sys.write(&cwd.join("s.tfplan"), "binary");
-        let req = GatePlan {
-            root: Path::new("/r"),
-            cwd,
-            planfile: "s.tfplan",
-            tofu: "tofu",
-            whitelist: &[],
-            require_unmounted: false,
-            show_timeout: DEFAULT_SHOW_TIMEOUT,
-            max_plan_bytes: DEFAULT_MAX_PLAN_BYTES,
-        };
+        let req = request(cwd);
         let doc = plan(vec![
             change("aws_instance.a", "aws_instance", J::Null, &["no-op"]),
             change("aws_instance.web", "aws_instance", J::Null, &["obliterate"]),

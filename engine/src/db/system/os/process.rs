@@ -5,6 +5,21 @@ use std::io;
 
 use crate::db::system::{LimitedRun, Process, ProcessOutput, RunLimits, Stream};
 
+/// The command for `process`: its program, arguments, directory and
+/// environment, no input, both outputs piped.
+fn piped(process: &Process) -> std::process::Command {
+    use std::process::Stdio;
+    let mut command = std::process::Command::new(&process.program);
+    command
+        .args(&process.args)
+        .current_dir(&process.cwd)
+        .envs(process.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
 /// Spawned with both outputs piped; a thread per output reads lines and
 /// sends them through one channel, so `on_line` hears them here, on the
 /// caller's thread, as they come.
@@ -13,15 +28,7 @@ pub(super) fn run_streaming(
     on_line: &mut dyn FnMut(Stream, &str),
 ) -> io::Result<ProcessOutput> {
     use std::io::BufRead;
-    use std::process::Stdio;
-    let mut child = std::process::Command::new(&process.program)
-        .args(&process.args)
-        .current_dir(&process.cwd)
-        .envs(process.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
+    let mut child = piped(process).spawn()?;
     let (tx, rx) = std::sync::mpsc::channel::<(Stream, Vec<u8>)>();
     fn reader(
         pipe: Option<impl io::Read + Send + 'static>,
@@ -80,17 +87,9 @@ const STDERR_KEPT: u64 = 1 << 20;
 /// starts its providers, which hold the pipes open).
 pub(super) fn run_limited(process: &Process, limits: RunLimits) -> io::Result<LimitedRun> {
     use std::io::Read;
-    use std::process::Stdio;
     use std::sync::mpsc::RecvTimeoutError;
     let deadline = std::time::Instant::now() + limits.timeout;
-    let mut command = std::process::Command::new(&process.program);
-    command
-        .args(&process.args)
-        .current_dir(&process.cwd)
-        .envs(process.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut command = piped(process);
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
