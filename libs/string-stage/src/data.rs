@@ -28,7 +28,10 @@ pub const MARK: char = '\u{E000}';
 /// Jinja tag or a `${...}` placeholder (interpolated after the Jinja
 /// passes, so a tag may hand one on).
 pub fn is_template_text(s: &str) -> bool {
-    csis_model::value::has_template(s) || s.contains("${")
+    // Every scalar handed to a template is asked: a tag and a placeholder
+    // both need a `{`, and one byte search rules most strings out before
+    // the substring searches.
+    s.contains('{') && (csis_model::value::has_template(s) || s.contains("${"))
 }
 
 /// `s` with every `{` fenced by [`MARK`]; a fence already there is kept,
