@@ -30,6 +30,7 @@ mod lineage;
 mod live;
 mod machine_values;
 mod operations;
+mod orphans;
 mod packer;
 mod public_safe;
 mod public_safe_closed;

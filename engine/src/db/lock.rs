@@ -2,7 +2,12 @@
 //! (through [`System::try_lock`]), the file naming its holder.
 //!
 //! - The holder writes its pid, host, command line, start time and a token
-//!   into the file after taking the flock, and empties it on release.
+//!   into the file after taking the flock, and marks it `ended` on release.
+//! - Every process the holder starts inherits the flock's file handle
+//!   ([`System::try_lock`]), so the lock stays held while anything the
+//!   holder started still runs, after the holder itself has ended: a
+//!   second writer is refused naming the holder whose processes outlived
+//!   it ([`refusal`]).
 //! - A second writer waits up to its timeout, then is refused with the
 //!   holder's name ([`refusal`]).
 //! - The OS releases an flock when its holder dies, so a free flock on a
@@ -11,7 +16,8 @@
 //! - A process the holder started (a runner script's `"$CSIS" lineage
 //!   record ...`) is handed the token in [`HELD_ENV`]; it proceeds under
 //!   its parent's lock while the file names that token and the flock is
-//!   held, instead of waiting for a lock its parent will not release.
+//!   held and the parent still runs, instead of waiting for a lock its
+//!   parent will not release.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -31,6 +37,9 @@ pub struct Holder {
     pub started: String,
     /// Unique to one acquisition: what [`HELD_ENV`] carries.
     pub token: String,
+    /// Released by the holder: whoever holds the flock now is something
+    /// it started.
+    pub ended: bool,
 }
 
 impl Holder {
@@ -44,7 +53,7 @@ impl Holder {
             line(&self.command),
             line(&self.started),
             line(&self.token)
-        )
+        ) + if self.ended { "ended: yes\n" } else { "" }
     }
 
     /// The holder a lock file names; `None` for an empty (released) file or
@@ -63,6 +72,7 @@ impl Holder {
                 "command" => h.command = value,
                 "started" => h.started = value,
                 "token" => h.token = value,
+                "ended" => h.ended = value == "yes",
                 _ => {}
             }
         }
@@ -84,6 +94,8 @@ impl Holder {
 pub struct Lock {
     held: Option<Box<dyn HeldLock>>,
     token: String,
+    /// The holder as its file names it, for the release.
+    holder: Holder,
 }
 
 impl Lock {
@@ -99,11 +111,16 @@ impl Lock {
 }
 
 impl Drop for Lock {
-    /// An emptied file is a released lock: the next holder takes it over
-    /// without a notice. The flock goes with the file handle.
+    /// A file marked `ended` is a released lock: the next holder takes it
+    /// over without a notice. The flock goes with the last handle: this
+    /// process's, or one a process it started still holds.
     fn drop(&mut self) {
         if let Some(held) = &mut self.held {
-            let _ = held.set_text("");
+            let ended = Holder {
+                ended: true,
+                ..self.holder.clone()
+            };
+            let _ = held.set_text(&ended.text());
         }
     }
 }
@@ -116,9 +133,15 @@ pub struct Request<'a> {
     pub timeout: Duration,
 }
 
-/// The refusal of a writer that did not get the lock.
-pub fn refusal(holder: Option<&Holder>, path: &Path, timeout: Duration) -> String {
+/// The refusal of a writer that did not get the lock. `outlived`: the
+/// holder has ended and what it started holds the flock.
+pub fn refusal(holder: Option<&Holder>, outlived: bool, path: &Path, timeout: Duration) -> String {
     let who = match holder {
+        Some(h) if outlived => format!(
+            "the tree is locked by processes that {} started and that outlived it (`fuser -v {}` names them)",
+            h.describe(),
+            path.display()
+        ),
         Some(h) => format!("the tree is locked by {}", h.describe()),
         None => format!(
             "the tree is locked by another process ({} names no holder yet)",
@@ -158,7 +181,7 @@ pub fn acquire(
                 .ok()
                 .flatten()
                 .and_then(|t| Holder::parse(&t));
-            if let Some(p) = previous {
+            if let Some(p) = previous.filter(|p| !p.ended) {
                 notice(format!(
                     "notice: taking over the lock of {}, which is no longer running",
                     p.describe()
@@ -169,21 +192,25 @@ pub fn acquire(
                 .map_err(|e| format!("{}: {e}", path.display()))?;
             return Ok(Lock {
                 held: Some(held),
-                token: me.token,
+                token: me.token.clone(),
+                holder: me,
             });
         }
         let holder = read_holder(system, path);
+        let outlived = holder.as_ref().is_some_and(|h| has_ended(system, h));
         if let (Some(token), Some(h)) = (&inherited, &holder)
             && h.token == *token
+            && !outlived
         {
             return Ok(Lock {
                 held: None,
                 token: token.clone(),
+                holder: h.clone(),
             });
         }
         let now = Instant::now();
         if now >= deadline {
-            return Err(refusal(holder.as_ref(), path, req.timeout));
+            return Err(refusal(holder.as_ref(), outlived, path, req.timeout));
         }
         if !waiting {
             waiting = true;
@@ -201,20 +228,49 @@ pub fn acquire(
 }
 
 /// The holder a locked file names. A holder that has just taken the flock
-/// may not have written its name yet: a few short retries.
+/// may not have written its name yet (the file is empty, or still names
+/// the ended holder before it): a few short retries.
 fn read_holder(system: &dyn System, path: &Path) -> Option<Holder> {
+    let mut named = None;
     for _ in 0..20 {
-        if let Some(h) = system
+        named = system
             .read_to_string(path)
             .ok()
             .flatten()
-            .and_then(|t| Holder::parse(&t))
-        {
-            return Some(h);
+            .and_then(|t| Holder::parse(&t));
+        if named.as_ref().is_some_and(|h| !h.ended) {
+            break;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    None
+    named
+}
+
+/// Whether the holder a locked file names has ended: it said so on
+/// release, or it ran on this host and its process is gone (a kill -9
+/// leaves no word). A holder on another host, or where this system shows
+/// no processes, is taken to run.
+fn has_ended(system: &dyn System, h: &Holder) -> bool {
+    if h.ended {
+        return true;
+    }
+    if h.host != hostname(system) {
+        return false;
+    }
+    let stat = |pid: &str| {
+        system
+            .read_to_string(Path::new(&format!("/proc/{pid}/stat")))
+            .ok()
+            .flatten()
+    };
+    match stat(&h.pid.to_string()) {
+        // After the command's name in parentheses, the state: Z is a
+        // process that has ended and waits to be reaped.
+        Some(s) => s
+            .rsplit_once(") ")
+            .is_some_and(|(_, state)| state.starts_with('Z')),
+        None => stat("self").is_some(),
+    }
 }
 
 /// This process as a holder.
@@ -229,6 +285,7 @@ fn holder(system: &dyn System, command: &str) -> Holder {
         command: command.to_string(),
         started: csis_string_stage::clock::strftime(system.now_unix(), "%Y-%m-%dT%H:%M:%SZ"),
         token: format!("{pid}-{nanos}"),
+        ended: false,
     }
 }
 
@@ -278,8 +335,16 @@ mod tests {
             "{err}"
         );
         assert_eq!(notices.len(), 1, "{notices:?}");
+        let named = Holder::parse(&sys.read(path)).unwrap();
         drop(first);
-        assert_eq!(sys.read(path), "", "a released lock names no holder");
+        assert_eq!(
+            Holder::parse(&sys.read(path)),
+            Some(Holder {
+                ended: true,
+                ..named
+            }),
+            "a released lock names its holder as ended"
+        );
         let again = acquire(&sys, path, &req(0), &mut |n| panic!("{n}")).unwrap();
         assert!(again.is_held());
     }
@@ -313,6 +378,7 @@ mod tests {
             command: "csis lineage record --manifest m.json".into(),
             started: "2026-01-01T00:00:00Z".into(),
             token: "999999-1".into(),
+            ended: false,
         };
         sys.write(path, &dead.text());
         assert_eq!(Holder::parse(&dead.text()), Some(dead));
@@ -328,5 +394,59 @@ mod tests {
         let me = Holder::parse(&sys.read(path)).unwrap();
         assert_eq!(me.pid, std::process::id());
         assert_eq!(me.token, lock.token());
+    }
+
+    #[test]
+    fn a_holder_whose_processes_outlive_it_keeps_the_tree_locked_and_is_named() {
+        let sys = MemorySystem::new().with_env("HOSTNAME", "h1");
+        let path = Path::new("/r/meta-state/.csis.lock");
+        let run = acquire(&sys, path, &req(0), &mut |_| {}).unwrap();
+        let token = run.token().to_string();
+        // The run released the lock (its file says so) while a process it
+        // started still holds the flock.
+        let mut ended = Holder::parse(&sys.read(path)).unwrap();
+        ended.ended = true;
+        sys.write(path, &ended.text());
+        let pid = std::process::id();
+        let err = acquire(&sys, path, &req(0), &mut |_| {}).err().unwrap();
+        assert_eq!(
+            err,
+            format!(
+                "the tree is locked by processes that pid {pid} (csis run all, started 2026-01-01T00:00:00Z on host h1) started and that outlived it (`fuser -v /r/meta-state/.csis.lock` names them); nothing was written (--lock-timeout SECONDS waits for it)"
+            )
+        );
+        // Its token is no pass once it has ended.
+        let late_child = sys.clone().with_env(HELD_ENV, &token);
+        assert!(acquire(&late_child, path, &req(0), &mut |_| {}).is_err());
+        drop(run);
+        let next = acquire(&sys, path, &req(0), &mut |n| panic!("{n}")).unwrap();
+        assert!(
+            next.is_held(),
+            "an ended holder is taken over without a notice"
+        );
+    }
+
+    #[test]
+    fn a_holder_killed_on_this_host_is_known_by_its_missing_process() {
+        let sys = MemorySystem::new().with_env("HOSTNAME", "h1");
+        let path = Path::new("/r/meta-state/.csis.lock");
+        let run = acquire(&sys, path, &req(0), &mut |_| {}).unwrap();
+        let mut killed = Holder::parse(&sys.read(path)).unwrap();
+        killed.pid = 999_999;
+        sys.write(path, &killed.text());
+        let refused = |sys: &MemorySystem| acquire(sys, path, &req(0), &mut |_| {}).err().unwrap();
+        // Where the system shows no processes, the holder is taken to run.
+        assert!(refused(&sys).starts_with("the tree is locked by pid 999999 "));
+        sys.write(Path::new("/proc/self/stat"), "1 (csis) R 0");
+        assert!(
+            refused(&sys).starts_with("the tree is locked by processes that pid 999999 "),
+            "{}",
+            refused(&sys)
+        );
+        sys.write(Path::new("/proc/999999/stat"), "999999 (csis run) S 1");
+        assert!(refused(&sys).starts_with("the tree is locked by pid 999999 "));
+        sys.write(Path::new("/proc/999999/stat"), "999999 (csis run) Z 1");
+        assert!(refused(&sys).starts_with("the tree is locked by processes that "));
+        drop(run);
     }
 }

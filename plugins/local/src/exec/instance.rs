@@ -98,7 +98,7 @@ pub(super) fn launch(env: &Env, spec: &J) -> Result<String, String> {
     )
     .map_err(|e| e.to_string())?;
     write_atomic(&dir.join("instance.json"), format!("{text}\n").as_bytes())?;
-    let status = Command::new("bash")
+    let status = csis_child::die_with_parent(&mut Command::new("bash"))
         .arg(dir.join("launch.sh"))
         .current_dir(&dir)
         .status()

@@ -15,7 +15,7 @@ use super::Env;
 pub(super) fn apply_mod(env: &Env, series: &str, root: &Path, m: &J) -> Result<J, String> {
     let name = m.get("name").and_then(J::as_str).unwrap_or("?");
     let sh = |script: &str| -> Result<Option<i32>, String> {
-        let status = Command::new("bash")
+        let status = csis_child::die_with_parent(&mut Command::new("bash"))
             .arg("-c")
             .arg(script)
             .env("CSIS_IMAGE_ROOT", root)

@@ -19,12 +19,37 @@ pub(super) fn try_lock(path: &Path) -> io::Result<Option<Box<dyn HeldLock>>> {
         .open(path)
         .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
     match fs4::FileExt::try_lock(&file) {
-        Ok(()) => Ok(Some(Box::new(OsLock { file }))),
+        Ok(()) => {
+            inherited_by_children(&file)
+                .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+            Ok(Some(Box::new(OsLock { file })))
+        }
         Err(fs4::TryLockError::WouldBlock) => Ok(None),
         Err(fs4::TryLockError::Error(e)) => {
             Err(io::Error::new(e.kind(), format!("{}: {e}", path.display())))
         }
     }
+}
+
+/// Let every process this one starts inherit the file handle, and with it
+/// the flock: the lock is then released only when the holder and
+/// everything it started have ended, so a child that outlives a killed
+/// holder still keeps a second writer out.
+fn inherited_by_children(file: &std::fs::File) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        let fd = file.as_raw_fd();
+        // SAFETY: fcntl(2) on a descriptor this function borrows; it only
+        // reads and sets the descriptor's flags.
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags < 0 || libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A flock held through an open file; closing the file releases it.

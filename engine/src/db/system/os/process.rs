@@ -6,10 +6,12 @@ use std::io;
 use crate::db::system::{LimitedRun, Process, ProcessOutput, RunLimits, Stream};
 
 /// The command for `process`: its program, arguments, directory and
-/// environment, no input, both outputs piped.
+/// environment, no input, both outputs piped; killed if csis dies before
+/// it ends (a run's child must not write the tree without its lock).
 fn piped(process: &Process) -> std::process::Command {
     use std::process::Stdio;
     let mut command = std::process::Command::new(&process.program);
+    csis_child::die_with_parent(&mut command);
     command
         .args(&process.args)
         .current_dir(&process.cwd)
