@@ -150,3 +150,39 @@ fn template_validate_refuses_an_extends_parent_that_is_a_fifo_or_too_large() {
                    CSIS_MAX_FILE_SIZE)\n";
     assert_eq!(got, (Some(1), String::new(), refused.to_string()));
 }
+
+/// A run's `csis ict materialize` step reads the template chain again: a
+/// parent that became a FIFO after the plan hung the step, and the run.
+#[test]
+fn the_ict_materialize_step_refuses_a_fifo_in_its_chain_and_as_its_spec() {
+    let t = tempfile::tempdir().unwrap();
+    let r = t.path();
+    std::fs::write(
+        r.join("spec.json"),
+        r#"{"series": "os", "template": "leaf.yml", "redacted": "os.yml", "out": "_private/t.yml", "work_dir": "_private/work"}"#,
+    )
+    .unwrap();
+    mkfifo(&r.join("leaf.yml"));
+    let root = r.to_string_lossy().to_string();
+    let env = [("CSIS_ROOT", root.as_str())];
+    let got = csis(r, &["ict", "materialize", "--spec", "spec.json"], &env);
+    assert_eq!(
+        got,
+        (
+            Some(1),
+            String::new(),
+            format!("csis ict: {root}/leaf.yml:1:1: cannot read template: {FIFO}\n")
+        )
+    );
+    mkfifo(&r.join("fifo.json"));
+    let got = csis(r, &["ict", "materialize", "--spec", "fifo.json"], &env);
+    assert_eq!(
+        got,
+        (
+            Some(1),
+            String::new(),
+            format!("csis ict: reading fifo.json: {FIFO}\n")
+        )
+    );
+    assert!(!r.join("_private").exists());
+}

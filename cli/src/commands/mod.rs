@@ -38,7 +38,7 @@ pub fn without_tree(cli: &Cli) -> Option<ExitCode> {
     match &cli.command {
         Command::Local(step) => Some(plugin_step::local(step, cli.lock_timeout)),
         Command::Dummy(step) => Some(plugin_step::dummy(step)),
-        Command::Ict(step) => Some(plugin_step::ict(step)),
+        Command::Ict(step) => Some(plugin_step::ict(step, max_file_size(cli))),
         Command::CloudConfig { command } => {
             Some(cloud_config::cloud_config(command, max_file_size(cli)))
         }

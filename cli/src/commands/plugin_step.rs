@@ -28,8 +28,13 @@ pub fn local(step: &StepArgs, lock_timeout: u64) -> ExitCode {
     ExitCode::from(csis_plugin_local::exec::main(&step.args))
 }
 
-pub fn ict(step: &StepArgs) -> ExitCode {
-    ExitCode::from(csis_plugin_ict::exec::main(&step.args))
+/// `csis ict materialize`: its files read under the tree's limits on
+/// input, `max_file_size` the `--max-file-size` in force.
+pub fn ict(step: &StepArgs, max_file_size: u64) -> ExitCode {
+    let files = super::template::BoundedFs {
+        max_bytes: max_file_size,
+    };
+    ExitCode::from(csis_plugin_ict::exec::main(&step.args, &files))
 }
 
 pub fn dummy(step: &StepArgs) -> ExitCode {

@@ -81,8 +81,8 @@ pub fn run(command: &TemplateCommand, max_file_size: u64) -> ExitCode {
 /// on input: a FIFO or a device named anywhere in the chain is refused
 /// unopened rather than hanging the command, a file over the limit
 /// unread. csis-template stays free of the engine; the CLI hands it this.
-struct BoundedFs {
-    max_bytes: u64,
+pub(crate) struct BoundedFs {
+    pub(crate) max_bytes: u64,
 }
 
 impl TemplateFs for BoundedFs {

@@ -4,18 +4,21 @@
 //! resolved), check it is the one generation wrote (redacted, beside the
 //! spec), write it unredacted to the spec's `out` under `_private/`, and
 //! empty the build's work directory so the runtime takes only this
-//! build's artifact.
+//! build's artifact. Every file it reads (the spec, the template chain,
+//! the OS defaults, the generated template) is read through the
+//! [`TemplateFs`] the binary hands it: the tree's bounded reader, so a
+//! FIFO or an oversized file is refused rather than hanging the run.
 #![allow(clippy::disallowed_methods)] // a step of the run: it writes _private/
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use csis_template::{OsFs, Variables};
+use csis_template::{TemplateFs, Variables};
 use serde_json::Value as J;
 
-/// Run one step; the process exit code.
-pub fn main(args: &[String]) -> u8 {
-    match run(args) {
+/// Run one step, reading through `files`; the process exit code.
+pub fn main(args: &[String], files: &dyn TemplateFs) -> u8 {
+    match run(args, files) {
         Ok(msg) => {
             println!("{msg}");
             0
@@ -27,7 +30,7 @@ pub fn main(args: &[String]) -> u8 {
     }
 }
 
-fn run(args: &[String]) -> Result<String, String> {
+fn run(args: &[String], files: &dyn TemplateFs) -> Result<String, String> {
     let usage = "usage: csis ict materialize --spec FILE";
     let spec_path = match args {
         [verb, flag, path] if verb == "materialize" && flag == "--spec" => Path::new(path),
@@ -37,11 +40,12 @@ fn run(args: &[String]) -> Result<String, String> {
         std::env::var("CSIS_ROOT")
             .map_err(|_| "CSIS_ROOT is not set (the runner script sets it)")?,
     );
-    let text = fs::read_to_string(spec_path)
+    let text = files
+        .read(spec_path)
         .map_err(|e| format!("reading {}: {e}", spec_path.display()))?;
     let spec: J = serde_json::from_str(&text)
         .map_err(|e| format!("{}: not JSON: {e}", spec_path.display()))?;
-    materialize(&root, spec_path, &spec)
+    materialize(files, &root, spec_path, &spec)
 }
 
 fn field<'a>(spec: &'a J, key: &str) -> Result<&'a str, String> {
@@ -52,7 +56,7 @@ fn field<'a>(spec: &'a J, key: &str) -> Result<&'a str, String> {
 
 /// The merged template (unredacted, redacted) of the spec's leaf, as the
 /// plan resolved it.
-pub fn resolve(root: &Path, spec: &J) -> Result<(String, String), String> {
+pub fn resolve(files: &dyn TemplateFs, root: &Path, spec: &J) -> Result<(String, String), String> {
     let mut vars = Variables::new();
     if let Some(J::Object(m)) = spec.get("variables") {
         for (k, v) in m {
@@ -67,12 +71,13 @@ pub fn resolve(root: &Path, spec: &J) -> Result<(String, String), String> {
             .collect::<Vec<_>>()
             .join("; ")
     };
-    let chain = csis_template::load_chain(&OsFs, &leaf, &vars).map_err(describe)?;
+    let chain = csis_template::load_chain(files, &leaf, &vars).map_err(describe)?;
     let defaults = match spec.get("defaults").and_then(J::as_str) {
         None => None,
         Some(d) => {
             let file = root.join(d);
-            let text = fs::read_to_string(&file)
+            let text = files
+                .read(&file)
                 .map_err(|e| format!("reading {}: {e}", file.display()))?;
             Some(csis_template::parse(&file, &text, &vars).map_err(describe)?)
         }
@@ -84,9 +89,14 @@ pub fn resolve(root: &Path, spec: &J) -> Result<(String, String), String> {
     ))
 }
 
-fn materialize(root: &Path, spec_path: &Path, spec: &J) -> Result<String, String> {
+fn materialize(
+    files: &dyn TemplateFs,
+    root: &Path,
+    spec_path: &Path,
+    spec: &J,
+) -> Result<String, String> {
     let series = field(spec, "series")?;
-    let (full, redacted) = resolve(root, spec)?;
+    let (full, redacted) = resolve(files, root, spec)?;
     // The generated (redacted) template sits in the lifecycle directory,
     // the working directory of the step.
     let generated = field(spec, "redacted")?;
@@ -96,7 +106,7 @@ fn materialize(root: &Path, spec_path: &Path, spec: &J) -> Result<String, String
         .filter(|d| d.join(generated).is_file())
         .map(Path::to_path_buf)
         .unwrap_or_default();
-    match fs::read_to_string(dir.join(generated)) {
+    match files.read(&dir.join(generated)) {
         Ok(planned) if planned != redacted => {
             return Err(format!(
                 "the image template of {series} changed since generation ({generated} no longer matches its chain); run again"
@@ -128,6 +138,7 @@ fn materialize(root: &Path, spec_path: &Path, spec: &J) -> Result<String, String
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use csis_template::OsFs;
     use serde_json::json;
 
     const ROOT: &str = "image:\n  name: r\n  version: \"1\"\ntarget:\n  os: ubuntu\n  dist: ubuntu24\n  arch: x86_64\n  imageType: raw\nsystemConfig:\n  name: r\n  packages: [a]\n";
@@ -153,7 +164,7 @@ mod tests {
             "out": "_private/ict/os-here/template.yml",
             "work_dir": "_private/ict/os-here/work",
         });
-        let (_, redacted) = resolve(r, &spec).unwrap();
+        let (_, redacted) = resolve(&OsFs, r, &spec).unwrap();
         fs::write(r.join("gen/os/image-generation/os.yml"), redacted).unwrap();
         (d, spec)
     }
@@ -165,7 +176,7 @@ mod tests {
         fs::create_dir_all(r.join("_private/ict/os-here/work/old")).unwrap();
         fs::write(r.join("_private/ict/os-here/work/old/stale.raw"), "x").unwrap();
         let spec_path = r.join("gen/os/image-generation/os.json");
-        materialize(r, &spec_path, &spec).unwrap();
+        materialize(&OsFs, r, &spec_path, &spec).unwrap();
         let full = fs::read_to_string(r.join("_private/ict/os-here/template.yml")).unwrap();
         assert!(full.contains("s3cret"), "{full}");
         assert!(full.contains("- a") && full.contains("- b"), "{full}");
@@ -185,7 +196,7 @@ mod tests {
         )
         .unwrap();
         let spec_path = r.join("gen/os/image-generation/os.json");
-        let e = materialize(r, &spec_path, &spec).unwrap_err();
+        let e = materialize(&OsFs, r, &spec_path, &spec).unwrap_err();
         assert_eq!(
             e,
             "the image template of os changed since generation (os/image-generation/os.yml no longer matches its chain); run again"
