@@ -101,7 +101,12 @@ fn a_second_real_run_is_refused_while_one_holds_the_tree_and_waits_with_a_timeou
     assert_eq!(runs(r), 1, "the refused run recorded nothing");
     let summary = std::fs::read_to_string(r.join("generated/run-summary.json")).unwrap();
     assert!(summary.contains("2026_12_02T15_53_24"), "{summary}");
-    assert_eq!(std::fs::read_to_string(lock_file(r)).unwrap(), "");
+    assert!(
+        std::fs::read_to_string(lock_file(r))
+            .unwrap()
+            .ends_with("\nended: yes\n"),
+        "a released lock is marked ended"
+    );
 
     // With --lock-timeout the second writer waits for the first, then runs.
     let first = spawn(
@@ -236,7 +241,12 @@ fn a_dead_holders_lock_is_taken_over_with_a_notice() {
         "{err}"
     );
     assert_eq!(runs(r), 1);
-    assert_eq!(std::fs::read_to_string(lock_file(r)).unwrap(), "");
+    assert!(
+        std::fs::read_to_string(lock_file(r))
+            .unwrap()
+            .ends_with("\nended: yes\n"),
+        "a released lock is marked ended"
+    );
     // A released lock is taken without a notice.
     let again = csis_at(r, T0 + 1, &["run", "storage"]);
     assert!(!stderr(&again).contains("notice:"), "{}", stderr(&again));

@@ -23,13 +23,14 @@ fn allowed(krate: &str) -> Vec<&'static str> {
         "csis-public-safe",
         "csis-secrets",
         "csis-string-stage",
+        "csis-child",
     ];
     let engine: Vec<&str> = ["csis-model", "csis-plugin-api"]
         .into_iter()
         .chain(libs)
         .collect();
     match krate {
-        "csis-model" | "csis-alloc" => vec![],
+        "csis-model" | "csis-alloc" | "csis-child" => vec![],
         "csis-yaml" | "csis-string-stage" => vec!["csis-model"],
         "csis-plugin-api" => vec!["csis-model", "csis-hcl"],
         // The ict OS builder resolves a template again at execution
@@ -39,7 +40,9 @@ fn allowed(krate: &str) -> Vec<&'static str> {
             vec!["csis-model", "csis-yaml"]
         }
         "csis-engine" => engine,
-        "csis-plugin-dummy" | "csis-plugin-local" => vec!["csis-model", "csis-plugin-api"],
+        "csis-plugin-dummy" => vec!["csis-model", "csis-plugin-api"],
+        // Its scripts die with the step that runs them.
+        "csis-plugin-local" => vec!["csis-model", "csis-plugin-api", "csis-child"],
         "csis-plugin-aws" | "csis-plugin-gce" | "csis-plugin-packer" => {
             vec!["csis-model", "csis-plugin-api", "csis-hcl"]
         }
