@@ -251,6 +251,30 @@ impl<'a> Fields<'a> {
         out
     }
 
+    /// [`Fields::str_list`] of paths relative to the configuration root
+    /// (a modification's `scripts:`): an entry that would leave the root
+    /// ([`crate::confine::relative_path_problem`]: absolute, `..`, a
+    /// control character) is refused at its position and left out, so
+    /// nothing downstream reads, fingerprints or runs it.
+    pub fn rel_path_list(&mut self, key: &'static str) -> Vec<String> {
+        let mut out = self.str_list(key);
+        let mut i = 0;
+        out.retain(|path| {
+            let entry = format!("{key}[{i}]");
+            let origin = self.origin.key(key).index(i);
+            i += 1;
+            match crate::confine::relative_path_problem(&entry, path) {
+                Some(problem) => {
+                    let msg = format!("{}: {problem}", self.owner);
+                    self.diags.push(Diagnostic::error(msg).at(origin));
+                    false
+                }
+                None => true,
+            }
+        });
+        out
+    }
+
     /// A list of strings without duplicates, sorted (sets print sorted).
     pub fn str_set(&mut self, key: &'static str) -> Vec<String> {
         let mut v = self.str_list(key);

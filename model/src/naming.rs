@@ -182,6 +182,15 @@ pub fn name_problem(name: &str) -> Option<String> {
     if name.contains('/') || name.contains('\\') {
         return Some("may not contain '/' or '\\'".to_string());
     }
+    // A storage or instance name becomes a directory of a store: `..`
+    // would be the store's parent, `.` the directory itself. What is left
+    // of the one file-name rule after the checks above is exactly this.
+    if crate::confine::file_name_problem("name", name).is_some() {
+        return Some(
+            "may not be '.' or '..', which would name a directory itself or its parent where the name becomes a directory; write a plain name such as 'data-01'"
+                .to_string(),
+        );
+    }
     None
 }
 

@@ -31,6 +31,7 @@ mod live;
 mod machine_values;
 mod operations;
 mod packer;
+mod path_confinement;
 mod public_safe;
 mod public_safe_closed;
 mod rendered_data;

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 
 use crate::db::system::System;
 use crate::terraform::{
-    FAILED, Outcome, PulledState, Tofu, private_dir, read_pulled, run_id, write_new,
+    FAILED, Outcome, PulledState, Tofu, confined_dir, private_dir, read_pulled,
+    run_id_in_file_name, write_new,
 };
 
 /// One invocation.
@@ -22,9 +23,30 @@ pub struct StateBackup<'a> {
     pub tofu: &'a str,
 }
 
+/// Where a workspace's backups go, relative to the root.
+pub const BACKUP_DIR: &str = "_private/state-backups";
+
 /// Where a workspace's backups go.
 pub fn backup_dir(root: &Path) -> PathBuf {
     private_dir(root).join("state-backups")
+}
+
+/// Where a backup is written, and under which name (`<ws>.backup-<run>`):
+/// refused when the workspace or the run id would make the name a path,
+/// or the backup directory is a symlink out of the root (the confinement
+/// rule, [`csis_model::confine`]), so a backup is never written outside
+/// the tree.
+pub fn backup_target(
+    system: &dyn System,
+    root: &Path,
+    workspace: &str,
+) -> Result<(PathBuf, String), String> {
+    if let Some(problem) = csis_model::confine::file_name_problem("--workspace", workspace) {
+        return Err(problem);
+    }
+    let run = run_id_in_file_name(system)?;
+    let dir = confined_dir(system, root, "the backup directory", BACKUP_DIR)?;
+    Ok((dir, format!("{workspace}.backup-{run}")))
 }
 
 pub fn state_backup(system: &dyn System, req: &StateBackup) -> Outcome {
@@ -44,6 +66,9 @@ pub fn state_backup(system: &dyn System, req: &StateBackup) -> Outcome {
 /// or the refusal.
 pub fn backup(system: &dyn System, req: &StateBackup) -> Result<(PulledState, PathBuf), String> {
     let ws = req.workspace;
+    let (dir, stem) = backup_target(system, req.root, ws).map_err(|e| {
+        format!("state backup for workspace '{ws}' REFUSED: {e}; nothing is written and nothing is removed from state")
+    })?;
     if !system.is_dir(&req.cwd.join(".terraform")) {
         return Err(format!(
             "state backup for workspace '{ws}' REFUSED: {} is not an initialised terraform root; nothing is removed from state -- initialise the root against its location (tofu init) and rerun",
@@ -65,14 +90,7 @@ pub fn backup(system: &dyn System, req: &StateBackup) -> Result<(PulledState, Pa
             "state backup for workspace '{ws}' REFUSED: the location holds no state, yet a state rm is due -- initialise the root against its location and rerun"
         ));
     };
-    let path = write_new(
-        system,
-        &backup_dir(req.root),
-        &format!("{ws}.backup-{}", run_id(system)),
-        ".tfstate",
-        state.text.as_bytes(),
-    )
-    .map_err(failed)?;
+    let path = write_new(system, &dir, &stem, ".tfstate", state.text.as_bytes()).map_err(failed)?;
     Ok((state, path))
 }
 

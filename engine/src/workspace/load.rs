@@ -257,7 +257,10 @@ files inside the tree",
             if files.contains_key(&path) {
                 continue;
             }
-            let place = Place::Tree { root: &real_root };
+            let place = Place::Named {
+                root: &real_root,
+                rel: &path,
+            };
             if let Some(text) = read_limited(
                 system,
                 &root.join(&path),
