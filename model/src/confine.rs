@@ -36,12 +36,17 @@ pub fn relative_path_problem(key: &str, path: &str) -> Option<String> {
             "{key} '{path}' is an absolute path, and csis reads and writes only inside the configuration root; write a path relative to the root, such as 'scripts/setup.sh' (copy a file from elsewhere into the tree)"
         ));
     }
-    if path.split(['/', '\\']).any(|part| part == "..") {
+    if climbs(path) {
         return Some(format!(
             "{key} '{path}' holds '..', which climbs out of the directory it is relative to; write a path below the configuration root without '..'"
         ));
     }
     None
+}
+
+/// Whether `path` holds a `..` component (either separator).
+pub fn climbs(path: &str) -> bool {
+    path.split(['/', '\\']).any(|part| part == "..")
 }
 
 /// Why `name`, read from `key`, cannot be one entry of a directory (the

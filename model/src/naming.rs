@@ -126,9 +126,17 @@ pub fn mount_point_problem(value: &str) -> Option<String> {
     if let Some(problem) = control_char_problem("mount point", value) {
         return Some(problem);
     }
-    value.chars().any(char::is_whitespace).then(|| {
-        format!(
+    if value.chars().any(char::is_whitespace) {
+        return Some(format!(
             "mount point '{value}' holds whitespace, which /etc/fstab cannot hold unescaped; write it without spaces"
+        ));
+    }
+    // The local runtime links a storage at the mount point below the
+    // instance's directory: `..` would climb out of it (the one
+    // confinement rule's test).
+    crate::confine::climbs(value).then(|| {
+        format!(
+            "mount point '{value}' holds '..', which climbs out of the directory it is mounted under; write the absolute path it means without '..', such as '/srv/data'"
         )
     })
 }
@@ -197,6 +205,19 @@ pub fn name_problem(name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mount_point_that_climbs_is_refused() {
+        assert_eq!(
+            mount_point_problem("/srv/../../x").as_deref(),
+            Some(
+                "mount point '/srv/../../x' holds '..', which climbs out of the directory it is mounted under; write the absolute path it means without '..', such as '/srv/data'"
+            )
+        );
+        for fine in ["/srv/data", "/srv/..data", "/a/b..c"] {
+            assert_eq!(mount_point_problem(fine), None, "{fine}");
+        }
+    }
 
     #[test]
     fn control_characters_are_named_by_code_point() {

@@ -200,6 +200,26 @@ fn a_modification_script_outside_the_root_is_refused_at_validate() {
     );
 }
 
+/// An interpolation `env_file:` that climbs out is refused for what it
+/// is (it read "does not exist"), by the same rule; it is never read.
+#[test]
+fn an_env_file_outside_the_root_is_refused_for_climbing_out() {
+    let outer = tempfile::tempdir().unwrap();
+    let root = outer.path().join("root");
+    copy_tree(&fixture_dir("local-run"), &root);
+    std::fs::write(outer.path().join("outside.env"), "A=1\n").unwrap();
+    crate::support::edit(
+        &root,
+        "images/chain.yml",
+        "  - name: base\n",
+        "  - name: base\n    env_file: ../outside.env\n",
+    );
+    assert_eq!(
+        validate_refuses(&root),
+        "images/chain.yml:3:15: interpolation: images entry 'base', field 'env_file': env_file '../outside.env' holds '..', which climbs out of the directory it is relative to; write a path below the configuration root without '..'\n  help: docs/interpolation.md: ${env.NAME}, ${terraform.KEY}, env_file:, --tolerate-missing-env\nvalidate: 1 error(s)\n"
+    );
+}
+
 /// A directory on the way that is a symlink out of the root is refused
 /// like the script itself being one (only the last link was looked at).
 #[test]
@@ -232,5 +252,22 @@ fn a_storage_named_dot_dot_is_refused_as_a_name() {
             "storages/data.yml:2:11: Storage '..': name may not be '.' or '..', which would name a directory itself or its parent where the name becomes a directory; write a plain name such as 'data-01'\n"
         ),
         "{refused}"
+    );
+}
+
+/// A mount point the local runtime would link below the instance's
+/// directory may not climb out of it.
+#[test]
+fn a_mount_point_holding_dot_dot_is_refused() {
+    let t = tree("local-run");
+    crate::support::edit(
+        t.path(),
+        "instances/box.yml",
+        "mount_point: /srv/data}",
+        "mount_point: /srv/../../../x}",
+    );
+    assert_eq!(
+        validate_refuses(t.path()),
+        "instances/box.yml:6:35: StorageMapping 'data': mount point '/srv/../../../x' holds '..', which climbs out of the directory it is mounted under; write the absolute path it means without '..', such as '/srv/data'\nvalidate: 1 error(s)\n"
     );
 }

@@ -159,4 +159,40 @@ mod tests {
             "{o:?}"
         );
     }
+
+    /// A workspace or run id that would make the backup's name a path is
+    /// refused before tofu is asked, naming the key; nothing is written.
+    #[test]
+    fn a_workspace_or_run_id_that_makes_the_name_a_path_is_refused_unasked() {
+        let cwd = Path::new("/r/_private/instance-image/vm/execution");
+        for (ws, run, key) in [
+            ("../../../x", "R1", "--workspace '../../../x'"),
+            ("/tmp/x", "R1", "--workspace '/tmp/x'"),
+            ("..", "R1", "--workspace '..'"),
+            ("vm", "R1/../../x", "CSIS_RUN_ID 'R1/../../x'"),
+        ] {
+            let sys = MemorySystem::new().with_env("CSIS_RUN_ID", run);
+            sys.write(&cwd.join(".terraform/terraform.tfstate"), "{}");
+            sys.answer("tofu state pull", 0, STATE, "");
+            let o = state_backup(
+                &sys,
+                &StateBackup {
+                    workspace: ws,
+                    ..req(cwd)
+                },
+            );
+            assert_eq!(o.code, 1);
+            let prefix = format!("state backup for workspace '{ws}' REFUSED: {key} ");
+            assert!(o.err[0].starts_with(&prefix), "{o:?}");
+            assert!(
+                o.err[0].ends_with("; nothing is written and nothing is removed from state"),
+                "{o:?}"
+            );
+            // Nothing but the root's own file: no backup anywhere.
+            assert_eq!(
+                sys.list_files(Path::new("/")).unwrap(),
+                [cwd.join(".terraform/terraform.tfstate")]
+            );
+        }
+    }
 }
