@@ -9,7 +9,7 @@ use std::process::Command;
 
 use serde_json::{Value as J, json};
 
-use super::store::{confined, entry, head_path, io_err, write_atomic};
+use super::store::{confined_link, entry, head_path, io_err, write_atomic};
 use super::{Env, field, store};
 
 /// An ephemeral instance, once launched and bound: its directory goes (the
@@ -82,7 +82,7 @@ pub(super) fn launch(env: &Env, spec: &J) -> Result<String, String> {
                 "instance '{name}' mounts storage '{sname}', which the store does not hold; run the storage lifecycle first"
             ));
         }
-        link(&target, &confined(&mounts, "mount point", mount)?)?;
+        link(&target, &confined_link(&mounts, "mount point", mount)?)?;
     }
     // Like the spec, the user-data path is relative to the lifecycle
     // directory the step runs in.
@@ -126,7 +126,7 @@ pub fn unmount(store: &Path, instance: &str, mount_point: &str) -> Result<(), (i
             ),
         ));
     }
-    let at = confined(
+    let at = confined_link(
         &dir.join("mounts"),
         "mount point",
         mount_point.trim_start_matches('/'),

@@ -72,3 +72,19 @@ pub(super) fn entry(store: &Path, kind: &str, what: &str, name: &str) -> Result<
 pub(super) fn confined(dir: &Path, key: &str, rel: &str) -> Result<PathBuf, String> {
     csis_model::confine::confine(dir, key, rel, &|p: &Path| fs::canonicalize(p))
 }
+
+/// `dir/rel` where a link is made or removed (a storage's mount link
+/// under an instance's `mounts/`): the link itself leads out by design,
+/// so the rule holds its place, not its target: `rel` without `..` or a
+/// leading `/`, and the directory it sits in inside `dir`.
+pub(super) fn confined_link(dir: &Path, key: &str, rel: &str) -> Result<PathBuf, String> {
+    if let Some(problem) = csis_model::confine::relative_path_problem(key, rel) {
+        return Err(problem);
+    }
+    match Path::new(rel).parent().and_then(Path::to_str) {
+        Some(parent) if !parent.is_empty() => {
+            Ok(confined(dir, key, parent)?.join(Path::new(rel).file_name().unwrap_or_default()))
+        }
+        _ => Ok(dir.join(rel)),
+    }
+}
