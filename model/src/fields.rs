@@ -251,6 +251,39 @@ impl<'a> Fields<'a> {
         out
     }
 
+    /// [`Fields::str_list`] of paths relative to the configuration root
+    /// (a modification's `scripts:`): an entry that would leave the root
+    /// ([`crate::confine::relative_path_problem`]: absolute, `..`, a
+    /// control character) is refused at its position and left out, so
+    /// nothing downstream reads, fingerprints or runs it.
+    pub fn rel_path_list(&mut self, key: &'static str) -> Vec<String> {
+        // Each string's index in the list as written (str_list leaves out
+        // the entries that are no strings), for its position.
+        let at: Vec<usize> = self
+            .raw(key)
+            .and_then(Value::as_seq)
+            .map(|items| {
+                let strings = items
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, v)| v.as_str().is_some());
+                strings.map(|(i, _)| i).collect()
+            })
+            .unwrap_or_default();
+        let mut out = Vec::new();
+        for (path, i) in self.str_list(key).into_iter().zip(at) {
+            match crate::confine::relative_path_problem(&format!("{key}[{i}]"), &path) {
+                Some(problem) => {
+                    let msg = format!("{}: {problem}", self.owner);
+                    let origin = self.origin.key(key).index(i);
+                    self.diags.push(Diagnostic::error(msg).at(origin));
+                }
+                None => out.push(path),
+            }
+        }
+        out
+    }
+
     /// A list of strings without duplicates, sorted (sets print sorted).
     pub fn str_set(&mut self, key: &'static str) -> Vec<String> {
         let mut v = self.str_list(key);
@@ -484,6 +517,50 @@ mod tests {
                 .map(|o| o.path.to_string())
                 .as_deref(),
             Some("colour")
+        );
+    }
+
+    /// A path list keeps the entries that stay below the root; each other
+    /// one is refused at its own index, counted as written (a number
+    /// entry before it included).
+    #[test]
+    fn a_path_list_refuses_each_entry_that_leaves_the_root_at_its_index() {
+        let m = map(&[(
+            "scripts",
+            Value::Seq(vec![
+                plain("ok.sh"),
+                Value::Seq(Vec::new()),
+                plain("../../out.sh"),
+                plain("/etc/x"),
+            ]),
+        )]);
+        let mut diags = Vec::new();
+        let mut f = Fields::new(
+            &m,
+            Origin::new("f.yml", DocPath::root()),
+            "M 'm'",
+            &mut diags,
+        );
+        assert_eq!(f.rel_path_list("scripts"), ["ok.sh"]);
+        f.finish();
+        let seen: Vec<(String, String)> = diags
+            .iter()
+            .map(|d| {
+                let at = d
+                    .origin
+                    .as_ref()
+                    .map(|o| o.path.to_string())
+                    .unwrap_or_default();
+                (at, d.message.chars().take(30).collect())
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("scripts[1]".into(), "M 'm': scripts[1] must be a st".into()),
+                ("scripts[2]".into(), "M 'm': scripts[2] '../../out.s".into()),
+                ("scripts[3]".into(), "M 'm': scripts[3] '/etc/x' is ".into()),
+            ]
         );
     }
 }

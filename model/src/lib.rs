@@ -8,6 +8,7 @@
 
 pub mod apply_flags;
 pub mod cause;
+pub mod confine;
 pub mod diag;
 pub mod fields;
 pub mod kinds;

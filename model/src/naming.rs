@@ -126,9 +126,17 @@ pub fn mount_point_problem(value: &str) -> Option<String> {
     if let Some(problem) = control_char_problem("mount point", value) {
         return Some(problem);
     }
-    value.chars().any(char::is_whitespace).then(|| {
-        format!(
+    if value.chars().any(char::is_whitespace) {
+        return Some(format!(
             "mount point '{value}' holds whitespace, which /etc/fstab cannot hold unescaped; write it without spaces"
+        ));
+    }
+    // The local runtime links a storage at the mount point below the
+    // instance's directory: `..` would climb out of it (the one
+    // confinement rule's test).
+    crate::confine::climbs(value).then(|| {
+        format!(
+            "mount point '{value}' holds '..', which climbs out of the directory it is mounted under; write the absolute path it means without '..', such as '/srv/data'"
         )
     })
 }
@@ -182,12 +190,34 @@ pub fn name_problem(name: &str) -> Option<String> {
     if name.contains('/') || name.contains('\\') {
         return Some("may not contain '/' or '\\'".to_string());
     }
+    // A storage or instance name becomes a directory of a store: `..`
+    // would be the store's parent, `.` the directory itself. What is left
+    // of the one file-name rule after the checks above is exactly this.
+    if crate::confine::file_name_problem("name", name).is_some() {
+        return Some(
+            "may not be '.' or '..', which would name a directory itself or its parent where the name becomes a directory; write a plain name such as 'data-01'"
+                .to_string(),
+        );
+    }
     None
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mount_point_that_climbs_is_refused() {
+        assert_eq!(
+            mount_point_problem("/srv/../../x").as_deref(),
+            Some(
+                "mount point '/srv/../../x' holds '..', which climbs out of the directory it is mounted under; write the absolute path it means without '..', such as '/srv/data'"
+            )
+        );
+        for fine in ["/srv/data", "/srv/..data", "/a/b..c"] {
+            assert_eq!(mount_point_problem(fine), None, "{fine}");
+        }
+    }
 
     #[test]
     fn control_characters_are_named_by_code_point() {

@@ -32,6 +32,7 @@ mod machine_values;
 mod operations;
 mod orphans;
 mod packer;
+mod path_confinement;
 mod public_safe;
 mod public_safe_closed;
 mod rendered_data;

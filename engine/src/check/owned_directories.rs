@@ -5,7 +5,7 @@
 //! outside the root would take builds, storages and instances out of the
 //! tree that records them.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use csis_model::Diagnostic;
 
@@ -55,23 +55,10 @@ pub fn check(db: &dyn Db, tree: Tree, root: &Path, system: &dyn System) -> Vec<D
     out
 }
 
-/// Where `path` leads: symlinks resolved in the part that exists, `.` and
-/// `..` folded in the part that does not yet.
+/// Where `path` leads, by the one confinement rule's resolution
+/// ([`csis_model::confine::resolved`]).
 fn resolved(system: &dyn System, path: &Path) -> PathBuf {
-    if let Ok(real) = system.canonicalize(path) {
-        return real;
-    }
-    let mut rest = path.components();
-    match rest.next_back() {
-        Some(Component::Normal(name)) => resolved(system, rest.as_path()).join(name),
-        Some(Component::CurDir) => resolved(system, rest.as_path()),
-        Some(Component::ParentDir) => {
-            let mut parent = resolved(system, rest.as_path());
-            parent.pop();
-            parent
-        }
-        _ => path.to_path_buf(),
-    }
+    csis_model::confine::resolved(path, &|p: &Path| system.canonicalize(p))
 }
 
 #[cfg(test)]

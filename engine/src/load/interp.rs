@@ -386,7 +386,12 @@ fn external_for(db: &dyn Db, tree: Tree, entries: &[&Value]) -> External {
                     "the state object could not be read (the error reading it is reported above)"
                         .to_string(),
                 ),
-                None => Err("no such state file (paths are relative to the root)".to_string()),
+                // A path that would leave the root was never read: say
+                // why (the one confinement rule), not "no such file".
+                None => Err(csis_model::confine::relative_path_problem("path", &loc)
+                    .unwrap_or_else(|| {
+                        "no such state file (paths are relative to the root)".to_string()
+                    })),
             };
             ext.states.insert(loc, parsed);
         }

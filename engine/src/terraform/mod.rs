@@ -199,6 +199,31 @@ pub fn run_id(system: &dyn System) -> String {
         .unwrap_or_else(|| crate::state::lineage::run_id(system.now_unix()))
 }
 
+/// [`run_id`] as the part of a file name it becomes (a backup's): a run id
+/// that would make the name a path (`/../`, `..`) is refused naming
+/// `CSIS_RUN_ID`, by the one confinement rule
+/// ([`csis_model::confine::file_name_problem`]).
+pub(crate) fn run_id_in_file_name(system: &dyn System) -> Result<String, String> {
+    let run = run_id(system);
+    match csis_model::confine::file_name_problem("CSIS_RUN_ID", &run) {
+        Some(problem) => Err(problem),
+        None => Ok(run),
+    }
+}
+
+/// `root/rel`, a directory csis writes into, when it resolves inside the
+/// root: a symlink on the way that leads out is refused
+/// ([`csis_model::confine::confine`]), so that nothing is written
+/// outside the tree.
+pub(crate) fn confined_dir(
+    system: &dyn System,
+    root: &Path,
+    key: &str,
+    rel: &str,
+) -> Result<PathBuf, String> {
+    csis_model::confine::confine(root, key, rel, &|p: &Path| system.canonicalize(p))
+}
+
 /// `path` relative to `base` when it is below it, for messages.
 pub(crate) fn shown(path: &Path, base: &Path) -> String {
     path.strip_prefix(base)

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 
 use crate::db::system::System;
 use crate::terraform::{
-    FAILED, Outcome, PulledState, Tofu, private_dir, read_pulled, run_id, write_new,
+    FAILED, Outcome, PulledState, Tofu, confined_dir, private_dir, read_pulled,
+    run_id_in_file_name, write_new,
 };
 
 /// One invocation.
@@ -22,9 +23,30 @@ pub struct StateBackup<'a> {
     pub tofu: &'a str,
 }
 
+/// Where a workspace's backups go, relative to the root.
+pub const BACKUP_DIR: &str = "_private/state-backups";
+
 /// Where a workspace's backups go.
 pub fn backup_dir(root: &Path) -> PathBuf {
     private_dir(root).join("state-backups")
+}
+
+/// Where a backup is written, and under which name (`<ws>.backup-<run>`):
+/// refused when the workspace or the run id would make the name a path,
+/// or the backup directory is a symlink out of the root (the confinement
+/// rule, [`csis_model::confine`]), so a backup is never written outside
+/// the tree.
+pub fn backup_target(
+    system: &dyn System,
+    root: &Path,
+    workspace: &str,
+) -> Result<(PathBuf, String), String> {
+    if let Some(problem) = csis_model::confine::file_name_problem("--workspace", workspace) {
+        return Err(problem);
+    }
+    let run = run_id_in_file_name(system)?;
+    let dir = confined_dir(system, root, "the backup directory", BACKUP_DIR)?;
+    Ok((dir, format!("{workspace}.backup-{run}")))
 }
 
 pub fn state_backup(system: &dyn System, req: &StateBackup) -> Outcome {
@@ -44,6 +66,9 @@ pub fn state_backup(system: &dyn System, req: &StateBackup) -> Outcome {
 /// or the refusal.
 pub fn backup(system: &dyn System, req: &StateBackup) -> Result<(PulledState, PathBuf), String> {
     let ws = req.workspace;
+    let (dir, stem) = backup_target(system, req.root, ws).map_err(|e| {
+        format!("state backup for workspace '{ws}' REFUSED: {e}; nothing is written and nothing is removed from state")
+    })?;
     if !system.is_dir(&req.cwd.join(".terraform")) {
         return Err(format!(
             "state backup for workspace '{ws}' REFUSED: {} is not an initialised terraform root; nothing is removed from state -- initialise the root against its location (tofu init) and rerun",
@@ -65,14 +90,7 @@ pub fn backup(system: &dyn System, req: &StateBackup) -> Result<(PulledState, Pa
             "state backup for workspace '{ws}' REFUSED: the location holds no state, yet a state rm is due -- initialise the root against its location and rerun"
         ));
     };
-    let path = write_new(
-        system,
-        &backup_dir(req.root),
-        &format!("{ws}.backup-{}", run_id(system)),
-        ".tfstate",
-        state.text.as_bytes(),
-    )
-    .map_err(failed)?;
+    let path = write_new(system, &dir, &stem, ".tfstate", state.text.as_bytes()).map_err(failed)?;
     Ok((state, path))
 }
 
@@ -140,5 +158,41 @@ mod tests {
             o.out[0].ends_with("/r/_private/state-backups/vm.backup-R1-2.tfstate"),
             "{o:?}"
         );
+    }
+
+    /// A workspace or run id that would make the backup's name a path is
+    /// refused before tofu is asked, naming the key; nothing is written.
+    #[test]
+    fn a_workspace_or_run_id_that_makes_the_name_a_path_is_refused_unasked() {
+        let cwd = Path::new("/r/_private/instance-image/vm/execution");
+        for (ws, run, key) in [
+            ("../../../x", "R1", "--workspace '../../../x'"),
+            ("/tmp/x", "R1", "--workspace '/tmp/x'"),
+            ("..", "R1", "--workspace '..'"),
+            ("vm", "R1/../../x", "CSIS_RUN_ID 'R1/../../x'"),
+        ] {
+            let sys = MemorySystem::new().with_env("CSIS_RUN_ID", run);
+            sys.write(&cwd.join(".terraform/terraform.tfstate"), "{}");
+            sys.answer("tofu state pull", 0, STATE, "");
+            let o = state_backup(
+                &sys,
+                &StateBackup {
+                    workspace: ws,
+                    ..req(cwd)
+                },
+            );
+            assert_eq!(o.code, 1);
+            let prefix = format!("state backup for workspace '{ws}' REFUSED: {key} ");
+            assert!(o.err[0].starts_with(&prefix), "{o:?}");
+            assert!(
+                o.err[0].ends_with("; nothing is written and nothing is removed from state"),
+                "{o:?}"
+            );
+            // Nothing but the root's own file: no backup anywhere.
+            assert_eq!(
+                sys.list_files(Path::new("/")).unwrap(),
+                [cwd.join(".terraform/terraform.tfstate")]
+            );
+        }
     }
 }

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::db::system::System;
 use crate::state::lineage::{read_json, write_json};
 use crate::state::state_locations::{self, Location, Migration, StateLocations};
-use crate::terraform::state_backup::backup_dir;
+use crate::terraform::state_backup::backup_target;
 use crate::terraform::{FAILED, Outcome, PulledState, Tofu, read_pulled, run_id, shown, write_new};
 use crate::workspace::Workspace;
 
@@ -133,17 +133,11 @@ fn try_begin(ws: &Workspace, system: &dyn System, req: &StateMigration) -> Resul
         read_pulled(&t.run(&["state", "pull"])?)
     };
     let before = pull(&tofu).map_err(failed)?;
-    let run = run_id(system);
     let backup = match &before {
         Some(s) if s.resources > 0 => {
-            let path = write_new(
-                system,
-                &backup_dir(&ws.root),
-                &format!("{name}.backup-{run}"),
-                ".tfstate",
-                s.text.as_bytes(),
-            )
-            .map_err(failed)?;
+            let (dir, stem) = backup_target(system, &ws.root, name).map_err(failed)?;
+            let path =
+                write_new(system, &dir, &stem, ".tfstate", s.text.as_bytes()).map_err(failed)?;
             Some(shown(&path, &ws.root))
         }
         _ => None,
@@ -196,7 +190,7 @@ fn try_begin(ws: &Workspace, system: &dyn System, req: &StateMigration) -> Resul
         lineage,
         serial: after.map_or(0, |s| s.serial),
         backup,
-        run,
+        run: run_id(system),
         at: csis_string_stage::clock::iso_datetime(system.now_unix()),
     };
     let text = serde_json::to_string_pretty(&begun).map_err(|e| e.to_string())?;

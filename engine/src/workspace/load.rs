@@ -36,7 +36,12 @@ fn read_aux(
     paths
         .iter()
         .filter_map(|p| {
-            let place = Place::Tree { root: real_root };
+            // Named by the configuration: a directory symlink on the way
+            // out of the root is refused like a symlinked file.
+            let place = Place::Named {
+                root: real_root,
+                rel: p,
+            };
             let before = diags.len();
             let text = match read_limited(system, &root.join(p), p, place, max, diags) {
                 Some(t) => Arc::from(t),
@@ -231,7 +236,9 @@ files inside the tree",
         let reads = crate::load::interp::interpolation_files(&db, tree);
         let remote_tried: Vec<String> = reads.remote.iter().map(|r| r.location.clone()).collect();
         let mut referenced = reads.files;
-        referenced.retain(|p| !p.starts_with('/') && !p.split('/').any(|s| s == ".."));
+        // A path that would leave the root is never read; the pass says
+        // why at the entry (csis_model::confine).
+        referenced.retain(|p| csis_model::confine::relative_path_problem("path", p).is_none());
         if !referenced.is_empty() || !reads.remote.is_empty() {
             let mut interp = read_aux(system, root, &real_root, max, &referenced, &mut read_diags);
             interp.extend(read_remote(
@@ -257,7 +264,10 @@ files inside the tree",
             if files.contains_key(&path) {
                 continue;
             }
-            let place = Place::Tree { root: &real_root };
+            let place = Place::Named {
+                root: &real_root,
+                rel: &path,
+            };
             if let Some(text) = read_limited(
                 system,
                 &root.join(&path),

@@ -27,6 +27,12 @@ pub fn human_bytes(n: u64) -> String {
 pub(super) enum Place<'a> {
     /// Inside the tree (its real path must stay below `root`).
     Tree { root: &'a Path },
+    /// Named by a path in the configuration (a modification's
+    /// `scripts:` entry), relative to `root`: the whole path, not only
+    /// its last link, must resolve inside the root
+    /// ([`csis_model::confine::confine`]), since a directory on the way
+    /// may be the symlink that leads out.
+    Named { root: &'a Path, rel: &'a str },
     /// Named on the command line or in the environment: anywhere.
     Given,
 }
@@ -48,9 +54,15 @@ pub(super) fn read_limited(
         diags.push(Diagnostic::error(format!("{shown}: {why}")));
         None
     };
+    if let Place::Named { root, rel } = place {
+        let canonicalize = |p: &Path| system.canonicalize(p);
+        if let Err(why) = csis_model::confine::confine(root, "the file", rel, &canonicalize) {
+            return refuse(diags, why);
+        }
+    }
     match system.read_source(path, max_bytes) {
         SourceRead::Text { text, link } => {
-            if let (true, Place::Tree { root }) = (link, place) {
+            if let (true, Place::Tree { root }) = (link, &place) {
                 match system.resolve(path) {
                     Ok(real) if real.starts_with(root) => {}
                     Ok(real) => {
@@ -75,7 +87,7 @@ files inside the tree (copy the file in, or give it with --overlay)",
                 target.display()
             );
             match place {
-                Place::Tree { .. } => {
+                Place::Tree { .. } | Place::Named { .. } => {
                     diags.push(Diagnostic::warning(format!("{shown}: {why}")));
                     None
                 }

@@ -223,7 +223,7 @@ fn bash_item_extra(f: &mut Fields<'_>) -> Map {
         m.insert("script".into(), Value::str(s));
     }
     let list = |v: Vec<String>| Value::Seq(v.into_iter().map(Value::str).collect());
-    let scripts = f.str_list("scripts");
+    let scripts = f.rel_path_list("scripts");
     m.insert("scripts".into(), list(scripts));
     let ensure = f.str_list("ensure");
     m.insert("ensure".into(), list(ensure));

@@ -149,9 +149,14 @@ pub fn interpolate_entry(
                     path: DocPath(p),
                     section: section.into(),
                     entry: name.clone(),
-                    message: format!(
-                        "env_file '{text}' does not exist (paths are relative to the root)"
-                    ),
+                    // A path that would leave the root was never read:
+                    // say why (the one confinement rule), not "missing".
+                    message: csis_model::confine::relative_path_problem("env_file", &text)
+                        .unwrap_or_else(|| {
+                            format!(
+                                "env_file '{text}' does not exist (paths are relative to the root)"
+                            )
+                        }),
                 });
                 None
             }

@@ -9,7 +9,7 @@ use std::process::Command;
 
 use serde_json::{Value as J, json};
 
-use super::store::{head_path, io_err, write_atomic};
+use super::store::{confined_link, entry, head_path, io_err, write_atomic};
 use super::{Env, field, store};
 
 /// An ephemeral instance, once launched and bound: its directory goes (the
@@ -17,7 +17,7 @@ use super::{Env, field, store};
 pub(super) fn teardown(env: &Env, spec: &J) -> Result<String, String> {
     let store = store(env, spec)?;
     let name = field(spec, "name")?;
-    let dir = store.join("instances").join(name);
+    let dir = entry(&store, "instances", "instance name", name)?;
     if dir.exists() {
         fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
     }
@@ -49,7 +49,7 @@ pub(super) fn launch(env: &Env, spec: &J) -> Result<String, String> {
             "instance '{name}': build {build} is not in the store"
         ));
     }
-    let dir = store.join("instances").join(name);
+    let dir = entry(&store, "instances", "instance name", name)?;
     fs::create_dir_all(&dir).map_err(io_err(&dir))?;
     let link = |target: &Path, at: &Path| -> Result<(), String> {
         if let Some(parent) = at.parent() {
@@ -76,13 +76,13 @@ pub(super) fn launch(env: &Env, spec: &J) -> Result<String, String> {
     {
         let sname = field(s, "name")?;
         let mount = field(s, "mount_point")?.trim_start_matches('/');
-        let target = store.join("storages").join(sname);
+        let target = entry(&store, "storages", "storage name", sname)?;
         if !target.is_dir() {
             return Err(format!(
                 "instance '{name}' mounts storage '{sname}', which the store does not hold; run the storage lifecycle first"
             ));
         }
-        link(&target, &dir.join("mounts").join(mount))?;
+        link(&target, &confined_link(&mounts, "mount point", mount)?)?;
     }
     // Like the spec, the user-data path is relative to the lifecycle
     // directory the step runs in.
@@ -116,7 +116,7 @@ pub(super) fn launch(env: &Env, spec: &J) -> Result<String, String> {
 /// already the goal; an instance the store does not hold, or something
 /// there that is not a mount, is a failure.
 pub fn unmount(store: &Path, instance: &str, mount_point: &str) -> Result<(), (i32, String)> {
-    let dir = store.join("instances").join(instance);
+    let dir = entry(store, "instances", "instance name", instance).map_err(|e| (1, e))?;
     if !dir.is_dir() {
         return Err((
             1,
@@ -126,7 +126,12 @@ pub fn unmount(store: &Path, instance: &str, mount_point: &str) -> Result<(), (i
             ),
         ));
     }
-    let at = dir.join("mounts").join(mount_point.trim_start_matches('/'));
+    let at = confined_link(
+        &dir.join("mounts"),
+        "mount point",
+        mount_point.trim_start_matches('/'),
+    )
+    .map_err(|e| (1, e))?;
     match fs::symlink_metadata(&at) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err((1, format!("{}: {e}", at.display()))),

@@ -9,6 +9,7 @@ use std::process::Command;
 use serde_json::{Value as J, json};
 
 use super::Env;
+use super::store::confined;
 
 /// One bash modification: skipped when every `ensure` command already
 /// succeeds, else its script and script files run in order.
@@ -44,17 +45,19 @@ pub(super) fn apply_mod(env: &Env, series: &str, root: &Path, m: &J) -> Result<J
         .map(str::to_string)
         .into_iter()
         .collect();
-    for file in m
+    for (i, file) in m
         .get("scripts")
         .and_then(J::as_array)
         .into_iter()
         .flatten()
         .filter_map(J::as_str)
+        .enumerate()
     {
-        scripts.push(format!(
-            "bash {}",
-            shell_quote(&env.root.join(file).to_string_lossy())
-        ));
+        // Validate refused such an entry already; a spec edited by hand
+        // still runs nothing from outside the root.
+        let path = confined(&env.root, &format!("scripts[{i}]"), file)
+            .map_err(|e| format!("modification '{name}' of image '{series}': {e}"))?;
+        scripts.push(format!("bash {}", shell_quote(&path.to_string_lossy())));
     }
     for s in scripts {
         match sh(&s)? {

@@ -5,7 +5,7 @@ use std::fs;
 
 use serde_json::Value as J;
 
-use super::store::{io_err, write_atomic};
+use super::store::{entry, io_err, write_atomic};
 use super::{Env, field, store};
 
 /// A storage: its directory, created once and never emptied here; removed
@@ -13,7 +13,7 @@ use super::{Env, field, store};
 pub(super) fn storage(env: &Env, spec: &J) -> Result<String, String> {
     let store = store(env, spec)?;
     let name = field(spec, "name")?;
-    let dir = store.join("storages").join(name);
+    let dir = entry(&store, "storages", "storage name", name)?;
     match spec.get("state").and_then(J::as_str).unwrap_or("active") {
         "active" => {}
         "destroyed" => {

@@ -52,3 +52,39 @@ pub(super) fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
 pub(super) fn head_path(store: &Path, series: &str, runtime: &str) -> PathBuf {
     store.join("heads").join(format!("{series}@{runtime}"))
 }
+
+/// `<store>/<kind>/<name>`, the entry of a storage or an instance, named
+/// by the spec: a name that is not one plain file name (`..`, `.`, one
+/// holding `/`) is refused by the one confinement rule
+/// ([`csis_model::confine::file_name_problem`]): `storages/..` would be
+/// the store itself, and a destroyed storage would remove it.
+pub(super) fn entry(store: &Path, kind: &str, what: &str, name: &str) -> Result<PathBuf, String> {
+    match csis_model::confine::file_name_problem(what, name) {
+        Some(problem) => Err(problem),
+        None => Ok(store.join(kind).join(name)),
+    }
+}
+
+/// `dir/rel` for a path that comes from configuration (a script file,
+/// a mount point under an instance's `mounts/`): refused unless it stays
+/// inside `dir`, lexically and through the symlinks that exist
+/// ([`csis_model::confine::confine`]).
+pub(super) fn confined(dir: &Path, key: &str, rel: &str) -> Result<PathBuf, String> {
+    csis_model::confine::confine(dir, key, rel, &|p: &Path| fs::canonicalize(p))
+}
+
+/// `dir/rel` where a link is made or removed (a storage's mount link
+/// under an instance's `mounts/`): the link itself leads out by design,
+/// so the rule holds its place, not its target: `rel` without `..` or a
+/// leading `/`, and the directory it sits in inside `dir`.
+pub(super) fn confined_link(dir: &Path, key: &str, rel: &str) -> Result<PathBuf, String> {
+    if let Some(problem) = csis_model::confine::relative_path_problem(key, rel) {
+        return Err(problem);
+    }
+    match Path::new(rel).parent().and_then(Path::to_str) {
+        Some(parent) if !parent.is_empty() => {
+            Ok(confined(dir, key, parent)?.join(Path::new(rel).file_name().unwrap_or_default()))
+        }
+        _ => Ok(dir.join(rel)),
+    }
+}
