@@ -4,11 +4,11 @@
 use std::process::Command;
 
 use crate::support::edit;
-use csis_test_support::tree;
+use csis_test_support::plain_tree;
 
 #[test]
 fn a_template_that_renders_a_secret_from_the_environment_is_refused_before_writing() {
-    let t = tree("local-run");
+    let t = plain_tree("local-run");
     let r = t.path();
     edit(
         r,

@@ -23,6 +23,10 @@ fn double() -> tempfile::TempDir {
     let src =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/e2e/doubles/image-composer-tool");
     std::fs::copy(src, bin.join("image-composer-tool")).unwrap();
+    // The root file system its builds leave beside their disk images.
+    let root = d.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    csis_test_support::lay_userland(&[root]);
     d
 }
 
@@ -36,6 +40,7 @@ fn csis(root: &Path, double: &Path, now: i64, args: &[&str]) -> Output {
         .env_remove("CSIS_RUN_ID")
         .env_remove("ICT_DOUBLE_FAIL")
         .env("ICT_DOUBLE_LOG", double.join("calls.log"))
+        .env("ICT_DOUBLE_ROOT", double.join("root"))
         .env("PATH", path_with(double))
         .output()
         .unwrap()

@@ -37,6 +37,7 @@ mod public_safe;
 mod public_safe_closed;
 mod rendered_data;
 mod run;
+mod sandbox;
 mod secrets;
 mod shell;
 mod state;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::support::git;
-use csis_test_support::tree;
+use csis_test_support::plain_tree;
 
 fn csis(root: Option<&Path>, args: &[&str]) -> Output {
     let mut c = Command::new(PathBuf::from(env!("CARGO_BIN_EXE_csis")));
@@ -21,7 +21,7 @@ fn stdout(o: &Output) -> String {
 
 /// fixtures/local-run in a repository, with one leaked password.
 fn leaky() -> tempfile::TempDir {
-    let t = tree("local-run");
+    let t = plain_tree("local-run");
     git(t.path(), &["init", "-q", "-b", "main"]);
     std::fs::write(
         t.path().join("leak.yml"),

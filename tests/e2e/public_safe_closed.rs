@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::support::git;
-use csis_test_support::tree;
+use csis_test_support::plain_tree;
 
 fn csis(root: &Path, args: &[&str]) -> Output {
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_csis"));
@@ -66,7 +66,7 @@ fn encrypted_zip(name: &str, data: &[u8]) -> Vec<u8> {
 
 #[test]
 fn a_file_path_is_scanned_like_a_file_of_the_tree() {
-    let t = tree("local-run");
+    let t = plain_tree("local-run");
     let r = t.path();
     std::fs::write(r.join("leak.yml"), LEAK).unwrap();
     let out = csis(r, &["public-safe", "leak.yml"]);
@@ -92,7 +92,7 @@ fn a_file_path_is_scanned_like_a_file_of_the_tree() {
 
 #[test]
 fn a_file_git_ignores_is_scanned_when_named_and_a_missing_path_is_an_error() {
-    let t = tree("local-run");
+    let t = plain_tree("local-run");
     let r = t.path();
     git(r, &["init", "-q", "-b", "main"]);
     std::fs::write(r.join(".gitignore"), "leak.yml\n").unwrap();
@@ -117,7 +117,7 @@ fn a_file_git_ignores_is_scanned_when_named_and_a_missing_path_is_an_error() {
 
 #[test]
 fn an_encrypted_zip_is_an_uninspectable_archive_finding() {
-    let t = tree("local-run");
+    let t = plain_tree("local-run");
     let r = t.path();
     let zip = encrypted_zip("db.env", LEAK.as_bytes());
     std::fs::write(r.join("backup.zip"), &zip).unwrap();
@@ -154,7 +154,7 @@ fn an_encrypted_zip_is_an_uninspectable_archive_finding() {
 
 #[test]
 fn explain_lists_uninspectable_archive_and_each_finding_says_why() {
-    let t = tree("local-run");
+    let t = plain_tree("local-run");
     let r = t.path();
     let out = csis(r, &["public-safe", "--explain", "uninspectable-archive"]);
     assert_eq!(out.status.code(), Some(0));
@@ -179,7 +179,7 @@ fn explain_lists_uninspectable_archive_and_each_finding_says_why() {
 
 #[test]
 fn run_commit_refuses_an_uninspectable_archive_and_stages_nothing() {
-    let t = tree("local-run");
+    let t = plain_tree("local-run");
     let r = t.path();
     git(r, &["init", "-q", "-b", "main"]);
     git(r, &["add", "-A"]);
@@ -229,7 +229,7 @@ fn gzip(data: &[u8]) -> Vec<u8> {
 
 #[test]
 fn the_staged_scan_reads_binary_blobs_byte_for_byte() {
-    let t = tree("local-run");
+    let t = plain_tree("local-run");
     let r = t.path();
     git(r, &["init", "-q", "-b", "main"]);
     std::fs::write(
@@ -261,7 +261,7 @@ fn the_staged_scan_reads_binary_blobs_byte_for_byte() {
 
 #[test]
 fn a_file_that_cannot_be_read_is_an_error_not_a_file_skipped() {
-    let t = tree("local-run");
+    let t = plain_tree("local-run");
     let r = t.path();
     // A symlink to itself exists and cannot be read (as root, unlike a
     // file without permissions).

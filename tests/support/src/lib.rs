@@ -151,11 +151,50 @@ pub fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-/// A writable copy of `fixtures/<name>` in a fresh temporary directory.
+/// A writable copy of `fixtures/<name>` in a fresh temporary directory,
+/// each of its vendor images (`vendor/*/`) given a userland by
+/// `fixtures/userland.sh`, as the README tells a user to: the local
+/// runtime runs every script inside the image.
 pub fn tree(name: &str) -> TempDir {
+    let dir = plain_tree(name);
+    let vendor = dir.path().join("vendor");
+    if vendor.is_dir() {
+        let mut images: Vec<PathBuf> = std::fs::read_dir(&vendor)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir())
+            .collect();
+        images.sort();
+        lay_userland(&images);
+    }
+    dir
+}
+
+/// A writable copy of `fixtures/<name>` exactly as committed: no
+/// userland in its vendor images. For tests that never bake on `local`
+/// and scan every file (a userland's busybox is two megabytes of binary).
+pub fn plain_tree(name: &str) -> TempDir {
     let dir = tempfile::tempdir().unwrap();
     copy_tree(&fixture_dir(name), dir.path());
     dir
+}
+
+/// `fixtures/userland.sh DIR...`: a static busybox userland in each.
+pub fn lay_userland(dirs: &[PathBuf]) {
+    if dirs.is_empty() {
+        return;
+    }
+    let script = fixture_dir("userland.sh");
+    let out = std::process::Command::new(&script)
+        .args(dirs)
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", script.display()));
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        script.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Write one file of a tree on disk, making its directories.

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use serde_json::{Value as J, json};
 
 use super::modification::apply_mod;
-use super::store::{copy_tree, head_path, io_err, write_atomic};
+use super::store::{copy_tree, head_path, io_err, unpack_root_archives, write_atomic};
 use super::{Env, field, store};
 
 /// The artifact of a template build (docs/templates-in-csis.md): every
@@ -70,8 +70,9 @@ pub(super) fn bake(env: &Env, spec: &J) -> Result<String, String> {
     let series = field(spec, "series")?;
     let runtime = field(spec, "runtime")?;
     let build_id = crate::build_id(series, runtime, &env.run_id);
+    let template_build = spec.get("vendor_kind").and_then(J::as_str) == Some("template-build");
     let (parent_root, parent_id) = match field(spec, "kind")? {
-        "base" if spec.get("vendor_kind").and_then(J::as_str) == Some("template-build") => (
+        "base" if template_build => (
             template_artifacts(env, field(spec, "vendor")?)?,
             "vendor".to_string(),
         ),
@@ -111,6 +112,9 @@ pub(super) fn bake(env: &Env, spec: &J) -> Result<String, String> {
     let result = (|| {
         let root = partial.join("root");
         copy_tree(&parent_root, &root)?;
+        if template_build && field(spec, "kind")? == "base" {
+            unpack_root_archives(&root)?;
+        }
         let mut applied = Vec::new();
         for m in spec
             .get("modifications")

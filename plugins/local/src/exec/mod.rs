@@ -30,6 +30,7 @@ mod bake;
 mod identity;
 mod instance;
 mod modification;
+mod sandbox;
 mod storage;
 mod store;
 mod upkeep;

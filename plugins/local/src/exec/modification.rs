@@ -1,30 +1,24 @@
-//! One bash modification of a bake, run with the build's root in
-//! `$CSIS_IMAGE_ROOT` and the configuration root as its working
-//! directory: its `ensure` commands first, then its script and script
-//! files. The bake decides what happens to the build when one fails.
+//! One bash modification of a bake, run inside the build's root (the
+//! sandbox, `sandbox.rs`): its `ensure` commands first, then its script
+//! and script files, each with the image's `/bin/bash`, `/` as the working
+//! directory and `CSIS_IMAGE_ROOT` empty, as packer runs them in the VM.
+//! The bake decides what happens to the build when one fails.
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::{Value as J, json};
 
 use super::Env;
+use super::sandbox::{BASH, Sandbox};
 use super::store::confined;
 
 /// One bash modification: skipped when every `ensure` command already
 /// succeeds, else its script and script files run in order.
 pub(super) fn apply_mod(env: &Env, series: &str, root: &Path, m: &J) -> Result<J, String> {
     let name = m.get("name").and_then(J::as_str).unwrap_or("?");
-    let sh = |script: &str| -> Result<Option<i32>, String> {
-        let status = csis_child::die_with_parent(&mut Command::new("bash"))
-            .arg("-c")
-            .arg(script)
-            .env("CSIS_IMAGE_ROOT", root)
-            .current_dir(&env.root)
-            .status()
-            .map_err(|e| format!("modification '{name}' of image '{series}': bash: {e}"))?;
-        Ok(status.code())
-    };
+    let what = format!("modification '{name}' of image '{series}'");
+    let mut sandbox = Sandbox::new(root);
+    let sh = |sandbox: &Sandbox, script: &str| sandbox.run_bash(&what, script);
     let ensure: Vec<&str> = m
         .get("ensure")
         .and_then(J::as_array)
@@ -33,18 +27,20 @@ pub(super) fn apply_mod(env: &Env, series: &str, root: &Path, m: &J) -> Result<J
         .filter_map(J::as_str)
         .collect();
     if !ensure.is_empty()
-        && ensure
-            .iter()
-            .try_fold(true, |ok, c| Ok::<_, String>(ok && sh(c)? == Some(0)))?
+        && ensure.iter().try_fold(true, |ok, c| {
+            Ok::<_, String>(ok && sh(&sandbox, c)? == Some(0))
+        })?
     {
         return Ok(json!({"name": name, "operation": "already applied"}));
     }
-    let mut scripts: Vec<String> = m
+    let mut scripts: Vec<Vec<String>> = m
         .get("script")
         .and_then(J::as_str)
-        .map(str::to_string)
+        .map(|s| vec![BASH.into(), "-c".into(), s.into()])
         .into_iter()
         .collect();
+    // Script files are bound read-only into the sandbox, the one part of
+    // the host a modification sees.
     for (i, file) in m
         .get("scripts")
         .and_then(J::as_array)
@@ -54,13 +50,15 @@ pub(super) fn apply_mod(env: &Env, series: &str, root: &Path, m: &J) -> Result<J
         .enumerate()
     {
         // Validate refused such an entry already; a spec edited by hand
-        // still runs nothing from outside the root.
+        // still binds nothing from outside the root.
         let path = confined(&env.root, &format!("scripts[{i}]"), file)
-            .map_err(|e| format!("modification '{name}' of image '{series}': {e}"))?;
-        scripts.push(format!("bash {}", shell_quote(&path.to_string_lossy())));
+            .map_err(|e| format!("{what}: {e}"))?;
+        let inside = sandbox.bind_script(&path);
+        scripts.push(vec![BASH.into(), inside]);
     }
-    for s in scripts {
-        match sh(&s)? {
+    for argv in scripts {
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        match sandbox.run(&what, &argv)? {
             Some(0) => {}
             code => {
                 return Err(format!(
@@ -71,8 +69,4 @@ pub(super) fn apply_mod(env: &Env, series: &str, root: &Path, m: &J) -> Result<J
         }
     }
     Ok(json!({"name": name, "operation": "applied"}))
-}
-
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
 }

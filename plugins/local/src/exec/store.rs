@@ -49,6 +49,32 @@ pub(super) fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// A template build's root archives (`*.tar` artifacts at the top of a
+/// base's root) unpacked in place, each then removed: image-composer-tool
+/// can leave a root file system as an archive, and the local runtime runs
+/// a child's modifications inside it. Disk images stay files. An entry
+/// that would land outside the root (`..`, an absolute path, a path
+/// through a symlink) is refused by the unpacker.
+pub(super) fn unpack_root_archives(root: &Path) -> Result<(), String> {
+    let mut archives: Vec<PathBuf> = fs::read_dir(root)
+        .map_err(io_err(root))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "tar"))
+        .collect();
+    archives.sort();
+    for archive in archives {
+        let file = fs::File::open(&archive).map_err(io_err(&archive))?;
+        let mut tar = tar::Archive::new(file);
+        tar.set_preserve_permissions(true);
+        tar.set_overwrite(true);
+        tar.unpack(root)
+            .map_err(|e| format!("unpacking {}: {e}", archive.display()))?;
+        fs::remove_file(&archive).map_err(io_err(&archive))?;
+    }
+    Ok(())
+}
+
 pub(super) fn head_path(store: &Path, series: &str, runtime: &str) -> PathBuf {
     store.join("heads").join(format!("{series}@{runtime}"))
 }

@@ -1,0 +1,222 @@
+//! Running a script inside an image's root, never on the host: every
+//! modification, `ensure` command and user-data of the local runtime runs
+//! under bubblewrap with the build's (or instance's) root as `/`, as
+//! packer runs the same script inside the VM with `CSIS_IMAGE_ROOT` empty.
+//!
+//! What the sandbox gives the script (docs/local-runtime.md, "The
+//! sandbox"): the root read-write; a fresh /proc (its /proc/sys read-only,
+//! since root inside is root's uid outside), a minimal /dev and an empty
+//! /tmp; new user, pid, ipc, uts, cgroup and network namespaces (the
+//! network shared only when the runtime says `network: true`); a new
+//! session; an environment holding only what the step declares; and
+//! nothing of the host but the files bound read-only on purpose (a
+//! modification's script files). bwrap's `--die-with-parent` and the pid
+//! namespace end everything the script started when the step ends or is
+//! killed. It is not a VM: the kernel is the host's.
+//!
+//! No bwrap, no run: there is no fallback to running a script on the host.
+
+use std::path::{Component, Path, PathBuf};
+use std::process::Command;
+
+/// The shell every bash step runs under, as the image holds it.
+pub(super) const BASH: &str = "/bin/bash";
+
+/// Where a bound script file appears inside the sandbox: under the fresh
+/// /tmp, so that no mount point is left in the image's root.
+const SCRIPTS_INSIDE: &str = "/tmp/csis-scripts";
+
+/// The PATH a script sees: the usual Debian one.
+const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// One sandboxed run's settings: the root that becomes `/`, and what is
+/// let in.
+pub(super) struct Sandbox {
+    root: PathBuf,
+    /// Share the host's network (and its /etc/resolv.conf), for package
+    /// installs; off until the runtime's `network: true` reaches the step.
+    network: bool,
+    hostname: String,
+    env: Vec<(String, String)>,
+    /// Host file, path inside; bound read-only.
+    files: Vec<(PathBuf, String)>,
+}
+
+impl Sandbox {
+    /// A sandbox over `root`, with no network, `CSIS_IMAGE_ROOT` empty and
+    /// the standard PATH and HOME.
+    pub(super) fn new(root: &Path) -> Sandbox {
+        Sandbox {
+            root: root.to_path_buf(),
+            network: false,
+            hostname: "csis-sandbox".into(),
+            env: vec![
+                ("CSIS_IMAGE_ROOT".into(), String::new()),
+                ("HOME".into(), "/root".into()),
+                ("PATH".into(), PATH.into()),
+            ],
+            files: Vec::new(),
+        }
+    }
+
+    /// Bind `host` (a script file) read-only into the sandbox; the path
+    /// the script runs it by.
+    pub(super) fn bind_script(&mut self, host: &Path) -> String {
+        let name = host
+            .file_name()
+            .map(|n| n.to_string_lossy().replace(['/', '\n'], "_"))
+            .unwrap_or_else(|| "script".into());
+        let inside = format!("{SCRIPTS_INSIDE}/{}-{name}", self.files.len() + 1);
+        self.files.push((host.to_path_buf(), inside.clone()));
+        inside
+    }
+
+    /// Run `script` with the image's bash; its exit code (None: killed by
+    /// a signal). `what` names the step in errors.
+    pub(super) fn run_bash(&self, what: &str, script: &str) -> Result<Option<i32>, String> {
+        self.run(what, &[BASH, "-c", script])
+    }
+
+    /// Run `argv` inside the sandbox; its exit code.
+    pub(super) fn run(&self, what: &str, argv: &[&str]) -> Result<Option<i32>, String> {
+        if let Some(program) = argv.first()
+            && resolve_inside(&self.root, program).is_none()
+        {
+            return Err(format!(
+                "{what}: the root {} holds no {program}: the local runtime runs every script inside the image, so its vendor image must be a userland with bash (docs/local-runtime.md, \"Vendor images\")",
+                self.root.display()
+            ));
+        }
+        let mut command = self.command(argv).map_err(|e| format!("{what}: {e}"))?;
+        let status = csis_child::die_with_parent(&mut command)
+            .status()
+            .map_err(|e| format!("{what}: bwrap: {e}"))?;
+        Ok(status.code())
+    }
+
+    /// The bwrap command line.
+    fn command(&self, argv: &[&str]) -> Result<Command, String> {
+        let mut c = Command::new(bwrap()?);
+        c.args([
+            "--unshare-all",
+            "--unshare-user",
+            "--uid",
+            "0",
+            "--gid",
+            "0",
+        ]);
+        if self.network {
+            c.arg("--share-net");
+        }
+        c.args(["--hostname", &self.hostname])
+            .args(["--die-with-parent", "--new-session", "--clearenv"])
+            .arg("--bind")
+            .arg(&self.root)
+            .arg("/")
+            .args(["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys"])
+            .args(["--dev", "/dev", "--tmpfs", "/tmp"]);
+        if self.network && Path::new("/etc/resolv.conf").exists() {
+            c.args(["--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf"]);
+        }
+        for (host, inside) in &self.files {
+            c.arg("--ro-bind").arg(host).arg(inside);
+        }
+        for (k, v) in &self.env {
+            c.args(["--setenv", k, v]);
+        }
+        c.args(["--chdir", "/", "--"]).args(argv);
+        Ok(c)
+    }
+}
+
+/// The bwrap program on PATH; none is a refusal naming the package.
+fn bwrap() -> Result<PathBuf, String> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join("bwrap"))
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            "the local runtime runs every script inside the image under bubblewrap, and bwrap is not on PATH: install it (Debian and Ubuntu: apt-get install bubblewrap); csis never runs an image's script on the host".to_string()
+        })
+}
+
+/// Where `path` (absolute, as the image sees it) is on the host, following
+/// symlinks as they resolve inside `root` (an absolute target starts again
+/// at the image's root, `..` stops there); None when nothing is there.
+pub(super) fn resolve_inside(root: &Path, path: &str) -> Option<PathBuf> {
+    let mut todo: Vec<String> = components(path);
+    todo.reverse();
+    let mut at: Vec<String> = Vec::new();
+    let mut hops = 0;
+    while let Some(part) = todo.pop() {
+        match part.as_str() {
+            "." => continue,
+            ".." => {
+                at.pop();
+                continue;
+            }
+            _ => {}
+        }
+        let host = at
+            .iter()
+            .fold(root.to_path_buf(), |p, c| p.join(c))
+            .join(&part);
+        let meta = std::fs::symlink_metadata(&host).ok()?;
+        if meta.file_type().is_symlink() {
+            hops += 1;
+            if hops > 40 {
+                return None;
+            }
+            let target = std::fs::read_link(&host).ok()?;
+            let target = target.to_string_lossy();
+            if target.starts_with('/') {
+                at.clear();
+            }
+            let mut more = components(&target);
+            more.reverse();
+            todo.extend(more);
+        } else {
+            at.push(part);
+        }
+    }
+    let host = at.iter().fold(root.to_path_buf(), |p, c| p.join(c));
+    std::fs::symlink_metadata(&host).ok().map(|_| host)
+}
+
+fn components(path: &str) -> Vec<String> {
+    Path::new(path)
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_string_lossy().to_string()),
+            Component::ParentDir => Some("..".into()),
+            Component::CurDir | Component::RootDir | Component::Prefix(_) => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn a_path_inside_resolves_its_symlinks_against_the_images_root_never_the_hosts() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        std::fs::create_dir_all(r.join("usr/bin")).unwrap();
+        std::fs::write(r.join("usr/bin/bash"), "").unwrap();
+        symlink("usr/bin", r.join("bin")).unwrap();
+        symlink("/usr/bin/bash", r.join("usr/bin/sh")).unwrap();
+        symlink("../../../../../etc", r.join("usr/escape")).unwrap();
+        symlink("/etc/hostname", r.join("usr/host")).unwrap();
+        symlink("loop", r.join("loop")).unwrap();
+        assert_eq!(resolve_inside(r, "/bin/bash"), Some(r.join("usr/bin/bash")));
+        assert_eq!(resolve_inside(r, "/bin/sh"), Some(r.join("usr/bin/bash")));
+        // The host's /etc is not the image's: `..` stops at the root and
+        // an absolute target starts again there.
+        assert_eq!(resolve_inside(r, "/usr/escape/hostname"), None);
+        assert_eq!(resolve_inside(r, "/usr/host"), None);
+        assert_eq!(resolve_inside(r, "/loop"), None);
+        assert_eq!(resolve_inside(r, "/bin/zsh"), None);
+    }
+}

@@ -1,0 +1,208 @@
+//! The local runtime runs every modification inside the image's root under
+//! bubblewrap, never on the host (docs/local-runtime.md, "The sandbox"):
+//! what a script writes lands in the build, what it destroys is the
+//! build's, it sees none of the host's environment, and without bwrap or
+//! a shell in the image nothing runs at all.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::support::{csis_at, edit, read};
+use csis_test_support::{plain_tree, tree};
+
+const NOW: i64 = 1796226804;
+const BUILD: &str = "store/images/base-here-2026_12_02T15_53_24/root";
+
+/// The `marker` modification of image `base` replaced by `script`.
+fn base_script(root: &Path, script: &str) {
+    edit(
+        root,
+        "images/chain.yml",
+        "script: echo base > \"$CSIS_IMAGE_ROOT/etc/layer-base\"",
+        &format!("script: {script}"),
+    );
+}
+
+fn run(root: &Path) -> (Option<i32>, String) {
+    let out = csis_at(root, NOW, &["run", "all", "--no-dry-run"]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), text)
+}
+
+#[test]
+fn an_absolute_path_a_modification_writes_lands_in_the_build_never_on_the_host() {
+    let t = tree("local-run");
+    let r = t.path();
+    // A name no other test and no host uses.
+    let probe = format!("csis-probe-{}", std::process::id());
+    base_script(
+        r,
+        &format!("'echo probe > /etc/{probe}; echo \"$CSIS_IMAGE_ROOT\" > /etc/image-root'"),
+    );
+    let (code, out) = run(r);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        !Path::new("/etc").join(&probe).exists(),
+        "the host's /etc was written"
+    );
+    assert_eq!(read(&r.join(BUILD).join("etc").join(&probe)), "probe\n");
+    // CSIS_IMAGE_ROOT is empty, as on packer: "$CSIS_IMAGE_ROOT/etc" is /etc.
+    assert_eq!(read(&r.join(BUILD).join("etc/image-root")), "\n");
+    // Each layer carries its parent's files.
+    let top = r.join("store/images/top-here-2026_12_02T15_53_24/root/etc");
+    assert_eq!(read(&top.join(&probe)), "probe\n");
+    assert_eq!(read(&top.join("layer-top")), "top\n");
+}
+
+#[test]
+fn rm_rf_root_in_a_modification_empties_only_the_build() {
+    let t = tree("local-run");
+    let r = t.path();
+    let outside = tempfile::tempdir().unwrap();
+    let canary = outside.path().join("canary");
+    std::fs::write(&canary, "alive").unwrap();
+    base_script(r, "rm -rf / ; exit 7");
+    let (code, out) = run(r);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("csis local: modification 'marker' of image 'base' failed (exit 7); nothing was recorded for this build"),
+        "{out}"
+    );
+    assert_eq!(read(&canary), "alive");
+    // The tree the script was run for, the vendor image it was copied
+    // from and the parent build are all still there.
+    assert!(r.join("cfg/_config.yml").is_file());
+    assert!(r.join("vendor/tiny-os/bin/busybox").is_file());
+    assert!(r.join("vendor/tiny-os/etc/os-release").is_file());
+    let tiny = r.join("store/images/tiny-here-2026_12_02T15_53_24/root");
+    assert!(tiny.join("bin/busybox").is_file());
+    assert!(
+        !r.join("store/images/base-here-2026_12_02T15_53_24")
+            .exists()
+    );
+}
+
+#[test]
+fn a_modification_sees_only_the_environment_it_is_given_and_no_network() {
+    let t = tree("local-run");
+    let r = t.path();
+    base_script(
+        r,
+        "'env | sort > /etc/env-seen; ls /tmp > /etc/tmp-seen; hostname > /etc/hostname-seen; cat /proc/net/dev > /etc/net-seen'",
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_csis"))
+        .arg("--root-dir")
+        .arg(r)
+        .args(["run", "all", "--no-dry-run"])
+        .env("CSIS_NOW", NOW.to_string())
+        .env("A_HOST_SECRET", "s3cret")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let env = read(&r.join(BUILD).join("etc/env-seen"));
+    let names: Vec<&str> = env
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k))
+        .collect();
+    assert_eq!(
+        names,
+        ["CSIS_IMAGE_ROOT", "HOME", "PATH", "PWD", "SHLVL"],
+        "{env}"
+    );
+    assert!(
+        env.contains("HOME=/root\n") && env.contains("PWD=/\n"),
+        "{env}"
+    );
+    assert_eq!(read(&r.join(BUILD).join("etc/tmp-seen")), "");
+    assert_eq!(
+        read(&r.join(BUILD).join("etc/hostname-seen")),
+        "csis-sandbox\n"
+    );
+    let net = read(&r.join(BUILD).join("etc/net-seen"));
+    let interfaces: Vec<&str> = net
+        .lines()
+        .skip(2)
+        .filter_map(|l| l.split(':').next())
+        .map(str::trim)
+        .collect();
+    assert_eq!(interfaces, ["lo"], "{net}");
+}
+
+#[test]
+fn a_modification_script_file_is_bound_read_only_into_the_sandbox() {
+    let t = tree("local-run");
+    let r = t.path();
+    std::fs::create_dir_all(r.join("scripts")).unwrap();
+    std::fs::write(
+        r.join("scripts/layer.sh"),
+        "echo \"from $0\" > /etc/layer-file\necho changed >> \"$0\" || echo refused > /etc/write-refused\n",
+    )
+    .unwrap();
+    edit(
+        r,
+        "images/chain.yml",
+        "script: echo base > \"$CSIS_IMAGE_ROOT/etc/layer-base\"",
+        "scripts: [scripts/layer.sh]",
+    );
+    let (code, out) = run(r);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(
+        read(&r.join(BUILD).join("etc/layer-file")),
+        "from /tmp/csis-scripts/1-layer.sh\n"
+    );
+    assert_eq!(read(&r.join(BUILD).join("etc/write-refused")), "refused\n");
+    assert!(!read(&r.join("scripts/layer.sh")).ends_with("\nchanged\n"));
+    // Nothing of the binding is left in the image.
+    assert!(!r.join(BUILD).join("tmp/csis-scripts").exists());
+}
+
+#[test]
+fn an_image_without_a_shell_is_refused_and_nothing_runs_on_the_host() {
+    // The fixture as committed: its vendor image is only etc/os-release.
+    let t = plain_tree("local-run");
+    let r = t.path();
+    let (code, out) = run(r);
+    assert_eq!(code, Some(1), "{out}");
+    let tiny = r.join("store/images/.base-here-2026_12_02T15_53_24.partial/root");
+    assert!(
+        out.contains(&format!(
+            "csis local: modification 'marker' of image 'base': the root {} holds no /bin/bash: the local runtime runs every script inside the image, so its vendor image must be a userland with bash (docs/local-runtime.md, \"Vendor images\")",
+            tiny.display()
+        )),
+        "{out}"
+    );
+    assert!(
+        !r.join("store/images/base-here-2026_12_02T15_53_24")
+            .exists()
+    );
+}
+
+#[test]
+fn without_bwrap_a_bake_is_refused_and_never_falls_back_to_the_host() {
+    let t = tree("local-run");
+    let r = t.path();
+    let out = Command::new(env!("CARGO_BIN_EXE_csis"))
+        .arg("--root-dir")
+        .arg(r)
+        .args(["run", "all", "--no-dry-run"])
+        .env("CSIS_NOW", NOW.to_string())
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("csis local: modification 'marker' of image 'base': the local runtime runs every script inside the image under bubblewrap, and bwrap is not on PATH: install it (Debian and Ubuntu: apt-get install bubblewrap); csis never runs an image's script on the host"),
+        "{err}"
+    );
+    assert!(!r.join(BUILD).exists());
+}
