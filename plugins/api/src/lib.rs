@@ -14,6 +14,7 @@
 pub mod bash_mods;
 pub mod builder;
 pub mod cloud_config;
+pub mod first_boot;
 pub mod image_tests;
 pub mod lifecycle;
 pub mod phase;
