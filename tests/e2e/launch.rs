@@ -93,7 +93,7 @@ fn a_replacement_is_the_next_generation_with_the_next_hostname() {
         &["run", "instance-image", "--no-dry-run"],
     ));
     assert_eq!(
-        std::fs::read_to_string(r.join("store/instances/box/hostname")).unwrap(),
+        std::fs::read_to_string(r.join("store/instances/box/root/etc/hostname")).unwrap(),
         "box-002\n"
     );
     let params = std::fs::read_to_string(r.join("meta-state/launch-params.yaml")).unwrap();

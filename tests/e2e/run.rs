@@ -125,6 +125,13 @@ fn a_second_run_rewrites_nothing_and_an_edit_rewrites_only_its_files() {
 #[test]
 fn a_real_run_bakes_the_chain_and_launches_with_the_storage_mounted() {
     let t = tree("local-run");
+    // The launch script also writes into the storage, at its mount point.
+    crate::support::edit(
+        t.path(),
+        "instances/box.yml",
+        "/greeting\"",
+        "/greeting\"; hostname > /srv/data/booted-on",
+    );
     let out = csis(t.path(), &["run", "all", "--no-dry-run"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
@@ -167,11 +174,41 @@ fn a_real_run_bakes_the_chain_and_launches_with_the_storage_mounted() {
         std::fs::canonicalize(&mount).unwrap(),
         std::fs::canonicalize(store.join("storages/data")).unwrap()
     );
-    assert_eq!(
-        std::fs::read_to_string(inst.join("greeting")).unwrap(),
-        "hello from box\n"
+    // Its own root, booted: instance-setup applied the cloud-config (the
+    // hostname, the group's accounts, the launch script), then the image's
+    // first-boot unit ran the launch script, inside the root.
+    let root = inst.join("root");
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
+    assert_eq!(read("etc/hostname"), "box-001\n");
+    assert_eq!(read("greeting"), "hello from box\n");
+    assert!(root.join("var/lib/csis/launch-applied").is_file());
+    assert!(read("var/lib/csis/launch.sh").contains("hello from box"));
+    let passwd = read("etc/passwd");
+    assert!(
+        passwd.contains(":Avery Alpha:/home/avery_alpha:/bin/bash\n")
+            && passwd.contains(":Blake Bravo:/home/blake_bravo:/bin/bash\n"),
+        "{passwd}"
     );
-    assert!(inst.join("var/lib/csis/launch-applied").is_file());
+    assert!(read("etc/group").contains("\nops:x:1000:avery_alpha,blake_bravo\n"));
+    assert_eq!(
+        read("etc/sudoers.d/90-cloud-init-users"),
+        "avery_alpha ALL=(ALL) NOPASSWD:ALL\n"
+    );
+    assert!(
+        root.join("etc/systemd/system/csis-launch.service")
+            .is_file()
+    );
+    // What it wrote at the mount point is in the storage, on the host.
+    assert_eq!(
+        std::fs::read_to_string(store.join("storages/data/booted-on")).unwrap(),
+        "box-001\n"
+    );
+    // The build itself is untouched by the instance.
+    assert!(
+        !store
+            .join(format!("images/top-here-{run}/root/greeting"))
+            .exists()
+    );
     let summary: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(t.path().join("generated/run-summary.json")).unwrap(),
     )

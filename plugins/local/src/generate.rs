@@ -336,6 +336,12 @@ pub fn launch(ctx: &dyn HookContext, me: &BuilderDecl, name: &str) -> Option<Ste
     let name = inst.root.name();
     let launch = launch_of(ctx, inst);
     let ud_path = path_for_phase(me.name(), P::InstanceGeneration, Some(name), ".user-data");
+    let doc_path = path_for_phase(
+        me.name(),
+        P::InstanceGeneration,
+        Some(name),
+        ".cloud-config",
+    );
     let spec = json!({
         "name": name,
         "runtime": runtime,
@@ -345,21 +351,13 @@ pub fn launch(ctx: &dyn HookContext, me: &BuilderDecl, name: &str) -> Option<Ste
         "group": launch.group,
         "hostname": launch.hostname,
         "storages": view.storages.iter().map(|s| json!({"name": s.name, "mount_point": s.mount_point})).collect::<Vec<_>>(),
-        "user_data": ud_path,
+        "cloud_config": doc_path,
     });
     let cloud_config = user_data_document(ctx, name, &launch).render();
     let user_data = launch.script;
     let mut st = step(me.name(), P::InstanceGeneration, name, spec, "launch");
     st.extra_assets.push(Asset::text(ud_path, user_data));
-    st.extra_assets.push(Asset::text(
-        path_for_phase(
-            me.name(),
-            P::InstanceGeneration,
-            Some(name),
-            ".cloud-config",
-        ),
-        cloud_config,
-    ));
+    st.extra_assets.push(Asset::text(doc_path, cloud_config));
     let launched = format!("{}/instances/{name}/instance.json", store_in_script(&store));
     st.commands.push(Command::csis([
         "--root-dir",
@@ -407,7 +405,7 @@ fn launch_of(ctx: &dyn HookContext, inst: &csis_model::models::Instance) -> Laun
         });
     let hostname = ctx.canonical_hostname(name, inst.ephemeral);
     let script = format!(
-        "#!/usr/bin/env bash\n# csis user-data for instance {name} (local runtime)\nset -euo pipefail\n: \"${{CSIS_INSTANCE_DIR:?}}\"\necho {hostname} > \"$CSIS_INSTANCE_DIR/hostname\"\n{}{}mkdir -p \"$CSIS_INSTANCE_DIR/var/lib/csis\"\ntouch \"$CSIS_INSTANCE_DIR/var/lib/csis/launch-applied\"\n",
+        "#!/usr/bin/env bash\n# csis launch script of instance {name} on the local runtime: the image's csis-launch unit runs it once at first boot, inside its own root\nset -euo pipefail\nexport CSIS_INSTANCE_DIR=\n{}{}mkdir -p /var/lib/csis\ntouch /var/lib/csis/launch-applied\n",
         inst.userdata,
         if inst.userdata.is_empty() || inst.userdata.ends_with('\n') {
             ""

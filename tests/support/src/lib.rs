@@ -137,14 +137,18 @@ pub fn read_tree(dir: &Path) -> Files {
         .collect()
 }
 
-/// Copy the directory `from`, empty directories included, into `to`.
+/// Copy the directory `from`, empty directories included, into `to`;
+/// symlinks stay symlinks (an image's absolute links name its own files).
 pub fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();
         let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
+        let ty = e.file_type().unwrap();
+        if ty.is_dir() {
             copy_tree(&e.path(), &dest);
+        } else if ty.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(e.path()).unwrap(), dest).unwrap();
         } else {
             std::fs::copy(e.path(), dest).unwrap();
         }

@@ -8,7 +8,10 @@ use std::path::PathBuf;
 
 use serde_json::{Value as J, json};
 
+use csis_plugin_api::first_boot;
+
 use super::modification::apply_mod;
+use super::sandbox::{BASH, Sandbox, resolve_inside};
 use super::store::{copy_tree, head_path, io_err, unpack_root_archives, write_atomic};
 use super::{Env, field, store};
 
@@ -62,6 +65,24 @@ fn template_artifacts(env: &Env, work: &str) -> Result<PathBuf, String> {
     Ok(staging)
 }
 
+/// Every base image carries the csis first-boot unit, as a packer base
+/// bake installs it: installed inside the root by the same lines. A root
+/// without a shell (a template build of disk images only) has no system
+/// to boot; it gets none, and an instance of it is refused at launch.
+fn install_first_boot_unit(series: &str, root: &std::path::Path) -> Result<(), String> {
+    if resolve_inside(root, BASH).is_none() {
+        return Ok(());
+    }
+    let what = format!("base image '{series}': installing the csis first-boot unit");
+    match Sandbox::new(root).run_bash(&what, &first_boot::install_lines().join("\n"))? {
+        Some(0) => Ok(()),
+        code => Err(format!(
+            "{what} failed (exit {})",
+            code.map_or("by a signal".into(), |c| c.to_string())
+        )),
+    }
+}
+
 /// Bake: copy the parent (a vendor tree, or the parent series' newest
 /// build), apply each modification with the build's root in
 /// `$CSIS_IMAGE_ROOT`, record the manifest, move it into place.
@@ -112,8 +133,11 @@ pub(super) fn bake(env: &Env, spec: &J) -> Result<String, String> {
     let result = (|| {
         let root = partial.join("root");
         copy_tree(&parent_root, &root)?;
-        if template_build && field(spec, "kind")? == "base" {
-            unpack_root_archives(&root)?;
+        if field(spec, "kind")? == "base" {
+            if template_build {
+                unpack_root_archives(&root)?;
+            }
+            install_first_boot_unit(series, &root)?;
         }
         let mut applied = Vec::new();
         for m in spec

@@ -1,15 +1,17 @@
-//! An instance on the local runtime: its launch (the image build linked,
-//! its storages linked at their mount points, its user-data run once),
-//! an ephemeral instance's teardown, and unmounting one storage.
+//! An instance on the local runtime: its launch (a root of its own from
+//! its build, its storages linked at their mount points, its first boot
+//! in `boot.rs`), an ephemeral instance's teardown, and unmounting one
+//! storage.
 
 use std::fs;
 use std::io;
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::{Value as J, json};
 
-use super::store::{confined_link, entry, head_path, io_err, write_atomic};
+use super::boot::{Machine, boot};
+use super::setup::read_document;
+use super::store::{confined_link, copy_tree, entry, head_path, io_err, write_atomic};
 use super::{Env, field, store};
 
 /// An ephemeral instance, once launched and bound: its directory goes (the
@@ -24,9 +26,10 @@ pub(super) fn teardown(env: &Env, spec: &J) -> Result<String, String> {
     Ok(format!("teardown: ephemeral instance {name} removed"))
 }
 
-/// A launch: the instance directory with its image (the series head),
-/// its storages mounted (linked) at their mount points, its user-data, run
-/// once.
+/// A launch: the instance directory with its image (the pinned build or
+/// the series head) copied as its root, its storages linked at their
+/// mount points, and its first boot: the cloud-config applied, then the
+/// image's first-boot unit running the launch script.
 pub(super) fn launch(env: &Env, spec: &J) -> Result<String, String> {
     let store = store(env, spec)?;
     let name = field(spec, "name")?;
@@ -64,10 +67,11 @@ pub(super) fn launch(env: &Env, spec: &J) -> Result<String, String> {
     )?;
     // The mounts are exactly the declared ones: links left by an earlier
     // launch are removed first (never the storages they point at).
-    let mounts = dir.join("mounts");
-    if mounts.exists() {
-        fs::remove_dir_all(&mounts).map_err(io_err(&mounts))?;
+    let links = dir.join("mounts");
+    if links.exists() {
+        fs::remove_dir_all(&links).map_err(io_err(&links))?;
     }
+    let mut mounts = Vec::new();
     for s in spec
         .get("storages")
         .and_then(J::as_array)
@@ -82,32 +86,33 @@ pub(super) fn launch(env: &Env, spec: &J) -> Result<String, String> {
                 "instance '{name}' mounts storage '{sname}', which the store does not hold; run the storage lifecycle first"
             ));
         }
-        link(&target, &confined_link(&mounts, "mount point", mount)?)?;
+        link(&target, &confined_link(&links, "mount point", mount)?)?;
+        mounts.push((target, format!("/{mount}")));
     }
-    // Like the spec, the user-data path is relative to the lifecycle
+    // The instance's own root: a fresh copy of its build's, as a machine
+    // launched from the image starts from it.
+    let root = dir.join("root");
+    if root.exists() {
+        fs::remove_dir_all(&root).map_err(io_err(&root))?;
+    }
+    copy_tree(&store.join("images").join(&build).join("root"), &root)?;
+    // Like the spec, the cloud-config path is relative to the lifecycle
     // directory the step runs in.
-    let ud_path = Path::new(field(spec, "user_data")?);
-    let ud = fs::read(ud_path).map_err(io_err(ud_path))?;
-    write_atomic(&dir.join("user-data"), &ud)?;
-    let launch = format!(
-        "#!/usr/bin/env bash\n# csis launch script for instance {name} on the local runtime\nset -euo pipefail\nexport CSIS_INSTANCE_DIR=\"$(cd \"$(dirname \"$0\")\" && pwd)\"\nbash \"$CSIS_INSTANCE_DIR/user-data\"\n"
-    );
-    write_atomic(&dir.join("launch.sh"), launch.as_bytes())?;
+    let doc_path = Path::new(field(spec, "cloud_config")?);
+    let text = fs::read_to_string(doc_path).map_err(io_err(doc_path))?;
+    let doc = read_document(&text).map_err(|e| format!("{}: {e}", doc_path.display()))?;
     let text = serde_json::to_string_pretty(
         &json!({"name": name, "build": build, "run": env.run_id, "spec": spec}),
     )
     .map_err(|e| e.to_string())?;
     write_atomic(&dir.join("instance.json"), format!("{text}\n").as_bytes())?;
-    let status = csis_child::die_with_parent(&mut Command::new("bash"))
-        .arg(dir.join("launch.sh"))
-        .current_dir(&dir)
-        .status()
-        .map_err(|e| format!("instance '{name}': launch: {e}"))?;
-    if !status.success() {
-        return Err(format!(
-            "instance '{name}': its user-data failed ({status})"
-        ));
-    }
+    let machine = Machine {
+        name,
+        root: &root,
+        hostname: field(spec, "hostname")?,
+        mounts,
+    };
+    boot(&machine, &doc)?;
     Ok(format!("launched {name} from {build}"))
 }
 

@@ -27,10 +27,12 @@
 #![allow(clippy::disallowed_methods)] // the runtime itself: it owns the store
 
 mod bake;
+mod boot;
 mod identity;
 mod instance;
 mod modification;
 mod sandbox;
+mod setup;
 mod storage;
 mod store;
 mod upkeep;

@@ -40,6 +40,9 @@ pub(super) struct Sandbox {
     env: Vec<(String, String)>,
     /// Host file, path inside; bound read-only.
     files: Vec<(PathBuf, String)>,
+    /// Host directory, path inside; bound read-write (an instance's
+    /// storages at their mount points).
+    dirs: Vec<(PathBuf, String)>,
 }
 
 impl Sandbox {
@@ -56,7 +59,20 @@ impl Sandbox {
                 ("PATH".into(), PATH.into()),
             ],
             files: Vec::new(),
+            dirs: Vec::new(),
         }
+    }
+
+    /// The host name the script sees (`csis-sandbox` unless set).
+    pub(super) fn hostname(mut self, name: &str) -> Sandbox {
+        self.hostname = name.to_string();
+        self
+    }
+
+    /// Bind `host` (a directory) read-write at `inside` (absolute).
+    pub(super) fn bind_dir(mut self, host: &Path, inside: &str) -> Sandbox {
+        self.dirs.push((host.to_path_buf(), inside.to_string()));
+        self
     }
 
     /// Bind `host` (a script file) read-only into the sandbox; the path
@@ -120,6 +136,9 @@ impl Sandbox {
         }
         for (host, inside) in &self.files {
             c.arg("--ro-bind").arg(host).arg(inside);
+        }
+        for (host, inside) in &self.dirs {
+            c.arg("--bind").arg(host).arg(inside);
         }
         for (k, v) in &self.env {
             c.args(["--setenv", k, v]);
