@@ -209,3 +209,31 @@ fn without_bwrap_a_bake_is_refused_and_never_falls_back_to_the_host() {
             .exists()
     );
 }
+
+#[test]
+fn a_user_data_writing_an_absolute_path_changes_only_the_instances_root() {
+    let t = tree("local-run");
+    let r = t.path();
+    let probe = format!("csis-probe-{}", std::process::id());
+    edit(
+        r,
+        "instances/box.yml",
+        "userdata: echo \"hello from box\" > \"$CSIS_INSTANCE_DIR/greeting\"",
+        &format!("userdata: echo x > /root/{probe}; rm -rf /srv/data/../../etc"),
+    );
+    let (code, out) = run(r);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        !Path::new("/root").join(&probe).exists(),
+        "the host's /root was written"
+    );
+    let root = r.join("store/instances/box/root");
+    assert_eq!(read(&root.join("root").join(&probe)), "x\n");
+    // Its /etc went, the build's and the host's did not.
+    assert!(!root.join("etc").exists());
+    assert!(
+        r.join("store/images/top-here-2026_12_02T15_53_24/root/etc/os-release")
+            .is_file()
+    );
+    assert!(Path::new("/etc/os-release").is_file());
+}
