@@ -237,3 +237,41 @@ fn a_user_data_writing_an_absolute_path_changes_only_the_instances_root() {
     );
     assert!(Path::new("/etc/os-release").is_file());
 }
+
+/// `network: true` on the runtime shares the host's network (and its
+/// resolver) with the scripts, for package installs; the specs say so.
+#[test]
+fn network_true_on_the_runtime_shares_the_hosts_network_with_the_scripts() {
+    let t = tree("local-run");
+    let r = t.path();
+    edit(
+        r,
+        "cfg/builders.yml",
+        "store: store}",
+        "store: store, network: true}",
+    );
+    base_script(
+        r,
+        "'cat /proc/net/dev > /etc/net-seen; test -f /etc/resolv.conf && echo yes > /etc/resolver-seen'",
+    );
+    let (code, out) = run(r);
+    assert_eq!(code, Some(0), "{out}");
+    let host: Vec<String> = read(Path::new("/proc/net/dev"))
+        .lines()
+        .skip(2)
+        .filter_map(|l| l.split(':').next().map(|n| n.trim().to_string()))
+        .collect();
+    let seen: Vec<String> = read(&r.join(BUILD).join("etc/net-seen"))
+        .lines()
+        .skip(2)
+        .filter_map(|l| l.split(':').next().map(|n| n.trim().to_string()))
+        .collect();
+    assert_eq!(seen, host);
+    if Path::new("/etc/resolv.conf").exists() {
+        assert_eq!(read(&r.join(BUILD).join("etc/resolver-seen")), "yes\n");
+    }
+    let spec = read(
+        &r.join("generated/instance-image/bake/image-generation/bake-image-generation-base.json"),
+    );
+    assert!(spec.contains("\"network\": true"), "{spec}");
+}

@@ -102,6 +102,23 @@ fn runtime_of(ctx: &dyn HookContext, decl: &BuilderDecl) -> (String, String) {
     (rt.map(|r| r.name().to_string()).unwrap_or(rt_name), store)
 }
 
+/// Whether the runtime of `decl` shares the network with its sandboxes;
+/// a spec says so only when it does (`"network": true`).
+fn with_network(ctx: &dyn HookContext, decl: &BuilderDecl, mut spec: J) -> J {
+    let rt_name = decl.base.runtime().unwrap_or("default");
+    let on = ctx
+        .builder(Vct::RuntimeBuilderModel, rt_name)
+        .is_some_and(|r| {
+            r.extra
+                .get(crate::NETWORK)
+                .is_some_and(|v| v.typed() == csis_model::value::Typed::Bool(true))
+        });
+    if on && let J::Object(m) = &mut spec {
+        m.insert("network".into(), J::Bool(true));
+    }
+    spec
+}
+
 fn names_builder(ctx: &dyn HookContext, vct: Vct, reference: &str, me: &str) -> bool {
     ctx.builder(vct, reference).is_some_and(|b| b.name() == me)
 }
@@ -145,6 +162,7 @@ pub fn base_bakes(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Ste
             "update": update_of(os),
             "tags": os.builder.tags,
         });
+        let spec = with_network(ctx, me, spec);
         let mut spec = spec;
         if entry.template.is_some()
             && let J::Object(m) = &mut spec
@@ -223,6 +241,7 @@ pub fn image_bake(ctx: &dyn HookContext, me: &BuilderDecl, name: &str) -> HookRe
         "modifications": mods,
         "tags": img.root.tags,
     });
+    let spec = with_network(ctx, me, spec);
     Ok(Some(bake_step(
         me.name(),
         P::ImageGeneration,
@@ -353,6 +372,7 @@ pub fn launch(ctx: &dyn HookContext, me: &BuilderDecl, name: &str) -> Option<Ste
         "storages": view.storages.iter().map(|s| json!({"name": s.name, "mount_point": s.mount_point})).collect::<Vec<_>>(),
         "cloud_config": doc_path,
     });
+    let spec = with_network(ctx, me, spec);
     let cloud_config = user_data_document(ctx, name, &launch).render();
     let user_data = launch.script;
     let mut st = step(me.name(), P::InstanceGeneration, name, spec, "launch");

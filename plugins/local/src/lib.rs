@@ -181,6 +181,10 @@ impl Builder for LocalBuilder {
 /// The runtime key that lets a store leave the configuration root.
 const ALLOW_OUTSIDE: &str = "allow_store_outside_root";
 
+/// The runtime key that shares the host's network with the sandbox (for
+/// package installs); off by default.
+pub(crate) const NETWORK: &str = "network";
+
 fn store_outside_allowed(decl: &BuilderDecl) -> bool {
     decl.extra
         .get(ALLOW_OUTSIDE)
@@ -196,12 +200,21 @@ fn builder(decl: &Arc<BuilderDecl>) -> Box<dyn Builder> {
 
 /// `store`: the directory under the root where the runtime keeps its
 /// images, instances and storages; `allow_store_outside_root` lets it
-/// resolve elsewhere.
+/// resolve elsewhere; `network: true` lets its scripts reach the network.
 fn runtime_extra(f: &mut Fields<'_>) -> Map {
     let mut m = Map::default();
     let store = f.str_or("store", DEFAULT_STORE);
     m.insert("store".into(), Value::str(store));
-    // Kept only when set, so a tree without it reads as it always did.
+    // Kept only when set, so a tree without them reads as it always did.
+    if f.bool_or(NETWORK, false) {
+        m.insert(
+            NETWORK.into(),
+            Value::Scalar {
+                text: "true".into(),
+                plain: true,
+            },
+        );
+    }
     if f.bool_or(ALLOW_OUTSIDE, false) {
         m.insert(
             ALLOW_OUTSIDE.into(),

@@ -13,7 +13,7 @@ use csis_plugin_api::first_boot;
 use super::modification::apply_mod;
 use super::sandbox::{BASH, Sandbox, resolve_inside};
 use super::store::{copy_tree, head_path, io_err, unpack_root_archives, write_atomic};
-use super::{Env, field, store};
+use super::{Env, field, network, store};
 
 /// The artifact of a template build (docs/templates-in-csis.md): every
 /// image file (`*.raw`, `*.qcow2`, ... optionally compressed) under the
@@ -146,7 +146,7 @@ pub(super) fn bake(env: &Env, spec: &J) -> Result<String, String> {
             .into_iter()
             .flatten()
         {
-            applied.push(apply_mod(env, series, &root, m)?);
+            applied.push(apply_mod(env, series, &root, network(spec), m)?);
         }
         let fingerprint = field(spec, "fingerprint").unwrap_or_default();
         let types = |k: &str| -> String {

@@ -21,13 +21,15 @@ pub(super) struct Machine<'a> {
     pub hostname: &'a str,
     /// Storage directory on the host, mount point inside.
     pub mounts: Vec<(PathBuf, String)>,
+    /// The runtime's `network: true`.
+    pub network: bool,
 }
 
 /// Boot `m` with its cloud-config `doc`: setup, then the first-boot unit.
 pub(super) fn boot(m: &Machine, doc: &J) -> Result<(), String> {
     let what = format!("instance '{}'", m.name);
     let sandbox = m.mounts.iter().fold(
-        Sandbox::new(m.root).hostname(m.hostname),
+        Sandbox::new(m.root).hostname(m.hostname).network(m.network),
         |s, (host, at)| s.bind_dir(host, at),
     );
     let setup = setup_script(doc).map_err(|e| format!("{what}: {e}"))?;

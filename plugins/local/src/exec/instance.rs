@@ -111,6 +111,7 @@ pub(super) fn launch(env: &Env, spec: &J) -> Result<String, String> {
         root: &root,
         hostname: field(spec, "hostname")?,
         mounts,
+        network: super::network(spec),
     };
     boot(&machine, &doc)?;
     Ok(format!("launched {name} from {build}"))

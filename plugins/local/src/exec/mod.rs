@@ -106,6 +106,12 @@ fn field<'a>(spec: &'a J, key: &str) -> Result<&'a str, String> {
         .ok_or_else(|| format!("the spec has no '{key}'"))
 }
 
+/// Whether the step's scripts may reach the network (the runtime's
+/// `network: true`).
+fn network(spec: &J) -> bool {
+    spec.get("network").and_then(J::as_bool) == Some(true)
+}
+
 fn store(env: &Env, spec: &J) -> Result<PathBuf, String> {
     Ok(env.root.join(field(spec, "store")?))
 }

@@ -14,10 +14,16 @@ use super::store::confined;
 
 /// One bash modification: skipped when every `ensure` command already
 /// succeeds, else its script and script files run in order.
-pub(super) fn apply_mod(env: &Env, series: &str, root: &Path, m: &J) -> Result<J, String> {
+pub(super) fn apply_mod(
+    env: &Env,
+    series: &str,
+    root: &Path,
+    network: bool,
+    m: &J,
+) -> Result<J, String> {
     let name = m.get("name").and_then(J::as_str).unwrap_or("?");
     let what = format!("modification '{name}' of image '{series}'");
-    let mut sandbox = Sandbox::new(root);
+    let mut sandbox = Sandbox::new(root).network(network);
     let sh = |sandbox: &Sandbox, script: &str| sandbox.run_bash(&what, script);
     let ensure: Vec<&str> = m
         .get("ensure")

@@ -34,7 +34,7 @@ const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 pub(super) struct Sandbox {
     root: PathBuf,
     /// Share the host's network (and its /etc/resolv.conf), for package
-    /// installs; off until the runtime's `network: true` reaches the step.
+    /// installs.
     network: bool,
     hostname: String,
     env: Vec<(String, String)>,
@@ -61,6 +61,13 @@ impl Sandbox {
             files: Vec::new(),
             dirs: Vec::new(),
         }
+    }
+
+    /// Share the host's network (and its /etc/resolv.conf): the runtime's
+    /// `network: true`, carried by the step's spec.
+    pub(super) fn network(mut self, on: bool) -> Sandbox {
+        self.network = on;
+        self
     }
 
     /// The host name the script sees (`csis-sandbox` unless set).
