@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{csis_at, edit, ok};
+use crate::support::{csis_at, edit, ok, spawn_real_run};
 use csis_test_support::tree;
 
 const NOW: i64 = 1796226804;
@@ -51,15 +51,7 @@ fn a_bake_killed_midway_leaves_debris_the_next_real_run_removes() {
         "script: echo mid > \"$CSIS_IMAGE_ROOT/etc/layer-mid\"",
         "script: echo mid > \"$CSIS_IMAGE_ROOT/etc/layer-mid\"; sleep 30",
     );
-    let mut run = Command::new(env!("CARGO_BIN_EXE_csis"))
-        .arg("--root-dir")
-        .arg(r)
-        .args(["run", "all", "--no-dry-run"])
-        .env("CSIS_NOW", NOW.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut run = spawn_real_run(r, NOW);
     let images = r.join("store/images");
     let deadline = Instant::now() + Duration::from_secs(60);
     while !entries(&images)

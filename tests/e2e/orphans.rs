@@ -4,10 +4,12 @@
 //! beside it.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::support::{csis_at, doubles, edit, hcl2_available, here, ok, read, real_run};
+use crate::support::{
+    csis_at, doubles, edit, hcl2_available, here, ok, read, real_run, spawn_real_run,
+};
 use csis_test_support::{temp_tree, tree};
 
 const NOW: i64 = 1796226804;
@@ -74,15 +76,7 @@ fn a_killed_run_takes_its_bake_step_and_the_script_in_its_sandbox_with_it() {
         "script: echo mid > \"$CSIS_IMAGE_ROOT/etc/layer-mid\"",
         "script: echo mid > \"$CSIS_IMAGE_ROOT/etc/layer-mid\"; sleep 4243 & sleep 4242",
     );
-    let mut run = Command::new(env!("CARGO_BIN_EXE_csis"))
-        .arg("--root-dir")
-        .arg(r)
-        .args(["run", "all", "--no-dry-run"])
-        .env("CSIS_NOW", NOW.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut run = spawn_real_run(r, NOW);
     wait_until("the mid layer's script never started", || {
         !processes(&["sleep", "4242"]).is_empty() && !processes(&["sleep", "4243"]).is_empty()
     });

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::support::{csis_at, edit, read};
+use crate::support::{edit, read};
 use csis_test_support::{plain_tree, tree};
 
 const NOW: i64 = 1796226804;
@@ -24,7 +24,19 @@ fn base_script(root: &Path, script: &str) {
 }
 
 fn run(root: &Path) -> (Option<i32>, String) {
-    let out = csis_at(root, NOW, &["run", "all", "--no-dry-run"]);
+    run_with(root, &[])
+}
+
+/// A real run with more variables in csis's environment.
+fn run_with(root: &Path, env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_csis"))
+        .arg("--root-dir")
+        .arg(root)
+        .args(["run", "all", "--no-dry-run"])
+        .env("CSIS_NOW", NOW.to_string())
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -94,20 +106,8 @@ fn a_modification_sees_only_the_environment_it_is_given_and_no_network() {
         r,
         "'env | sort > /etc/env-seen; ls /tmp > /etc/tmp-seen; hostname > /etc/hostname-seen; cat /proc/net/dev > /etc/net-seen'",
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_csis"))
-        .arg("--root-dir")
-        .arg(r)
-        .args(["run", "all", "--no-dry-run"])
-        .env("CSIS_NOW", NOW.to_string())
-        .env("A_HOST_SECRET", "s3cret")
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (code, out) = run_with(r, &[("A_HOST_SECRET", "s3cret")]);
+    assert_eq!(code, Some(0), "{out}");
     let env = read(&r.join(BUILD).join("etc/env-seen"));
     let names: Vec<&str> = env
         .lines()
@@ -190,16 +190,8 @@ fn an_image_without_a_shell_is_refused_and_nothing_runs_on_the_host() {
 fn without_bwrap_a_bake_is_refused_and_never_falls_back_to_the_host() {
     let t = tree("local-run");
     let r = t.path();
-    let out = Command::new(env!("CARGO_BIN_EXE_csis"))
-        .arg("--root-dir")
-        .arg(r)
-        .args(["run", "all", "--no-dry-run"])
-        .env("CSIS_NOW", NOW.to_string())
-        .env("PATH", "/nonexistent")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    let (code, err) = run_with(r, &[("PATH", "/nonexistent")]);
+    assert_eq!(code, Some(1), "{err}");
     assert!(
         err.contains("csis local: base image 'tiny': installing the csis first-boot unit: the local runtime runs every script inside the image under bubblewrap, and bwrap is not on PATH: install it (Debian and Ubuntu: apt-get install bubblewrap); csis never runs an image's script on the host"),
         "{err}"

@@ -17,6 +17,20 @@ pub fn csis_at(root: &Path, now: i64, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `csis --root-dir ROOT run all --no-dry-run` at a fixed clock, started
+/// in the background with its output dropped: a run a test kills.
+pub fn spawn_real_run(root: &Path, now: i64) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_csis"))
+        .arg("--root-dir")
+        .arg(root)
+        .args(["run", "all", "--no-dry-run"])
+        .env("CSIS_NOW", now.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 /// Stdout and stderr of a command that must have exited 0.
 pub fn ok(o: Output) -> String {
     let err = String::from_utf8_lossy(&o.stderr).to_string();
