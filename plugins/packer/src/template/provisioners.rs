@@ -155,3 +155,37 @@ pub(super) fn mod_provisioners(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_boot_install_runs_the_shared_install_lines_as_root_with_an_empty_image_root() {
+        let text = csis_hcl::Body::new().block(first_boot_install()).render();
+        assert!(text.starts_with("provisioner \"shell\" {\n"), "{text}");
+        assert!(
+            text.contains(
+                "  execute_command  = \"chmod +x {{ .Path }}; sudo env {{ .Vars }} {{ .Path }}\"\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("  environment_vars = [\"CSIS_IMAGE_ROOT=\"]\n"),
+            "{text}"
+        );
+        let expected = format!(
+            "  inline           = {}\n",
+            csis_hcl::Body::new()
+                .attr("x", Expr::strs(first_boot::install_lines()))
+                .render()
+                .trim_start_matches("x = ")
+                .trim_end()
+        );
+        assert!(text.contains(&expected), "{text}\n{expected}");
+        assert!(
+            text.contains("\"ln -sf /etc/systemd/system/csis-launch.service \\\"$CSIS_IMAGE_ROOT/etc/systemd/system/multi-user.target.wants/csis-launch.service\\\"\""),
+            "{text}"
+        );
+    }
+}
