@@ -14,6 +14,7 @@ mod diagnostics;
 mod example;
 mod explain;
 mod file_sizes;
+mod first_boot_unit;
 mod gate;
 mod gate_fail_closed;
 mod gce_names;

@@ -14,7 +14,7 @@ use csis_plugin_api::{
 };
 
 use super::document::{render, template_path, up_to_root};
-use super::provisioners::{admin_setup, closing, mod_provisioners};
+use super::provisioners::{admin_setup, closing, first_boot_install, mod_provisioners};
 use super::runtime::{chain_root, entry_on, os_bake_user, runtime_of, set};
 use super::{Bake, refuse};
 
@@ -170,6 +170,8 @@ pub fn bakes(ctx: &dyn HookContext, me: &BuilderDecl, base: bool) -> HookResult<
             let tests = entry.tests.clone().unwrap_or_else(|| os.tests.clone());
             let mut provisioners: Vec<Block> =
                 admin_setup(&os.admin_user, &keys).into_iter().collect();
+            // Only here, in the base: its children inherit the unit.
+            provisioners.push(first_boot_install());
             provisioners.extend(closing(&rt, &os.admin_user, &keys, &tests));
             let tags = lineage_tags(
                 ctx,

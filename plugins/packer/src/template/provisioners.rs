@@ -1,11 +1,12 @@
 //! A bake's shell provisioners, all run as root: a base image's admin
-//! user and keys, each bash modification of an image, and the closing
-//! ones (the runtime's finalize commands, then the in-bake
-//! verification).
+//! user and keys and its first-boot unit, each bash modification of an
+//! image, and the closing ones (the runtime's finalize commands, then the
+//! in-bake verification).
 
 use csis_hcl::{Block, Expr};
 use csis_model::models::ItemView;
 use csis_model::{Map, Value};
+use csis_plugin_api::first_boot;
 use csis_plugin_api::image_tests::{in_bake_assertions, shell_quote};
 use csis_plugin_api::{HookContext, HookResult};
 
@@ -60,6 +61,18 @@ pub(super) fn admin_setup(user: &str, keys: &[String]) -> Option<Block> {
     Some(shell(lines, Vec::new()))
 }
 
+/// Base images: the dormant first-boot unit that runs the instance's
+/// launch script (its user-data only writes it: instance-setup runs no
+/// script, spec 004). Installed once, in the base: every image over it
+/// inherits the unit with the rest of the parent's disk. `CSIS_IMAGE_ROOT`
+/// is empty, as for the modifications: the image's root is `/`.
+pub(super) fn first_boot_install() -> Block {
+    shell(
+        first_boot::install_lines(),
+        vec![Expr::str("CSIS_IMAGE_ROOT=")],
+    )
+}
+
 /// The last provisioners: the runtime's finalize commands, then the
 /// in-bake verification.
 pub(super) fn closing(rt: &Runtime, admin_user: &str, keys: &[String], tests: &Map) -> Vec<Block> {
@@ -70,6 +83,13 @@ pub(super) fn closing(rt: &Runtime, admin_user: &str, keys: &[String], tests: &M
     }
     let mut verify = vec!["echo 'csis in-bake verification'".to_string()];
     verify.extend(in_bake_assertions(admin_user, keys, tests));
+    // Here rather than in the shared in_bake_assertions: every packer
+    // bake descends from a base that installed the unit
+    // ([`first_boot_install`]), so every one (a child too: a parent's
+    // unit must survive its modifications) can assert it, whereas the
+    // other runtimes install the unit by their own means and decide
+    // their own verification.
+    verify.push(first_boot::installed_assertion());
     out.push(shell(verify, Vec::new()));
     out
 }
@@ -134,4 +154,38 @@ pub(super) fn mod_provisioners(
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_boot_install_runs_the_shared_install_lines_as_root_with_an_empty_image_root() {
+        let text = csis_hcl::Body::new().block(first_boot_install()).render();
+        assert!(text.starts_with("provisioner \"shell\" {\n"), "{text}");
+        assert!(
+            text.contains(
+                "  execute_command  = \"chmod +x {{ .Path }}; sudo env {{ .Vars }} {{ .Path }}\"\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("  environment_vars = [\"CSIS_IMAGE_ROOT=\"]\n"),
+            "{text}"
+        );
+        let expected = format!(
+            "  inline           = {}\n",
+            csis_hcl::Body::new()
+                .attr("x", Expr::strs(first_boot::install_lines()))
+                .render()
+                .trim_start_matches("x = ")
+                .trim_end()
+        );
+        assert!(text.contains(&expected), "{text}\n{expected}");
+        assert!(
+            text.contains("\"ln -sf /etc/systemd/system/csis-launch.service \\\"$CSIS_IMAGE_ROOT/etc/systemd/system/multi-user.target.wants/csis-launch.service\\\"\""),
+            "{text}"
+        );
+    }
 }
