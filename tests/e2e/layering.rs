@@ -270,3 +270,32 @@ fn engine_files_import_without_cycles() {
         cycles.join("\n")
     );
 }
+
+/// The local runtime runs an image's scripts only through its sandbox
+/// (docs/local-runtime.md, "The sandbox"): no other file of the plugin
+/// starts a process, outside its tests.
+#[test]
+fn only_the_sandbox_starts_processes_in_the_local_runtime() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/local/src");
+    let mut spawning: Vec<String> = rust_sources(&src)
+        .into_iter()
+        .filter(|(rel, _)| rel != "exec/sandbox.rs")
+        .filter(|(_, text)| {
+            let product = text.split("#[cfg(test)]").next().unwrap_or_default();
+            [
+                "Command::new",
+                "process::Command",
+                "libc::exec",
+                "libc::fork",
+            ]
+            .iter()
+            .any(|p| product.contains(p))
+        })
+        .map(|(rel, _)| rel)
+        .collect();
+    spawning.sort();
+    assert!(
+        spawning.is_empty(),
+        "these files of plugins/local start processes outside exec/sandbox.rs: {spawning:?}"
+    );
+}
