@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::support::{edit, read};
+use crate::support::{csis_at, edit, read};
 use csis_test_support::{plain_tree, tree};
 
 const NOW: i64 = 1796226804;
@@ -266,4 +266,74 @@ fn network_true_on_the_runtime_shares_the_hosts_network_with_the_scripts() {
         &r.join("generated/instance-image/bake/image-generation/bake-image-generation-base.json"),
     );
     assert!(spec.contains("\"network\": true"), "{spec}");
+}
+
+/// One modification script, written once for both: packer runs it inside
+/// the VM and the local runtime inside the image's root, each with
+/// `CSIS_IMAGE_ROOT` empty and the image's variables in the environment,
+/// so it writes the same file on both.
+#[test]
+fn the_same_modification_writes_the_same_file_on_local_and_in_the_packer_provisioner() {
+    let script = r#"echo "hello $app_user" > "$CSIS_IMAGE_ROOT/etc/motd""#;
+    // Local: a real bake.
+    let t = tree("local-run");
+    let r = t.path();
+    edit(
+        r,
+        "images/chain.yml",
+        "  - name: base\n    source_image: tiny\n",
+        "  - name: base\n    source_image: tiny\n    variables: {app_user: app}\n",
+    );
+    base_script(r, &format!("'{script}'"));
+    let (code, out) = run(r);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(read(&r.join(BUILD).join("etc/motd")), "hello app\n");
+    // Packer: the provisioner of the same script in the clouds tree.
+    let c = tree("clouds");
+    let cr = c.path();
+    edit(
+        cr,
+        "images/chain.yml",
+        r#"script: id "$app_user" || useradd --system "$app_user""#,
+        &format!("script: '{script}'"),
+    );
+    let o = csis_at(cr, NOW, &["run", "all"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let hcl = read(&cr.join("generated/instance-image/pk-aws/image-generation/app.pkr.hcl"));
+    assert!(
+        hcl.contains("variable \"app_user\" {\n  default = \"app\"\n}"),
+        "{hcl}"
+    );
+    assert!(
+        hcl.contains(r#"environment_vars = ["CSIS_IMAGE_ROOT=", "app_user=${var.app_user}"]"#),
+        "{hcl}"
+    );
+    assert!(
+        hcl.contains(r#"inline           = ["echo 'modification app-user'", "echo \"hello $app_user\" > \"$CSIS_IMAGE_ROOT/etc/motd\""]"#),
+        "{hcl}"
+    );
+}
+
+#[test]
+fn a_variable_a_modification_cannot_see_as_an_environment_variable_is_refused() {
+    let t = tree("local-run");
+    let r = t.path();
+    edit(
+        r,
+        "images/chain.yml",
+        "  - name: base\n    source_image: tiny\n",
+        "  - name: base\n    source_image: tiny\n    variables: {app-user: app}\n",
+    );
+    let out = csis_at(r, NOW, &["run", "all"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("image 'base': variable 'app-user' cannot be an environment variable of its modifications -- name it with letters, digits and underscores, starting with a letter (CSIS_ names are csis's own)"),
+        "{err}"
+    );
 }

@@ -226,6 +226,7 @@ pub fn image_bake(ctx: &dyn HookContext, me: &BuilderDecl, name: &str) -> HookRe
         return Ok(None);
     }
     let mods = mod_specs(ctx, name, &view)?;
+    let variables = mod_variables(name, &img.variables)?;
     let (identity_types, storage_types) = ctx.capabilities(name);
     let spec = json!({
         "kind": "image",
@@ -241,7 +242,13 @@ pub fn image_bake(ctx: &dyn HookContext, me: &BuilderDecl, name: &str) -> HookRe
         "modifications": mods,
         "tags": img.root.tags,
     });
-    let spec = with_network(ctx, me, spec);
+    let mut spec = with_network(ctx, me, spec);
+    // Only when declared, so a tree without them generates as before.
+    if !variables.is_empty()
+        && let J::Object(m) = &mut spec
+    {
+        m.insert("variables".into(), json!(variables));
+    }
     Ok(Some(bake_step(
         me.name(),
         P::ImageGeneration,
@@ -250,6 +257,36 @@ pub fn image_bake(ctx: &dyn HookContext, me: &BuilderDecl, name: &str) -> HookRe
         &store,
         spec,
     )))
+}
+
+/// The image's `variables:` as its modifications see them: environment
+/// variables, as packer's provisioners get them (`name=${var.name}`). A
+/// name must be an environment variable's, a value a scalar.
+fn mod_variables(
+    image: &str,
+    vars: &csis_model::Map,
+) -> HookResult<std::collections::BTreeMap<String, String>> {
+    let mut out = std::collections::BTreeMap::new();
+    for (k, v) in vars {
+        let name_ok = k
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !k.starts_with("CSIS_");
+        if !name_ok {
+            return refuse(format!(
+                "image '{image}': variable '{k}' cannot be an environment variable of its modifications -- name it with letters, digits and underscores, starting with a letter (CSIS_ names are csis's own)"
+            ));
+        }
+        let Some(text) = v.as_str() else {
+            return refuse(format!(
+                "image '{image}': variable '{k}' is not a scalar; its modifications see it as an environment variable -- give it a string, number or boolean"
+            ));
+        };
+        out.insert(k.clone(), text.to_string());
+    }
+    Ok(out)
 }
 
 fn mod_specs(ctx: &dyn HookContext, image: &str, view: &ItemView) -> HookResult<Vec<J>> {

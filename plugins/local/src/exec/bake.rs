@@ -140,13 +140,18 @@ pub(super) fn bake(env: &Env, spec: &J) -> Result<String, String> {
             install_first_boot_unit(series, &root)?;
         }
         let mut applied = Vec::new();
+        let variables = spec
+            .get("variables")
+            .and_then(J::as_object)
+            .cloned()
+            .unwrap_or_default();
         for m in spec
             .get("modifications")
             .and_then(J::as_array)
             .into_iter()
             .flatten()
         {
-            applied.push(apply_mod(env, series, &root, network(spec), m)?);
+            applied.push(apply_mod(env, series, &root, network(spec), &variables, m)?);
         }
         let fingerprint = field(spec, "fingerprint").unwrap_or_default();
         let types = |k: &str| -> String {

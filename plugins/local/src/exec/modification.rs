@@ -19,11 +19,16 @@ pub(super) fn apply_mod(
     series: &str,
     root: &Path,
     network: bool,
+    variables: &serde_json::Map<String, J>,
     m: &J,
 ) -> Result<J, String> {
     let name = m.get("name").and_then(J::as_str).unwrap_or("?");
     let what = format!("modification '{name}' of image '{series}'");
-    let mut sandbox = Sandbox::new(root).network(network);
+    let mut sandbox = variables
+        .iter()
+        .fold(Sandbox::new(root).network(network), |s, (k, v)| {
+            s.env(k, v.as_str().unwrap_or_default())
+        });
     let sh = |sandbox: &Sandbox, script: &str| sandbox.run_bash(&what, script);
     let ensure: Vec<&str> = m
         .get("ensure")

@@ -70,6 +70,13 @@ impl Sandbox {
         self
     }
 
+    /// One more variable the script sees (replacing one of that name).
+    pub(super) fn env(mut self, key: &str, value: &str) -> Sandbox {
+        self.env.retain(|(k, _)| k != key);
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
     /// The host name the script sees (`csis-sandbox` unless set).
     pub(super) fn hostname(mut self, name: &str) -> Sandbox {
         self.hostname = name.to_string();
