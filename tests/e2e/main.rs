@@ -27,6 +27,7 @@ mod interpolation;
 mod interpolation_remote;
 mod launch;
 mod layering;
+mod layers;
 mod lineage;
 mod live;
 mod machine_values;

@@ -10,6 +10,7 @@ use serde_json::{Value as J, json};
 
 use csis_plugin_api::first_boot;
 
+use super::layer::{Layer, apply_upper, link_farm, remove_bake_dir};
 use super::modification::apply_mod;
 use super::sandbox::{BASH, Sandbox, resolve_inside};
 use super::store::{copy_tree, head_path, io_err, unpack_root_archives, write_atomic};
@@ -129,16 +130,24 @@ pub(super) fn bake(env: &Env, spec: &J) -> Result<String, String> {
     };
     let images = store.join("images");
     let partial = images.join(format!(".{build_id}.partial"));
-    let _ = fs::remove_dir_all(&partial);
+    remove_bake_dir(&partial)?;
     let result = (|| {
         let root = partial.join("root");
-        copy_tree(&parent_root, &root)?;
-        if field(spec, "kind")? == "base" {
+        // A base copies its vendor image whole (the tree's own files may
+        // change under it); a child runs its scripts on an overlay of its
+        // parent build and shares every file it leaves alone (`layer.rs`).
+        let (build, layer) = if field(spec, "kind")? == "base" {
+            copy_tree(&parent_root, &root)?;
             if template_build {
                 unpack_root_archives(&root)?;
             }
             install_first_boot_unit(series, &root)?;
-        }
+            (Sandbox::new(&root), None)
+        } else {
+            let layer = Layer::new(&partial.join("layer"))?;
+            (Sandbox::over(&parent_root, &layer), Some(layer))
+        };
+        let build = build.network(network(spec));
         let mut applied = Vec::new();
         let variables = spec
             .get("variables")
@@ -151,7 +160,12 @@ pub(super) fn bake(env: &Env, spec: &J) -> Result<String, String> {
             .into_iter()
             .flatten()
         {
-            applied.push(apply_mod(env, series, &root, network(spec), &variables, m)?);
+            applied.push(apply_mod(env, series, &build, &variables, m)?);
+        }
+        if let Some(layer) = layer {
+            link_farm(&parent_root, &root)?;
+            apply_upper(&layer.upper, &root)?;
+            layer.remove()?;
         }
         let fingerprint = field(spec, "fingerprint").unwrap_or_default();
         let types = |k: &str| -> String {
@@ -184,7 +198,7 @@ pub(super) fn bake(env: &Env, spec: &J) -> Result<String, String> {
         )
     })();
     if let Err(e) = result {
-        let _ = fs::remove_dir_all(&partial);
+        let _ = remove_bake_dir(&partial);
         return Err(e);
     }
     let dest = images.join(&build_id);

@@ -30,6 +30,7 @@ mod bake;
 mod boot;
 mod identity;
 mod instance;
+mod layer;
 mod modification;
 mod sandbox;
 mod setup;

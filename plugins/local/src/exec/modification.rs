@@ -4,8 +4,6 @@
 //! directory and `CSIS_IMAGE_ROOT` empty, as packer runs them in the VM.
 //! The bake decides what happens to the build when one fails.
 
-use std::path::Path;
-
 use serde_json::{Value as J, json};
 
 use super::Env;
@@ -17,18 +15,15 @@ use super::store::confined;
 pub(super) fn apply_mod(
     env: &Env,
     series: &str,
-    root: &Path,
-    network: bool,
+    build: &Sandbox,
     variables: &serde_json::Map<String, J>,
     m: &J,
 ) -> Result<J, String> {
     let name = m.get("name").and_then(J::as_str).unwrap_or("?");
     let what = format!("modification '{name}' of image '{series}'");
-    let mut sandbox = variables
-        .iter()
-        .fold(Sandbox::new(root).network(network), |s, (k, v)| {
-            s.env(k, v.as_str().unwrap_or_default())
-        });
+    let mut sandbox = variables.iter().fold(build.clone(), |s, (k, v)| {
+        s.env(k, v.as_str().unwrap_or_default())
+    });
     let sh = |sandbox: &Sandbox, script: &str| sandbox.run_bash(&what, script);
     let ensure: Vec<&str> = m
         .get("ensure")

@@ -31,6 +31,7 @@ const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 /// One sandboxed run's settings: the root that becomes `/`, and what is
 /// let in.
+#[derive(Clone)]
 pub(super) struct Sandbox {
     root: PathBuf,
     /// Share the host's network (and its /etc/resolv.conf), for package
@@ -43,6 +44,9 @@ pub(super) struct Sandbox {
     /// Host directory, path inside; bound read-write (an instance's
     /// storages at their mount points).
     dirs: Vec<(PathBuf, String)>,
+    /// `/` is an overlay: `root` its lower layer, never written, and
+    /// these its upper, work and mount directories (`layer.rs`).
+    layer: Option<[PathBuf; 3]>,
 }
 
 impl Sandbox {
@@ -60,7 +64,21 @@ impl Sandbox {
             ],
             files: Vec::new(),
             dirs: Vec::new(),
+            layer: None,
         }
+    }
+
+    /// A sandbox whose `/` is `lower` seen through an overlay: what the
+    /// scripts write lands in `layer`'s upper directory, `lower` is never
+    /// written.
+    pub(super) fn over(lower: &Path, layer: &super::layer::Layer) -> Sandbox {
+        let mut s = Sandbox::new(lower);
+        s.layer = Some([
+            layer.upper.clone(),
+            layer.work.clone(),
+            layer.merged.clone(),
+        ]);
+        s
     }
 
     /// Share the host's network (and its /etc/resolv.conf): the runtime's
@@ -124,9 +142,37 @@ impl Sandbox {
         Ok(status.code())
     }
 
-    /// The bwrap command line.
+    /// The command line: bwrap, or for an overlay, bwrap started in a
+    /// user and mount namespace of its own where the overlay is mounted
+    /// first (bwrap 0.8 mounts no overlay itself).
     fn command(&self, argv: &[&str]) -> Result<Command, String> {
-        let mut c = Command::new(bwrap()?);
+        let bwrap = program("bwrap", "bubblewrap")?;
+        let (mut c, root) = match &self.layer {
+            None => (Command::new(&bwrap), self.root.clone()),
+            Some([upper, work, merged]) => {
+                let mut c = Command::new(program("unshare", "util-linux")?);
+                let opts = format!(
+                    "lowerdir={},upperdir={},workdir={},userxattr",
+                    mount_path(&self.root),
+                    mount_path(upper),
+                    mount_path(work)
+                );
+                c.args([
+                    "--user",
+                    "--map-root-user",
+                    "--mount",
+                    "--",
+                    "/bin/sh",
+                    "-c",
+                ])
+                .arg("mount -t overlay csis-layer -o \"$1\" \"$2\" && shift 2 && exec \"$@\"")
+                .arg("csis-layer")
+                .arg(opts)
+                .arg(merged)
+                .arg(&bwrap);
+                (c, merged.clone())
+            }
+        };
         c.args([
             "--unshare-all",
             "--unshare-user",
@@ -141,7 +187,7 @@ impl Sandbox {
         c.args(["--hostname", &self.hostname])
             .args(["--die-with-parent", "--new-session", "--clearenv"])
             .arg("--bind")
-            .arg(&self.root)
+            .arg(&root)
             .arg("/")
             .args(["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys"])
             .args(["--dev", "/dev", "--tmpfs", "/tmp"]);
@@ -162,15 +208,27 @@ impl Sandbox {
     }
 }
 
-/// The bwrap program on PATH; none is a refusal naming the package.
-fn bwrap() -> Result<PathBuf, String> {
+/// `name` on PATH; none is a refusal naming the Debian package.
+fn program(name: &str, package: &str) -> Result<PathBuf, String> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
-        .map(|d| d.join("bwrap"))
+        .map(|d| d.join(name))
         .find(|p| p.is_file())
         .ok_or_else(|| {
-            "the local runtime runs every script inside the image under bubblewrap, and bwrap is not on PATH: install it (Debian and Ubuntu: apt-get install bubblewrap); csis never runs an image's script on the host".to_string()
+            format!("the local runtime runs every script inside the image under bubblewrap, and {name} is not on PATH: install it (Debian and Ubuntu: apt-get install {package}); csis never runs an image's script on the host")
         })
+}
+
+/// A path as an overlay mount option holds it: `\`, `,` and `:` escaped.
+fn mount_path(p: &Path) -> String {
+    let mut out = String::new();
+    for c in p.to_string_lossy().chars() {
+        if matches!(c, '\\' | ',' | ':') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Where `path` (absolute, as the image sees it) is on the host, following

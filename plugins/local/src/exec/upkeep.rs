@@ -152,12 +152,11 @@ fn debris(store: &Path) -> Vec<(PathBuf, &'static str)> {
 pub fn clean(store: &Path, runtime: &str, orphans: &[String]) -> Result<Vec<String>, String> {
     let mut done = Vec::new();
     for (path, what) in debris(store) {
-        let removed = if path.is_dir() {
-            fs::remove_dir_all(&path)
+        if path.is_dir() {
+            super::layer::remove_bake_dir(&path)?;
         } else {
-            fs::remove_file(&path)
-        };
-        removed.map_err(io_err(&path))?;
+            fs::remove_file(&path).map_err(io_err(&path))?;
+        }
         done.push(format!("removed {} ({what})", path.display()));
     }
     for build in orphans {
