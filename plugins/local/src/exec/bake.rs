@@ -10,10 +10,10 @@ use serde_json::{Value as J, json};
 
 use csis_plugin_api::first_boot;
 
-use super::layer::{Layer, apply_upper, link_farm, remove_bake_dir};
+use super::layer::{Layer, apply_upper, remove_bake_dir};
 use super::modification::apply_mod;
 use super::sandbox::{BASH, Sandbox, resolve_inside};
-use super::store::{copy_tree, head_path, io_err, unpack_root_archives, write_atomic};
+use super::store::{copy_tree, head_path, io_err, link_tree, unpack_root_archives, write_atomic};
 use super::{Env, field, network, store};
 
 /// The artifact of a template build (docs/templates-in-csis.md): every
@@ -163,7 +163,7 @@ pub(super) fn bake(env: &Env, spec: &J) -> Result<String, String> {
             applied.push(apply_mod(env, series, &build, &variables, m)?);
         }
         if let Some(layer) = layer {
-            link_farm(&parent_root, &root)?;
+            link_tree(&parent_root, &root)?;
             apply_upper(&layer.upper, &root)?;
             layer.remove()?;
         }

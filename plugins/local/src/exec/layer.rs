@@ -4,8 +4,8 @@
 //! The bake's scripts run on an overlay whose lower layer is the parent
 //! build's root (never written) and whose upper layer is empty at the
 //! start (`sandbox.rs` mounts it). The child's root is then a hard-link
-//! farm of the parent's (directories made, files linked, symlinks copied)
-//! with the upper layer applied over it: a file the scripts wrote
+//! farm of the parent's (`store::link_tree`) with the upper layer applied
+//! over it: a file the scripts wrote
 //! replaces its link, a whiteout (a 0/0 character device) deletes, an
 //! opaque directory (`user.overlay.opaque`) loses what the parent had in
 //! it. A build is whole and immutable once recorded, so sharing inodes
@@ -63,29 +63,6 @@ pub(super) fn remove_bake_dir(dir: &Path) -> Result<(), String> {
         Err(_) => Ok(()),
         Ok(_) => fs::remove_dir_all(dir).map_err(io_err(dir)),
     }
-}
-
-/// `to` as a hard-link farm of `from`: directories (with their modes)
-/// made, regular files linked, symlinks copied as symlinks; device nodes,
-/// FIFOs and sockets left out as `store::copy_tree` leaves them.
-pub(super) fn link_farm(from: &Path, to: &Path) -> Result<(), String> {
-    fs::create_dir_all(to).map_err(io_err(to))?;
-    let mode = fs::metadata(from).map_err(io_err(from))?.permissions();
-    fs::set_permissions(to, mode).map_err(io_err(to))?;
-    for entry in fs::read_dir(from).map_err(io_err(from))? {
-        let entry = entry.map_err(io_err(from))?;
-        let ty = entry.file_type().map_err(io_err(&entry.path()))?;
-        let dest = to.join(entry.file_name());
-        if ty.is_dir() {
-            link_farm(&entry.path(), &dest)?;
-        } else if ty.is_symlink() {
-            let target = fs::read_link(entry.path()).map_err(io_err(&entry.path()))?;
-            std::os::unix::fs::symlink(target, &dest).map_err(io_err(&dest))?;
-        } else if ty.is_file() {
-            fs::hard_link(entry.path(), &dest).map_err(io_err(&dest))?;
-        }
-    }
-    Ok(())
 }
 
 /// Apply the overlay's upper layer `upper` over the farm `root`.
@@ -189,7 +166,7 @@ mod tests {
         };
         assert_eq!(set, 0, "user xattrs on the test's file system");
         let child = d.path().join("child");
-        link_farm(&parent, &child).unwrap();
+        super::super::store::link_tree(&parent, &child).unwrap();
         apply_upper(&upper, &child).unwrap();
         let read = |p: &Path| fs::read_to_string(p).unwrap();
         assert_eq!(read(&child.join("etc/passwd")), "root\nann\n");

@@ -31,24 +31,40 @@ pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
     })
 }
 
-/// Copy an image's tree: directories, regular files (with their modes)
+/// Copy an image's tree: directories (with their modes), regular files
 /// and symlinks as symlinks (never followed: an image's absolute link
 /// names its own file, not the host's). Device nodes, FIFOs and sockets
 /// are not copied: reading one would hang or never end, and every script
 /// gets a fresh /dev and /tmp in the sandbox.
 pub(super) fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
+    replicate(from, to, &|a, b| fs::copy(a, b).map(|_| ()))
+}
+
+/// An image's tree as [`copy_tree`] makes it, its regular files hard
+/// links to `from`'s (a child layer's farm, `layer.rs`).
+pub(super) fn link_tree(from: &Path, to: &Path) -> Result<(), String> {
+    replicate(from, to, &|a, b| fs::hard_link(a, b))
+}
+
+fn replicate(
+    from: &Path,
+    to: &Path,
+    file: &dyn Fn(&Path, &Path) -> io::Result<()>,
+) -> Result<(), String> {
     fs::create_dir_all(to).map_err(io_err(to))?;
+    let mode = fs::metadata(from).map_err(io_err(from))?.permissions();
+    fs::set_permissions(to, mode).map_err(io_err(to))?;
     for entry in fs::read_dir(from).map_err(io_err(from))? {
         let entry = entry.map_err(io_err(from))?;
         let ty = entry.file_type().map_err(io_err(&entry.path()))?;
         let dest = to.join(entry.file_name());
         if ty.is_dir() {
-            copy_tree(&entry.path(), &dest)?;
+            replicate(&entry.path(), &dest, file)?;
         } else if ty.is_symlink() {
             let target = fs::read_link(entry.path()).map_err(io_err(&entry.path()))?;
             std::os::unix::fs::symlink(target, &dest).map_err(io_err(&dest))?;
         } else if ty.is_file() {
-            fs::copy(entry.path(), &dest).map_err(io_err(&dest))?;
+            file(&entry.path(), &dest).map_err(io_err(&dest))?;
         }
     }
     Ok(())
