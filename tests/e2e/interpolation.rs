@@ -28,13 +28,10 @@ fn state(top_note: &str) -> String {
 fn interp_tree() -> tempfile::TempDir {
     let t = tree("local-run");
     let r = t.path();
-    let cfg = std::fs::read_to_string(r.join("cfg/_config.yml")).unwrap();
-    write_file(
+    crate::support::append(
         r,
         "cfg/_config.yml",
-        &format!(
-            "{cfg}interpolation:\n  terraform:\n    - name: net\n      path: state/net.tfstate\n"
-        ),
+        "interpolation:\n  terraform:\n    - name: net\n      path: state/net.tfstate\n",
     );
     write_file(r, "state/net.tfstate", &state("top-one"));
     crate::support::edit(

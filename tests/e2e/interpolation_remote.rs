@@ -25,13 +25,10 @@ fn here(rel: &str) -> PathBuf {
 fn remote_tree() -> tempfile::TempDir {
     let t = tree("local-run");
     let r = t.path();
-    let cfg = std::fs::read_to_string(r.join("cfg/_config.yml")).unwrap();
-    write_file(
+    crate::support::append(
         r,
         "cfg/_config.yml",
-        &format!(
-            "{cfg}interpolation:\n  terraform:\n    - {{name: net, backend: corp, workspace: network}}\n    - {{name: own, backend: gstate, workspace: \"{{name}}-app\"}}\n"
-        ),
+        "interpolation:\n  terraform:\n    - {name: net, backend: corp, workspace: network}\n    - {name: own, backend: gstate, workspace: \"{name}-app\"}\n",
     );
     let builders = std::fs::read_to_string(r.join("cfg/builders.yml")).unwrap();
     write_file(

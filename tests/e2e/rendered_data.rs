@@ -39,13 +39,10 @@ const SECRET: &str = "s3cret-of-B";
 fn leaky_tree() -> tempfile::TempDir {
     let t = tree("local-run");
     let r = t.path();
-    let cfg = std::fs::read_to_string(r.join("cfg/_config.yml")).unwrap();
-    write_file(
+    crate::support::append(
         r,
         "cfg/_config.yml",
-        &format!(
-            "{cfg}interpolation:\n  terraform:\n    - name: net\n      path: state/net.tfstate\n"
-        ),
+        "interpolation:\n  terraform:\n    - name: net\n      path: state/net.tfstate\n",
     );
     write_file(
         r,
@@ -101,13 +98,10 @@ fn an_environment_value_is_printed_never_rendered_again() {
 fn interp_tree(tags: &str, env: &[u8], state: &[u8]) -> tempfile::TempDir {
     let t = tree("local-run");
     let r = t.path();
-    let cfg = std::fs::read_to_string(r.join("cfg/_config.yml")).unwrap();
-    write_file(
+    crate::support::append(
         r,
         "cfg/_config.yml",
-        &format!(
-            "{cfg}interpolation:\n  terraform:\n    - name: net\n      path: state/net.tfstate\n"
-        ),
+        "interpolation:\n  terraform:\n    - name: net\n      path: state/net.tfstate\n",
     );
     std::fs::create_dir_all(r.join("state")).unwrap();
     std::fs::write(r.join("state/net.tfstate"), state).unwrap();

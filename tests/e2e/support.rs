@@ -46,6 +46,13 @@ pub fn edit(root: &Path, file: &str, from: &str, to: &str) {
     std::fs::write(&p, text.replacen(from, to, 1)).unwrap();
 }
 
+/// Add `text` at the end of a file of the tree; the file must be there.
+pub fn append(root: &Path, file: &str, text: &str) {
+    let p = root.join(file);
+    let before = std::fs::read_to_string(&p).unwrap();
+    std::fs::write(&p, before + text).unwrap();
+}
+
 /// The author and committer of every commit a test makes.
 pub fn with_git_identity(cmd: &mut Command) -> &mut Command {
     cmd.env("GIT_AUTHOR_NAME", "Avery Alpha")
