@@ -122,45 +122,43 @@ pub fn interpolate_entry(
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
+    // A failure of the entry's `env_file:` key, at that key.
+    let mut env_file_failure = |message: String| {
+        let mut p = path.to_vec();
+        p.push(Seg::Key(ENV_FILE_KEY.into()));
+        out.failures.push(Failure {
+            path: DocPath(p),
+            section: section.into(),
+            entry: name.clone(),
+            message,
+        });
+    };
     let env_file = match entry
         .as_map_mut()
         .and_then(|m| m.shift_remove(ENV_FILE_KEY))
     {
-        Some(Value::Scalar { text, .. }) => match ext.env_files.get(&text) {
-            Some(Some(t)) if &**t == REFUSED_READ => Some((text, Err(None))),
-            Some(Some(t)) => match parse_dotenv(t) {
-                Ok(vars) => Some((text, Ok(vars))),
-                Err(e) => {
-                    let mut p = path.to_vec();
-                    p.push(Seg::Key(ENV_FILE_KEY.into()));
-                    out.failures.push(Failure {
-                        path: DocPath(p),
-                        section: section.into(),
-                        entry: name.clone(),
-                        message: format!("{text}:{}:{}: {}", e.line, e.col, e.message),
-                    });
-                    Some((text, Err(Some(e))))
+        Some(Value::Scalar { text, .. }) => {
+            match ext.env_files.get(&text) {
+                Some(Some(t)) if &**t == REFUSED_READ => Some((text, Err(None))),
+                Some(Some(t)) => match parse_dotenv(t) {
+                    Ok(vars) => Some((text, Ok(vars))),
+                    Err(e) => {
+                        env_file_failure(format!("{text}:{}:{}: {}", e.line, e.col, e.message));
+                        Some((text, Err(Some(e))))
+                    }
+                },
+                _ => {
+                    // A path that would leave the root was never read: say
+                    // why (the one confinement rule), not "missing".
+                    env_file_failure(
+                    csis_model::confine::relative_path_problem("env_file", &text).unwrap_or_else(
+                        || format!("env_file '{text}' does not exist (paths are relative to the root)"),
+                    ),
+                );
+                    None
                 }
-            },
-            _ => {
-                let mut p = path.to_vec();
-                p.push(Seg::Key(ENV_FILE_KEY.into()));
-                out.failures.push(Failure {
-                    path: DocPath(p),
-                    section: section.into(),
-                    entry: name.clone(),
-                    // A path that would leave the root was never read:
-                    // say why (the one confinement rule), not "missing".
-                    message: csis_model::confine::relative_path_problem("env_file", &text)
-                        .unwrap_or_else(|| {
-                            format!(
-                                "env_file '{text}' does not exist (paths are relative to the root)"
-                            )
-                        }),
-                });
-                None
             }
-        },
+        }
         _ => None,
     };
     let e = Entry {
