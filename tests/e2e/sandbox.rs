@@ -337,3 +337,49 @@ fn a_variable_a_modification_cannot_see_as_an_environment_variable_is_refused() 
         "{err}"
     );
 }
+
+#[test]
+fn a_modification_gives_files_to_the_images_system_users_and_the_store_keeps_them() {
+    use std::os::unix::fs::MetadataExt;
+    let t = tree("local-run");
+    let r = t.path();
+    // What a package install does: files of `_apt` (42) and a set-uid
+    // program of root's group 4242, in the base and in a child layer.
+    base_script(
+        r,
+        "'touch /etc/by-apt /etc/suid && chown 42:42 /etc/by-apt && chown 0:4242 /etc/suid && chmod 4755 /etc/suid'",
+    );
+    edit(
+        r,
+        "images/chain.yml",
+        "script: echo mid > \"$CSIS_IMAGE_ROOT/etc/layer-mid\"",
+        "script: 'mkdir /var/lib/www && chown 33:33 /var/lib/www && echo mid > /etc/layer-mid'",
+    );
+    // /proc/self belongs to this process's effective user.
+    let root = std::fs::metadata("/proc/self").unwrap().uid() == 0;
+    let (code, out) = run(r);
+    if !root {
+        // One id mapped: chown to another fails in the sandbox.
+        assert_eq!(code, Some(1), "{out}");
+        assert!(
+            out.contains("modification 'marker' of image 'base' failed"),
+            "{out}"
+        );
+        return;
+    }
+    assert_eq!(code, Some(0), "{out}");
+    let owner = |p: &Path| {
+        let m = std::fs::symlink_metadata(p).unwrap();
+        (m.uid(), m.gid(), m.mode() & 0o7777)
+    };
+    let base = r.join(BUILD);
+    assert_eq!(owner(&base.join("etc/by-apt")), (42, 42, 0o644));
+    assert_eq!(owner(&base.join("etc/suid")), (0, 4242, 0o4755));
+    let mid = r.join("store/images/mid-here-2026_12_02T15_53_24/root");
+    assert_eq!(owner(&mid.join("var/lib/www")).0, 33);
+    assert_eq!(owner(&mid.join("etc/by-apt")), (42, 42, 0o644));
+    // The instance's own root is a copy that keeps them too.
+    let top = r.join("store/instances/box/root");
+    assert_eq!(owner(&top.join("etc/suid")), (0, 4242, 0o4755));
+    assert_eq!(owner(&top.join("var/lib/www")).0, 33);
+}

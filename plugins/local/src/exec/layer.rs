@@ -81,7 +81,7 @@ pub(super) fn apply_upper(upper: &Path, root: &Path) -> Result<(), String> {
                 remove(&to)?;
             }
             fs::create_dir_all(&to).map_err(io_err(&to))?;
-            fs::set_permissions(&to, meta.permissions()).map_err(io_err(&to))?;
+            super::store::keep_owner_and_mode(&meta, &to)?;
             apply_upper(&from, &to)?;
         } else if ty.is_file() || ty.is_symlink() {
             remove(&to)?;

@@ -16,8 +16,10 @@
 //!
 //! No bwrap, no run: there is no fallback to running a script on the host.
 
+use std::io::Write;
 use std::path::{Component, Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// The shell every bash step runs under, as the image holds it.
 pub(super) const BASH: &str = "/bin/bash";
@@ -136,53 +138,61 @@ impl Sandbox {
             ));
         }
         let mut command = self.command(argv).map_err(|e| format!("{what}: {e}"))?;
-        let status = csis_child::die_with_parent(&mut command)
-            .status()
-            .map_err(|e| format!("{what}: bwrap: {e}"))?;
+        let mut child = csis_child::die_with_parent(&mut command)
+            .stdin(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("{what}: unshare: {e}"))?;
+        let started = map_ids(&mut child).and_then(|()| {
+            // The line the outer shell waits for: its ids are mapped.
+            let mut go = child.stdin.take().ok_or("no stdin to the sandbox")?;
+            go.write_all(b"go\n")
+                .map_err(|e| format!("starting the sandbox: {e}"))
+        });
+        if let Err(e) = started {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("{what}: {e}"));
+        }
+        let status = child.wait().map_err(|e| format!("{what}: bwrap: {e}"))?;
         Ok(status.code())
     }
 
-    /// The command line: bwrap, or for an overlay, bwrap started in a
-    /// user and mount namespace of its own where the overlay is mounted
-    /// first (bwrap 0.8 mounts no overlay itself).
+    /// The command line: bwrap, started in a user and mount namespace of
+    /// its own whose ids [`map_ids`] maps while its shell waits, where an
+    /// overlay is mounted first (bwrap 0.8 mounts no overlay itself).
+    /// bwrap makes no user namespace of its own: it would map one id only.
     fn command(&self, argv: &[&str]) -> Result<Command, String> {
         let bwrap = program("bwrap", "bubblewrap")?;
-        let (mut c, root) = match &self.layer {
-            None => (Command::new(&bwrap), self.root.clone()),
+        let mut c = Command::new(program("unshare", "util-linux")?);
+        c.args(["--user", "--mount", "--", "/bin/sh", "-c"]);
+        let root = match &self.layer {
+            None => {
+                c.arg("read -r go || exit 70; exec \"$@\"")
+                    .arg("csis-sandbox");
+                self.root.clone()
+            }
             Some([upper, work, merged]) => {
-                let mut c = Command::new(program("unshare", "util-linux")?);
                 let opts = format!(
                     "lowerdir={},upperdir={},workdir={},userxattr",
                     mount_path(&self.root),
                     mount_path(upper),
                     mount_path(work)
                 );
-                c.args([
-                    "--user",
-                    "--map-root-user",
-                    "--mount",
-                    "--",
-                    "/bin/sh",
-                    "-c",
-                ])
-                .arg("mount -t overlay csis-layer -o \"$1\" \"$2\" && shift 2 && exec \"$@\"")
-                .arg("csis-layer")
-                .arg(opts)
-                .arg(merged)
-                .arg(&bwrap);
-                (c, merged.clone())
+                c.arg("read -r go || exit 70; mount -t overlay csis-layer -o \"$1\" \"$2\" && shift 2 && exec \"$@\"")
+                    .arg("csis-sandbox")
+                    .arg(opts)
+                    .arg(merged);
+                merged.clone()
             }
         };
-        c.args([
-            "--unshare-all",
-            "--unshare-user",
-            "--uid",
-            "0",
-            "--gid",
-            "0",
+        c.arg(&bwrap).args([
+            "--unshare-ipc",
+            "--unshare-pid",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
         ]);
-        if self.network {
-            c.arg("--share-net");
+        if !self.network {
+            c.arg("--unshare-net");
         }
         c.args(["--hostname", &self.hostname])
             .args(["--die-with-parent", "--new-session", "--clearenv"])
@@ -190,7 +200,7 @@ impl Sandbox {
             .arg(&root)
             .arg("/")
             .args(["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys"])
-            .args(["--dev", "/dev", "--tmpfs", "/tmp"]);
+            .args(["--dev", "/dev", "--perms", "01777", "--tmpfs", "/tmp"]);
         if self.network && Path::new("/etc/resolv.conf").exists() {
             c.args(["--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf"]);
         }
@@ -205,6 +215,51 @@ impl Sandbox {
         }
         c.args(["--chdir", "/", "--"]).args(argv);
         Ok(c)
+    }
+}
+
+/// How many ids the sandbox maps when csis runs as root: Debian's system
+/// users and groups (`_apt`, `www-data`, `nobody`) and the first regular
+/// ones, so that a package's files keep their owners.
+const ID_RANGE: u32 = 65_536;
+
+/// Map the ids of `child`'s new user namespace, once it has one. As root,
+/// ids 0..65536 inside are the same ids outside, as a root run of
+/// mmdebstrap leaves them: a package install chowns to its system users,
+/// and the store keeps those owners. Anyone else maps their own ids to 0
+/// and only those: chown to another id fails in the sandbox.
+fn map_ids(child: &mut Child) -> Result<(), String> {
+    let proc = PathBuf::from(format!("/proc/{}", child.id()));
+    let mine =
+        std::fs::read_link("/proc/self/ns/user").map_err(|e| format!("/proc/self/ns/user: {e}"))?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if std::fs::read_link(proc.join("ns/user")).is_ok_and(|ns| ns != mine) {
+            break;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!(
+                "unshare ended before the sandbox started ({status}): this kernel may refuse user namespaces (sysctl user.max_user_namespaces)"
+            ));
+        }
+        if Instant::now() > deadline {
+            return Err("unshare made no user namespace within 10 s".into());
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // SAFETY: geteuid and getegid read the caller's ids and cannot fail.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let write = |file: &str, text: String| {
+        std::fs::write(proc.join(file), text)
+            .map_err(|e| format!("mapping the sandbox's ids ({file}): {e}"))
+    };
+    if uid == 0 {
+        write("uid_map", format!("0 0 {ID_RANGE}\n"))?;
+        write("gid_map", format!("0 0 {ID_RANGE}\n"))
+    } else {
+        write("uid_map", format!("0 {uid} 1\n"))?;
+        write("setgroups", "deny\n".into())?;
+        write("gid_map", format!("0 {gid} 1\n"))
     }
 }
 

@@ -52,8 +52,7 @@ fn replicate(
     file: &dyn Fn(&Path, &Path) -> io::Result<()>,
 ) -> Result<(), String> {
     fs::create_dir_all(to).map_err(io_err(to))?;
-    let mode = fs::metadata(from).map_err(io_err(from))?.permissions();
-    fs::set_permissions(to, mode).map_err(io_err(to))?;
+    keep_owner_and_mode(&fs::metadata(from).map_err(io_err(from))?, to)?;
     for entry in fs::read_dir(from).map_err(io_err(from))? {
         let entry = entry.map_err(io_err(from))?;
         let ty = entry.file_type().map_err(io_err(&entry.path()))?;
@@ -63,9 +62,35 @@ fn replicate(
         } else if ty.is_symlink() {
             let target = fs::read_link(entry.path()).map_err(io_err(&entry.path()))?;
             std::os::unix::fs::symlink(target, &dest).map_err(io_err(&dest))?;
+            keep_owner(&entry.metadata().map_err(io_err(&entry.path()))?, &dest)?;
         } else if ty.is_file() {
             file(&entry.path(), &dest).map_err(io_err(&dest))?;
+            keep_owner_and_mode(&entry.metadata().map_err(io_err(&entry.path()))?, &dest)?;
         }
+    }
+    Ok(())
+}
+
+/// Give `to` the owner and group of `like` (a file of the image it
+/// copies), never following a symlink: a package's files keep their
+/// system users (the sandbox maps them, `sandbox.rs`). Nothing to do when
+/// they already match, as always when csis does not run as root.
+pub(super) fn keep_owner(like: &fs::Metadata, to: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let now = fs::symlink_metadata(to).map_err(io_err(to))?;
+    if (now.uid(), now.gid()) != (like.uid(), like.gid()) {
+        std::os::unix::fs::lchown(to, Some(like.uid()), Some(like.gid())).map_err(io_err(to))?;
+    }
+    Ok(())
+}
+
+/// [`keep_owner`], then `like`'s mode (a change of owner clears the
+/// set-user-id and set-group-id bits).
+pub(super) fn keep_owner_and_mode(like: &fs::Metadata, to: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    keep_owner(like, to)?;
+    if fs::metadata(to).map_err(io_err(to))?.mode() != like.mode() {
+        fs::set_permissions(to, like.permissions()).map_err(io_err(to))?;
     }
     Ok(())
 }
@@ -88,6 +113,7 @@ pub(super) fn unpack_root_archives(root: &Path) -> Result<(), String> {
         let file = fs::File::open(&archive).map_err(io_err(&archive))?;
         let mut tar = tar::Archive::new(file);
         tar.set_preserve_permissions(true);
+        tar.set_preserve_ownerships(true);
         tar.set_overwrite(true);
         tar.unpack(root)
             .map_err(|e| format!("unpacking {}: {e}", archive.display()))?;
