@@ -11,6 +11,7 @@ mod concurrency;
 mod control_chars;
 mod crash;
 mod diagnostics;
+mod distribution;
 mod example;
 mod explain;
 mod file_sizes;

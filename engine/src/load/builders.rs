@@ -349,6 +349,11 @@ fn finalize_builders(db: &dyn Db, out: &mut Builders) {
                 decl.model,
                 hooks.composes_from_template(),
             ));
+            diags.extend(distribution_key_problems(
+                os,
+                decl.model,
+                hooks.builds_from_distribution(),
+            ));
         }
         let runtime = decl
             .base
@@ -404,6 +409,37 @@ fn template_key_problems(
                 );
             }
         }
+    }
+    out
+}
+
+/// `distribution:` of an OS builder's runtimes entries: refused by a
+/// type that builds no root from a distribution, and beside `image_id`
+/// (the base starts from one or the other).
+fn distribution_key_problems(
+    os: &csis_model::models::OsBuilderModel,
+    model: &str,
+    builds: bool,
+) -> Vec<Diagnostic> {
+    let name = os.name();
+    let mut out = Vec::new();
+    for (i, entry) in os.runtimes.iter().enumerate() {
+        if entry.distribution.is_none() {
+            continue;
+        }
+        let at = entry.origin.as_ref().map(|o| o.key("distribution"));
+        let problem = if !builds {
+            format!(
+                "OS builder {name} runtimes[{i}]: `distribution:` is read only by an OS builder type that builds base roots from a distribution's archive (type local); type '{model}' does not: name its vendor image with `image_id:` or `query:`"
+            )
+        } else if entry.image_id.is_some() {
+            format!(
+                "OS builder {name} runtimes[{i}]: `distribution:` and `image_id:` both name the base's starting root: keep one (`image_id:` a directory of the tree, `distribution:` a root mmdebstrap builds)"
+            )
+        } else {
+            continue;
+        };
+        out.push(Diagnostic::error(problem).at_opt(at).on_key());
     }
     out
 }

@@ -402,6 +402,14 @@ fn base_fingerprint(
     // a key order moves nothing, a package added anywhere in the chain
     // (or the OS defaults) moves exactly the bases whose chain holds it.
     let mut fields = fields;
+    // A root built from a distribution hashes its spec; a tree whose
+    // bases start from directories keeps the fingerprints it had.
+    if let (Some(d), J::Object(m)) = (&entry.distribution, &mut fields) {
+        m.insert(
+            "distribution".to_string(),
+            serde_json::to_value(d).unwrap_or(J::Null),
+        );
+    }
     if entry.template.is_some()
         && let J::Object(m) = &mut fields
     {

@@ -322,7 +322,7 @@ fn base_input_origin(decl: &Origin, input: &str) -> Origin {
         "update" => decl.key("update"),
         "capabilities" => decl.key(rest),
         "verification" => decl.key("tests"),
-        "template" => decl.key("runtimes"),
+        "template" | "distribution" => decl.key("runtimes"),
         "bake_disk_size" => decl.key("default_primary_disk_size"),
         _ => decl.clone(),
     }

@@ -201,9 +201,116 @@ pub struct OsBuilderBaseImageBuilderSubconfig {
     /// the root (overrides the OS builder's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub defaults_dir: Option<String>,
+    /// A Debian root built by mmdebstrap instead of a vendor image named
+    /// by `image_id`: read only by an OS builder type that builds its
+    /// roots from a distribution (`local`); any other refuses it at load.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub distribution: Option<DistributionRoot>,
     /// Where the entry was declared (for the template refusals).
     #[serde(skip)]
     pub origin: Option<Origin>,
+}
+
+/// mmdebstrap's variants, smallest first.
+pub const DISTRIBUTION_VARIANTS: &[&str] = &[
+    "extract",
+    "custom",
+    "essential",
+    "apt",
+    "required",
+    "minbase",
+    "buildd",
+    "important",
+    "debootstrap",
+    "standard",
+];
+
+/// `distribution:` of a runtimes entry: the Debian (or derivative) root
+/// mmdebstrap builds from the distribution's own archive.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DistributionRoot {
+    /// A suite or codename the mirror serves (`bookworm`, `stable`).
+    pub suite: String,
+    /// One of [`DISTRIBUTION_VARIANTS`]; `apt` when not declared.
+    pub variant: String,
+    /// Packages installed on top of the variant's.
+    pub packages: Vec<String>,
+    /// Archive components; `main` when empty.
+    pub components: Vec<String>,
+    /// The archive (`http://deb.debian.org/debian` when not declared).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mirror: Option<String>,
+}
+
+impl DistributionRoot {
+    pub fn read(f: &mut Fields<'_>) -> Self {
+        let suite = f.opt_str("suite").unwrap_or_default();
+        if suite.trim().is_empty() {
+            let msg = format!(
+                "{}: `suite:` is required: the Debian suite or codename to build the root from (for example `suite: bookworm`)",
+                f.owner()
+            );
+            let at = f.origin().clone();
+            f.error(Diagnostic::error(msg).at(at));
+        }
+        let variant = f.str_or("variant", "apt");
+        if !DISTRIBUTION_VARIANTS.contains(&variant.as_str()) {
+            let msg = format!(
+                "{}: variant '{variant}' is not one of mmdebstrap's: {}",
+                f.owner(),
+                DISTRIBUTION_VARIANTS.join(", ")
+            );
+            f.error_at("variant", msg);
+        }
+        let packages = f.str_list("packages");
+        for p in &packages {
+            if !valid_word(p) {
+                let msg = format!(
+                    "{}: package '{p}' is not a package name (letters, digits and `.+-:=~_`, not starting with `-`)",
+                    f.owner()
+                );
+                f.error_at("packages", msg);
+            }
+        }
+        let components = f.str_list("components");
+        for c in &components {
+            if !valid_word(c) {
+                let msg = format!(
+                    "{}: component '{c}' is not an archive component name (for example main, contrib)",
+                    f.owner()
+                );
+                f.error_at("components", msg);
+            }
+        }
+        let mirror = f.opt_str("mirror");
+        if let Some(m) = &mirror
+            && !["http://", "https://", "file:/"]
+                .iter()
+                .any(|p| m.starts_with(p))
+        {
+            let msg = format!(
+                "{}: mirror '{m}' is not an archive URL (http://, https:// or file:/, for example http://deb.debian.org/debian)",
+                f.owner()
+            );
+            f.error_at("mirror", msg);
+        }
+        DistributionRoot {
+            suite,
+            variant,
+            packages,
+            components,
+            mirror,
+        }
+    }
+}
+
+/// A package or component name as mmdebstrap takes it on its command
+/// line: nothing a shell or a list separator would read.
+fn valid_word(w: &str) -> bool {
+    !w.is_empty()
+        && !w.starts_with('-')
+        && w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || ".+-:=~_".contains(c))
 }
 
 impl OsBuilderBaseImageBuilderSubconfig {
@@ -236,6 +343,13 @@ impl OsBuilderBaseImageBuilderSubconfig {
             template: f.opt_str("template"),
             variables: f.str_map("variables"),
             defaults_dir: f.opt_path("defaults_dir", "path"),
+            distribution: match f.sub_map("distribution") {
+                Some((m, origin)) => {
+                    let owner = format!("OS builder {os_builder} distribution");
+                    Some(f.nested(m, origin, owner, DistributionRoot::read))
+                }
+                None => None,
+            },
             origin: Some(f.origin().clone()),
         }
     }

@@ -141,10 +141,14 @@ pub fn base_bakes(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Ste
             Some(_) => Some(csis_plugin_api::template_work_dir(series, &runtime)),
             None => entry.image_id.clone(),
         };
-        let Some(vendor) = vendor else {
-            return refuse(format!(
-                "No resolved Image identifiers for OS {series} in predefined_resolve (the local runtime takes the vendor tree from the runtimes entry's image_id, a directory relative to the root)"
-            ));
+        let start = match (&entry.distribution, vendor) {
+            (Some(d), _) => ("distribution", json!(d)),
+            (None, Some(vendor)) => ("vendor", json!(vendor)),
+            (None, None) => {
+                return refuse(format!(
+                    "No resolved Image identifiers for OS {series} in predefined_resolve (the local runtime starts a base from the runtimes entry's image_id, a directory relative to the root, or from its distribution:, a root mmdebstrap builds)"
+                ));
+            }
         };
         let spec = json!({
             "kind": "base",
@@ -154,7 +158,7 @@ pub fn base_bakes(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Ste
             "fingerprint": ctx.fingerprint(series, &runtime),
             "identity_types": os.identity_types,
             "storage_types": os.storage_types,
-            "vendor": vendor,
+            start.0: start.1,
             "family": os.family,
             "family_version": os.family_version,
             "admin_user": os.admin_user,

@@ -56,6 +56,10 @@ impl LocalBuilder {
 }
 
 impl Builder for LocalBuilder {
+    fn builds_from_distribution(&self) -> bool {
+        self.classification == Vct::OsBuilderModel
+    }
+
     fn generate_items_during(&self, phase: P, ctx: &dyn HookContext) -> HookResult<AssetSet> {
         self.steps(phase, ctx).map(generate::assets)
     }

@@ -116,6 +116,12 @@ pub trait Builder: Send + Sync {
     fn composes_from_template(&self) -> bool {
         false
     }
+    /// OS builders: whether this type builds base roots from a
+    /// distribution's archive (reads each runtimes entry's
+    /// `distribution:`). Any other OS builder refuses that key.
+    fn builds_from_distribution(&self) -> bool {
+        false
+    }
     fn finalize(&self) -> HookResult<()> {
         Ok(())
     }

@@ -1,5 +1,5 @@
-//! A bake: the parent it starts from (a vendor tree, a template build's
-//! artifacts, or a parent build in the store), the modifications applied
+//! A bake: the parent it starts from (a vendor tree, a distribution's
+//! root, a template build's artifacts, or a parent build in the store), the modifications applied
 //! in a `.partial` directory, the manifest, and the move into place with
 //! the series head. How one modification runs is `modification.rs`.
 
@@ -10,10 +10,13 @@ use serde_json::{Value as J, json};
 
 use csis_plugin_api::first_boot;
 
+use super::distribution::{cached_root, describe};
 use super::layer::{Layer, apply_upper, remove_bake_dir};
 use super::modification::apply_mod;
 use super::sandbox::{BASH, Sandbox, resolve_inside};
-use super::store::{copy_tree, head_path, io_err, link_tree, unpack_root_archives, write_atomic};
+use super::store::{
+    copy_tree, head_path, io_err, link_tree, unpack_root, unpack_root_archives, write_atomic,
+};
 use super::{Env, field, network, store};
 
 /// The artifact of a template build (docs/templates-in-csis.md): every
@@ -93,11 +96,29 @@ pub(super) fn bake(env: &Env, spec: &J) -> Result<String, String> {
     let runtime = field(spec, "runtime")?;
     let build_id = crate::build_id(series, runtime, &env.run_id);
     let template_build = spec.get("vendor_kind").and_then(J::as_str) == Some("template-build");
+    // A base from a distribution starts from its cached root tarball.
+    let mut tarball = None;
+    let mut origin = String::new();
     let (parent_root, parent_id) = match field(spec, "kind")? {
         "base" if template_build => (
             template_artifacts(env, field(spec, "vendor")?)?,
             "vendor".to_string(),
         ),
+        "base" if spec.get("distribution").is_some() => {
+            let d = &spec["distribution"];
+            let (tar, built) = cached_root(d)?;
+            origin = format!(
+                " ({} root {})",
+                describe(d),
+                if built {
+                    "built by mmdebstrap"
+                } else {
+                    "from the cache"
+                }
+            );
+            tarball = Some(tar.clone());
+            (tar, "vendor".to_string())
+        }
         "base" => {
             let vendor = env.root.join(field(spec, "vendor")?);
             if !vendor.is_dir() {
@@ -137,7 +158,10 @@ pub(super) fn bake(env: &Env, spec: &J) -> Result<String, String> {
         // change under it); a child runs its scripts on an overlay of its
         // parent build and shares every file it leaves alone (`layer.rs`).
         let (build, layer) = if field(spec, "kind")? == "base" {
-            copy_tree(&parent_root, &root)?;
+            match &tarball {
+                Some(tar) => unpack_root(tar, &root)?,
+                None => copy_tree(&parent_root, &root)?,
+            }
             if template_build {
                 unpack_root_archives(&root)?;
             }
@@ -208,5 +232,5 @@ pub(super) fn bake(env: &Env, spec: &J) -> Result<String, String> {
         &head_path(&store, series, runtime),
         format!("{build_id}\n").as_bytes(),
     )?;
-    Ok(format!("baked {build_id} from {parent_id}"))
+    Ok(format!("baked {build_id} from {parent_id}{origin}"))
 }

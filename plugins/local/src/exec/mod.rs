@@ -19,7 +19,8 @@
 //!
 //! Here: the step's entry (`main`), reading its spec and dispatching by
 //! verb. Each step is its own file: `bake.rs` (a bake's parent and its
-//! store entry), `modification.rs` (running one modification against a
+//! store entry), `distribution.rs` (a base's root built by mmdebstrap and
+//! cached), `modification.rs` (running one modification against a
 //! build's root), `storage.rs`, `instance.rs` (launch, teardown, unmount)
 //! and `identity.rs`; `store.rs` holds how every step writes into the
 //! store, and `upkeep.rs` the runtime's hooks on the store outside a
@@ -28,6 +29,7 @@
 
 mod bake;
 mod boot;
+mod distribution;
 mod identity;
 mod instance;
 mod layer;

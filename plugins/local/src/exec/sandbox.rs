@@ -28,6 +28,9 @@ pub(super) const BASH: &str = "/bin/bash";
 /// /tmp, so that no mount point is left in the image's root.
 const SCRIPTS_INSIDE: &str = "/tmp/csis-scripts";
 
+/// Why the sandbox's programs are needed, for the refusal without them.
+const SANDBOXED: &str = "runs every script inside the image under bubblewrap";
+
 /// The PATH a script sees: the usual Debian one.
 const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
@@ -162,8 +165,8 @@ impl Sandbox {
     /// overlay is mounted first (bwrap 0.8 mounts no overlay itself).
     /// bwrap makes no user namespace of its own: it would map one id only.
     fn command(&self, argv: &[&str]) -> Result<Command, String> {
-        let bwrap = program("bwrap", "bubblewrap")?;
-        let mut c = Command::new(program("unshare", "util-linux")?);
+        let bwrap = program("bwrap", "bubblewrap", SANDBOXED)?;
+        let mut c = Command::new(program("unshare", "util-linux", SANDBOXED)?);
         c.args(["--user", "--mount", "--", "/bin/sh", "-c"]);
         let root = match &self.layer {
             None => {
@@ -264,13 +267,14 @@ fn map_ids(child: &mut Child) -> Result<(), String> {
 }
 
 /// `name` on PATH; none is a refusal naming the Debian package.
-fn program(name: &str, package: &str) -> Result<PathBuf, String> {
+/// `why` says what the runtime needs it for.
+pub(super) fn program(name: &str, package: &str, why: &str) -> Result<PathBuf, String> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .map(|d| d.join(name))
         .find(|p| p.is_file())
         .ok_or_else(|| {
-            format!("the local runtime runs every script inside the image under bubblewrap, and {name} is not on PATH: install it (Debian and Ubuntu: apt-get install {package}); csis never runs an image's script on the host")
+            format!("the local runtime {why}, and {name} is not on PATH: install it (Debian and Ubuntu: apt-get install {package}); csis never runs an image's script on the host")
         })
 }
 

@@ -110,14 +110,35 @@ pub(super) fn unpack_root_archives(root: &Path) -> Result<(), String> {
         .collect();
     archives.sort();
     for archive in archives {
-        let file = fs::File::open(&archive).map_err(io_err(&archive))?;
-        let mut tar = tar::Archive::new(file);
-        tar.set_preserve_permissions(true);
-        tar.set_preserve_ownerships(true);
-        tar.set_overwrite(true);
-        tar.unpack(root)
-            .map_err(|e| format!("unpacking {}: {e}", archive.display()))?;
+        unpack_root(&archive, root)?;
         fs::remove_file(&archive).map_err(io_err(&archive))?;
+    }
+    Ok(())
+}
+
+/// Unpack a root tarball into `root` with its owners and modes, as
+/// [`copy_tree`] copies a tree: device nodes and FIFOs stay out (the
+/// sandbox gives every script a fresh /dev), and an entry that would land
+/// outside `root` (`..`, an absolute path, a path through a symlink) is
+/// refused by the unpacker.
+pub(super) fn unpack_root(archive: &Path, root: &Path) -> Result<(), String> {
+    let failed = |e: io::Error| format!("unpacking {}: {e}", archive.display());
+    let file = fs::File::open(archive).map_err(io_err(archive))?;
+    let mut tar = tar::Archive::new(file);
+    tar.set_preserve_permissions(true);
+    tar.set_preserve_ownerships(true);
+    tar.set_overwrite(true);
+    fs::create_dir_all(root).map_err(io_err(root))?;
+    for entry in tar.entries().map_err(failed)? {
+        let mut entry = entry.map_err(failed)?;
+        let kind = entry.header().entry_type();
+        if kind.is_character_special() || kind.is_block_special() || kind.is_fifo() {
+            continue;
+        }
+        let path = entry.path().map_err(failed)?.into_owned();
+        entry
+            .unpack_in(root)
+            .map_err(|e| format!("unpacking {} ({}): {e}", archive.display(), path.display()))?;
     }
     Ok(())
 }
