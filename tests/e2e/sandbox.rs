@@ -175,7 +175,7 @@ fn an_image_without_a_shell_is_refused_and_nothing_runs_on_the_host() {
     let tiny = r.join("store/images/tiny-here-2026_12_02T15_53_24/root");
     assert!(
         out.contains(&format!(
-            "csis local: modification 'marker' of image 'base': the root {} holds no /bin/bash: the local runtime runs every script inside the image, so its vendor image must be a userland with bash (docs/local-runtime.md, \"Vendor images\")",
+            "csis local: modification 'marker' of image 'base': the root {} holds no /bin/bash: the local runtime runs every script inside the image, so its vendor image must be a userland with bash (docs/local-runtime.md, \"Base images\")",
             tiny.display()
         )),
         "{out}"

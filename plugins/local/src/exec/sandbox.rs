@@ -136,7 +136,7 @@ impl Sandbox {
             && resolve_inside(&self.root, program).is_none()
         {
             return Err(format!(
-                "{what}: the root {} holds no {program}: the local runtime runs every script inside the image, so its vendor image must be a userland with bash (docs/local-runtime.md, \"Vendor images\")",
+                "{what}: the root {} holds no {program}: the local runtime runs every script inside the image, so its vendor image must be a userland with bash (docs/local-runtime.md, \"Base images\")",
                 self.root.display()
             ));
         }
