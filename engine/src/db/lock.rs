@@ -125,6 +125,10 @@ impl Drop for Lock {
     }
 }
 
+/// How long a writer waits for the processes of a holder that has ended
+/// to die with it, before it says they outlived it.
+const ORPHANS_DYING: Duration = Duration::from_secs(2);
+
 /// What a writer asks for.
 pub struct Request<'a> {
     /// The holder's command line, as the file and a refusal show it.
@@ -167,7 +171,8 @@ pub fn acquire(
     req: &Request,
     notice: &mut dyn FnMut(String),
 ) -> Result<Lock, String> {
-    let deadline = Instant::now() + req.timeout;
+    let started = Instant::now();
+    let deadline = started + req.timeout;
     let inherited = system
         .env()
         .get(HELD_ENV)
@@ -209,10 +214,18 @@ pub fn acquire(
             });
         }
         let now = Instant::now();
+        // A killed holder's children die with it (PR_SET_PDEATHSIG), each
+        // level of their chain a moment after the one above: a writer
+        // started right after the kill gives them that moment.
+        let deadline = if outlived {
+            deadline.max(started + ORPHANS_DYING)
+        } else {
+            deadline
+        };
         if now >= deadline {
             return Err(refusal(holder.as_ref(), outlived, path, req.timeout));
         }
-        if !waiting {
+        if !waiting && !req.timeout.is_zero() {
             waiting = true;
             let who = holder.as_ref().map_or_else(
                 || "another process".to_string(),

@@ -6,7 +6,9 @@
 //! What the sandbox gives the script (docs/local-runtime.md, "The
 //! sandbox"): the root read-write; a fresh /proc (its /proc/sys read-only,
 //! since root inside is root's uid outside), a minimal /dev and an empty
-//! /tmp; new user, pid, ipc, uts, cgroup and network namespaces (the
+//! /tmp; a new user namespace whose ids csis maps (0..65536 as
+//! themselves when it runs as root, else the caller's own as 0: see
+//! [`map_ids`]), and new pid, ipc, uts, cgroup and network namespaces (the
 //! network shared only when the runtime says `network: true`); a new
 //! session; an environment holding only what the step declares; and
 //! nothing of the host but the files bound read-only on purpose (a
