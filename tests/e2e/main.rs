@@ -24,6 +24,7 @@ mod hostnames;
 mod ict;
 mod identity;
 mod import_graph;
+mod in_bake;
 mod interpolation;
 mod interpolation_remote;
 mod launch;

@@ -12,6 +12,21 @@ use crate::state::lineage::{
 };
 use crate::workspace::Workspace;
 
+/// The record's `tests`: what the bake's manifest says its in-bake
+/// verification ran (`in_bake.checks`, the local runtime), else the count
+/// of the declared test kinds (a packer bake, whose verification is its
+/// last provisioner: a build exists only because it passed).
+fn in_bake_record(manifest: &J, declared: usize) -> J {
+    match manifest.get("in_bake") {
+        Some(ran) => serde_json::json!({
+            "in_bake": true,
+            "assertions": ran.get("assertions").cloned().unwrap_or(J::from(0)),
+            "checks": ran.get("checks").cloned().unwrap_or(J::Array(Vec::new())),
+        }),
+        None => serde_json::json!({ "in_bake": true, "assertions": declared }),
+    }
+}
+
 /// `csis lineage record --manifest FILE`: after a bake, append the build to
 /// meta-state/lineage.yaml and bind (or, under follow, move) the image's pin
 /// to the parent build it was baked from. Recording a build twice changes
@@ -110,7 +125,7 @@ pub fn record_build(
             storage_types: types("csis_storage_types"),
         },
         mods,
-        tests: serde_json::json!({ "in_bake": true, "assertions": assertions }),
+        tests: in_bake_record(&m, assertions),
         update: fp_fields.get("update").cloned().unwrap_or(J::Null),
         chain: crate::plan::fingerprint::chain_root(db, tree, &series)
             .map(|(_, c)| c)

@@ -29,61 +29,89 @@ fn text<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.as_str().or_else(|| v.get(key).and_then(Value::as_str))
 }
 
+/// One in-bake assertion: what it checks, as a build's record lists it
+/// (`file /etc/motd`), and its shell line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InBakeCheck {
+    pub what: String,
+    pub line: String,
+}
+
 /// The assertions of a bake: the admin user and each of its keys (base
 /// images and every image of their chains), then the declared tests in the
 /// order files, packages, commands, services_enabled, users.
 pub fn in_bake_assertions(admin_user: &str, admin_keys: &[String], tests: &Map) -> Vec<String> {
+    in_bake_checks(admin_user, admin_keys, tests)
+        .into_iter()
+        .map(|c| c.line)
+        .collect()
+}
+
+/// [`in_bake_assertions`] with what each one checks. An empty admin user
+/// asks for no admin checks (a runtime that provisions none).
+pub fn in_bake_checks(admin_user: &str, admin_keys: &[String], tests: &Map) -> Vec<InBakeCheck> {
     let mut out = Vec::new();
+    let mut push = |what: String, condition: &str, message: &str| {
+        out.push(InBakeCheck {
+            what,
+            line: fail(condition, message),
+        });
+    };
     let admin = admin_user.trim();
     if !admin.is_empty() {
         let u = shell_quote(admin);
-        out.push(fail(
+        push(
+            format!("admin user {admin}"),
             &format!("id -u {u} >/dev/null 2>&1"),
             &format!("admin user {admin} does not exist"),
-        ));
+        );
         for key in admin_keys {
-            out.push(fail(
+            let kind: String = key.split_whitespace().take(1).collect();
+            push(
+                format!("admin key {kind} of {admin}"),
                 &format!(
                     "grep -qxF {} \"$(getent passwd {u} | cut -d: -f6)/.ssh/authorized_keys\"",
                     shell_quote(key.trim())
                 ),
-                &format!(
-                    "admin user {admin} lacks an admin public key ({})",
-                    key.split_whitespace().take(1).collect::<String>()
-                ),
-            ));
+                &format!("admin user {admin} lacks an admin public key ({kind})"),
+            );
         }
     }
     for f in entries(tests, "files").filter_map(|v| text(v, "path")) {
-        out.push(fail(
+        push(
+            format!("file {f}"),
             &format!("test -e {}", shell_quote(f)),
             &format!("file {f} is missing"),
-        ));
+        );
     }
     for p in entries(tests, "packages").filter_map(|v| text(v, "name")) {
         let q = shell_quote(p);
-        out.push(fail(
+        push(
+            format!("package {p}"),
             &format!("{{ rpm -q {q} >/dev/null 2>&1 || dpkg -s {q} >/dev/null 2>&1; }}"),
             &format!("package {p} is not installed"),
-        ));
+        );
     }
     for c in entries(tests, "commands").filter_map(|v| text(v, "run")) {
-        out.push(fail(
+        push(
+            format!("command {c}"),
             &format!("sh -c {} >/dev/null", shell_quote(c)),
             &format!("command failed: {c}"),
-        ));
+        );
     }
     for s in entries(tests, "services_enabled").filter_map(|v| text(v, "name")) {
-        out.push(fail(
+        push(
+            format!("service {s} enabled"),
             &format!("systemctl is-enabled --quiet {}", shell_quote(s)),
             &format!("service {s} is not enabled"),
-        ));
+        );
     }
     for u in entries(tests, "users").filter_map(|v| text(v, "name")) {
-        out.push(fail(
+        push(
+            format!("user {u}"),
             &format!("id -u {} >/dev/null 2>&1", shell_quote(u)),
             &format!("user {u} does not exist"),
-        ));
+        );
     }
     out
 }

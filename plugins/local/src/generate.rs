@@ -119,6 +119,24 @@ fn with_network(ctx: &dyn HookContext, decl: &BuilderDecl, mut spec: J) -> J {
     spec
 }
 
+/// The declared in-bake tests (`tests:`, not its `post_bake`) as the
+/// assertions the bake runs last inside the build's root, each with what
+/// it checks: `"in_bake_tests": [{"what": "file /etc/motd", "line":
+/// "if ! ..."}]`, only when there are any. No admin checks: the local
+/// runtime provisions no admin user (its session is the local shell).
+fn with_in_bake_tests(mut spec: J, tests: &csis_model::Map) -> J {
+    let checks: Vec<J> = csis_plugin_api::image_tests::in_bake_checks("", &[], tests)
+        .into_iter()
+        .map(|c| json!({"what": c.what, "line": c.line}))
+        .collect();
+    if !checks.is_empty()
+        && let J::Object(m) = &mut spec
+    {
+        m.insert("in_bake_tests".into(), J::Array(checks));
+    }
+    spec
+}
+
 fn names_builder(ctx: &dyn HookContext, vct: Vct, reference: &str, me: &str) -> bool {
     ctx.builder(vct, reference).is_some_and(|b| b.name() == me)
 }
@@ -167,7 +185,7 @@ pub fn base_bakes(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Ste
             "tags": os.builder.tags,
         });
         let spec = with_network(ctx, me, spec);
-        let mut spec = spec;
+        let mut spec = with_in_bake_tests(spec, entry.tests.as_ref().unwrap_or(&os.tests));
         if entry.template.is_some()
             && let J::Object(m) = &mut spec
         {
@@ -246,7 +264,7 @@ pub fn image_bake(ctx: &dyn HookContext, me: &BuilderDecl, name: &str) -> HookRe
         "modifications": mods,
         "tags": img.root.tags,
     });
-    let mut spec = with_network(ctx, me, spec);
+    let mut spec = with_in_bake_tests(with_network(ctx, me, spec), &img.tests);
     // Only when declared, so a tree without them generates as before.
     if !variables.is_empty()
         && let J::Object(m) = &mut spec

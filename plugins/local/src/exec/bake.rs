@@ -87,6 +87,50 @@ fn install_first_boot_unit(series: &str, root: &std::path::Path) -> Result<(), S
     }
 }
 
+/// The in-bake verification, the bake's last step inside its root: the
+/// spec's declared tests, then, in a root that can boot (it holds bash),
+/// that the csis first-boot unit is installed, as every packer bake
+/// asserts it. The first assertion that fails fails the bake (its line on
+/// stderr names what is missing) and nothing is recorded. What ran, for
+/// the build's record.
+fn verify_in_bake(
+    series: &str,
+    build: &Sandbox,
+    spec: &J,
+    bootable: bool,
+) -> Result<Vec<String>, String> {
+    let mut checks: Vec<(String, String)> = spec
+        .get("in_bake_tests")
+        .and_then(J::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|c| {
+            Some((
+                c.get("what")?.as_str()?.to_string(),
+                c.get("line")?.as_str()?.to_string(),
+            ))
+        })
+        .collect();
+    if bootable {
+        checks.push((
+            "csis first-boot unit installed".into(),
+            first_boot::installed_assertion(),
+        ));
+    }
+    if checks.is_empty() {
+        return Ok(Vec::new());
+    }
+    let what = format!("in-bake verification of image '{series}'");
+    let script: Vec<&str> = checks.iter().map(|(_, line)| line.as_str()).collect();
+    match build.run_bash(&what, &script.join("\n"))? {
+        Some(0) => Ok(checks.into_iter().map(|(what, _)| what).collect()),
+        code => Err(format!(
+            "{what} failed (exit {}); nothing was recorded for this build",
+            code.map_or("by a signal".into(), |c| c.to_string())
+        )),
+    }
+}
+
 /// Bake: copy the parent (a vendor tree, or the parent series' newest
 /// build), apply each modification with the build's root in
 /// `$CSIS_IMAGE_ROOT`, record the manifest, move it into place.
@@ -186,6 +230,9 @@ pub(super) fn bake(env: &Env, spec: &J) -> Result<String, String> {
         {
             applied.push(apply_mod(env, series, &build, &variables, m)?);
         }
+        let base = field(spec, "kind")? == "base";
+        let bootable = resolve_inside(if base { &root } else { &parent_root }, BASH).is_some();
+        let checked = verify_in_bake(series, &build, spec, bootable)?;
         if let Some(layer) = layer {
             link_tree(&parent_root, &root)?;
             apply_upper(&layer.upper, &root)?;
@@ -206,6 +253,7 @@ pub(super) fn bake(env: &Env, spec: &J) -> Result<String, String> {
             "input_fingerprint": fingerprint,
             "run": env.run_id,
             "modifications": applied,
+            "in_bake": {"assertions": checked.len(), "checks": checked},
             "tags": {
                 "csis_series": series,
                 "csis_parent": parent_id,
