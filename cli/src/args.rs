@@ -125,6 +125,10 @@ pub enum Command {
     /// Dispose of recorded builds: named ones, all on a runtime, or those
     /// the declared retention no longer keeps.
     Dispose(commands::operations::DisposeArgs),
+    /// Test each instance image's modifications twice (apply, then again
+    /// for idempotence) in a throwaway copy of its parent build; results in
+    /// meta-state/mod-tests.yaml, which release reads
+    TestMods(commands::operations::TestModsArgs),
     /// Encrypt, in place, every value under the named keys of each file to
     /// encryption.recipients (byte-preserving; markers, templates, empty
     /// values and nested blocks are left alone).

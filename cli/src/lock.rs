@@ -18,6 +18,8 @@ pub fn writes_tree(command: &Command) -> bool {
         | Command::Forget(_)
         | Command::Release(_)
         | Command::Dispose(_)
+        // Writes meta-state/mod-tests.yaml and a throwaway copy in a store.
+        | Command::TestMods(_)
         | Command::Encrypt(_)
         | Command::Reencrypt
         // Writes the unmount receipt under _private/.

@@ -33,6 +33,7 @@ mod layers;
 mod lineage;
 mod live;
 mod machine_values;
+mod mod_tests;
 mod operations;
 mod orphans;
 mod packer;

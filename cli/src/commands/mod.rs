@@ -98,6 +98,7 @@ pub fn with_tree(
         Command::Upgrade(args) => operations::upgrade(ws, args),
         Command::Forget(args) => operations::forget(ws, args),
         Command::Release(args) => operations::release(ws, args),
+        Command::TestMods(args) => operations::test_mods(ws, args),
         Command::Dispose(args) => operations::dispose(ws, args),
         Command::Validate(args) => validate::validate(ws, style, args),
         Command::Graph(args) => graph::graph(ws, args),

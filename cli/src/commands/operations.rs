@@ -1,6 +1,7 @@
 //! The operations on meta-state a person runs: `upgrade` (move a pin),
 //! `forget` (drop an undeclared instance's record), `release` and
-//! `dispose` (of builds), and the `Ops` they (and `lineage`) run on.
+//! `dispose` (of builds), `test-mods`, and the `Ops` they (and `lineage`)
+//! run on.
 
 use std::process::ExitCode;
 
@@ -74,6 +75,35 @@ pub fn release(ws: &Workspace, args: &ReleaseArgs) -> ExitCode {
             note.as_deref(),
         )
     })
+}
+
+#[derive(Args)]
+pub struct TestModsArgs {
+    /// The images whose modifications to test (default: every instance
+    /// image).
+    images: Vec<String>,
+}
+
+/// A line per modification; exit 1 when one failed (its result is
+/// recorded all the same).
+pub fn test_mods(ws: &Workspace, args: &TestModsArgs) -> ExitCode {
+    match ops(ws).test_mods(&args.images) {
+        Ok(report) => {
+            for line in &report.lines {
+                println!("{line}");
+            }
+            if report.failed == 0 {
+                ExitCode::SUCCESS
+            } else {
+                eprintln!(
+                    "error: {} modification(s) failed their local mod test; the results are in meta-state/mod-tests.yaml, and release refuses the builds that carry them",
+                    report.failed
+                );
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => outcome(Err(e)),
+    }
 }
 
 #[derive(Args)]

@@ -26,8 +26,8 @@ use csis_model::{Fields, ItemKind, Map, Value, Vct};
 
 pub use builder::{
     Asset, AssetSet, BakeDecision, BaseTemplate, Builder, CfExecutables, Command, Deferred,
-    Emitted, HookContext, HookResult, Observed, ObservedImage, OwnedDirectory, PackerBake,
-    PackerParent, PackerPlugin, PackerValue, Program, StateRoot, is_template_artifact,
+    Emitted, HookContext, HookResult, ModTestOutcome, Observed, ObservedImage, OwnedDirectory,
+    PackerBake, PackerParent, PackerPlugin, PackerValue, Program, StateRoot, is_template_artifact,
     path_for_phase, template_private_file, template_work_dir,
 };
 pub use lifecycle::{Contribution, LifecycleSpec, RunHooks};

@@ -108,11 +108,7 @@ fn with_network(ctx: &dyn HookContext, decl: &BuilderDecl, mut spec: J) -> J {
     let rt_name = decl.base.runtime().unwrap_or("default");
     let on = ctx
         .builder(Vct::RuntimeBuilderModel, rt_name)
-        .is_some_and(|r| {
-            r.extra
-                .get(crate::NETWORK)
-                .is_some_and(|v| v.typed() == csis_model::value::Typed::Bool(true))
-        });
+        .is_some_and(|r| crate::network_shared(&r));
     if on && let J::Object(m) = &mut spec {
         m.insert("network".into(), J::Bool(true));
     }
@@ -284,7 +280,7 @@ pub fn image_bake(ctx: &dyn HookContext, me: &BuilderDecl, name: &str) -> HookRe
 /// The image's `variables:` as its modifications see them: environment
 /// variables, as packer's provisioners get them (`name=${var.name}`). A
 /// name must be an environment variable's, a value a scalar.
-fn mod_variables(
+pub(crate) fn mod_variables(
     image: &str,
     vars: &csis_model::Map,
 ) -> HookResult<std::collections::BTreeMap<String, String>> {
@@ -311,7 +307,7 @@ fn mod_variables(
     Ok(out)
 }
 
-fn mod_specs(ctx: &dyn HookContext, image: &str, view: &ItemView) -> HookResult<Vec<J>> {
+pub(crate) fn mod_specs(ctx: &dyn HookContext, image: &str, view: &ItemView) -> HookResult<Vec<J>> {
     Ok(
         csis_plugin_api::bash_mods::bash_mods(ctx, image, view, "local")?
             .into_iter()

@@ -172,6 +172,49 @@ impl Builder for LocalBuilder {
         exec::clean(&store, self.decl.name(), orphans)
     }
 
+    fn test_modifications(
+        &self,
+        ctx: &dyn HookContext,
+        root: &std::path::Path,
+        image: &str,
+        parent_build: &str,
+        test: &[String],
+    ) -> Result<Vec<csis_plugin_api::ModTestOutcome>, String> {
+        if self.classification != Vct::RuntimeBuilderModel {
+            return Err("only a runtime tests modifications".into());
+        }
+        let messages = |d: Vec<csis_model::Diagnostic>| {
+            d.into_iter()
+                .map(|d| d.message)
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        let view = ctx
+            .item(ItemKind::IMAGES, image)
+            .ok_or_else(|| format!("image '{image}' is not declared"))?;
+        let csis_model::models::Item::Image(img) = view.item.as_ref() else {
+            return Err(format!("'{image}' is not an image"));
+        };
+        let mods = generate::mod_specs(ctx, image, &view).map_err(messages)?;
+        let variables: serde_json::Map<String, serde_json::Value> =
+            generate::mod_variables(image, &img.variables)
+                .map_err(messages)?
+                .into_iter()
+                .map(|(k, v)| (k, serde_json::Value::String(v)))
+                .collect();
+        let store = root.join(generate::store_of(Some(&self.decl)));
+        exec::test_mods(&exec::ModTestRequest {
+            root,
+            store: &store,
+            network: network_shared(&self.decl),
+            image,
+            parent_build,
+            mods: &mods,
+            variables: &variables,
+            test,
+        })
+    }
+
     fn owned_directory(&self) -> Option<csis_plugin_api::OwnedDirectory> {
         (self.classification == Vct::RuntimeBuilderModel).then(|| csis_plugin_api::OwnedDirectory {
             key: "store",
@@ -188,6 +231,13 @@ const ALLOW_OUTSIDE: &str = "allow_store_outside_root";
 /// The runtime key that shares the host's network with the sandbox (for
 /// package installs); off by default.
 pub(crate) const NETWORK: &str = "network";
+
+/// Whether a runtime shares the host's network with its sandboxes.
+pub(crate) fn network_shared(decl: &BuilderDecl) -> bool {
+    decl.extra
+        .get(NETWORK)
+        .is_some_and(|v| v.typed() == csis_model::value::Typed::Bool(true))
+}
 
 fn store_outside_allowed(decl: &BuilderDecl) -> bool {
     decl.extra

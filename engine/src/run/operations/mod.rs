@@ -8,10 +8,15 @@
 //! - `release.rs`: `release` and `release --declared`, with the refusals.
 //! - `builds.rs`: `dispose` (with the retention policy) and
 //!   `lineage restamp`, on lineage's build records.
+//! - `mod_tests.rs`: `test-mods`, the modifications tested twice by their
+//!   runtime, into mod-tests.yaml (which `release` reads).
 
 mod builds;
+mod mod_tests;
 mod pins;
 mod release;
+
+pub use mod_tests::ModTestsReport;
 
 use csis_model::models::Item;
 use csis_model::{ItemKind, Vct};

@@ -303,6 +303,22 @@ pub trait Builder: Send + Sync {
     fn clean(&self, _root: &std::path::Path, _orphans: &[String]) -> Result<Vec<String>, String> {
         Ok(Vec::new())
     }
+    /// Runtime builders, for `csis test-mods` (never a generation hook):
+    /// apply the modifications of `image` in order in a throwaway copy of
+    /// `parent_build`, each named in `test` twice (apply, then again for
+    /// idempotence: the second run must exit 0 and change nothing in the
+    /// root); one outcome per tested modification. `Err`: this runtime
+    /// cannot test modifications (every one is recorded skipped).
+    fn test_modifications(
+        &self,
+        _ctx: &dyn HookContext,
+        _root: &std::path::Path,
+        _image: &str,
+        _parent_build: &str,
+        _test: &[String],
+    ) -> Result<Vec<ModTestOutcome>, String> {
+        Err("this runtime cannot test modifications".into())
+    }
     /// A directory this builder writes, as declared (relative to the
     /// configuration root): validation refuses one that resolves, after
     /// symlinks, outside the root unless the declaration opts out.
@@ -370,6 +386,19 @@ pub struct Observed {
     /// temporary file): `(path, what it is)`, the path as the runtime
     /// names it.
     pub debris: Vec<(String, String)>,
+}
+
+/// One modification's test, as mod-tests.yaml records it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModTestOutcome {
+    pub name: String,
+    /// `passed` or `failed`.
+    pub status: String,
+    /// Whether the second run changed nothing; `None` when the first
+    /// run failed (there was no second).
+    pub idempotent: Option<bool>,
+    /// Why it failed, empty when it passed.
+    pub detail: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

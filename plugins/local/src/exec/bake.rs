@@ -228,7 +228,10 @@ pub(super) fn bake(env: &Env, spec: &J) -> Result<String, String> {
             .into_iter()
             .flatten()
         {
-            applied.push(apply_mod(env, series, &build, &variables, m)?);
+            applied.push(
+                apply_mod(env, series, &build, &variables, m)
+                    .map_err(|e| format!("{e}; nothing was recorded for this build"))?,
+            );
         }
         let base = field(spec, "kind")? == "base";
         let bootable = resolve_inside(if base { &root } else { &parent_root }, BASH).is_some();

@@ -23,8 +23,9 @@
 //! cached), `modification.rs` (running one modification against a
 //! build's root), `storage.rs`, `instance.rs` (launch, teardown, unmount)
 //! and `identity.rs`; `store.rs` holds how every step writes into the
-//! store, and `upkeep.rs` the runtime's hooks on the store outside a
-//! runner step (observe, dispose, clean).
+//! store, `upkeep.rs` the runtime's hooks on the store outside a
+//! runner step (observe, dispose, clean), and `mod_test.rs` `csis
+//! test-mods` (modifications applied twice in a throwaway copy).
 #![allow(clippy::disallowed_methods)] // the runtime itself: it owns the store
 
 mod bake;
@@ -33,6 +34,7 @@ mod distribution;
 mod identity;
 mod instance;
 mod layer;
+mod mod_test;
 mod modification;
 mod sandbox;
 mod setup;
@@ -41,6 +43,7 @@ mod store;
 mod upkeep;
 
 pub use instance::unmount;
+pub use mod_test::{ModTestRequest, test_mods};
 pub use upkeep::{clean, dispose, observe};
 
 use bake::bake;

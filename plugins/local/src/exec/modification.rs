@@ -2,7 +2,8 @@
 //! sandbox, `sandbox.rs`): its `ensure` commands first, then its script
 //! and script files, each with the image's `/bin/bash`, `/` as the working
 //! directory and `CSIS_IMAGE_ROOT` empty, as packer runs them in the VM.
-//! The bake decides what happens to the build when one fails.
+//! The caller decides what a failure means: a bake records nothing, a
+//! mod test records the failure (`mod_test.rs`).
 
 use serde_json::{Value as J, json};
 
@@ -68,7 +69,7 @@ pub(super) fn apply_mod(
             Some(0) => {}
             code => {
                 return Err(format!(
-                    "modification '{name}' of image '{series}' failed (exit {}); nothing was recorded for this build",
+                    "modification '{name}' of image '{series}' failed (exit {})",
                     code.map_or("by a signal".into(), |c| c.to_string())
                 ));
             }
