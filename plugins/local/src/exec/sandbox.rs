@@ -162,14 +162,28 @@ impl Sandbox {
         Ok(status.code())
     }
 
-    /// The command line: bwrap, started in a user and mount namespace of
-    /// its own whose ids [`map_ids`] maps while its shell waits, where an
+    /// The command line: bwrap, started in a user, mount and pid namespace
+    /// of its own whose ids [`map_ids`] maps while its shell waits, where an
     /// overlay is mounted first (bwrap 0.8 mounts no overlay itself).
     /// bwrap makes no user namespace of its own: it would map one id only.
     fn command(&self, argv: &[&str]) -> Result<Command, String> {
         let bwrap = program("bwrap", "bubblewrap", SANDBOXED)?;
         let mut c = Command::new(program("unshare", "util-linux", SANDBOXED)?);
-        c.args(["--user", "--mount", "--", "/bin/sh", "-c"]);
+        // Its own pid namespace too, whose first process is bwrap's
+        // monitor: when the step ends, `--kill-child` ends that process and
+        // the kernel everything in the namespace, bwrap's own nested one
+        // included. bwrap's `--die-with-parent` alone leaves a window in
+        // which a step killed as bwrap forks leaves the script running.
+        c.args([
+            "--user",
+            "--mount",
+            "--pid",
+            "--fork",
+            "--kill-child",
+            "--",
+            "/bin/sh",
+            "-c",
+        ]);
         let root = match &self.layer {
             None => {
                 c.arg("read -r go || exit 70; exec \"$@\"")
