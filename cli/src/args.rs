@@ -142,6 +142,12 @@ pub enum Command {
     /// Scan the tree (or PATH, or git's index with --staged) for material
     /// that must not be public; exit 3 on a finding.
     PublicSafe(commands::public_safe::PublicSafeArgs),
+    /// Verify what was launched: an instance's machine and its image's
+    /// post-bake tests (instance), or the last verdict (assert).
+    Verify {
+        #[command(subcommand)]
+        command: commands::verify::VerifyCommand,
+    },
     /// Lineage: the recorded builds.
     Lineage {
         #[command(subcommand)]

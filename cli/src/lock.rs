@@ -28,6 +28,10 @@ pub fn writes_tree(command: &Command) -> bool {
         | Command::StateMigration { .. }
         // query writes generated/state-report.json, backup under _private/.
         | Command::State { .. } => true,
+        // instance writes verifications.yaml (and image-tests.yaml).
+        Command::Verify { command } => {
+            matches!(command, crate::commands::verify::VerifyCommand::Instance { .. })
+        }
         Command::Lineage { command } => match command {
             LineageCommand::Show => false,
             LineageCommand::Restamp { commit, .. } => *commit,

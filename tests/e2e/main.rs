@@ -55,4 +55,5 @@ mod templates_cli;
 mod tofu_bind;
 mod tofu_run;
 mod users;
+mod verify;
 mod watch;

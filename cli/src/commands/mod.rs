@@ -30,6 +30,7 @@ pub mod state;
 pub mod template;
 pub mod terraform;
 pub mod validate;
+pub mod verify;
 
 /// The commands answered without the configuration tree (the plugins'
 /// steps, cloud-config, template, `public-safe --explain RULE`,
@@ -80,6 +81,7 @@ pub fn with_tree(
         Command::Run(args) => run::run(ws, args, lock_token),
         Command::Plan(args) => plan::plan(ws, args),
         Command::Lineage { command } => lineage::lineage(ws, command),
+        Command::Verify { command } => verify::verify(ws, command),
         Command::State {
             command: state::StateCommand::Query { strict },
         } => state::state_query(ws, *strict),

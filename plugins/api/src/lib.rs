@@ -25,10 +25,11 @@ use csis_model::models::{BaseBuilder, BaseModelKind, CloudBuilderModel};
 use csis_model::{Fields, ItemKind, Map, Value, Vct};
 
 pub use builder::{
-    Asset, AssetSet, BakeDecision, BaseTemplate, Builder, CfExecutables, Command, Deferred,
-    Emitted, HookContext, HookResult, ModTestOutcome, Observed, ObservedImage, OwnedDirectory,
-    PackerBake, PackerParent, PackerPlugin, PackerValue, Program, StateRoot, is_template_artifact,
-    path_for_phase, template_private_file, template_work_dir,
+    Asset, AssetSet, BakeDecision, BaseTemplate, Builder, CfExecutables, CheckResult, Command,
+    Deferred, Emitted, HookContext, HookResult, ModTestOutcome, Observed, ObservedImage,
+    OwnedDirectory, PackerBake, PackerParent, PackerPlugin, PackerValue, Program, StateRoot,
+    Verdict, VerifyRequest, is_template_artifact, path_for_phase, template_private_file,
+    template_work_dir,
 };
 pub use lifecycle::{Contribution, LifecycleSpec, RunHooks};
 pub use phase::ExecutionLifecyclePhase;

@@ -215,6 +215,19 @@ impl Builder for LocalBuilder {
         })
     }
 
+    fn verify_instance(
+        &self,
+        _ctx: &dyn HookContext,
+        root: &std::path::Path,
+        req: &csis_plugin_api::VerifyRequest,
+    ) -> Result<csis_plugin_api::Verdict, String> {
+        if self.classification != Vct::RuntimeBuilderModel {
+            return Err("only a runtime verifies its machines".into());
+        }
+        let store = root.join(generate::store_of(Some(&self.decl)));
+        exec::verify(&store, network_shared(&self.decl), req)
+    }
+
     fn owned_directory(&self) -> Option<csis_plugin_api::OwnedDirectory> {
         (self.classification == Vct::RuntimeBuilderModel).then(|| csis_plugin_api::OwnedDirectory {
             key: "store",

@@ -8,6 +8,8 @@
 //! - `release.rs`: `release` and `release --declared`, with the refusals.
 //! - `builds.rs`: `dispose` (with the retention policy) and
 //!   `lineage restamp`, on lineage's build records.
+//! - `verify.rs`: `verify instance` and `verify assert`, the verdicts in
+//!   verifications.yaml and image-tests.yaml (which `release` reads).
 //! - `mod_tests.rs`: `test-mods`, the modifications tested twice by their
 //!   runtime, into mod-tests.yaml (which `release` reads).
 
@@ -15,8 +17,10 @@ mod builds;
 mod mod_tests;
 mod pins;
 mod release;
+mod verify;
 
 pub use mod_tests::ModTestsReport;
+pub use verify::VerifyOutcome;
 
 use csis_model::models::Item;
 use csis_model::{ItemKind, Vct};

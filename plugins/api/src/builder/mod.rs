@@ -319,6 +319,19 @@ pub trait Builder: Send + Sync {
     ) -> Result<Vec<ModTestOutcome>, String> {
         Err("this runtime cannot test modifications".into())
     }
+    /// Runtime builders, for `csis verify instance` (never a generation
+    /// hook): check the machine of `req.instance` (it exists, runs the
+    /// build it is pinned to, each declared storage is mounted where
+    /// declared), then run the image's post-bake checks on it. `Err`: this
+    /// runtime cannot verify its machines.
+    fn verify_instance(
+        &self,
+        _ctx: &dyn HookContext,
+        _root: &std::path::Path,
+        _req: &VerifyRequest,
+    ) -> Result<Verdict, String> {
+        Err("this runtime cannot verify its machines".into())
+    }
     /// A directory this builder writes, as declared (relative to the
     /// configuration root): validation refuses one that resolves, after
     /// symlinks, outside the root unless the declaration opts out.
@@ -386,6 +399,35 @@ pub struct Observed {
     /// temporary file): `(path, what it is)`, the path as the runtime
     /// names it.
     pub debris: Vec<(String, String)>,
+}
+
+/// What `verify instance` asks a runtime.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyRequest {
+    pub instance: String,
+    /// The build the instance is pinned to, when it is.
+    pub pinned_build: Option<String>,
+    /// The image's `tests.post_bake` assertions, as the in-bake ones.
+    pub post_bake: Vec<crate::image_tests::InBakeCheck>,
+    /// `tests.post_bake.mounts`: mount points that must hold a storage.
+    pub mounts: Vec<String>,
+}
+
+/// A runtime's answer to `verify instance`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The machine is switched off; nothing was checked.
+    Stopped,
+    /// Each check, in order.
+    Checked(Vec<CheckResult>),
+}
+
+/// One check of a verification: what, whether it held, and what was found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckResult {
+    pub check: String,
+    pub ok: bool,
+    pub detail: String,
 }
 
 /// One modification's test, as mod-tests.yaml records it.

@@ -25,7 +25,8 @@
 //! and `identity.rs`; `store.rs` holds how every step writes into the
 //! store, `upkeep.rs` the runtime's hooks on the store outside a
 //! runner step (observe, dispose, clean), and `mod_test.rs` `csis
-//! test-mods` (modifications applied twice in a throwaway copy).
+//! test-mods` (modifications applied twice in a throwaway copy), and
+//! `verify.rs` `csis verify instance` (checks on an instance's root).
 #![allow(clippy::disallowed_methods)] // the runtime itself: it owns the store
 
 mod bake;
@@ -41,10 +42,12 @@ mod setup;
 mod storage;
 mod store;
 mod upkeep;
+mod verify;
 
 pub use instance::unmount;
 pub use mod_test::{ModTestRequest, test_mods};
 pub use upkeep::{clean, dispose, observe};
+pub use verify::verify;
 
 use bake::bake;
 use identity::identity;

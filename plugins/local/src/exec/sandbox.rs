@@ -134,6 +134,25 @@ impl Sandbox {
 
     /// Run `argv` inside the sandbox; its exit code.
     pub(super) fn run(&self, what: &str, argv: &[&str]) -> Result<Option<i32>, String> {
+        self.run_capturing(what, argv, false).map(|(code, _)| code)
+    }
+
+    /// Run `script` with the image's bash; its exit code and what it
+    /// wrote on stderr (a check's verdict names what it found there).
+    pub(super) fn output_bash(
+        &self,
+        what: &str,
+        script: &str,
+    ) -> Result<(Option<i32>, String), String> {
+        self.run_capturing(what, &[BASH, "-c", script], true)
+    }
+
+    fn run_capturing(
+        &self,
+        what: &str,
+        argv: &[&str],
+        capture: bool,
+    ) -> Result<(Option<i32>, String), String> {
         if let Some(program) = argv.first()
             && resolve_inside(&self.root, program).is_none()
         {
@@ -143,6 +162,9 @@ impl Sandbox {
             ));
         }
         let mut command = self.command(argv).map_err(|e| format!("{what}: {e}"))?;
+        if capture {
+            command.stderr(Stdio::piped());
+        }
         let mut child = csis_child::die_with_parent(&mut command)
             .stdin(Stdio::piped())
             .spawn()
@@ -158,8 +180,13 @@ impl Sandbox {
             let _ = child.wait();
             return Err(format!("{what}: {e}"));
         }
-        let status = child.wait().map_err(|e| format!("{what}: bwrap: {e}"))?;
-        Ok(status.code())
+        let output = child
+            .wait_with_output()
+            .map_err(|e| format!("{what}: bwrap: {e}"))?;
+        Ok((
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        ))
     }
 
     /// The command line: bwrap, started in a user, mount and pid namespace

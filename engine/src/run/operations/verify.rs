@@ -1,0 +1,199 @@
+//! `csis verify instance NAME [--record-only]` and `csis verify assert`:
+//! the instance's runtime checks its machine (it exists, runs the build it
+//! is pinned to, its storages are mounted) and runs the image's
+//! `tests.post_bake` on it; the verdict goes to meta-state/verifications.yaml
+//! (the last 500) and, for an image declaring post-bake tests, to
+//! image-tests.yaml under the build, which `release` reads.
+
+use csis_model::models::Item;
+use csis_model::{ItemKind, Value, Vct};
+use csis_plugin_api::{Verdict, VerifyRequest};
+use serde_json::{Value as J, json};
+
+use crate::db::Db;
+use crate::load::builders::builders;
+use crate::load::items::ItemId;
+use crate::load::items_model::structured_item;
+use crate::plan::hook_context::EngineContext;
+
+use super::Ops;
+
+const VERIFICATIONS: &str = "verifications.yaml";
+const IMAGE_TESTS: &str = "image-tests.yaml";
+/// verifications.yaml keeps this many verdicts, the newest last.
+const KEPT: usize = 500;
+
+/// What `verify instance` found.
+pub enum VerifyOutcome {
+    /// Every check held.
+    Passed(String),
+    /// A check failed: the spec's message; the verdict is recorded.
+    Failed(String),
+    /// The machine is stopped: nothing was checked or recorded.
+    Skipped(String),
+}
+
+impl Ops<'_> {
+    pub fn verify_instance(&self, name: &str) -> Result<VerifyOutcome, String> {
+        let name = csis_model::naming::safe_name(name);
+        let db = &self.ws.db;
+        let id = ItemId::new(db, self.ws.tree, ItemKind::INSTANCES, name.as_str());
+        let Some(Item::Instance(inst)) = structured_item(db, id).item.as_deref().cloned() else {
+            return Err(format!("verify: instance '{name}' is not declared"));
+        };
+        let b = builders(db, self.ws.tree);
+        let decl = b
+            .resolve(Vct::RuntimeBuilderModel, &inst.runtime)
+            .ok_or_else(|| {
+                format!(
+                    "verify: instance '{name}' names runtime '{}', which is not configured",
+                    inst.runtime
+                )
+            })?;
+        let runtime = decl.name().to_string();
+        let image = csis_model::naming::safe_name(inst.image.as_deref().unwrap_or_default());
+        let post_bake = match self.image(&image).as_deref() {
+            Some(Item::Image(img)) => img.tests.get("post_bake").and_then(Value::as_map).cloned(),
+            _ => None,
+        };
+        let mounts: Vec<String> = post_bake
+            .as_ref()
+            .and_then(|p| p.get("mounts"))
+            .and_then(Value::as_seq)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect();
+        let pinned_build = self.pins()?.instances.get(&name).cloned();
+        let req = VerifyRequest {
+            instance: name.clone(),
+            pinned_build: pinned_build.clone(),
+            post_bake: post_bake
+                .as_ref()
+                .map(|p| csis_plugin_api::image_tests::in_bake_checks("", &[], p))
+                .unwrap_or_default(),
+            mounts,
+        };
+        let spec = db
+            .registry()
+            .model(decl.classification, decl.model)
+            .ok_or_else(|| format!("verify: runtime '{runtime}' has no builder"))?;
+        let ctx = EngineContext::outside_run(db, self.ws.tree);
+        let checks = match (spec.builder)(decl)
+            .verify_instance(&ctx, &self.ws.root, &req)
+            .map_err(|e| format!("verify: instance '{name}' on runtime '{runtime}': {e}"))?
+        {
+            Verdict::Stopped => {
+                return Ok(VerifyOutcome::Skipped(format!(
+                    "verify {name}: SKIPPED -- the machine is STOPPED (switched off; not drift) and verification needs it running. Nothing is recorded (not a failure; start the machine or accept the skip)."
+                )));
+            }
+            Verdict::Checked(checks) => checks,
+        };
+        let ok = checks.iter().all(|c| c.ok);
+        let time = self.ws.tree.start_unix(db);
+        let checks_json: Vec<J> = checks
+            .iter()
+            .map(|c| json!({"check": c.check, "ok": c.ok, "detail": c.detail}))
+            .collect();
+        let verdict = json!({
+            "instance": name,
+            "runtime": runtime,
+            "build": pinned_build,
+            "ok": ok,
+            "run": self.run,
+            "time": time,
+            "checks": checks_json,
+        });
+        let mut file: serde_json::Map<String, J> =
+            crate::state::meta_state::read(self.system, &self.ws.root, VERIFICATIONS)?;
+        let mut list = match file.remove("verifications") {
+            Some(J::Array(a)) => a,
+            _ => Vec::new(),
+        };
+        list.push(verdict);
+        let excess = list.len().saturating_sub(KEPT);
+        list.drain(..excess);
+        file.insert("verifications".into(), J::Array(list));
+        crate::state::meta_state::write(self.system, &self.ws.root, VERIFICATIONS, &file)?;
+        if let (Some(_), Some(build)) = (&post_bake, &pinned_build) {
+            let mut tests: serde_json::Map<String, J> =
+                crate::state::meta_state::read(self.system, &self.ws.root, IMAGE_TESTS)?;
+            let failed: Vec<J> = checks
+                .iter()
+                .filter(|c| !c.ok)
+                .map(|c| json!(format!("{}: {}", c.check, c.detail)))
+                .collect();
+            tests.insert(
+                build.clone(),
+                json!({
+                    "ok": ok,
+                    "run": self.run,
+                    "instance": name,
+                    "runtime": runtime,
+                    "time": time,
+                    "checks": if ok { json!(checks.len()) } else { J::Array(failed) },
+                }),
+            );
+            crate::state::meta_state::write(self.system, &self.ws.root, IMAGE_TESTS, &tests)?;
+        }
+        if ok {
+            Ok(VerifyOutcome::Passed(format!(
+                "verify {name}: ok ({} checks on {})",
+                checks.len(),
+                pinned_build.as_deref().unwrap_or("its build")
+            )))
+        } else {
+            let why: Vec<String> = checks
+                .iter()
+                .filter(|c| !c.ok)
+                .map(|c| format!("{}: {}", c.check, c.detail))
+                .collect();
+            Ok(VerifyOutcome::Failed(format!(
+                "instance {name} failed verification: {}",
+                why.join("; ")
+            )))
+        }
+    }
+
+    /// `verify assert`: the last recorded verdict must be ok.
+    pub fn verify_assert(&self) -> Result<String, String> {
+        let file: serde_json::Map<String, J> =
+            crate::state::meta_state::read(self.system, &self.ws.root, VERIFICATIONS)?;
+        let last = file
+            .get("verifications")
+            .and_then(J::as_array)
+            .and_then(|a| a.last())
+            .ok_or("verify assert: no verification is recorded")?;
+        let s = |k: &str| last.get(k).and_then(J::as_str).unwrap_or("?").to_string();
+        if last.get("ok").and_then(J::as_bool) == Some(true) {
+            Ok(format!(
+                "verify assert: the last verification passed (instance {}, run {})",
+                s("instance"),
+                s("run")
+            ))
+        } else {
+            let failed: Vec<String> = last
+                .get("checks")
+                .and_then(J::as_array)
+                .into_iter()
+                .flatten()
+                .filter(|c| c.get("ok").and_then(J::as_bool) != Some(true))
+                .map(|c| {
+                    format!(
+                        "{}: {}",
+                        c.get("check").and_then(J::as_str).unwrap_or("?"),
+                        c.get("detail").and_then(J::as_str).unwrap_or("")
+                    )
+                })
+                .collect();
+            Err(format!(
+                "verify assert: the last verification failed: instance {} failed verification: {} (run {})",
+                s("instance"),
+                failed.join("; "),
+                s("run")
+            ))
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! `csis verify instance` and `csis verify assert` on the local runtime
+//! (docs/verification.md, "Verifying an instance"): the machine's checks and
+//! the image's post-bake tests run on the instance's own root, the verdicts
+//! are recorded, and `release` reads the post-bake record.
+
+use std::process::Output;
+
+use crate::support::{csis_at, edit, ok, read};
+use csis_test_support::tree;
+
+const NOW: i64 = 1796226804;
+const RUN: &str = "2026_12_02T15_53_24";
+const TOP: &str = "top-here-2026_12_02T15_53_24";
+
+fn failed(o: Output) -> String {
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    String::from_utf8_lossy(&o.stderr).trim().to_string()
+}
+
+/// fixtures/local-run with `top` declaring `post_bake`, baked and launched.
+fn launched_with_post_bake(post_bake: &str) -> tempfile::TempDir {
+    let t = tree("local-run");
+    let r = t.path();
+    edit(
+        r,
+        "images/chain.yml",
+        "  - name: top\n    source_image: mid\n",
+        &format!("  - name: top\n    source_image: mid\n    tests: {{post_bake: {post_bake}}}\n"),
+    );
+    ok(csis_at(r, NOW, &["run", "all", "--no-dry-run"]));
+    t
+}
+
+#[test]
+fn a_passing_post_bake_verification_is_recorded_and_the_build_released() {
+    // /srv/data is the instance's storage, bound at its mount point.
+    let t = launched_with_post_bake(
+        "{files: [/etc/layer-top], commands: ['test -d /srv/data'], mounts: [/srv/data]}",
+    );
+    let r = t.path();
+    assert_eq!(
+        failed(csis_at(r, NOW + 60, &["release", "top", "--build", TOP])),
+        format!(
+            "error: release refused: build '{TOP}' has no post-bake test record while 'top' declares tests.post_bake -- launch it (ephemeral) and verify first"
+        )
+    );
+    let out = ok(csis_at(r, NOW + 60, &["verify", "instance", "box"]));
+    assert_eq!(out.trim(), format!("verify box: ok (5 checks on {TOP})"));
+    let verdicts = read(&r.join("meta-state/verifications.yaml"));
+    for line in [
+        "  - instance: box\n",
+        "    runtime: here\n",
+        &format!("    build: {TOP}\n"),
+        "    ok: true\n",
+        "      - check: boot image\n        ok: true\n",
+        &format!("        detail: runs {TOP}\n"),
+        "      - check: mount /srv/data\n        ok: true\n        detail: storage data\n",
+        "      - check: post-bake file /etc/layer-top\n        ok: true\n",
+        "      - check: post-bake command test -d /srv/data\n        ok: true\n",
+    ] {
+        assert!(verdicts.contains(line), "{line:?} in {verdicts}");
+    }
+    let tests = read(&r.join("meta-state/image-tests.yaml"));
+    assert!(
+        tests.contains(&format!("{TOP}:\n  ok: true\n"))
+            && tests.contains("  instance: box\n  runtime: here\n"),
+        "{tests}"
+    );
+    let out = ok(csis_at(r, NOW + 60, &["verify", "assert"]));
+    assert!(
+        out.starts_with("verify assert: the last verification passed (instance box, run "),
+        "{out}"
+    );
+    let out = ok(csis_at(r, NOW + 60, &["release", "top", "--build", TOP]));
+    assert_eq!(
+        out.trim(),
+        format!("release: {TOP} of top released for model default")
+    );
+}
+
+#[test]
+fn a_failing_post_bake_test_fails_verification_and_release_refuses() {
+    let t = launched_with_post_bake("{files: [/etc/layer-top, /etc/no-such-file]}");
+    let r = t.path();
+    let err = failed(csis_at(r, NOW + 60, &["verify", "instance", "box"]));
+    assert_eq!(
+        err,
+        "error: instance box failed verification: post-bake file /etc/no-such-file: file /etc/no-such-file is missing"
+    );
+    let tests = read(&r.join("meta-state/image-tests.yaml"));
+    assert!(tests.contains(&format!("{TOP}:\n  ok: false\n")), "{tests}");
+    let err = failed(csis_at(r, NOW + 60, &["release", "top", "--build", TOP]));
+    assert!(
+        err.starts_with(&format!(
+            "error: release refused: build '{TOP}' failed its post-bake tests in run "
+        )),
+        "{err}"
+    );
+    assert!(
+        err.ends_with(
+            ": [\"post-bake file /etc/no-such-file: file /etc/no-such-file is missing\"]"
+        ),
+        "{err}"
+    );
+    assert!(
+        failed(csis_at(r, NOW + 60, &["verify", "assert"]))
+            .starts_with("error: verify assert: the last verification failed: instance box failed verification: post-bake file /etc/no-such-file"),
+    );
+    // --record-only records and does not fail.
+    let o = csis_at(
+        r,
+        NOW + 120,
+        &["verify", "instance", "box", "--record-only"],
+    );
+    assert_eq!(o.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("warning: instance box failed verification: post-bake file /etc/no-such-file: file /etc/no-such-file is missing (recorded; --record-only)")
+    );
+    let verdicts = read(&r.join("meta-state/verifications.yaml"));
+    assert_eq!(
+        verdicts.matches("  - instance: box\n").count(),
+        2,
+        "{verdicts}"
+    );
+}
+
+#[test]
+fn a_stopped_machine_is_a_skip_that_records_nothing_and_a_moved_pin_fails() {
+    let t = launched_with_post_bake("{files: [/etc/layer-top]}");
+    let r = t.path();
+    let power = r.join("store/instances/box/power");
+    std::fs::write(&power, "stopped\n").unwrap();
+    let out = ok(csis_at(r, NOW + 60, &["verify", "instance", "box"]));
+    assert_eq!(
+        out.trim(),
+        "verify box: SKIPPED -- the machine is STOPPED (switched off; not drift) and verification needs it running. Nothing is recorded (not a failure; start the machine or accept the skip)."
+    );
+    assert!(!r.join("meta-state/verifications.yaml").exists());
+    assert_eq!(
+        failed(csis_at(r, NOW + 60, &["verify", "assert"])),
+        "error: verify assert: no verification is recorded"
+    );
+    std::fs::remove_file(&power).unwrap();
+    // The machine runs another build than its pin names.
+    edit(
+        r,
+        "meta-state/pins.yaml",
+        &format!("box: {TOP}"),
+        &format!("box: mid-here-{RUN}"),
+    );
+    let err = failed(csis_at(r, NOW + 60, &["verify", "instance", "box"]));
+    assert_eq!(
+        err,
+        format!(
+            "error: instance box failed verification: boot image: runs {TOP}, but it is pinned to mid-here-{RUN}"
+        )
+    );
+    assert_eq!(
+        failed(csis_at(r, NOW + 60, &["verify", "instance", "nope"])),
+        "error: verify: instance 'nope' is not declared"
+    );
+}
