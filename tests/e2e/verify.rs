@@ -17,8 +17,10 @@ fn failed(o: Output) -> String {
     String::from_utf8_lossy(&o.stderr).trim().to_string()
 }
 
-/// fixtures/local-run with `top` declaring `post_bake`, baked and launched.
-fn launched_with_post_bake(post_bake: &str) -> tempfile::TempDir {
+/// fixtures/local-run with `top` declaring `post_bake`, baked and launched
+/// by a real run (which verifies `box` after its launch): the run's exit
+/// code and log.
+fn launched_with_post_bake(post_bake: &str) -> (tempfile::TempDir, Option<i32>, String) {
     let t = tree("local-run");
     let r = t.path();
     edit(
@@ -27,22 +29,22 @@ fn launched_with_post_bake(post_bake: &str) -> tempfile::TempDir {
         "  - name: top\n    source_image: mid\n",
         &format!("  - name: top\n    source_image: mid\n    tests: {{post_bake: {post_bake}}}\n"),
     );
-    ok(csis_at(r, NOW, &["run", "all", "--no-dry-run"]));
-    t
+    let (code, log) = real_run(r);
+    (t, code, log)
 }
 
 #[test]
 fn a_passing_post_bake_verification_is_recorded_and_the_build_released() {
     // /srv/data is the instance's storage, bound at its mount point.
-    let t = launched_with_post_bake(
+    let (t, code, log) = launched_with_post_bake(
         "{files: [/etc/layer-top], commands: ['test -d /srv/data'], mounts: [/srv/data]}",
     );
     let r = t.path();
-    assert_eq!(
-        failed(csis_at(r, NOW + 60, &["release", "top", "--build", TOP])),
-        format!(
-            "error: release refused: build '{TOP}' has no post-bake test record while 'top' declares tests.post_bake -- launch it (ephemeral) and verify first"
-        )
+    assert_eq!(code, Some(0), "{log}");
+    // The real run verified it after its launch.
+    assert!(
+        log.contains(&format!("verify box: ok (5 checks on {TOP})")),
+        "{log}"
     );
     let out = ok(csis_at(r, NOW + 60, &["verify", "instance", "box"]));
     assert_eq!(out.trim(), format!("verify box: ok (5 checks on {TOP})"));
@@ -60,6 +62,11 @@ fn a_passing_post_bake_verification_is_recorded_and_the_build_released() {
     ] {
         assert!(verdicts.contains(line), "{line:?} in {verdicts}");
     }
+    assert_eq!(
+        verdicts.matches("  - instance: box\n").count(),
+        2,
+        "{verdicts}"
+    );
     let tests = read(&r.join("meta-state/image-tests.yaml"));
     assert!(
         tests.contains(&format!("{TOP}:\n  ok: true\n"))
@@ -80,8 +87,14 @@ fn a_passing_post_bake_verification_is_recorded_and_the_build_released() {
 
 #[test]
 fn a_failing_post_bake_test_fails_verification_and_release_refuses() {
-    let t = launched_with_post_bake("{files: [/etc/layer-top, /etc/no-such-file]}");
+    let (t, code, log) = launched_with_post_bake("{files: [/etc/layer-top, /etc/no-such-file]}");
     let r = t.path();
+    // The real run stops at the verdict.
+    assert_eq!(code, Some(1), "{log}");
+    assert!(
+        log.contains("error: instance box failed verification: post-bake file /etc/no-such-file: file /etc/no-such-file is missing"),
+        "{log}"
+    );
     let err = failed(csis_at(r, NOW + 60, &["verify", "instance", "box"]));
     assert_eq!(
         err,
@@ -119,15 +132,17 @@ fn a_failing_post_bake_test_fails_verification_and_release_refuses() {
     let verdicts = read(&r.join("meta-state/verifications.yaml"));
     assert_eq!(
         verdicts.matches("  - instance: box\n").count(),
-        2,
+        3,
         "{verdicts}"
     );
 }
 
 #[test]
 fn a_stopped_machine_is_a_skip_that_records_nothing_and_a_moved_pin_fails() {
-    let t = launched_with_post_bake("{files: [/etc/layer-top]}");
+    let (t, code, log) = launched_with_post_bake("{files: [/etc/layer-top]}");
     let r = t.path();
+    assert_eq!(code, Some(0), "{log}");
+    let before = read(&r.join("meta-state/verifications.yaml"));
     let power = r.join("store/instances/box/power");
     std::fs::write(&power, "stopped\n").unwrap();
     let out = ok(csis_at(r, NOW + 60, &["verify", "instance", "box"]));
@@ -135,11 +150,7 @@ fn a_stopped_machine_is_a_skip_that_records_nothing_and_a_moved_pin_fails() {
         out.trim(),
         "verify box: SKIPPED -- the machine is STOPPED (switched off; not drift) and verification needs it running. Nothing is recorded (not a failure; start the machine or accept the skip)."
     );
-    assert!(!r.join("meta-state/verifications.yaml").exists());
-    assert_eq!(
-        failed(csis_at(r, NOW + 60, &["verify", "assert"])),
-        "error: verify assert: no verification is recorded"
-    );
+    assert_eq!(read(&r.join("meta-state/verifications.yaml")), before);
     std::fs::remove_file(&power).unwrap();
     // The machine runs another build than its pin names.
     edit(
@@ -158,5 +169,111 @@ fn a_stopped_machine_is_a_skip_that_records_nothing_and_a_moved_pin_fails() {
     assert_eq!(
         failed(csis_at(r, NOW + 60, &["verify", "instance", "nope"])),
         "error: verify: instance 'nope' is not declared"
+    );
+}
+
+#[test]
+fn verify_assert_says_when_nothing_is_recorded() {
+    let t = tree("local-run");
+    assert_eq!(
+        failed(csis_at(t.path(), NOW, &["verify", "assert"])),
+        "error: verify assert: no verification is recorded"
+    );
+}
+
+/// fixtures/local-run with `box` ephemeral (with `extra` under it) and
+/// `top` declaring `post_bake`.
+fn ephemeral_with_post_bake(post_bake: &str, extra: &str) -> tempfile::TempDir {
+    let t = tree("local-run");
+    let r = t.path();
+    edit(
+        r,
+        "instances/box.yml",
+        "    image: top\n",
+        &format!("    image: top\n    ephemeral: true\n{extra}"),
+    );
+    edit(
+        r,
+        "images/chain.yml",
+        "  - name: top\n    source_image: mid\n",
+        &format!("  - name: top\n    source_image: mid\n    tests: {{post_bake: {post_bake}}}\n"),
+    );
+    t
+}
+
+fn real_run(r: &std::path::Path) -> (Option<i32>, String) {
+    let o = csis_at(r, NOW, &["run", "all", "--no-dry-run"]);
+    (
+        o.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+    )
+}
+
+#[test]
+fn an_ephemeral_instance_is_launched_verified_torn_down_and_forgotten_in_one_real_run() {
+    let t = ephemeral_with_post_bake("{files: [/etc/layer-top]}", "");
+    let r = t.path();
+    let (code, log) = real_run(r);
+    assert_eq!(code, Some(0), "{log}");
+    let verified = log
+        .find(&format!("verify box: ok (4 checks on {TOP})"))
+        .expect(&log);
+    let torn = log
+        .find("teardown: ephemeral instance box removed")
+        .expect(&log);
+    let forgotten = log.find("forget: ephemeral instance box").expect(&log);
+    assert!(verified < torn && torn < forgotten, "{log}");
+    assert!(!r.join("store/instances/box").exists());
+    assert!(
+        read(&r.join("meta-state/image-tests.yaml")).contains(&format!("{TOP}:\n  ok: true\n"))
+    );
+    // What the ephemeral proved releases its build.
+    let out = ok(csis_at(r, NOW + 60, &["release", "top", "--build", TOP]));
+    assert_eq!(
+        out.trim(),
+        format!("release: {TOP} of top released for model default")
+    );
+}
+
+#[test]
+fn a_failed_ephemeral_is_kept_standing_or_torn_down_by_its_on_failure() {
+    // keep (the default): the runner stops at the verdict, the machine
+    // stays to be looked at, the run fails.
+    let t = ephemeral_with_post_bake("{files: [/etc/no-such-file]}", "");
+    let r = t.path();
+    let (code, log) = real_run(r);
+    assert_eq!(code, Some(1), "{log}");
+    assert!(
+        log.contains("instance box failed verification: post-bake file /etc/no-such-file: file /etc/no-such-file is missing"),
+        "{log}"
+    );
+    assert!(
+        !log.contains("teardown: ephemeral instance box removed"),
+        "{log}"
+    );
+    assert!(r.join("store/instances/box/root").is_dir());
+    // teardown: the verdict is recorded, the machine goes, its records
+    // are forgotten, and then the run fails.
+    let t = ephemeral_with_post_bake("{files: [/etc/no-such-file]}", "    on_failure: teardown\n");
+    let r = t.path();
+    let (code, log) = real_run(r);
+    assert_eq!(code, Some(1), "{log}");
+    let torn = log
+        .find("teardown: ephemeral instance box removed")
+        .expect(&log);
+    let forgotten = log.find("forget: ephemeral instance box").expect(&log);
+    let failed = log
+        .rfind("instance box failed verification: post-bake file /etc/no-such-file: file /etc/no-such-file is missing")
+        .expect(&log);
+    assert!(torn < forgotten && forgotten < failed, "{log}");
+    assert!(!r.join("store/instances/box").exists());
+    let pins = read(&r.join("meta-state/pins.yaml"));
+    assert!(!pins.contains("box: "), "{pins}");
+    assert!(
+        read(&r.join("meta-state/image-tests.yaml")).contains(&format!("{TOP}:\n  ok: false\n"))
     );
 }

@@ -207,7 +207,8 @@ impl<'a> Runner<'a> {
     }
 
     /// After a real instance-image apply: every ephemeral machine it
-    /// launched (and its runtime tore down) is forgotten.
+    /// launched (and its runtime tore down) is forgotten; one whose
+    /// verification failed in this run then fails the run.
     pub(super) fn forget_ephemerals(&mut self) -> Result<(), String> {
         let launched = self.read_launch_params()?;
         let ops = crate::run::operations::Ops {
@@ -215,13 +216,21 @@ impl<'a> Runner<'a> {
             system: self.system,
             run: self.run_id.clone(),
         };
+        let mut failed = Vec::new();
         for (name, r) in &launched.instances {
             if r.launched && r.params.get("ephemeral") == Some(&J::Bool(true)) {
                 let line = ops.forget_ephemeral(name)?;
                 self.info(line);
+                // Torn down whatever its verdict (on_failure: teardown):
+                // the run fails now, its records matching what exists.
+                failed.extend(ops.failed_in_this_run(name)?);
             }
         }
-        Ok(())
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(failed.join("; "))
+        }
     }
 
     fn read_launch_params(

@@ -157,6 +157,29 @@ impl Ops<'_> {
         }
     }
 
+    /// The failure of `instance`'s last verdict when this run recorded it
+    /// and it failed (`instance <n> failed verification: ...`).
+    pub fn failed_in_this_run(&self, instance: &str) -> Result<Option<String>, String> {
+        let file: serde_json::Map<String, J> =
+            crate::state::meta_state::read(self.system, &self.ws.root, VERIFICATIONS)?;
+        let last = file
+            .get("verifications")
+            .and_then(J::as_array)
+            .into_iter()
+            .flatten()
+            .rev()
+            .find(|v| v.get("instance").and_then(J::as_str) == Some(instance));
+        Ok(last
+            .filter(|v| v.get("run").and_then(J::as_str) == Some(self.run.as_str()))
+            .filter(|v| v.get("ok").and_then(J::as_bool) != Some(true))
+            .map(|v| {
+                format!(
+                    "instance {instance} failed verification: {}",
+                    failed_checks(v)
+                )
+            }))
+    }
+
     /// `verify assert`: the last recorded verdict must be ok.
     pub fn verify_assert(&self) -> Result<String, String> {
         let file: serde_json::Map<String, J> =
@@ -174,26 +197,31 @@ impl Ops<'_> {
                 s("run")
             ))
         } else {
-            let failed: Vec<String> = last
-                .get("checks")
-                .and_then(J::as_array)
-                .into_iter()
-                .flatten()
-                .filter(|c| c.get("ok").and_then(J::as_bool) != Some(true))
-                .map(|c| {
-                    format!(
-                        "{}: {}",
-                        c.get("check").and_then(J::as_str).unwrap_or("?"),
-                        c.get("detail").and_then(J::as_str).unwrap_or("")
-                    )
-                })
-                .collect();
             Err(format!(
                 "verify assert: the last verification failed: instance {} failed verification: {} (run {})",
                 s("instance"),
-                failed.join("; "),
+                failed_checks(last),
                 s("run")
             ))
         }
     }
+}
+
+/// A recorded verdict's failed checks: `check: detail; check: detail`.
+fn failed_checks(verdict: &J) -> String {
+    let failed: Vec<String> = verdict
+        .get("checks")
+        .and_then(J::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|c| c.get("ok").and_then(J::as_bool) != Some(true))
+        .map(|c| {
+            format!(
+                "{}: {}",
+                c.get("check").and_then(J::as_str).unwrap_or("?"),
+                c.get("detail").and_then(J::as_str).unwrap_or("")
+            )
+        })
+        .collect();
+    failed.join("; ")
 }
