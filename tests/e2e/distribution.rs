@@ -5,9 +5,8 @@
 //! which a child image installs a package from the archive.
 
 use std::path::Path;
-use std::process::Command;
 
-use crate::support::{edit, read, validate_refuses};
+use crate::support::{csis_text, edit, read, validate_refuses};
 use csis_test_support::tree;
 
 const NOW: i64 = 1796226804;
@@ -25,20 +24,7 @@ fn from_distribution(root: &Path, distribution: &str) {
 }
 
 fn csis(root: &Path, args: &[&str]) -> (Option<i32>, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_csis"))
-        .arg("--root-dir")
-        .arg(root)
-        .args(args)
-        .env("CSIS_NOW", NOW.to_string())
-        .env_remove("CSIS_ROOT_DIR")
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code(), text)
+    csis_text(root, NOW, args)
 }
 
 #[test]

@@ -4,9 +4,8 @@
 //! nothing is recorded; the record lists what ran.
 
 use std::path::Path;
-use std::process::Command;
 
-use crate::support::{edit, read};
+use crate::support::{csis_text, edit, read};
 use csis_test_support::tree;
 
 const NOW: i64 = 1796226804;
@@ -23,19 +22,7 @@ fn top_tests(root: &Path, tests: &str) {
 }
 
 fn real_run(root: &Path) -> (Option<i32>, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_csis"))
-        .arg("--root-dir")
-        .arg(root)
-        .args(["run", "all", "--no-dry-run"])
-        .env("CSIS_NOW", NOW.to_string())
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code(), text)
+    csis_text(root, NOW, &["run", "all", "--no-dry-run"])
 }
 
 #[test]

@@ -17,6 +17,20 @@ pub fn csis_at(root: &Path, now: i64, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `csis --root-dir ROOT ARGS` at a fixed clock: its exit code, and its
+/// stdout then stderr as one text.
+pub fn csis_text(root: &Path, now: i64, args: &[&str]) -> (Option<i32>, String) {
+    let o = csis_at(root, now, args);
+    (
+        o.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+    )
+}
+
 /// `csis --root-dir ROOT run all --no-dry-run` at a fixed clock, started
 /// in the background with its output dropped: a run a test kills.
 pub fn spawn_real_run(root: &Path, now: i64) -> std::process::Child {

@@ -5,7 +5,7 @@
 
 use std::process::Output;
 
-use crate::support::{csis_at, edit, ok, read};
+use crate::support::{csis_at, csis_text, edit, ok, read};
 use csis_test_support::tree;
 
 const NOW: i64 = 1796226804;
@@ -202,15 +202,7 @@ fn ephemeral_with_post_bake(post_bake: &str, extra: &str) -> tempfile::TempDir {
 }
 
 fn real_run(r: &std::path::Path) -> (Option<i32>, String) {
-    let o = csis_at(r, NOW, &["run", "all", "--no-dry-run"]);
-    (
-        o.status.code(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        ),
-    )
+    csis_text(r, NOW, &["run", "all", "--no-dry-run"])
 }
 
 #[test]

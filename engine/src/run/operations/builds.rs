@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use csis_model::models::Item;
 use csis_model::{Value, Vct};
 
-use crate::db::Db;
 use crate::load::builders::builders;
 use crate::state::lineage::{Lineage, Pins, Releases, read_json, write_json};
 
@@ -79,16 +78,8 @@ impl Ops<'_> {
             let Some(rec) = lineage.build(id).cloned() else {
                 continue;
             };
-            let runtime_decl = b
-                .resolve(Vct::RuntimeBuilderModel, &rec.runtime)
-                .ok_or_else(|| format!("dispose: unknown runtime '{}'", rec.runtime))?;
-            let spec = self
-                .ws
-                .db
-                .registry()
-                .model(runtime_decl.classification, runtime_decl.model)
-                .ok_or_else(|| format!("dispose: runtime '{}' has no builder", rec.runtime))?;
-            (spec.builder)(runtime_decl).dispose_image(&self.ws.root, id)?;
+            let (_, hooks) = self.runtime_hooks("dispose", &rec.runtime)?;
+            hooks.dispose_image(&self.ws.root, id)?;
             lineage.builds.retain(|r| r.build_id != *id);
             write_json(self.system, &self.ws.root, "lineage.yaml", &lineage)?;
             log.push(format!(

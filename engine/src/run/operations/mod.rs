@@ -41,6 +41,27 @@ pub struct Ops<'a> {
 }
 
 impl Ops<'_> {
+    /// A runtime's hooks, by the runtime's name as declared or resolved
+    /// (`default`); the error names it, after `what` (the command).
+    fn runtime_hooks(
+        &self,
+        what: &str,
+        runtime: &str,
+    ) -> Result<(String, Box<dyn csis_plugin_api::Builder>), String> {
+        use crate::db::Db;
+        let b = builders(&self.ws.db, self.ws.tree);
+        let decl = b
+            .resolve(Vct::RuntimeBuilderModel, runtime)
+            .ok_or_else(|| format!("{what}: unknown runtime '{runtime}'"))?;
+        let spec = self
+            .ws
+            .db
+            .registry()
+            .model(decl.classification, decl.model)
+            .ok_or_else(|| format!("{what}: runtime '{runtime}' has no builder"))?;
+        Ok((decl.name().to_string(), (spec.builder)(decl)))
+    }
+
     fn lineage(&self) -> Result<Lineage, String> {
         read_json(self.system, &self.ws.root, "lineage.yaml")
     }

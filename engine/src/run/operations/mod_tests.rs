@@ -6,12 +6,9 @@
 //! modification whose hash has passed or failed is not tested again: its
 //! content is what was tested (a skipped one is tried again).
 
-use csis_model::Vct;
 use csis_model::models::Item;
 use serde_json::{Value as J, json};
 
-use crate::db::Db;
-use crate::load::builders::builders;
 use crate::plan::fingerprint::{SeriesKey, fingerprint_detail};
 use crate::plan::hook_context::EngineContext;
 
@@ -197,17 +194,8 @@ impl Ops<'_> {
         parent_build: &str,
         names: &[String],
     ) -> Result<Vec<csis_plugin_api::ModTestOutcome>, String> {
-        let b = builders(&self.ws.db, self.ws.tree);
-        let decl = b
-            .resolve(Vct::RuntimeBuilderModel, &c.runtime)
-            .ok_or_else(|| format!("unknown runtime '{}'", c.runtime))?;
-        let spec = self
-            .ws
-            .db
-            .registry()
-            .model(decl.classification, decl.model)
-            .ok_or_else(|| format!("runtime '{}' has no builder", c.runtime))?;
+        let (_, hooks) = self.runtime_hooks("test-mods", &c.runtime)?;
         let ctx = EngineContext::outside_run(&self.ws.db, self.ws.tree);
-        (spec.builder)(decl).test_modifications(&ctx, &self.ws.root, &c.image, parent_build, names)
+        hooks.test_modifications(&ctx, &self.ws.root, &c.image, parent_build, names)
     }
 }

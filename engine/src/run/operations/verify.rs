@@ -6,12 +6,10 @@
 //! image-tests.yaml under the build, which `release` reads.
 
 use csis_model::models::Item;
-use csis_model::{ItemKind, Value, Vct};
+use csis_model::{ItemKind, Value};
 use csis_plugin_api::{Verdict, VerifyRequest};
 use serde_json::{Value as J, json};
 
-use crate::db::Db;
-use crate::load::builders::builders;
 use crate::load::items::ItemId;
 use crate::load::items_model::structured_item;
 use crate::plan::hook_context::EngineContext;
@@ -41,16 +39,12 @@ impl Ops<'_> {
         let Some(Item::Instance(inst)) = structured_item(db, id).item.as_deref().cloned() else {
             return Err(format!("verify: instance '{name}' is not declared"));
         };
-        let b = builders(db, self.ws.tree);
-        let decl = b
-            .resolve(Vct::RuntimeBuilderModel, &inst.runtime)
-            .ok_or_else(|| {
-                format!(
-                    "verify: instance '{name}' names runtime '{}', which is not configured",
-                    inst.runtime
-                )
-            })?;
-        let runtime = decl.name().to_string();
+        let (runtime, hooks) = self.runtime_hooks("verify", &inst.runtime).map_err(|_| {
+            format!(
+                "verify: instance '{name}' names runtime '{}', which is not configured",
+                inst.runtime
+            )
+        })?;
         let image = csis_model::naming::safe_name(inst.image.as_deref().unwrap_or_default());
         let post_bake = match self.image(&image).as_deref() {
             Some(Item::Image(img)) => img.tests.get("post_bake").and_then(Value::as_map).cloned(),
@@ -75,12 +69,8 @@ impl Ops<'_> {
                 .unwrap_or_default(),
             mounts,
         };
-        let spec = db
-            .registry()
-            .model(decl.classification, decl.model)
-            .ok_or_else(|| format!("verify: runtime '{runtime}' has no builder"))?;
         let ctx = EngineContext::outside_run(db, self.ws.tree);
-        let checks = match (spec.builder)(decl)
+        let checks = match hooks
             .verify_instance(&ctx, &self.ws.root, &req)
             .map_err(|e| format!("verify: instance '{name}' on runtime '{runtime}': {e}"))?
         {
