@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use csis_engine::run::operations::VerifyOutcome;
+use csis_engine::run::operations::verify::VerifyOutcome;
 use csis_engine::workspace::Workspace;
 
 use super::operations::ops;

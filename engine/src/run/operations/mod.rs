@@ -14,13 +14,10 @@
 //!   runtime, into mod-tests.yaml (which `release` reads).
 
 mod builds;
-mod mod_tests;
+pub mod mod_tests;
 mod pins;
 mod release;
-mod verify;
-
-pub use mod_tests::ModTestsReport;
-pub use verify::VerifyOutcome;
+pub mod verify;
 
 use csis_model::models::Item;
 use csis_model::{ItemKind, Vct};
