@@ -78,10 +78,16 @@ fn forget_refuses_a_declared_instance_and_drops_a_stale_record() {
         "error: forget: instance 'box' is declared; remove its declaration (decommission it) before forgetting its record"
     );
     std::fs::remove_file(r.join("instances/box.yml")).unwrap();
+    let state = std::fs::read_to_string(r.join("meta-state/instance-state.yaml")).unwrap();
+    assert!(state.contains("    current:\n"), "{state}");
     assert_eq!(
         ok(csis_at(r, T1, &["forget", "instance", "box"])).trim(),
         format!("forget: instance box (was on {TOP0})")
     );
+    // Its generation closes: nothing of it stands any more.
+    let state = std::fs::read_to_string(r.join("meta-state/instance-state.yaml")).unwrap();
+    assert!(state.contains("current: null"), "{state}");
+    assert!(state.contains("why: forget"), "{state}");
     assert_eq!(
         refused(csis_at(r, T1, &["forget", "instance", "box"])),
         "error: forget: instance 'box' has no record in pins.yaml or launch-params.yaml"

@@ -92,7 +92,7 @@ pub fn opened(state: &InstanceState, launched: &[(String, bool)], run: &str) -> 
     next
 }
 
-/// The standing machine of `name` gone (`why`: ephemeral, decommission):
+/// The standing machine of `name` gone (`why`: ephemeral, forget):
 /// its generation closes; the counters stay.
 pub fn closed(state: &InstanceState, name: &str, run: &str, why: &str) -> InstanceState {
     let mut next = state.clone();

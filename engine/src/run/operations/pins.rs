@@ -230,17 +230,25 @@ impl Ops<'_> {
                 "forget: instance '{name}' is declared; remove its declaration (decommission it) before forgetting its record"
             ));
         }
-        self.forget_record(&name, "forget")
+        // Its open generation closes too: the machine is no longer
+        // anyone's, and a new declaration of the name starts a new one.
+        self.forget_closing(&name, "forget")
     }
 
     /// After a real apply launched (and tore down) an ephemeral instance:
     /// its launch record and pin go (journaled `op: ephemeral`) and its
     /// generation closes as ephemeral, so the next run launches it anew.
     pub fn forget_ephemeral(&self, name: &str) -> Result<String, String> {
+        self.forget_closing(name, "ephemeral")
+    }
+
+    /// [`Self::forget_record`], then the instance's open generation closed
+    /// in instance-state.yaml with `op` as its why.
+    fn forget_closing(&self, name: &str, op: &str) -> Result<String, String> {
         use crate::state::instance_state::{FILE, InstanceState, closed};
-        let line = self.forget_record(name, "ephemeral")?;
+        let line = self.forget_record(name, op)?;
         let state: InstanceState = read_json(self.system, &self.ws.root, FILE)?;
-        let after = closed(&state, name, &self.run, "ephemeral");
+        let after = closed(&state, name, &self.run, op);
         if after != state {
             write_json(self.system, &self.ws.root, FILE, &after)?;
         }
