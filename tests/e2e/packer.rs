@@ -142,7 +142,12 @@ fn a_real_run_bakes_in_order_and_records_the_builds_then_bakes_nothing() {
     ] {
         assert!(lineage.contains(&id), "{id}\n{lineage}");
     }
-    assert!(lineage.contains("in_bake: true"), "{lineage}");
+    // Each record lists what its template's verification checked (the
+    // build exists only because it passed), web's declared file among them.
+    assert!(
+        lineage.contains("    tests:\n      in_bake: true\n      assertions: 4\n      checks:\n        - admin user csis-admin\n        - admin key ssh-ed25519 of csis-admin\n        - file /etc/motd\n        - csis first-boot unit installed\n"),
+        "{lineage}"
+    );
     // A packer bake applies every modification: web's two, on each runtime.
     assert_eq!(
         lineage.matches("operation: applied").count(),

@@ -13,9 +13,9 @@ use crate::state::lineage::{
 use crate::workspace::Workspace;
 
 /// The record's `tests`: what the bake's manifest says its in-bake
-/// verification ran (`in_bake.checks`, the local runtime), else the count
-/// of the declared test kinds (a packer bake, whose verification is its
-/// last provisioner: a build exists only because it passed).
+/// verification ran (`in_bake.checks`: the local runtime's manifest, a
+/// packer build's custom_data), else the count of the declared test kinds
+/// (a packer template from before the list).
 fn in_bake_record(manifest: &J, declared: usize) -> J {
     match manifest.get("in_bake") {
         Some(ran) => serde_json::json!({
@@ -263,7 +263,7 @@ fn from_packer(
                 )
             })?;
     }
-    Ok(serde_json::json!({
+    let mut manifest = serde_json::json!({
         "build_id": build_id,
         "series": series,
         "runtime": runtime,
@@ -274,5 +274,17 @@ fn from_packer(
             "csis_identity_types": s("identity_types"),
             "csis_storage_types": s("storage_types"),
         },
-    }))
+    });
+    // The template's verification ran last and passed, or there would
+    // be no build: what it checked is what ran. A template written before
+    // csis listed them leaves the declared count.
+    if let Ok(J::Array(checks)) = serde_json::from_str::<J>(&s("in_bake_checks"))
+        && let J::Object(m) = &mut manifest
+    {
+        m.insert(
+            "in_bake".into(),
+            serde_json::json!({"assertions": checks.len(), "checks": checks}),
+        );
+    }
+    Ok(manifest)
 }

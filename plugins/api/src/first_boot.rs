@@ -70,6 +70,9 @@ pub fn install_lines() -> Vec<String> {
     ]
 }
 
+/// What [`installed_assertion`] checks, as a build's record lists it.
+pub const INSTALLED_CHECK: &str = "csis first-boot unit installed";
+
 /// The in-bake assertion that the unit is installed and enabled.
 pub fn installed_assertion() -> String {
     format!(

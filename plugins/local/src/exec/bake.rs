@@ -113,7 +113,7 @@ fn verify_in_bake(
         .collect();
     if bootable {
         checks.push((
-            "csis first-boot unit installed".into(),
+            first_boot::INSTALLED_CHECK.into(),
             first_boot::installed_assertion(),
         ));
     }

@@ -51,6 +51,7 @@ pub(super) fn render(
         variables,
         provisioners,
         parent_record,
+        in_bake_checks,
     } = plan;
     let series = bake.series.clone();
     let runtime = rt.decl.name();
@@ -121,6 +122,11 @@ pub(super) fn render(
         ("run".into(), Expr::raw("var.csis_run")),
         ("identity_types".into(), Expr::str(ids.join(","))),
         ("storage_types".into(), Expr::str(sts.join(","))),
+        // A JSON list in one string: custom_data holds strings only.
+        (
+            "in_bake_checks".into(),
+            Expr::str(serde_json::to_string(&in_bake_checks).unwrap_or_default()),
+        ),
     ]);
     let build = Block::new("build", Vec::<String>::new())
         .attr("name", bake.source_name.as_str())

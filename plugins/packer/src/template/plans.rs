@@ -93,6 +93,8 @@ pub(super) struct Plan {
     pub(super) provisioners: Vec<Block>,
     /// The build's parent as custom_data records it.
     pub(super) parent_record: Expr,
+    /// What its in-bake verification checks, for the build's record.
+    pub(super) in_bake_checks: Vec<String>,
 }
 
 fn is_identifier(s: &str) -> bool {
@@ -172,7 +174,8 @@ pub fn bakes(ctx: &dyn HookContext, me: &BuilderDecl, base: bool) -> HookResult<
                 admin_setup(&os.admin_user, &keys).into_iter().collect();
             // Only here, in the base: its children inherit the unit.
             provisioners.push(first_boot_install());
-            provisioners.extend(closing(&rt, &os.admin_user, &keys, &tests));
+            let (closing, in_bake_checks) = closing(&rt, &os.admin_user, &keys, &tests);
+            provisioners.extend(closing);
             let tags = lineage_tags(
                 ctx,
                 series,
@@ -200,6 +203,7 @@ pub fn bakes(ctx: &dyn HookContext, me: &BuilderDecl, base: bool) -> HookResult<
                 variables: Vec::new(),
                 provisioners,
                 parent_record: Expr::str("vendor"),
+                in_bake_checks,
             });
         }
     } else {
@@ -268,7 +272,8 @@ pub fn bakes(ctx: &dyn HookContext, me: &BuilderDecl, base: bool) -> HookResult<
             let mut provisioners =
                 mod_provisioners(ctx, &name, &view, &up_to_root(&asset_path), &variables)?;
             let keys = admin_keys(root, &config);
-            provisioners.extend(closing(&rt, &root.admin_user, &keys, &img.tests));
+            let (closing, in_bake_checks) = closing(&rt, &root.admin_user, &keys, &img.tests);
+            provisioners.extend(closing);
             let tags = lineage_tags(
                 ctx,
                 &name,
@@ -292,6 +297,7 @@ pub fn bakes(ctx: &dyn HookContext, me: &BuilderDecl, base: bool) -> HookResult<
                 variables,
                 provisioners,
                 parent_record,
+                in_bake_checks,
             });
         }
     }

@@ -7,7 +7,7 @@ use csis_hcl::{Block, Expr};
 use csis_model::models::ItemView;
 use csis_model::{Map, Value};
 use csis_plugin_api::first_boot;
-use csis_plugin_api::image_tests::{in_bake_assertions, shell_quote};
+use csis_plugin_api::image_tests::{in_bake_checks, shell_quote};
 use csis_plugin_api::{HookContext, HookResult};
 
 use super::runtime::Runtime;
@@ -74,15 +74,23 @@ pub(super) fn first_boot_install() -> Block {
 }
 
 /// The last provisioners: the runtime's finalize commands, then the
-/// in-bake verification.
-pub(super) fn closing(rt: &Runtime, admin_user: &str, keys: &[String], tests: &Map) -> Vec<Block> {
+/// in-bake verification; and what that verification checks, in order,
+/// for the build's record (custom_data `in_bake_checks`).
+pub(super) fn closing(
+    rt: &Runtime,
+    admin_user: &str,
+    keys: &[String],
+    tests: &Map,
+) -> (Vec<Block>, Vec<String>) {
     let mut out = Vec::new();
     let finalize = rt.hooks.bake_finalize_commands();
     if !finalize.is_empty() {
         out.push(shell(finalize, Vec::new()));
     }
+    let checks = in_bake_checks(admin_user, keys, tests);
+    let mut what: Vec<String> = checks.iter().map(|c| c.what.clone()).collect();
     let mut verify = vec!["echo 'csis in-bake verification'".to_string()];
-    verify.extend(in_bake_assertions(admin_user, keys, tests));
+    verify.extend(checks.into_iter().map(|c| c.line));
     // Here rather than in the shared in_bake_assertions: every packer
     // bake descends from a base that installed the unit
     // ([`first_boot_install`]), so every one (a child too: a parent's
@@ -90,8 +98,9 @@ pub(super) fn closing(rt: &Runtime, admin_user: &str, keys: &[String], tests: &M
     // other runtimes install the unit by their own means and decide
     // their own verification.
     verify.push(first_boot::installed_assertion());
+    what.push(first_boot::INSTALLED_CHECK.to_string());
     out.push(shell(verify, Vec::new()));
-    out
+    (out, what)
 }
 
 /// The modifications of an image as provisioners: each bash
