@@ -262,26 +262,16 @@ impl DistributionRoot {
             );
             f.error_at("variant", msg);
         }
-        let packages = f.str_list("packages");
-        for p in &packages {
-            if !valid_word(p) {
-                let msg = format!(
-                    "{}: package '{p}' is not a package name (letters, digits and `.+-:=~_`, not starting with `-`)",
-                    f.owner()
-                );
-                f.error_at("packages", msg);
-            }
-        }
-        let components = f.str_list("components");
-        for c in &components {
-            if !valid_word(c) {
-                let msg = format!(
-                    "{}: component '{c}' is not an archive component name (for example main, contrib)",
-                    f.owner()
-                );
-                f.error_at("components", msg);
-            }
-        }
+        let packages = words(
+            f,
+            "packages",
+            "is not a package name (letters, digits and `.+-:=~_`, not starting with `-`)",
+        );
+        let components = words(
+            f,
+            "components",
+            "is not an archive component name (for example main, contrib)",
+        );
         let mirror = f.opt_str("mirror");
         if let Some(m) = &mirror
             && !["http://", "https://", "file:/"]
@@ -302,6 +292,18 @@ impl DistributionRoot {
             mirror,
         }
     }
+}
+
+/// The list under `key` (packages, components), each entry refused at
+/// the key unless it is a [`valid_word`]: `<owner>: package 'x' <why>`.
+fn words(f: &mut Fields<'_>, key: &'static str, why: &str) -> Vec<String> {
+    let list = f.str_list(key);
+    let noun = key.trim_end_matches('s');
+    for w in list.iter().filter(|w| !valid_word(w)) {
+        let msg = format!("{}: {noun} '{w}' {why}", f.owner());
+        f.error_at(key, msg);
+    }
+    list
 }
 
 /// A package or component name as mmdebstrap takes it on its command
