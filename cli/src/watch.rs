@@ -184,8 +184,10 @@ pub fn watch(args: WatchArgs) -> ExitCode {
                 SourceRead::Text { text, link: false } if ws.set_file_text(rel, &text) => {}
                 // A new or removed file changes the listing.
                 _ => {
-                    reload |=
-                        rel.ends_with(".yml") || rel.ends_with(".yaml") || ws.file(rel).is_some()
+                    reload |= rel.ends_with(".yml")
+                        || rel.ends_with(".yaml")
+                        || ws.file(rel).is_some()
+                        || ws.digested(rel)
                 }
             }
         }

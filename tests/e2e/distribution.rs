@@ -144,3 +144,55 @@ fn from_distribution_packages(root: &Path) {
         "distribution: {suite: bookworm, variant: apt, packages: [hello]}",
     );
 }
+
+/// A vendor image given as a root tarball: the base bake unpacks it (links
+/// and modes kept), and its fingerprint holds the tarball's digest, so new
+/// bytes re-bake the base where the same bytes leave it current.
+#[test]
+fn a_vendor_root_tarball_is_unpacked_and_fingerprinted_by_its_content() {
+    let t = tree("local-run");
+    let r = t.path();
+    let pack = |extra: Option<&str>| {
+        if let Some(name) = extra {
+            std::fs::write(r.join("vendor/tiny-os/etc").join(name), "new\n").unwrap();
+        }
+        let status = std::process::Command::new("tar")
+            .arg("-C")
+            .arg(r.join("vendor/tiny-os"))
+            .arg("-cf")
+            .arg(r.join("vendor/tiny-os.tar"))
+            .arg(".")
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    pack(None);
+    edit(
+        r,
+        "cfg/builders.yml",
+        "image_id: vendor/tiny-os",
+        "image_id: vendor/tiny-os.tar",
+    );
+    let (code, out) = csis(r, &["run", "all", "--no-dry-run"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains(&format!("baked tiny-here-{RUN} from vendor\n")),
+        "{out}"
+    );
+    let root = r.join(format!("store/images/tiny-here-{RUN}/root"));
+    assert!(root.join("bin/busybox").is_file());
+    assert_eq!(
+        std::fs::read_link(root.join("bin/sh")).unwrap(),
+        std::fs::read_link(r.join("vendor/tiny-os/bin/sh")).unwrap()
+    );
+    let (_, out) = csis(r, &["plan"]);
+    assert!(out.contains("Plan: 0 to bake, 4 current"), "{out}");
+    // The same bytes again: still current.
+    pack(None);
+    let (_, out) = csis(r, &["plan"]);
+    assert!(out.contains("Plan: 0 to bake, 4 current"), "{out}");
+    pack(Some("added"));
+    let (_, out) = csis(r, &["plan", "--explain"]);
+    assert!(out.contains("tiny@here: bake: inputs changed"), "{out}");
+    assert!(out.contains("vendor.image_digest"), "{out}");
+}

@@ -86,6 +86,9 @@ pub struct PathFact {
     pub canonical: Option<std::path::PathBuf>,
     /// The path itself is a symbolic link.
     pub symlink: bool,
+    /// The blake3 digest of its bytes, taken for a file the configuration
+    /// names by content rather than as text (a vendor root tarball).
+    pub digest: Option<String>,
 }
 
 #[salsa::db]

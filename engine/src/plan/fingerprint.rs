@@ -173,6 +173,30 @@ pub fn referenced_files(db: &dyn Db, tree: Tree) -> Vec<String> {
     out
 }
 
+/// Every OS builder entry's `image_id` that names a root tarball
+/// (`*.tar`): the load takes each one's digest, the base's fingerprint
+/// holds it.
+pub fn vendor_archives(db: &dyn Db, tree: Tree) -> Vec<String> {
+    let b = builders(db, tree);
+    let mut out: Vec<String> = b
+        .by_class
+        .get(&Vct::OsBuilderModel)
+        .into_iter()
+        .flat_map(|m| m.values())
+        .filter_map(|d| match &d.base {
+            BaseBuilder::Os(os) => Some(os),
+            _ => None,
+        })
+        .flat_map(|os| os.runtimes.iter())
+        .filter_map(|e| e.image_id.clone())
+        .filter(|id| id.ends_with(".tar"))
+        .filter(|id| csis_model::confine::relative_path_problem("image_id", id).is_none())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 fn runtime_of_image_builder(b: &Builders, image_builder: &str) -> Option<String> {
     b.resolve(Vct::ImageBuilderModel, image_builder)
         .and_then(|d| d.base.runtime().map(str::to_string))
@@ -402,6 +426,16 @@ fn base_fingerprint(
     // a key order moves nothing, a package added anywhere in the chain
     // (or the OS defaults) moves exactly the bases whose chain holds it.
     let mut fields = fields;
+    // A root tarball is hashed by content, a directory by its path only.
+    if let Some(digest) = entry
+        .image_id
+        .as_ref()
+        .and_then(|id| tree.path_facts(db).get(id))
+        .and_then(|f| f.digest.clone())
+        && let Some(J::Object(v)) = fields.get_mut("vendor")
+    {
+        v.insert("image_digest".to_string(), J::String(digest));
+    }
     // A root built from a distribution hashes its spec; a tree whose
     // bases start from directories keeps the fingerprints it had.
     if let (Some(d), J::Object(m)) = (&entry.distribution, &mut fields) {

@@ -25,6 +25,15 @@ impl Workspace {
                     .any(|r| !self.remote_tried.contains(&r.location)))
     }
 
+    /// Whether the load took `path`'s digest (a vendor root tarball): a
+    /// change to it is followed by a load, which takes it again.
+    pub fn digested(&self, path: &str) -> bool {
+        self.tree
+            .path_facts(&self.db)
+            .get(path)
+            .is_some_and(|f| f.digest.is_some())
+    }
+
     /// Replace one file's text (an edit). Returns false for a file the tree
     /// does not hold.
     pub fn set_file_text(&mut self, path: &str, text: &str) -> bool {

@@ -295,8 +295,30 @@ files inside the tree",
             PathFact {
                 canonical: Some(real_root.clone()),
                 symlink: false,
+                digest: None,
             },
         );
+        // A vendor image given as a root tarball enters its base's
+        // fingerprint by content: its digest, taken once here.
+        for rel in crate::plan::fingerprint::vendor_archives(&db, tree) {
+            let abs = root.join(&rel);
+            let canonical = system.canonicalize(&abs).ok();
+            let symlink = system.is_symlink(&abs);
+            let inside = canonical
+                .as_ref()
+                .is_some_and(|c| c.starts_with(&real_root));
+            let digest = (inside && !symlink && !system.is_dir(&abs))
+                .then(|| system.digest(&abs).ok().flatten())
+                .flatten();
+            facts.insert(
+                rel,
+                PathFact {
+                    canonical,
+                    symlink,
+                    digest,
+                },
+            );
+        }
         tree.set_path_facts(&mut db)
             .with_durability(Durability::MEDIUM)
             .to(Arc::new(facts.clone()));
@@ -314,6 +336,7 @@ files inside the tree",
                 let fact = PathFact {
                     canonical: system.canonicalize(&abs).ok(),
                     symlink: system.is_symlink(&abs),
+                    digest: None,
                 };
                 // Only a file inside the tree is read (a chain leaving it
                 // is refused by the resolver with its own message).

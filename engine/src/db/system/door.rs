@@ -31,6 +31,14 @@ pub trait System: Send + Sync {
     fn now_unix(&self) -> i64;
     /// A file's bytes; `Ok(None)` when it does not exist.
     fn read_bytes(&self, path: &Path) -> io::Result<Option<Vec<u8>>>;
+    /// The blake3 digest (hex) of a file's bytes; `Ok(None)` when it does
+    /// not exist. For files fingerprinted by content, not read as text (a
+    /// vendor image's root tarball).
+    fn digest(&self, path: &Path) -> io::Result<Option<String>> {
+        Ok(self
+            .read_bytes(path)?
+            .map(|b| blake3::hash(&b).to_hex().to_string()))
+    }
     /// Write a file whole or not at all, durably: a temporary file in the
     /// same directory, fsync'd, renamed over the target, then the
     /// directory fsync'd; once this returns, the new file survives a power

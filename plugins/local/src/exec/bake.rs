@@ -15,7 +15,8 @@ use super::layer::{Layer, apply_upper, remove_bake_dir};
 use super::modification::apply_mod;
 use super::sandbox::{BASH, Sandbox, resolve_inside};
 use super::store::{
-    copy_tree, head_path, io_err, link_tree, unpack_root, unpack_root_archives, write_atomic,
+    confined, copy_tree, head_path, io_err, link_tree, unpack_root, unpack_root_archives,
+    write_atomic,
 };
 use super::{Env, field, network, store};
 
@@ -140,7 +141,8 @@ pub(super) fn bake(env: &Env, spec: &J) -> Result<String, String> {
     let runtime = field(spec, "runtime")?;
     let build_id = crate::build_id(series, runtime, &env.run_id);
     let template_build = spec.get("vendor_kind").and_then(J::as_str) == Some("template-build");
-    // A base from a distribution starts from its cached root tarball.
+    // A base from a distribution (its cached root) or from a vendor
+    // tarball is unpacked, not copied.
     let mut tarball = None;
     let mut origin = String::new();
     let (parent_root, parent_id) = match field(spec, "kind")? {
@@ -164,10 +166,15 @@ pub(super) fn bake(env: &Env, spec: &J) -> Result<String, String> {
             (tar, "vendor".to_string())
         }
         "base" => {
-            let vendor = env.root.join(field(spec, "vendor")?);
-            if !vendor.is_dir() {
+            // Inside the root, through its symlinks too, as the load
+            // requires to take a tarball's digest.
+            let vendor = confined(&env.root, "image_id", field(spec, "vendor")?)?;
+            let archive = vendor.extension().is_some_and(|x| x == "tar");
+            if archive && vendor.is_file() {
+                tarball = Some(vendor.clone());
+            } else if !vendor.is_dir() {
                 return Err(format!(
-                    "vendor image {} is not a directory (the OS builder entry's image_id names it, relative to the root)",
+                    "vendor image {} is not a directory or a root tarball (*.tar) (the OS builder entry's image_id names it, relative to the root)",
                     vendor.display()
                 ));
             }

@@ -117,6 +117,18 @@ impl System for OsSystem {
         }
     }
 
+    /// Read in pieces: a root tarball is hundreds of megabytes.
+    fn digest(&self, path: &Path) -> io::Result<Option<String>> {
+        let file = match std::fs::File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let mut hasher = blake3::Hasher::new();
+        hasher.update_reader(file)?;
+        Ok(Some(hasher.finalize().to_hex().to_string()))
+    }
+
     fn write_atomic(&self, path: &Path, bytes: &[u8], executable: bool) -> io::Result<()> {
         os_replace(path, bytes, executable, true)
     }
