@@ -41,6 +41,7 @@ fn main() {
         explain: false,
         no_state_query: true,
         lock_token: None,
+        carried_env: Vec::new(),
     };
     let written = std::cell::Cell::new(0usize);
     let mut log = |_: Level, line: String| {

@@ -207,6 +207,7 @@ fn generate_all(ws: &Workspace, sys: &MemorySystem, record: bool, stats: bool) -
         explain: false,
         no_state_query: true,
         lock_token: None,
+        carried_env: Vec::new(),
     };
     let summary = csis_engine::run::run(ws, sys, &req, &mut |_: Level, _: String| {});
     assert!(

@@ -20,15 +20,18 @@ pub struct Cli {
     /// from here up that holds cfg/ with YAML in it, else .]
     #[arg(long, env = "CSIS_ROOT_DIR", global = true)]
     pub root_dir: Option<PathBuf>,
-    /// An overlay file applied for this invocation only (repeatable).
-    #[arg(long = "overlay", value_name = "FILE", global = true)]
+    /// An overlay file applied for this invocation only (repeatable). A
+    /// run hands its overlays to the csis steps of its runner scripts in
+    /// CSIS_OVERLAYS (one path per line).
+    #[arg(long = "overlay", value_name = "FILE", global = true, env = OVERLAYS_ENV, value_delimiter = '\n')]
     pub overlays: Vec<PathBuf>,
     /// The most bytes csis reads from one file (a number, or with KiB,
     /// MiB or GiB); a larger file is refused unread [default: 16MiB]
     #[arg(long, env = "CSIS_MAX_FILE_SIZE", value_name = "BYTES", global = true, value_parser = parse_size)]
     pub max_file_size: Option<u64>,
-    /// Remove an item for this invocation only: KIND:NAME (repeatable).
-    #[arg(long = "undeclare", value_name = "KIND:NAME", global = true)]
+    /// Remove an item for this invocation only: KIND:NAME (repeatable;
+    /// handed to a run's csis steps in CSIS_UNDECLARE).
+    #[arg(long = "undeclare", value_name = "KIND:NAME", global = true, env = UNDECLARE_ENV, value_delimiter = '\n')]
     pub undeclare: Vec<String>,
     /// Diagnostics as `file:line:col: message` lines instead of snippets.
     #[arg(long, global = true)]
@@ -70,6 +73,11 @@ pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
         .filter(|n| *n > 0)
         .ok_or_else(|| format!("'{text}' is not a positive number of bytes"))
 }
+
+/// The variables a run's csis steps read its overlays and `--undeclare`
+/// flags from (main.rs `carried_env`).
+pub const OVERLAYS_ENV: &str = "CSIS_OVERLAYS";
+pub const UNDECLARE_ENV: &str = "CSIS_UNDECLARE";
 
 #[derive(Subcommand)]
 pub enum Command {

@@ -23,6 +23,8 @@ mod root;
 mod watch;
 
 use std::process::ExitCode;
+
+use crate::args::{OVERLAYS_ENV, UNDECLARE_ENV};
 use std::sync::Arc;
 
 use clap::Parser;
@@ -106,5 +108,26 @@ fn main() -> ExitCode {
     };
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let style = report::Style::new(cli.brief, cli.color, no_color);
-    commands::with_tree(&ws, &cli.command, style, lock_token)
+    commands::with_tree(&ws, &cli.command, style, lock_token, carried_env(&cli))
+}
+
+/// What a run hands the csis steps of its runner scripts so that they load
+/// the tree it loaded: its overlays (absolute: the steps run from the
+/// lifecycle directories) and its `--undeclare` flags, one per line, read
+/// back by those steps' `--overlay` and `--undeclare` (args.rs).
+fn carried_env(cli: &Cli) -> Vec<(String, String)> {
+    let mut env = Vec::new();
+    if !cli.overlays.is_empty() {
+        let paths: Vec<String> = cli
+            .overlays
+            .iter()
+            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
+            .map(|p| p.to_string_lossy().to_string())
+            .collect();
+        env.push((OVERLAYS_ENV.to_string(), paths.join("\n")));
+    }
+    if !cli.undeclare.is_empty() {
+        env.push((UNDECLARE_ENV.to_string(), cli.undeclare.join("\n")));
+    }
+    env
 }

@@ -287,6 +287,7 @@ fn generate(ws: &Workspace, args: &WatchArgs, explain: bool) {
         stats: false,
         no_state_query: true,
         lock_token: None,
+        carried_env: Vec::new(),
         explain,
     };
     let started = std::time::Instant::now();

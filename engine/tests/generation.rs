@@ -197,6 +197,7 @@ fn request(lifecycles: &[&str]) -> RunRequest {
         stats: false,
         no_state_query: true,
         lock_token: None,
+        carried_env: Vec::new(),
         explain: false,
     }
 }

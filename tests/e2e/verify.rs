@@ -269,3 +269,27 @@ fn a_failed_ephemeral_is_kept_standing_or_torn_down_by_its_on_failure() {
         read(&r.join("meta-state/image-tests.yaml")).contains(&format!("{TOP}:\n  ok: false\n"))
     );
 }
+
+/// The runner's csis steps load the tree the run loaded: an instance an
+/// overlay declares (the overlay named relative to where csis started) is
+/// verified after its launch like a declared one.
+#[test]
+fn an_instance_an_overlay_declares_is_verified_by_the_runner() {
+    let t = tree("local-run");
+    let r = t.path();
+    std::fs::create_dir_all(r.join("overlays")).unwrap();
+    std::fs::write(
+        r.join("overlays/extra.yml"),
+        "instances:\n  - name: extra\n    image: top\n",
+    )
+    .unwrap();
+    // csis_at starts csis in the root: the path is relative to it.
+    let (code, log) = csis_text(
+        r,
+        NOW,
+        &["--overlay", "overlays/extra.yml", "run", "all", "--no-dry-run"],
+    );
+    assert_eq!(code, Some(0), "{log}");
+    assert!(log.contains(&format!("verify extra: ok (2 checks on {TOP})")), "{log}");
+    assert!(log.contains(&format!("verify box: ok (3 checks on {TOP})")), "{log}");
+}

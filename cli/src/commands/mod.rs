@@ -76,9 +76,10 @@ pub fn with_tree(
     command: &Command,
     style: report::Style,
     lock_token: Option<String>,
+    carried_env: Vec<(String, String)>,
 ) -> ExitCode {
     match command {
-        Command::Run(args) => run::run(ws, args, lock_token),
+        Command::Run(args) => run::run(ws, args, lock_token, carried_env),
         Command::Plan(args) => plan::plan(ws, args),
         Command::Lineage { command } => lineage::lineage(ws, command),
         Command::Verify { command } => verify::verify(ws, command),

@@ -53,7 +53,12 @@ pub struct RunArgs {
     selection: Selection,
 }
 
-pub fn run(ws: &Workspace, args: &RunArgs, lock_token: Option<String>) -> ExitCode {
+pub fn run(
+    ws: &Workspace,
+    args: &RunArgs,
+    lock_token: Option<String>,
+    carried_env: Vec<(String, String)>,
+) -> ExitCode {
     let mut options = args.selection.options(!args.no_dry_run);
     options.migrate_state = args.migrate_state.clone();
     options.allow_unscoped_bakes = args.allow_unscoped_bakes;
@@ -68,6 +73,7 @@ pub fn run(ws: &Workspace, args: &RunArgs, lock_token: Option<String>) -> ExitCo
         explain: args.explain,
         no_state_query: args.no_state_query,
         lock_token,
+        carried_env,
     };
     let mut view = progress::RunView::new(progress::wanted());
     let summary = csis_engine::run::run(ws, &OsSystem, &req, &mut view);

@@ -28,6 +28,7 @@ impl Runner<'_> {
             ("CSIS_LIFECYCLE".into(), lifecycle.to_string()),
         ];
         env.extend(lock);
+        env.extend(self.req.carried_env.iter().cloned());
         env
     }
 

@@ -30,6 +30,10 @@ pub struct RunRequest {
     /// to every command it executes in `CSIS_LOCK_HELD`, so a `"$CSIS"
     /// lineage record ...` of its runner scripts proceeds under it.
     pub lock_token: Option<String>,
+    /// More variables every executed command sees: what the csis steps of
+    /// the runner scripts need to load the tree this run loaded (the
+    /// cli's `CSIS_OVERLAYS` and `CSIS_UNDECLARE`).
+    pub carried_env: Vec<(String, String)>,
 }
 
 /// A line of the run's log.
