@@ -287,9 +287,21 @@ fn an_instance_an_overlay_declares_is_verified_by_the_runner() {
     let (code, log) = csis_text(
         r,
         NOW,
-        &["--overlay", "overlays/extra.yml", "run", "all", "--no-dry-run"],
+        &[
+            "--overlay",
+            "overlays/extra.yml",
+            "run",
+            "all",
+            "--no-dry-run",
+        ],
     );
     assert_eq!(code, Some(0), "{log}");
-    assert!(log.contains(&format!("verify extra: ok (2 checks on {TOP})")), "{log}");
-    assert!(log.contains(&format!("verify box: ok (3 checks on {TOP})")), "{log}");
+    assert!(
+        log.contains(&format!("verify extra: ok (2 checks on {TOP})")),
+        "{log}"
+    );
+    assert!(
+        log.contains(&format!("verify box: ok (3 checks on {TOP})")),
+        "{log}"
+    );
 }
