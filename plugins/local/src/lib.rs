@@ -32,6 +32,11 @@ struct LocalBuilder {
 }
 
 impl LocalBuilder {
+    /// This runtime's store on the host, under the configuration `root`.
+    fn store(&self, root: &std::path::Path) -> std::path::PathBuf {
+        root.join(generate::store_of(Some(&self.decl)))
+    }
+
     /// What this builder generates in a phase of the current lifecycle.
     fn steps(&self, phase: P, ctx: &dyn HookContext) -> HookResult<Vec<Step>> {
         let me = &self.decl;
@@ -144,8 +149,7 @@ impl Builder for LocalBuilder {
     }
 
     fn dispose_image(&self, root: &std::path::Path, build_id: &str) -> Result<(), String> {
-        let store = root.join(generate::store_of(Some(&self.decl)));
-        exec::dispose(&store, build_id)
+        exec::dispose(&self.store(root), build_id)
     }
 
     /// A mount is a link in the instance's directory of the store.
@@ -158,18 +162,15 @@ impl Builder for LocalBuilder {
         if self.classification != Vct::RuntimeBuilderModel {
             return Err((1, "only a runtime unmounts".into()));
         }
-        let store = root.join(generate::store_of(Some(&self.decl)));
-        exec::unmount(&store, instance, mount_point)
+        exec::unmount(&self.store(root), instance, mount_point)
     }
 
     fn observe(&self, root: &std::path::Path) -> Result<csis_plugin_api::Observed, String> {
-        let store = root.join(generate::store_of(Some(&self.decl)));
-        exec::observe(&store, self.decl.name())
+        exec::observe(&self.store(root), self.decl.name())
     }
 
     fn clean(&self, root: &std::path::Path, orphans: &[String]) -> Result<Vec<String>, String> {
-        let store = root.join(generate::store_of(Some(&self.decl)));
-        exec::clean(&store, self.decl.name(), orphans)
+        exec::clean(&self.store(root), self.decl.name(), orphans)
     }
 
     fn test_modifications(
@@ -202,7 +203,7 @@ impl Builder for LocalBuilder {
                 .into_iter()
                 .map(|(k, v)| (k, serde_json::Value::String(v)))
                 .collect();
-        let store = root.join(generate::store_of(Some(&self.decl)));
+        let store = self.store(root);
         exec::test_mods(&exec::ModTestRequest {
             root,
             store: &store,
@@ -224,7 +225,7 @@ impl Builder for LocalBuilder {
         if self.classification != Vct::RuntimeBuilderModel {
             return Err("only a runtime verifies its machines".into());
         }
-        let store = root.join(generate::store_of(Some(&self.decl)));
+        let store = self.store(root);
         exec::verify(&store, network_shared(&self.decl), req)
     }
 

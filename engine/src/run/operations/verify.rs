@@ -96,12 +96,14 @@ impl Ops<'_> {
             "time": time,
             "checks": checks_json,
         });
+        let failed = failed_checks(&verdict);
         let mut file: serde_json::Map<String, J> =
             crate::state::meta_state::read(self.system, &self.ws.root, VERIFICATIONS)?;
         let mut list = match file.remove("verifications") {
             Some(J::Array(a)) => a,
             _ => Vec::new(),
         };
+        let message = failure(&name, &verdict);
         list.push(verdict);
         let excess = list.len().saturating_sub(KEPT);
         list.drain(..excess);
@@ -110,11 +112,6 @@ impl Ops<'_> {
         if let (Some(_), Some(build)) = (&post_bake, &pinned_build) {
             let mut tests: serde_json::Map<String, J> =
                 crate::state::meta_state::read(self.system, &self.ws.root, IMAGE_TESTS)?;
-            let failed: Vec<J> = checks
-                .iter()
-                .filter(|c| !c.ok)
-                .map(|c| json!(format!("{}: {}", c.check, c.detail)))
-                .collect();
             tests.insert(
                 build.clone(),
                 json!({
@@ -123,7 +120,7 @@ impl Ops<'_> {
                     "instance": name,
                     "runtime": runtime,
                     "time": time,
-                    "checks": if ok { json!(checks.len()) } else { J::Array(failed) },
+                    "checks": if ok { json!(checks.len()) } else { json!(failed) },
                 }),
             );
             crate::state::meta_state::write(self.system, &self.ws.root, IMAGE_TESTS, &tests)?;
@@ -135,15 +132,7 @@ impl Ops<'_> {
                 pinned_build.as_deref().unwrap_or("its build")
             )))
         } else {
-            let why: Vec<String> = checks
-                .iter()
-                .filter(|c| !c.ok)
-                .map(|c| format!("{}: {}", c.check, c.detail))
-                .collect();
-            Ok(VerifyOutcome::Failed(format!(
-                "instance {name} failed verification: {}",
-                why.join("; ")
-            )))
+            Ok(VerifyOutcome::Failed(message))
         }
     }
 
@@ -162,12 +151,7 @@ impl Ops<'_> {
         Ok(last
             .filter(|v| v.get("run").and_then(J::as_str) == Some(self.run.as_str()))
             .filter(|v| v.get("ok").and_then(J::as_bool) != Some(true))
-            .map(|v| {
-                format!(
-                    "instance {instance} failed verification: {}",
-                    failed_checks(v)
-                )
-            }))
+            .map(|v| failure(instance, v)))
     }
 
     /// `verify assert`: the last recorded verdict must be ok.
@@ -188,18 +172,17 @@ impl Ops<'_> {
             ))
         } else {
             Err(format!(
-                "verify assert: the last verification failed: instance {} failed verification: {} (run {})",
-                s("instance"),
-                failed_checks(last),
+                "verify assert: the last verification failed: {} (run {})",
+                failure(&s("instance"), last),
                 s("run")
             ))
         }
     }
 }
 
-/// A recorded verdict's failed checks: `check: detail; check: detail`.
-fn failed_checks(verdict: &J) -> String {
-    let failed: Vec<String> = verdict
+/// A recorded verdict's failed checks, each `check: detail`.
+fn failed_checks(verdict: &J) -> Vec<String> {
+    verdict
         .get("checks")
         .and_then(J::as_array)
         .into_iter()
@@ -212,6 +195,14 @@ fn failed_checks(verdict: &J) -> String {
                 c.get("detail").and_then(J::as_str).unwrap_or("")
             )
         })
-        .collect();
-    failed.join("; ")
+        .collect()
+}
+
+/// The spec's message for a failed verdict: `instance <n> failed
+/// verification: <check>: <detail>; ...`.
+fn failure(instance: &str, verdict: &J) -> String {
+    format!(
+        "instance {instance} failed verification: {}",
+        failed_checks(verdict).join("; ")
+    )
 }

@@ -13,7 +13,7 @@ use csis_plugin_api::first_boot;
 use super::distribution::{cached_root, describe};
 use super::layer::{Layer, apply_upper, remove_bake_dir};
 use super::modification::apply_mod;
-use super::sandbox::{BASH, Sandbox, resolve_inside};
+use super::sandbox::{BASH, Sandbox, exit_text, resolve_inside};
 use super::store::{
     confined, copy_tree, head_path, io_err, link_tree, unpack_root, unpack_root_archives,
     write_atomic,
@@ -81,10 +81,7 @@ fn install_first_boot_unit(series: &str, root: &std::path::Path) -> Result<(), S
     let what = format!("base image '{series}': installing the csis first-boot unit");
     match Sandbox::new(root).run_bash(&what, &first_boot::install_lines().join("\n"))? {
         Some(0) => Ok(()),
-        code => Err(format!(
-            "{what} failed (exit {})",
-            code.map_or("by a signal".into(), |c| c.to_string())
-        )),
+        code => Err(format!("{what} failed (exit {})", exit_text(code))),
     }
 }
 
@@ -127,7 +124,7 @@ fn verify_in_bake(
         Some(0) => Ok(checks.into_iter().map(|(what, _)| what).collect()),
         code => Err(format!(
             "{what} failed (exit {}); nothing was recorded for this build",
-            code.map_or("by a signal".into(), |c| c.to_string())
+            exit_text(code)
         )),
     }
 }
@@ -145,6 +142,7 @@ pub(super) fn bake(env: &Env, spec: &J) -> Result<String, String> {
     // tarball is unpacked, not copied.
     let mut tarball = None;
     let mut origin = String::new();
+    let base = field(spec, "kind")? == "base";
     let (parent_root, parent_id) = match field(spec, "kind")? {
         "base" if template_build => (
             template_artifacts(env, field(spec, "vendor")?)?,
@@ -208,7 +206,7 @@ pub(super) fn bake(env: &Env, spec: &J) -> Result<String, String> {
         // A base copies its vendor image whole (the tree's own files may
         // change under it); a child runs its scripts on an overlay of its
         // parent build and shares every file it leaves alone (`layer.rs`).
-        let (build, layer) = if field(spec, "kind")? == "base" {
+        let (build, layer) = if base {
             match &tarball {
                 Some(tar) => unpack_root(tar, &root)?,
                 None => copy_tree(&parent_root, &root)?,
@@ -240,7 +238,6 @@ pub(super) fn bake(env: &Env, spec: &J) -> Result<String, String> {
                     .map_err(|e| format!("{e}; nothing was recorded for this build"))?,
             );
         }
-        let base = field(spec, "kind")? == "base";
         let bootable = resolve_inside(if base { &root } else { &parent_root }, BASH).is_some();
         let checked = verify_in_bake(series, &build, spec, bootable)?;
         if let Some(layer) = layer {

@@ -11,7 +11,7 @@ use csis_plugin_api::first_boot::{
 };
 use serde_json::Value as J;
 
-use super::sandbox::{Sandbox, resolve_inside};
+use super::sandbox::{Sandbox, exit_text, resolve_inside};
 use super::setup::setup_script;
 
 /// What one instance boots with.
@@ -33,13 +33,12 @@ pub(super) fn boot(m: &Machine, doc: &J) -> Result<(), String> {
         |s, (host, at)| s.bind_dir(host, at),
     );
     let setup = setup_script(doc).map_err(|e| format!("{what}: {e}"))?;
-    let exit = |code: Option<i32>| code.map_or("by a signal".into(), |c| c.to_string());
     match sandbox.run_bash(&what, &setup)? {
         Some(0) => {}
         code => {
             return Err(format!(
                 "{what}: applying its cloud-config failed (exit {})",
-                exit(code)
+                exit_text(code)
             ));
         }
     }
@@ -60,7 +59,7 @@ pub(super) fn boot(m: &Machine, doc: &J) -> Result<(), String> {
         Some(0) => Ok(()),
         code => Err(format!(
             "{what}: its launch script failed at first boot (exit {})",
-            exit(code)
+            exit_text(code)
         )),
     }
 }

@@ -142,8 +142,11 @@ fn snapshot(root: &Path) -> Result<BTreeMap<String, String>, String> {
                 let target = fs::read_link(&path).map_err(io_err(&path))?;
                 format!("link {}", target.display())
             } else if m.is_file() {
-                let bytes = fs::read(&path).map_err(io_err(&path))?;
-                format!("file {}", blake3::hash(&bytes).to_hex())
+                // Streamed: a root's largest files need not sit in memory.
+                let file = fs::File::open(&path).map_err(io_err(&path))?;
+                let mut hasher = blake3::Hasher::new();
+                hasher.update_reader(file).map_err(io_err(&path))?;
+                format!("file {}", hasher.finalize().to_hex())
             } else {
                 "special".to_string()
             };

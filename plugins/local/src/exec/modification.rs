@@ -8,7 +8,7 @@
 use serde_json::{Value as J, json};
 
 use super::Env;
-use super::sandbox::{BASH, Sandbox};
+use super::sandbox::{BASH, Sandbox, exit_text};
 use super::store::confined;
 
 /// One bash modification: skipped when every `ensure` command already
@@ -70,7 +70,7 @@ pub(super) fn apply_mod(
             code => {
                 return Err(format!(
                     "modification '{name}' of image '{series}' failed (exit {})",
-                    code.map_or("by a signal".into(), |c| c.to_string())
+                    exit_text(code)
                 ));
             }
         }

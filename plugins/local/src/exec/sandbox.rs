@@ -264,6 +264,12 @@ impl Sandbox {
     }
 }
 
+/// A sandboxed run's exit code as its failure names it: the code, or `by
+/// a signal` (None from [`Sandbox::run`]).
+pub(super) fn exit_text(code: Option<i32>) -> String {
+    code.map_or("by a signal".into(), |c| c.to_string())
+}
+
 /// How many ids the sandbox maps when csis runs as root: Debian's system
 /// users and groups (`_apt`, `www-data`, `nobody`) and the first regular
 /// ones, so that a package's files keep their owners.

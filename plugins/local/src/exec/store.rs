@@ -37,20 +37,18 @@ pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
 /// are not copied: reading one would hang or never end, and every script
 /// gets a fresh /dev and /tmp in the sandbox.
 pub(super) fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
-    replicate(from, to, &|a, b| fs::copy(a, b).map(|_| ()))
+    replicate(from, to, false)
 }
 
 /// An image's tree as [`copy_tree`] makes it, its regular files hard
 /// links to `from`'s (a child layer's farm, `layer.rs`).
 pub(super) fn link_tree(from: &Path, to: &Path) -> Result<(), String> {
-    replicate(from, to, &|a, b| fs::hard_link(a, b))
+    replicate(from, to, true)
 }
 
-fn replicate(
-    from: &Path,
-    to: &Path,
-    file: &dyn Fn(&Path, &Path) -> io::Result<()>,
-) -> Result<(), String> {
+/// `link`: regular files are hard links, which share their owner and
+/// mode with `from`'s already; copies are given them.
+fn replicate(from: &Path, to: &Path, link: bool) -> Result<(), String> {
     fs::create_dir_all(to).map_err(io_err(to))?;
     keep_owner_and_mode(&fs::metadata(from).map_err(io_err(from))?, to)?;
     for entry in fs::read_dir(from).map_err(io_err(from))? {
@@ -58,13 +56,15 @@ fn replicate(
         let ty = entry.file_type().map_err(io_err(&entry.path()))?;
         let dest = to.join(entry.file_name());
         if ty.is_dir() {
-            replicate(&entry.path(), &dest, file)?;
+            replicate(&entry.path(), &dest, link)?;
         } else if ty.is_symlink() {
             let target = fs::read_link(entry.path()).map_err(io_err(&entry.path()))?;
             std::os::unix::fs::symlink(target, &dest).map_err(io_err(&dest))?;
             keep_owner(&entry.metadata().map_err(io_err(&entry.path()))?, &dest)?;
+        } else if ty.is_file() && link {
+            fs::hard_link(entry.path(), &dest).map_err(io_err(&dest))?;
         } else if ty.is_file() {
-            file(&entry.path(), &dest).map_err(io_err(&dest))?;
+            fs::copy(entry.path(), &dest).map_err(io_err(&dest))?;
             keep_owner_and_mode(&entry.metadata().map_err(io_err(&entry.path()))?, &dest)?;
         }
     }
