@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use csis_test_support::{check_hcl, files_below, tree};
 
+use crate::moto::Moto;
 use crate::support::{csis_at, doubles, hcl2_available, here, ok, read, real_run};
 
 const NOW: i64 = 1_796_226_804;
@@ -248,10 +249,15 @@ fn a_real_run_bakes_applies_records_and_pins_on_both_clouds_then_changes_nothing
     if !hcl2_available() {
         return;
     }
+    let Some(moto) = Moto::start() else {
+        return;
+    };
+    let env = moto.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let t = tree("clouds");
     let root = t.path();
-    let d = doubles(&["packer", "tofu"]);
-    let out = ok(real_run(root, d.path(), NOW, &[]));
+    let d = doubles(&["packer", "tofu", "gcloud"]);
+    let out = ok(real_run(root, d.path(), NOW, &env));
 
     // The stand-ins' calls, in order: the storage lifecycle's roots (ebs,
     // then pd), the base-image bakes, the chains' bakes (aws, then gce),
@@ -269,6 +275,17 @@ fn a_real_run_bakes_applies_records_and_pins_on_both_clouds_then_changes_nothing
     }
     want.extend(root_calls("instance-image", "ec2", "ec2", true));
     want.extend(root_calls("instance-image", "gce-vms", "gce_vms", true));
+    // web-gce's verification, through gcloud (the stand-in): the machine,
+    // its boot disk's image, then its storage's mount over IAP.
+    let gce = "instance-image/gce-vms/instance-generation gcloud compute";
+    let at = "--project=csis-example --zone=europe-west1-b";
+    want.extend([
+        format!("{gce} instances describe web-gce {at} --format=json"),
+        format!("{gce} disks describe https://www.googleapis.com/compute/v1/projects/csis-example/zones/europe-west1-b/disks/web-gce --format=json"),
+        format!(
+            r"{gce} ssh web-gce --tunnel-through-iap --quiet {at} --command=sudo -n sh -c 'mountpoint -q '\''/srv/data'\'''"
+        ),
+    ]);
     assert_eq!(take_calls(root, d.path()), want, "{out}");
 
     // With csis's own steps between them: each bake is packer init, build,
@@ -289,8 +306,9 @@ fn a_real_run_bakes_applies_records_and_pins_on_both_clouds_then_changes_nothing
             format!("{dir}: csis apply-check"),
             format!("{dir}: tofu apply -input=false {ws}.tfplan"),
         ];
-        if bind.is_some() {
+        if let Some(instance) = bind {
             v.push(format!("{dir}: csis lineage bind-instance"));
+            v.push(format!("{dir}: csis verify instance {instance}"));
         }
         v
     };
@@ -371,6 +389,41 @@ fn a_real_run_bakes_applies_records_and_pins_on_both_clouds_then_changes_nothing
         id("aws", "web")
     )));
     assert!(out.contains("pins: instance web-gce -> web-2026-12-02t15-53-24 (bind)"));
+    // Each instance was verified as it launched: web-aws through EC2 and
+    // Systems Manager (moto: the machine the tofu double ran there from
+    // the pinned AMI), web-gce through gcloud (the stand-in).
+    let machines = moto.instances("web-aws");
+    assert_eq!(machines.len(), 1, "{machines:?}");
+    assert_eq!(machines[0].1, "running");
+    let verdicts = read(&root.join("meta-state/verifications.yaml"));
+    for (instance, build, machine) in [
+        (
+            "web-aws",
+            id("aws", "web"),
+            format!("EC2 instance {}", machines[0].0),
+        ),
+        (
+            "web-gce",
+            id("gce", "web"),
+            "GCE instance web-gce in csis-example/europe-west1-b".to_string(),
+        ),
+    ] {
+        let verdict = format!(
+            "  - instance: {instance}\n    runtime: {}\n    build: {build}\n    ok: true\n",
+            &instance[4..]
+        );
+        assert!(verdicts.contains(&verdict), "{verdict}\n{verdicts}");
+        for detail in [machine, format!("runs {build}"), "storage ".to_string()] {
+            assert!(
+                verdicts.contains(&format!("detail: {detail}")),
+                "{detail}\n{verdicts}"
+            );
+        }
+    }
+    assert!(out.contains(&format!(
+        "verify web-gce: ok (3 checks on {})",
+        id("gce", "web")
+    )));
     let created = planned_actions(root);
     assert!(created.values().all(|a| a == &["create"]), "{created:?}");
     assert!(created.contains_key(
@@ -413,10 +466,12 @@ fn a_real_run_bakes_applies_records_and_pins_on_both_clouds_then_changes_nothing
     // every planned resource is a no-op (the double's plan diffs the
     // roots, now naming the pinned builds, against the state it applied),
     // the gate says so, and the states and pins stay as they were.
-    let out = ok(real_run(root, d.path(), NOW + 3600, &[]));
+    let out = ok(real_run(root, d.path(), NOW + 3600, &env));
     let calls = take_calls(root, d.path());
     assert!(!calls.iter().any(|c| c.contains(" packer ")), "{calls:#?}");
-    assert_eq!(calls.len(), 18, "{calls:#?}");
+    // Each root's init, plan, show, apply and (instance roots) output,
+    // then web-gce's three verification calls.
+    assert_eq!(calls.len(), 21, "{calls:#?}");
     for s in [
         "debian12@aws",
         "debian12@gce",

@@ -110,6 +110,10 @@ exit 1
 }
 
 fn csis(root: &Path, doubles: &Path, args: &[&str]) -> Output {
+    csis_with(root, doubles, args, &[])
+}
+
+fn csis_with(root: &Path, doubles: &Path, args: &[&str], env: &[(&str, String)]) -> Output {
     let path = format!(
         "{}:{}",
         doubles.join("bin").display(),
@@ -125,20 +129,31 @@ fn csis(root: &Path, doubles: &Path, args: &[&str]) -> Output {
         .env_remove("CSIS_RUN_ID")
         .env_remove("CSIS_ROOT_DIR")
         .env_remove("CSIS_LOCK_HELD")
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
         .unwrap()
 }
 
 #[test]
 fn a_real_run_executes_each_root_in_order_and_pins_the_instance() {
+    // The instance's machine, as the apply would have left it: in moto's
+    // EC2, from the AMI the double's output names, with its launch tags
+    // (the verify step after bind-instance finds it by them).
+    let Some(moto) = crate::moto::Moto::start() else {
+        return;
+    };
+    moto.python(
+        "ec2.run_instances(ImageId='ami-0abc', MinCount=1, MaxCount=1, TagSpecifications=[{'ResourceType': 'instance', 'Tags': [{'Key': 'csis_instance', 'Value': 'web'}, {'Key': 'csis_runtime', 'Value': 'cloud'}]}])",
+    );
     let t = temp_tree(TREE.iter().copied());
     let r = std::fs::canonicalize(t.path()).unwrap();
     let doubles = tempfile::tempdir().unwrap();
     tofu_double(doubles.path());
-    let out = csis(
+    let out = csis_with(
         &r,
         doubles.path(),
         &["run", "storage", "instance-image", "--no-dry-run"],
+        &moto.env(),
     );
     let log = format!(
         "{}{}",
@@ -164,6 +179,10 @@ _private/instance-image/ec2/instance-generation output -json
     );
     let pins = std::fs::read_to_string(r.join("meta-state/pins.yaml")).unwrap();
     assert!(pins.contains("  web: ami-0abc\n"), "{pins}");
+    assert!(
+        log.contains("verify web: ok (3 checks on ami-0abc)"),
+        "{log}"
+    );
 }
 
 #[test]

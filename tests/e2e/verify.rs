@@ -305,3 +305,41 @@ fn an_instance_an_overlay_declares_is_verified_by_the_runner() {
         "{log}"
     );
 }
+
+/// `on_failure: keep` with `teardown_after`: a failed machine stays to be
+/// looked at, until a run finds it has failed for longer than the
+/// duration; that run records the verdict only, tears it down, forgets it
+/// and fails.
+#[test]
+fn a_kept_ephemeral_is_torn_down_by_the_first_run_past_its_teardown_after() {
+    let t = ephemeral_with_post_bake("{files: [/etc/no-such-file]}", "    teardown_after: 2h\n");
+    let r = t.path();
+    let verdict = "instance box failed verification: post-bake file /etc/no-such-file: file /etc/no-such-file is missing";
+    for hours in [0, 1] {
+        let (code, log) = csis_text(r, NOW + hours * 3600, &["run", "all", "--no-dry-run"]);
+        assert_eq!(code, Some(1), "{log}");
+        assert!(log.contains(&format!("error: {verdict}")), "{log}");
+        assert!(
+            !log.contains("teardown: ephemeral instance box removed"),
+            "{log}"
+        );
+        assert!(r.join("store/instances/box/root").is_dir());
+    }
+    let (code, log) = csis_text(r, NOW + 3 * 3600, &["run", "all", "--no-dry-run"]);
+    assert_eq!(code, Some(1), "{log}");
+    let due = log
+        .find(&format!(
+            "warning: {verdict}; it has failed verification since 10800 s ago, longer than its teardown_after (2h): recorded only, so this run tears it down"
+        ))
+        .expect(&log);
+    let torn = log
+        .find("teardown: ephemeral instance box removed")
+        .expect(&log);
+    let forgotten = log.find("forget: ephemeral instance box").expect(&log);
+    let failed = log.rfind(verdict).expect(&log);
+    assert!(
+        due < torn && torn < forgotten && forgotten < failed,
+        "{log}"
+    );
+    assert!(!r.join("store/instances/box").exists());
+}

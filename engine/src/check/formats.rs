@@ -5,10 +5,20 @@
 
 /// A duration: a non-negative number and a unit, `m`, `h` or `d`.
 pub(crate) fn duration_ok(d: &str) -> bool {
+    duration_seconds(d).is_some()
+}
+
+/// A `<number><m|h|d>` duration in seconds.
+pub(crate) fn duration_seconds(d: &str) -> Option<f64> {
     let d = d.trim();
-    d.len() > 1
-        && d[..d.len() - 1].parse::<f64>().is_ok_and(|n| n >= 0.0)
-        && matches!(d.chars().last(), Some('m' | 'h' | 'd'))
+    let unit = match d.chars().last()? {
+        'm' => 60.0,
+        'h' => 3600.0,
+        'd' => 86400.0,
+        _ => return None,
+    };
+    let n: f64 = d.get(..d.len() - 1)?.parse().ok()?;
+    (n >= 0.0 && n.is_finite()).then_some(n * unit)
 }
 
 /// Why a hostname is no RFC 1123 label, if it is not.

@@ -37,6 +37,17 @@ pub struct Builders {
 }
 
 impl Builders {
+    /// The runtime an instance's machine runs on: the one its instance
+    /// builder launches on, else the instance's own `runtime` (whose
+    /// default is the default runtime). An instance of a builder on
+    /// another runtime than its own `runtime` runs where it is launched.
+    pub fn instance_runtime(&self, inst: &csis_model::models::Instance) -> String {
+        self.resolve(Vct::InstanceBuilderModel, &inst.root.named.type_)
+            .and_then(|b| b.base.runtime())
+            .unwrap_or(inst.runtime.as_str())
+            .to_string()
+    }
+
     /// The builder a reference names: `default` is the registered default,
     /// otherwise a name or an alias.
     pub fn resolve(&self, vct: Vct, reference: &str) -> Option<&Arc<BuilderDecl>> {

@@ -161,10 +161,11 @@ pub fn unmount(ws: &Workspace, system: &dyn System, req: &Unmount) -> Outcome {
             Err(e) => Outcome::failed(FAILED, format!("unmount: {e}")),
         };
     }
+    let declared = builders(&ws.db, ws.tree).instance_runtime(&inst);
     let runtime = builders(&ws.db, ws.tree)
-        .resolve(Vct::RuntimeBuilderModel, &inst.runtime)
-        .map_or_else(|| inst.runtime.clone(), |d| d.name().to_string());
-    let asked = ask_runtime(ws, &inst.runtime, instance, &mount_point);
+        .resolve(Vct::RuntimeBuilderModel, &declared)
+        .map_or_else(|| declared.clone(), |d| d.name().to_string());
+    let asked = ask_runtime(ws, &declared, instance, &mount_point);
     let failure = asked.err().map(|(rc, tail)| {
         format!("unmount of {mount_point} on {instance} failed (exit {rc}): {tail}")
     });

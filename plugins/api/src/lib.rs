@@ -17,9 +17,11 @@ pub mod cloud_config;
 pub mod first_boot;
 pub mod image_tests;
 pub mod lifecycle;
+pub mod machine_verify;
 pub mod phase;
 pub mod runtime_fields;
 pub mod state_object;
+pub mod verify_step;
 
 use csis_model::models::{BaseBuilder, BaseModelKind, CloudBuilderModel};
 use csis_model::{Fields, ItemKind, Map, Value, Vct};

@@ -8,7 +8,9 @@
 //! `default_disk_size` (GiB; the bake disk of every image on this runtime
 //! and part of their fingerprints), `ssh_username` (the bake user of every
 //! OS family), `session` (`ssm`), `root_device_name` (the vendor AMIs'
-//! root device, when the family table below does not know it).
+//! root device, when the family table below does not know it),
+//! `session_instance_profile` (an existing IAM instance profile the
+//! machines run with instead of the one each instance root makes).
 
 use csis_hcl::{Block, Expr};
 use csis_model::models::{BaseModelKind, CloudBuilderModel};
@@ -19,6 +21,9 @@ use csis_plugin_api::{
     PackerValue, Plugin,
 };
 use std::sync::Arc;
+
+mod machine;
+mod sdk;
 
 pub struct AwsPlugin;
 
@@ -48,6 +53,14 @@ pub fn profile(runtime: &BuilderDecl) -> Option<&str> {
             .map(str::trim)
             .filter(|s| !s.is_empty())
     })
+}
+
+/// The existing IAM instance profile an aws runtime's machines run with
+/// (`session_instance_profile`), when the runtime names one; otherwise
+/// each instance root makes its own for the session (spec:
+/// session_instance_profile).
+pub fn session_instance_profile(runtime: &BuilderDecl) -> Option<&str> {
+    runtime.extra_str("session_instance_profile")
 }
 
 /// The availability zone an aws runtime's machines land in when they name
@@ -302,6 +315,19 @@ impl Builder for AwsRuntime {
             .map(|(_, ami)| ami.to_string())
     }
 
+    /// The machine is found by its launch tags and checked through EC2
+    /// and Systems Manager (`machine.rs`).
+    fn verify_instance(
+        &self,
+        _ctx: &dyn csis_plugin_api::HookContext,
+        _root: &std::path::Path,
+        req: &csis_plugin_api::VerifyRequest,
+    ) -> Result<csis_plugin_api::Verdict, String> {
+        let clients = sdk::Clients::connect(&self.decl)?;
+        let mut machine = machine::Ec2Machine::find(&clients, self.decl.name(), &req.instance)?;
+        csis_plugin_api::machine_verify::verify(&mut machine, req)
+    }
+
     /// cloud-init, when the image has it, forgets this machine so an
     /// instance launched from the image runs its user-data afresh.
     fn bake_finalize_commands(&self) -> Vec<String> {
@@ -314,13 +340,20 @@ fn builder(decl: &Arc<BuilderDecl>) -> Box<dyn Builder> {
 }
 
 /// `profile`, `vpc_id`, `default_disk_size`, `ssh_username`, `session`,
-/// `root_device_name`: kept only when declared (session defaults to ssm).
+/// `root_device_name`, `session_instance_profile`: kept only when declared
+/// (session defaults to ssm).
 fn runtime_extra(f: &mut Fields<'_>) -> Map {
     let mut m = Map::default();
     read_strings(
         f,
         &mut m,
-        &["profile", "vpc_id", "ssh_username", "root_device_name"],
+        &[
+            "profile",
+            "vpc_id",
+            "ssh_username",
+            "root_device_name",
+            "session_instance_profile",
+        ],
     );
     read_disk_size(f, &mut m, 1, "");
     let session = f.str_or("session", "ssm");

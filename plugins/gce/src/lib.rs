@@ -25,6 +25,8 @@ use csis_plugin_api::{
 };
 use std::sync::Arc;
 
+mod machine;
+
 pub struct GcePlugin;
 
 /// The model name `type:` selects.
@@ -340,6 +342,25 @@ impl Builder for GceRuntime {
     /// by IAM -- Compute Engine's counterpart of Session Manager.
     fn session_mechanism(&self) -> Option<&str> {
         Some(self.decl.extra_str("session").unwrap_or("iap"))
+    }
+
+    /// The machine is checked through gcloud, its commands through an IAP
+    /// tunnel (`machine.rs`), in the instance's zone, else the runtime's.
+    fn verify_instance(
+        &self,
+        ctx: &dyn csis_plugin_api::HookContext,
+        _root: &std::path::Path,
+        req: &csis_plugin_api::VerifyRequest,
+    ) -> Result<csis_plugin_api::Verdict, String> {
+        let zone = ctx
+            .item(csis_model::ItemKind::INSTANCES, &req.instance)
+            .and_then(|v| match v.item.as_ref() {
+                csis_model::models::Item::Instance(i) => i.availability_zone.clone(),
+                _ => None,
+            })
+            .unwrap_or_else(|| self.zone());
+        let mut machine = machine::GceMachine::new(self.project(), &zone, &name(&req.instance));
+        csis_plugin_api::machine_verify::verify(&mut machine, req)
     }
 
     fn packer_plugin(&self) -> Option<PackerPlugin> {

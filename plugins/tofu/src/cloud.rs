@@ -66,6 +66,9 @@ pub struct Runtime {
     pub profile: Option<String>,
     /// GCE: the project.
     pub project: Option<String>,
+    /// AWS: the existing instance profile the runtime names
+    /// (`session_instance_profile`); `None`, the root makes one.
+    pub instance_profile: Option<String>,
     /// The zone a machine or disk lands in when it names none: GCE's
     /// `zone`, else the default availability zone, else the region's
     /// first (`<region>a` on AWS, `<region>-a` on GCE).
@@ -122,6 +125,10 @@ pub fn runtime_of(ctx: &dyn HookContext, me: &BuilderDecl, cloud: Cloud) -> Hook
         region: c.region.trim().to_string(),
         profile: profile.map(str::to_string),
         project: project.map(str::to_string),
+        instance_profile: match cloud {
+            Cloud::Aws => csis_plugin_aws::session_instance_profile(&rt).map(str::to_string),
+            Cloud::Gce => None,
+        },
         zone: zone.unwrap_or_default(),
         network: c.networking.network.clone(),
         subnets: c

@@ -31,8 +31,9 @@ pub struct Content {
     /// The gate refuses a detach without an unmount receipt.
     pub require_unmounted: bool,
     /// After an allowed apply, the instances bound to the build they
-    /// booted.
-    pub bind_instances: Vec<String>,
+    /// booted, each then verified: its name and the words of its verify
+    /// step (`csis_plugin_api::verify_step`).
+    pub bind_instances: Vec<(String, Vec<String>)>,
     /// Ephemeral instances: name and resource address, torn down after
     /// the apply that launched them by a second plan with the instance
     /// absent, its gate and its apply.
@@ -261,7 +262,7 @@ pub fn sequence(
             &tofu,
             ["apply", "-input=false", planfile.as_str()],
         ));
-        for instance in &content.bind_instances {
+        for (instance, verify) in &content.bind_instances {
             commands.push(Command::csis(csis_step(&[
                 "lineage",
                 "bind-instance",
@@ -270,6 +271,8 @@ pub fn sequence(
                 "--tofu-outputs",
                 ".",
             ])));
+            let verify: Vec<&str> = verify.iter().map(String::as_str).collect();
+            commands.push(Command::csis(csis_args(&verify, None)));
         }
         for (instance, address) in &content.teardown {
             let plan = format!("{ws}-teardown-{instance}.tfplan");

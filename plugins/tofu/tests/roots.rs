@@ -247,7 +247,7 @@ fn an_aws_instance_boots_its_series_newest_build_with_its_storages_attached_in_o
         "      ami               = data.aws_ami.series[\"web\"].id\n      instance_type     = \"t3.large\"\n      subnet_id         = \"subnet-a\"\n      availability_zone = \"us-east-1a\"\n",
         "      user_data         = replace(replace(file(\"${path.module}/web.user-data\"), \"@@csis-volume:data@@\", replace(data.aws_ebs_volume.storage[\"data\"].id, \"-\", \"\")), \"@@csis-volume:logs@@\", replace(data.aws_ebs_volume.storage[\"logs\"].id, \"-\", \"\"))\n",
         "    \"web/data\" = {\n      instance    = \"web\"\n      storage     = \"data\"\n      device_name = \"/dev/xvdf\"\n    }\n    \"web/logs\" = {\n      instance    = \"web\"\n      storage     = \"logs\"\n      device_name = \"/dev/xvdg\"\n    }\n",
-        "resource \"aws_instance\" \"instance\" {\n  for_each          = local.instances\n  ami               = each.value.ami\n",
+        "resource \"aws_instance\" \"instance\" {\n  for_each             = local.instances\n  ami                  = each.value.ami\n",
         "resource \"aws_volume_attachment\" \"attach\" {\n  for_each    = local.attachments\n  device_name = each.value.device_name\n  volume_id   = data.aws_ebs_volume.storage[each.value.storage].id\n  instance_id = aws_instance.instance[each.value.instance].id\n}\n",
     ] {
         assert!(main.contains(expected), "{expected}\n--- in ---\n{main}");
@@ -330,6 +330,7 @@ fn the_runner_runs_init_plan_gate_apply_check_apply_and_binds_each_instance() {
             "\"$CSIS\" --root-dir \"${CSIS_ROOT}\" apply-check --lifecycle instance-image --builder ec2 --runtime aws",
             "tofu apply -input=false ec2.tfplan",
             "\"$CSIS\" --root-dir \"${CSIS_ROOT}\" lineage bind-instance --instance web --tofu-outputs .",
+            "\"$CSIS\" --root-dir \"${CSIS_ROOT}\" verify instance web",
         ]
     );
     assert_eq!(
@@ -341,6 +342,7 @@ fn the_runner_runs_init_plan_gate_apply_check_apply_and_binds_each_instance() {
             "\"$CSIS\" --root-dir \"${CSIS_ROOT}\" apply-check --lifecycle instance-image --builder gce-vms --runtime gcp",
             "tofu apply -input=false gce_vms.tfplan",
             "\"$CSIS\" --root-dir \"${CSIS_ROOT}\" lineage bind-instance --instance api --tofu-outputs .",
+            "\"$CSIS\" --root-dir \"${CSIS_ROOT}\" verify instance api",
         ]
     );
 }
@@ -359,12 +361,12 @@ fn a_root_the_apply_flag_does_not_allow_stops_after_its_gate() {
     let ec2 = ecce(&o, "ec2/instance-generation");
     assert_eq!(ec2.len(), 3, "{ec2:#?}");
     assert!(ec2[2].contains(" gate-plan "), "{ec2:#?}");
-    assert_eq!(ecce(&o, "gce-vms/instance-generation").len(), 6);
+    assert_eq!(ecce(&o, "gce-vms/instance-generation").len(), 7);
     let o = ok_run(
         &tree("  use_state_backends: true\n  apply_instances: [ec2]\n"),
         &["instance-image"],
     );
-    assert_eq!(ecce(&o, "ec2/instance-generation").len(), 6);
+    assert_eq!(ecce(&o, "ec2/instance-generation").len(), 7);
     assert_eq!(ecce(&o, "gce-vms/instance-generation").len(), 3);
     // Unset: plan and gate only.
     let o = ok_run(&tree("  use_state_backends: true\n"), &["instance-image"]);
@@ -664,6 +666,7 @@ fn a_builder_with_an_executable_entry_runs_its_binary() {
             "\"$CSIS\" --root-dir \"${CSIS_ROOT}\" apply-check --lifecycle instance-image --builder ec2 --runtime aws",
             "/opt/tofu/bin/tofu apply -input=false ec2.tfplan",
             "\"$CSIS\" --root-dir \"${CSIS_ROOT}\" lineage bind-instance --instance web --tofu-outputs . --tofu /opt/tofu/bin/tofu",
+            "\"$CSIS\" --root-dir \"${CSIS_ROOT}\" verify instance web",
         ]
     );
 }
@@ -710,14 +713,32 @@ fn an_ephemeral_instance_is_torn_down_through_a_second_gated_plan() {
         "  - name: api\n    type: gce-vms\n    ephemeral: true\n",
     );
     let o = ok_run(&t, &["instance-image"]);
+    // The spec's order: launch, verify instance, a second plan with the
+    // instance absent, its gate, its apply.
     let steps = ecce(&o, "gce-vms/instance-generation");
     assert_eq!(
-        steps[6..],
+        steps[4..],
         [
+            "tofu apply -input=false gce_vms.tfplan",
+            "\"$CSIS\" --root-dir \"${CSIS_ROOT}\" lineage bind-instance --instance api --tofu-outputs .",
+            "\"$CSIS\" --root-dir \"${CSIS_ROOT}\" verify instance api",
             "tofu plan -input=false -destroy '-target=google_compute_instance.instance[\"api\"]' -out=gce_vms-teardown-api.tfplan",
             "\"$CSIS\" --root-dir \"${CSIS_ROOT}\" gate-plan --planfile gce_vms-teardown-api.tfplan --whitelist google_compute_attached_disk.attach --whitelist 'google_compute_instance.instance[\"api\"]' --require-unmounted",
             "tofu apply -input=false gce_vms-teardown-api.tfplan",
         ]
+    );
+    // Under on_failure: teardown its verdict is only recorded: the
+    // machine goes whatever it is, and the run fails from its records.
+    let o = ok_run(
+        &t.replace(
+            "    ephemeral: true\n",
+            "    ephemeral: true\n    on_failure: teardown\n",
+        ),
+        &["instance-image"],
+    );
+    assert_eq!(
+        ecce(&o, "gce-vms/instance-generation")[6],
+        "\"$CSIS\" --root-dir \"${CSIS_ROOT}\" verify instance api --record-only"
     );
     // Not applied, not torn down.
     let o = ok_run(
@@ -811,4 +832,32 @@ fn an_unpinned_gce_instance_looks_up_the_family_its_series_is_baked_into() {
         storage.contains("    csis_storage = \"gce_data\"\n"),
         "{storage}"
     );
+}
+
+#[test]
+fn aws_machines_run_with_a_session_instance_profile_the_root_makes_or_the_runtime_names() {
+    // Made by the root: a role with the managed SSM policy, and IMDSv2.
+    let o = ok_run(&tree(BASE_CONFIG), &["instance-image"]);
+    let main = gen_file(&o, "instance-image/ec2/instance-generation/main.tf");
+    for expected in [
+        "resource \"aws_iam_role\" \"session\" {\n  name_prefix        = \"csis-ssm-\"\n",
+        "  policy_arn = \"arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore\"\n",
+        "resource \"aws_iam_instance_profile\" \"session\" {\n  name_prefix = \"csis-ssm-\"\n  role        = aws_iam_role.session.name\n}\n",
+        "  iam_instance_profile = aws_iam_instance_profile.session.name\n",
+        "  metadata_options {\n    http_endpoint = \"enabled\"\n    http_tokens   = \"required\"\n  }\n",
+    ] {
+        assert!(main.contains(expected), "{expected}\n--- in ---\n{main}");
+    }
+    // Named by the runtime: used as it is, and nothing IAM is made.
+    let t = tree(BASE_CONFIG).replace(
+        "    profile: corp\n",
+        "    profile: corp\n    session_instance_profile: corp-ssm\n",
+    );
+    let o = ok_run(&t, &["instance-image"]);
+    let main = gen_file(&o, "instance-image/ec2/instance-generation/main.tf");
+    assert!(
+        main.contains("  iam_instance_profile = \"corp-ssm\"\n"),
+        "{main}"
+    );
+    assert!(!main.contains("aws_iam_"), "{main}");
 }

@@ -6,8 +6,8 @@
 //! image-tests.yaml under the build, which `release` reads.
 
 use csis_model::models::Item;
-use csis_model::{ItemKind, Value};
-use csis_plugin_api::{Verdict, VerifyRequest};
+use csis_model::{ItemKind, Value, Vct};
+use csis_plugin_api::{HookContext, Verdict, VerifyRequest};
 use serde_json::{Value as J, json};
 
 use crate::load::items::ItemId;
@@ -29,6 +29,12 @@ pub enum VerifyOutcome {
     Failed(String),
     /// The machine is stopped: nothing was checked or recorded.
     Skipped(String),
+    /// A check failed on an ephemeral instance that has failed since
+    /// longer than its `teardown_after`: the verdict is recorded as with
+    /// `--record-only`, so the runner's next steps tear it down and the
+    /// run fails once its records are forgotten. The message, then why it
+    /// goes now.
+    TeardownDue(String, String),
 }
 
 impl Ops<'_> {
@@ -39,11 +45,9 @@ impl Ops<'_> {
         let Some(Item::Instance(inst)) = structured_item(db, id).item.as_deref().cloned() else {
             return Err(format!("verify: instance '{name}' is not declared"));
         };
-        let (runtime, hooks) = self.runtime_hooks("verify", &inst.runtime).map_err(|_| {
-            format!(
-                "verify: instance '{name}' names runtime '{}', which is not configured",
-                inst.runtime
-            )
+        let declared = crate::load::builders::builders(db, self.ws.tree).instance_runtime(&inst);
+        let (runtime, hooks) = self.runtime_hooks("verify", &declared).map_err(|_| {
+            format!("verify: instance '{name}' names runtime '{declared}', which is not configured")
         })?;
         let image = csis_model::naming::safe_name(inst.image.as_deref().unwrap_or_default());
         let post_bake = match self.image(&image).as_deref() {
@@ -60,6 +64,16 @@ impl Ops<'_> {
             .map(str::to_string)
             .collect();
         let pinned_build = self.pins()?.instances.get(&name).cloned();
+        let ctx = EngineContext::outside_run(db, self.ws.tree);
+        let storages = ctx
+            .item(ItemKind::INSTANCES, &name)
+            .map(|view| {
+                view.storages
+                    .iter()
+                    .map(|s| (s.name.clone(), s.mount_point.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
         let req = VerifyRequest {
             instance: name.clone(),
             pinned_build: pinned_build.clone(),
@@ -68,8 +82,8 @@ impl Ops<'_> {
                 .map(|p| csis_plugin_api::image_tests::in_bake_checks("", &[], p))
                 .unwrap_or_default(),
             mounts,
+            storages,
         };
-        let ctx = EngineContext::outside_run(db, self.ws.tree);
         let checks = match hooks
             .verify_instance(&ctx, &self.ws.root, &req)
             .map_err(|e| format!("verify: instance '{name}' on runtime '{runtime}': {e}"))?
@@ -104,6 +118,11 @@ impl Ops<'_> {
             _ => Vec::new(),
         };
         let message = failure(&name, &verdict);
+        let due = if ok {
+            None
+        } else {
+            self.teardown_due(&inst, &list, time)
+        };
         list.push(verdict);
         let excess = list.len().saturating_sub(KEPT);
         list.drain(..excess);
@@ -131,9 +150,49 @@ impl Ops<'_> {
                 checks.len(),
                 pinned_build.as_deref().unwrap_or("its build")
             )))
+        } else if let Some(why) = due {
+            Ok(VerifyOutcome::TeardownDue(message, why))
         } else {
             Ok(VerifyOutcome::Failed(message))
         }
+    }
+
+    /// Why an ephemeral instance that failed now is torn down by this
+    /// run (spec: teardown_due): its `teardown_after` (else its runtime's)
+    /// has passed since the first of the failed verdicts it has had since
+    /// its last passing one. `earlier`: the recorded verdicts, oldest
+    /// first, without this one.
+    fn teardown_due(
+        &self,
+        inst: &csis_model::models::Instance,
+        earlier: &[J],
+        now: i64,
+    ) -> Option<String> {
+        if !inst.ephemeral {
+            return None;
+        }
+        let name = inst.root.name();
+        let b = crate::load::builders::builders(&self.ws.db, self.ws.tree);
+        let after = inst.teardown_after.clone().or_else(|| {
+            b.resolve(Vct::RuntimeBuilderModel, &b.instance_runtime(inst))
+                .and_then(|d| d.base.runtime_model())
+                .and_then(|m| m.teardown_after.clone())
+        })?;
+        let seconds = crate::check::formats::duration_seconds(&after)?;
+        let first_failed = earlier
+            .iter()
+            .rev()
+            .filter(|v| v.get("instance").and_then(J::as_str) == Some(name))
+            .take_while(|v| v.get("ok").and_then(J::as_bool) != Some(true))
+            .filter_map(|v| v.get("time").and_then(J::as_i64))
+            .last()
+            .unwrap_or(now);
+        ((now - first_failed) as f64 >= seconds).then(|| {
+            format!(
+                "it has failed verification since {} s ago, longer than its teardown_after ({after}): recorded only, so this run tears it down",
+                now - first_failed
+            )
+        })
     }
 
     /// The failure of `instance`'s last verdict when this run recorded it

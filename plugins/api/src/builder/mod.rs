@@ -411,6 +411,9 @@ pub struct VerifyRequest {
     pub post_bake: Vec<crate::image_tests::InBakeCheck>,
     /// `tests.post_bake.mounts`: mount points that must hold a storage.
     pub mounts: Vec<String>,
+    /// The storages the instance declares, `(storage, mount point)`, in
+    /// declaration order.
+    pub storages: Vec<(String, String)>,
 }
 
 /// A runtime's answer to `verify instance`.

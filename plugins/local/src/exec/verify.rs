@@ -13,7 +13,8 @@
 use std::fs;
 use std::path::Path;
 
-use csis_plugin_api::{CheckResult, Verdict, VerifyRequest};
+use csis_plugin_api::machine_verify::{fail, failure_detail, pass};
+use csis_plugin_api::{Verdict, VerifyRequest};
 use serde_json::Value as J;
 
 use super::sandbox::Sandbox;
@@ -90,15 +91,7 @@ pub fn verify(store: &Path, network: bool, req: &VerifyRequest) -> Result<Verdic
         let (code, stderr) = sandbox.output_bash(&what, &c.line)?;
         out.push(match code {
             Some(0) => pass(&format!("post-bake {}", c.what), String::new()),
-            _ => fail(
-                &format!("post-bake {}", c.what),
-                stderr
-                    .lines()
-                    .last()
-                    .unwrap_or("failed")
-                    .trim_start_matches("in-bake test failed: ")
-                    .to_string(),
-            ),
+            _ => fail(&format!("post-bake {}", c.what), failure_detail(&stderr)),
         });
     }
     Ok(Verdict::Checked(out))
@@ -108,20 +101,4 @@ fn field<'a>(v: &'a J, key: &str) -> Option<&'a str> {
     v.get(key)
         .or_else(|| v.pointer(&format!("/spec/{key}")))
         .and_then(J::as_str)
-}
-
-fn pass(check: &str, detail: String) -> CheckResult {
-    CheckResult {
-        check: check.to_string(),
-        ok: true,
-        detail,
-    }
-}
-
-fn fail(check: &str, detail: String) -> CheckResult {
-    CheckResult {
-        check: check.to_string(),
-        ok: false,
-        detail,
-    }
 }

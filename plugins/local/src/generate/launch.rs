@@ -82,15 +82,9 @@ pub fn launch(ctx: &dyn HookContext, me: &BuilderDecl, name: &str) -> Option<Ste
         "--launched",
         launched.as_str(),
     ]));
-    // Verified as it launches (docs/verification.md, "In a real run"): a
-    // failure stops the runner, unless an ephemeral one is to be torn
-    // down whatever its verdict (`on_failure: teardown`): its verdict is
-    // recorded, it goes, and the run fails once its records are forgotten.
-    let teardown_anyway = inst.ephemeral && failure_policy(ctx, &runtime, inst) == "teardown";
-    let mut verify = vec!["--root-dir", "${CSIS_ROOT}", "verify", "instance", name];
-    if teardown_anyway {
-        verify.push("--record-only");
-    }
+    // Verified as it launches (csis_plugin_api::verify_step).
+    let mut verify = vec!["--root-dir".to_string(), "${CSIS_ROOT}".into()];
+    verify.extend(csis_plugin_api::verify_step::verify_words(ctx, inst));
     st.commands.push(Command::csis(verify));
     if inst.ephemeral {
         let spec_path = path_for_phase(me.name(), P::InstanceGeneration, Some(name), ".json");
@@ -102,22 +96,6 @@ pub fn launch(ctx: &dyn HookContext, me: &BuilderDecl, name: &str) -> Option<Ste
         ]));
     }
     Some(st)
-}
-
-/// An ephemeral instance's `on_failure`: its own, else its runtime's,
-/// else `keep` (a failed machine is left standing to be looked at).
-fn failure_policy(
-    ctx: &dyn HookContext,
-    runtime: &str,
-    inst: &csis_model::models::Instance,
-) -> String {
-    inst.on_failure
-        .clone()
-        .or_else(|| {
-            ctx.builder(Vct::RuntimeBuilderModel, runtime)
-                .and_then(|r| r.base.runtime_model().and_then(|m| m.on_failure.clone()))
-        })
-        .unwrap_or_else(|| "keep".into())
 }
 
 /// What one instance launches with: its image, the image's group, its

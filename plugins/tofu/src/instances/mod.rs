@@ -16,7 +16,10 @@ use csis_plugin_api::{BuilderDecl, ExecutionLifecyclePhase as P, HookContext, Ho
 use crate::cloud::{Cloud, Runtime, runtime_of};
 use crate::root::{Content, RootFiles};
 use crate::user_data::{Launch, Mount, document};
-use csis_plugin_gce::{label_value, name as gce_name};
+use csis_plugin_gce::name as gce_name;
+
+mod aws;
+mod gce;
 
 /// The EBS device names an instance's storages get, in declaration order.
 const EBS_LETTERS: &str = "fghijklmnopqrstuvwxyz";
@@ -50,6 +53,8 @@ fn declared(ctx: &dyn HookContext, me: &BuilderDecl) -> Vec<(Instance, ItemView)
 struct Planned {
     name: String,
     ephemeral: bool,
+    /// The runner's verify step after the launch.
+    verify: Vec<String>,
     series: String,
     pin: Option<String>,
     machine_type: String,
@@ -163,6 +168,7 @@ fn plan(
         subnet: rt.subnet_for(&zone).map(|s| s.id.clone()),
         pin: ctx.instance_pin(&name),
         ephemeral: inst.ephemeral,
+        verify: csis_plugin_api::verify_step::verify_words(ctx, inst),
         name,
         series,
         machine_type,
@@ -280,114 +286,6 @@ fn series_ref(cloud: Cloud, series: &str) -> String {
     }
 }
 
-fn aws_main(rt: &Runtime, planned: &[Planned], header: &str) -> Body {
-    let mut body = Body::new().comment(header);
-    let mut unpinned: Vec<String> = planned
-        .iter()
-        .filter(|p| p.pin.is_none())
-        .map(|p| p.series.clone())
-        .collect();
-    unpinned.sort();
-    unpinned.dedup();
-    if !unpinned.is_empty() {
-        body = body.block(
-            Block::new("data", ["aws_ami", "series"])
-                .attr("for_each", set_of(&unpinned))
-                .attr("most_recent", true)
-                .attr("owners", Expr::strs(["self"]))
-                .block(
-                    Block::new("filter", Vec::<String>::new())
-                        .attr("name", "tag:csis_series")
-                        .attr("values", Expr::raw("[each.key]")),
-                ),
-        );
-    }
-    let mut storages: Vec<String> = planned
-        .iter()
-        .flat_map(|p| p.mounts.iter().map(|m| m.storage.clone()))
-        .collect();
-    storages.sort();
-    storages.dedup();
-    if !storages.is_empty() {
-        body = body.block(
-            Block::new("data", ["aws_ebs_volume", "storage"])
-                .attr("for_each", set_of(&storages))
-                .attr("most_recent", true)
-                .block(
-                    Block::new("filter", Vec::<String>::new())
-                        .attr("name", "tag:csis_storage")
-                        .attr("values", Expr::raw("[each.key]")),
-                ),
-        );
-    }
-    let instances = planned
-        .iter()
-        .map(|p| {
-            let ami = match &p.pin {
-                Some(b) => Expr::str(b.clone()),
-                None => Expr::raw(series_ref(Cloud::Aws, &p.series)),
-            };
-            (
-                p.name.clone(),
-                Expr::Object(vec![
-                    ("ami".into(), ami),
-                    ("instance_type".into(), Expr::str(p.machine_type.clone())),
-                    (
-                        "subnet_id".into(),
-                        p.subnet.clone().map_or(Expr::Null, Expr::str),
-                    ),
-                    ("availability_zone".into(), Expr::str(p.zone.clone())),
-                    ("user_data".into(), user_data_expr(Cloud::Aws, p)),
-                    (
-                        "tags".into(),
-                        Expr::string_map([
-                            ("Name", p.name.as_str()),
-                            ("csis_instance", p.name.as_str()),
-                            ("csis_series", p.series.as_str()),
-                            ("csis_hostname", p.hostname.as_str()),
-                            ("csis_runtime", rt.name.as_str()),
-                        ]),
-                    ),
-                ]),
-            )
-        })
-        .collect();
-    body = body.block(
-        Block::new("locals", Vec::<String>::new())
-            .attr("instances", Expr::Object(instances))
-            .attr("attachments", attachments(planned, Cloud::Aws)),
-    );
-    body = body.block(
-        Block::new("resource", ["aws_instance", "instance"])
-            .attr("for_each", Expr::raw("local.instances"))
-            .attr("ami", Expr::raw("each.value.ami"))
-            .attr("instance_type", Expr::raw("each.value.instance_type"))
-            .attr("subnet_id", Expr::raw("each.value.subnet_id"))
-            .attr(
-                "availability_zone",
-                Expr::raw("each.value.availability_zone"),
-            )
-            .attr("user_data", Expr::raw("each.value.user_data"))
-            .attr("tags", Expr::raw("each.value.tags")),
-    );
-    if !storages.is_empty() {
-        body = body.block(
-            Block::new("resource", ["aws_volume_attachment", "attach"])
-                .attr("for_each", Expr::raw("local.attachments"))
-                .attr("device_name", Expr::raw("each.value.device_name"))
-                .attr(
-                    "volume_id",
-                    Expr::raw("data.aws_ebs_volume.storage[each.value.storage].id"),
-                )
-                .attr(
-                    "instance_id",
-                    Expr::raw("aws_instance.instance[each.value.instance].id"),
-                ),
-        );
-    }
-    body
-}
-
 /// `local.attachments`: `<instance>/<storage>` to what attaches it.
 fn attachments(planned: &[Planned], cloud: Cloud) -> Expr {
     let mut entries = Vec::new();
@@ -410,114 +308,6 @@ fn attachments(planned: &[Planned], cloud: Cloud) -> Expr {
     }
     entries.sort_by(|a, b| a.0.cmp(&b.0));
     Expr::Object(entries)
-}
-
-fn gce_main(rt: &Runtime, planned: &[Planned], header: &str) -> Body {
-    let mut body = Body::new().comment(header);
-    let mut families: Vec<String> = planned
-        .iter()
-        .filter(|p| p.pin.is_none())
-        .map(|p| csis_plugin_gce::image_family(&p.series))
-        .collect();
-    families.sort();
-    families.dedup();
-    if !families.is_empty() {
-        body = body.block(
-            Block::new("data", ["google_compute_image", "series"])
-                .attr("for_each", set_of(&families))
-                .attr("family", Expr::raw("each.key"))
-                .attr("project", Expr::raw("var.project")),
-        );
-    }
-    let project = rt.project.clone().unwrap_or_default();
-    let instances = planned
-        .iter()
-        .map(|p| {
-            let (image, build) = match &p.pin {
-                Some(b) => (
-                    Expr::str(format!("projects/{project}/global/images/{b}")),
-                    Expr::str(b.clone()),
-                ),
-                None => (
-                    Expr::raw(format!("{}.self_link", series_ref(Cloud::Gce, &p.series))),
-                    Expr::raw(format!("{}.name", series_ref(Cloud::Gce, &p.series))),
-                ),
-            };
-            (
-                p.name.clone(),
-                Expr::Object(vec![
-                    ("name".into(), Expr::str(gce_name(&p.name))),
-                    ("image".into(), image),
-                    ("build".into(), build),
-                    ("machine_type".into(), Expr::str(p.machine_type.clone())),
-                    ("zone".into(), Expr::str(p.zone.clone())),
-                    ("network".into(), Expr::str(rt.network.clone())),
-                    (
-                        "subnetwork".into(),
-                        p.subnet.clone().map_or(Expr::Null, Expr::str),
-                    ),
-                    ("user_data".into(), user_data_expr(Cloud::Gce, p)),
-                    (
-                        "labels".into(),
-                        Expr::string_map([
-                            ("csis_instance", label_value(&p.name).as_str()),
-                            ("csis_series", label_value(&p.series).as_str()),
-                        ]),
-                    ),
-                ]),
-            )
-        })
-        .collect();
-    body = body.block(
-        Block::new("locals", Vec::<String>::new())
-            .attr("instances", Expr::Object(instances))
-            .attr("attachments", attachments(planned, Cloud::Gce)),
-    );
-    body = body.block(
-        Block::new("resource", ["google_compute_instance", "instance"])
-            .attr("for_each", Expr::raw("local.instances"))
-            .attr("name", Expr::raw("each.value.name"))
-            .attr("machine_type", Expr::raw("each.value.machine_type"))
-            .attr("zone", Expr::raw("each.value.zone"))
-            .attr("labels", Expr::raw("each.value.labels"))
-            .attr(
-                "metadata",
-                Expr::Object(vec![(
-                    "user-data".into(),
-                    Expr::raw("each.value.user_data"),
-                )]),
-            )
-            .block(
-                Block::new("boot_disk", Vec::<String>::new()).block(
-                    Block::new("initialize_params", Vec::<String>::new())
-                        .attr("image", Expr::raw("each.value.image")),
-                ),
-            )
-            .block(
-                Block::new("network_interface", Vec::<String>::new())
-                    .attr("network", Expr::raw("each.value.network"))
-                    .attr("subnetwork", Expr::raw("each.value.subnetwork")),
-            )
-            // google_compute_attached_disk owns the attachments.
-            .block(
-                Block::new("lifecycle", Vec::<String>::new())
-                    .attr("ignore_changes", Expr::raw("[attached_disk]")),
-            ),
-    );
-    if planned.iter().any(|p| !p.mounts.is_empty()) {
-        body = body.block(
-            Block::new("resource", ["google_compute_attached_disk", "attach"])
-                .attr("for_each", Expr::raw("local.attachments"))
-                .attr("disk", Expr::raw("each.value.disk"))
-                .attr(
-                    "instance",
-                    Expr::raw("google_compute_instance.instance[each.value.instance].id"),
-                )
-                .attr("zone", Expr::raw("each.value.zone"))
-                .attr("device_name", Expr::raw("each.value.device_name")),
-        );
-    }
-    body
 }
 
 /// The instance root of builder `me`, or nothing when it launches no
@@ -546,8 +336,8 @@ pub fn root(
         rt.name
     );
     let main = match cloud {
-        Cloud::Aws => aws_main(&rt, &planned, &header),
-        Cloud::Gce => gce_main(&rt, &planned, &header),
+        Cloud::Aws => aws::aws_main(&rt, &planned, &header),
+        Cloud::Gce => gce::gce_main(&rt, &planned, &header),
     };
     let value = match cloud {
         Cloud::Aws => {
@@ -575,7 +365,10 @@ pub fn root(
         files,
         whitelist: whitelist(ctx, me, cloud),
         require_unmounted: !gone.is_empty() || planned.iter().any(|p| !p.mounts.is_empty()),
-        bind_instances: planned.iter().map(|p| p.name.clone()).collect(),
+        bind_instances: planned
+            .iter()
+            .map(|p| (p.name.clone(), p.verify.clone()))
+            .collect(),
         teardown: planned
             .iter()
             .filter(|p| p.ephemeral)

@@ -1,0 +1,121 @@
+//! A real EC2/SSM API server for the tests that reach AWS: moto's server
+//! mode (PyPI `moto[server]`), started on 127.0.0.1 on a free port for one
+//! test and killed when the handle drops. `.ci/run` installs it and names
+//! it in CSIS_MOTO_SERVER; without it (and without CSIS_REQUIRE_MOTO) the
+//! tests that need it are skipped with a notice.
+//!
+//! moto answers every SSM command with Success and no output without
+//! running it: what the tests learn from it is csis's use of the APIs
+//! (the machine found by its launch tags, its power state and boot image,
+//! one command per check, a stopped machine started and stopped again),
+//! not what a command would find on a machine.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct Moto {
+    child: Child,
+    pub endpoint: String,
+    /// Empty AWS config and credentials files: the operator's ~/.aws is
+    /// never read.
+    aws_dir: tempfile::TempDir,
+}
+
+impl Moto {
+    pub fn start() -> Option<Moto> {
+        let program = std::env::var("CSIS_MOTO_SERVER").unwrap_or_else(|_| "moto_server".into());
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(&program)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        let Ok(mut child) = child else {
+            csis_test_support::skipped_without(
+                "CSIS_REQUIRE_MOTO",
+                &format!("moto's server ({program}) could not be started"),
+                "the tests against a real EC2/SSM API are skipped",
+            );
+            return None;
+        };
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if started.elapsed() > Duration::from_secs(60) || child.try_wait().unwrap().is_some() {
+                let _ = child.kill();
+                panic!("moto's server did not listen on 127.0.0.1:{port}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let aws_dir = tempfile::tempdir().unwrap();
+        std::fs::write(aws_dir.path().join("config"), "").unwrap();
+        std::fs::write(aws_dir.path().join("credentials"), "").unwrap();
+        Some(Moto {
+            child,
+            endpoint: format!("http://127.0.0.1:{port}"),
+            aws_dir,
+        })
+    }
+
+    /// The environment a csis step (and the test doubles) reach it with.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        let file = |n: &str| -> PathBuf { self.aws_dir.path().join(n) };
+        vec![
+            ("AWS_ENDPOINT_URL", self.endpoint.clone()),
+            ("AWS_ACCESS_KEY_ID", "testing".into()),
+            ("AWS_SECRET_ACCESS_KEY", "testing".into()),
+            ("AWS_REGION", "us-east-1".into()),
+            ("AWS_DEFAULT_REGION", "us-east-1".into()),
+            ("AWS_EC2_METADATA_DISABLED", "true".into()),
+            ("AWS_CONFIG_FILE", file("config").display().to_string()),
+            (
+                "AWS_SHARED_CREDENTIALS_FILE",
+                file("credentials").display().to_string(),
+            ),
+        ]
+    }
+
+    /// A Python one-off against the server with boto3 (the same Python
+    /// the test doubles run with): its stdout, trimmed.
+    pub fn python(&self, code: &str) -> String {
+        let out = Command::new("python3")
+            .args([
+                "-c",
+                &format!("import boto3\nec2 = boto3.client('ec2')\n{code}"),
+            ])
+            .envs(self.env())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// `(instance id, state)` of every EC2 instance carrying
+    /// `csis_instance=<instance>`.
+    pub fn instances(&self, instance: &str) -> Vec<(String, String)> {
+        let out = self.python(&format!(
+            "r = ec2.describe_instances(Filters=[{{'Name': 'tag:csis_instance', 'Values': ['{instance}']}}])\n\
+             for x in r['Reservations']:\n    for i in x['Instances']:\n        print(i['InstanceId'], i['State']['Name'])"
+        ));
+        out.lines()
+            .filter_map(|l| l.split_once(' '))
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
