@@ -185,3 +185,39 @@ fn an_undeclared_storage_is_destroyed_from_its_record_and_comes_back_as_a_new_ge
     );
     assert!(r.join("store/storages/data").is_dir());
 }
+
+/// A storage an overlay declares on an ephemeral runtime is transient: the
+/// run creates it, and its retention lifecycle's closing storage run,
+/// over the tree without what the overlays declare, destroys it. A
+/// declared storage on the same runtime stays.
+#[test]
+fn a_transient_storage_on_an_ephemeral_runtime_goes_with_the_run_that_made_it() {
+    let t = tree("local-run");
+    let r = t.path();
+    edit(
+        r,
+        "cfg/builders.yml",
+        "default_machine_type: small, store: store}",
+        "default_machine_type: small, store: store, ephemeral: true}",
+    );
+    std::fs::write(
+        r.join("scratch.yml"),
+        "storages:\n  - {name: scratch, groups: [ops]}\n",
+    )
+    .unwrap();
+    let out = ok(csis_at(
+        r,
+        NOW,
+        &["--overlay", "scratch.yml", "run", "all", "--no-dry-run"],
+    ));
+    let step = "run storage --only none --no-state-query --no-dry-run --undeclare storages:scratch";
+    assert!(out.contains(step), "{out}");
+    let made = out.find("storage scratch at ").expect(&out);
+    let gone = out.find("storage scratch destroyed").expect(&out);
+    assert!(made < gone && out[..gone].contains(step), "{out}");
+    assert!(!r.join("store/storages/scratch").exists());
+    assert!(r.join("store/storages/data").is_dir());
+    // Without the overlay there is nothing transient: no closing run.
+    let out = ok(csis_at(r, NOW + 60, &["run", "all"]));
+    assert!(!out.contains("run storage --only none"), "{out}");
+}

@@ -13,7 +13,7 @@ use crate::load::items_model::structured_item;
 
 /// The core's own after-generate contributions: the release lifecycle's
 /// read-model and `release --declared` step, the retention lifecycle's
-/// `dispose image --retention` step.
+/// `dispose image --retention` step and closing storage run.
 pub(super) fn core_contribution(
     db: &dyn Db,
     tree: Tree,
@@ -77,8 +77,70 @@ pub(super) fn core_contribution(
                 }
                 c.deferred.push(system_step(&args));
             }
+            if let Some(step) = transient_storage_teardown(db, tree) {
+                let step: Vec<&str> = step.iter().map(String::as_str).collect();
+                c.deferred.push(system_step(&step));
+            }
         }
         _ => {}
     }
     c
+}
+
+/// The retention lifecycle's closing storage run (spec: a storage an
+/// overlay declares on an ephemeral runtime is transient): when there is
+/// one, `run storage --only none --no-state-query --no-dry-run` over the
+/// tree without the items the run's overlays declare (each `--undeclare`d,
+/// beside the run's own `--undeclare` flags, which the step's flags
+/// replace), so the transient storage is undeclared there and destroyed
+/// like any storage whose declaration is gone. The overlays' config and
+/// their changes to declared items carry over with the overlays
+/// themselves.
+fn transient_storage_teardown(db: &dyn Db, tree: Tree) -> Option<Vec<String>> {
+    let index = item_index(db, tree);
+    let b = builders(db, tree);
+    let on_ephemeral = |storage: &str| {
+        let id = ItemId::new(db, tree, ItemKind::STORAGES, storage);
+        let Some(csis_model::models::Item::Storage(s)) = structured_item(db, id).item.as_deref()
+        else {
+            return false;
+        };
+        b.resolve(Vct::StorageBuilderModel, &s.named.type_)
+            .map(|d| d.base.runtime().unwrap_or("default"))
+            .and_then(|rt| b.resolve(Vct::RuntimeBuilderModel, rt))
+            .and_then(|d| d.base.runtime_model())
+            .is_some_and(|m| m.ephemeral)
+    };
+    if !index
+        .overlay_declared
+        .iter()
+        .any(|(k, n)| *k == ItemKind::STORAGES && on_ephemeral(n))
+    {
+        return None;
+    }
+    let mut step: Vec<String> = [
+        "run",
+        "storage",
+        "--only",
+        "none",
+        "--no-state-query",
+        "--no-dry-run",
+    ]
+    .map(String::from)
+    .to_vec();
+    let undeclare: Vec<String> = tree
+        .undeclare(db)
+        .iter()
+        .cloned()
+        .chain(
+            index
+                .overlay_declared
+                .iter()
+                .map(|(k, n)| format!("{}:{n}", k.key())),
+        )
+        .collect();
+    for u in undeclare {
+        step.extend(["--undeclare".to_string(), u]);
+    }
+    Some(step)
 }
