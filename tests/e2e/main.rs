@@ -1,6 +1,7 @@
 //! End-to-end tests of the `csis` binary over fixture trees.
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
+mod aws_state;
 mod bounded_commands;
 mod bounds;
 mod cases;

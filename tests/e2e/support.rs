@@ -13,6 +13,10 @@ pub fn csis_at(root: &Path, now: i64, args: &[&str]) -> Output {
         .args(args)
         .env("CSIS_NOW", now.to_string())
         .env_remove("CSIS_RUN_ID")
+        // The aws runtime asks EC2 what exists at every run's start: with
+        // no endpoint and no credentials it is unavailable, and never
+        // waits on an instance metadata service this machine has not.
+        .env("AWS_EC2_METADATA_DISABLED", "true")
         .output()
         .unwrap()
 }
@@ -206,6 +210,7 @@ pub fn real_run(root: &Path, doubles: &Path, now: i64, env: &[(&str, &str)]) -> 
         .env_remove("TOFU_DOUBLE_FAIL")
         .env_remove("PACKER_DOUBLE_FAIL")
         .env("PATH", path)
+        .env("AWS_EC2_METADATA_DISABLED", "true")
         .env("CSIS_DOUBLE_CLOUD", doubles.join("cloud"));
     for (k, v) in env {
         cmd.env(k, v);

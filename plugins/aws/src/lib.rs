@@ -23,6 +23,7 @@ use csis_plugin_api::{
 use std::sync::Arc;
 
 mod machine;
+mod reality;
 mod sdk;
 
 pub struct AwsPlugin;
@@ -326,6 +327,18 @@ impl Builder for AwsRuntime {
         let clients = sdk::Clients::connect(&self.decl)?;
         let mut machine = machine::Ec2Machine::find(&clients, self.decl.name(), &req.instance)?;
         csis_plugin_api::machine_verify::verify(&mut machine, req)
+    }
+
+    /// The AMIs, instances and volumes csis's tags mark (`reality.rs`).
+    fn observe(&self, _root: &std::path::Path) -> Result<csis_plugin_api::Observed, String> {
+        let clients = sdk::Clients::connect(&self.decl)?;
+        reality::observe(&clients, self.decl.name())
+    }
+
+    /// Deregister the AMI and delete its snapshots (`reality.rs`).
+    fn dispose_image(&self, _root: &std::path::Path, build_id: &str) -> Result<(), String> {
+        let clients = sdk::Clients::connect(&self.decl)?;
+        reality::dispose(&clients, build_id)
     }
 
     /// cloud-init, when the image has it, forgets this machine so an

@@ -1,0 +1,183 @@
+//! What exists on an `aws` runtime, as `csis state query` asks it, and the
+//! disposal of a build: the AMIs this account owns that carry the lineage
+//! tag `csis_series`, the instances carrying the runtime's launch tags,
+//! the EBS volumes carrying `csis_storage`; `dispose_image` deregisters an
+//! AMI and deletes the snapshots behind it (an AMI's snapshots outlive its
+//! deregistration and are billed until deleted).
+//!
+//! API references: EC2 DescribeImages (Owners `self`, filter `tag-key`),
+//! DescribeInstances (filters `tag:<key>`, `instance-state-name`),
+//! DescribeVolumes (filter `tag-key`), DeregisterImage, DeleteSnapshot.
+//! Every Describe call is paged by NextToken.
+
+use aws_sdk_ec2::types::Filter;
+use csis_plugin_api::{Observed, ObservedImage};
+
+use crate::sdk::{Clients, said};
+
+fn tag<'a>(tags: &'a [aws_sdk_ec2::types::Tag], key: &str) -> Option<&'a str> {
+    tags.iter()
+        .find(|t| t.key() == Some(key))
+        .and_then(|t| t.value())
+}
+
+fn filter(name: &str, values: &[&str]) -> Filter {
+    Filter::builder()
+        .name(name)
+        .set_values(Some(values.iter().map(|v| v.to_string()).collect()))
+        .build()
+}
+
+/// Every AMI this account owns in the region that carries `csis_series`.
+pub fn images(clients: &Clients) -> Result<Vec<ObservedImage>, String> {
+    let mut out = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let page = clients
+            .block_on(
+                clients
+                    .ec2
+                    .describe_images()
+                    .owners("self")
+                    .filters(filter("tag-key", &["csis_series"]))
+                    .set_next_token(token.take())
+                    .send(),
+            )
+            .map_err(|e| format!("EC2 DescribeImages: {}", said(e)))?;
+        for image in page.images() {
+            if let (Some(id), Some(series)) = (image.image_id(), tag(image.tags(), "csis_series")) {
+                out.push(ObservedImage {
+                    build_id: id.to_string(),
+                    series: series.to_string(),
+                });
+            }
+        }
+        match page.next_token() {
+            Some(t) if !t.is_empty() => token = Some(t.to_string()),
+            _ => break,
+        }
+    }
+    out.sort_by(|a, b| a.build_id.cmp(&b.build_id));
+    Ok(out)
+}
+
+/// The instance names (`csis_instance`) of every instance launched on
+/// `runtime` that is not terminated.
+pub fn instances(clients: &Clients, runtime: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let page = clients
+            .block_on(
+                clients
+                    .ec2
+                    .describe_instances()
+                    .filters(filter("tag:csis_runtime", &[runtime]))
+                    .filters(filter(
+                        "instance-state-name",
+                        &["pending", "running", "stopping", "stopped"],
+                    ))
+                    .set_next_token(token.take())
+                    .send(),
+            )
+            .map_err(|e| format!("EC2 DescribeInstances: {}", said(e)))?;
+        for r in page.reservations() {
+            for i in r.instances() {
+                if let Some(name) = tag(i.tags(), "csis_instance") {
+                    out.push(name.to_string());
+                }
+            }
+        }
+        match page.next_token() {
+            Some(t) if !t.is_empty() => token = Some(t.to_string()),
+            _ => break,
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// The storage names (`csis_storage`) of every EBS volume in the region.
+pub fn volumes(clients: &Clients) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let page = clients
+            .block_on(
+                clients
+                    .ec2
+                    .describe_volumes()
+                    .filters(filter("tag-key", &["csis_storage"]))
+                    .set_next_token(token.take())
+                    .send(),
+            )
+            .map_err(|e| format!("EC2 DescribeVolumes: {}", said(e)))?;
+        for v in page.volumes() {
+            if let Some(name) = tag(v.tags(), "csis_storage") {
+                out.push(name.to_string());
+            }
+        }
+        match page.next_token() {
+            Some(t) if !t.is_empty() => token = Some(t.to_string()),
+            _ => break,
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+pub fn observe(clients: &Clients, runtime: &str) -> Result<Observed, String> {
+    Ok(Observed {
+        images: images(clients)?,
+        storages: volumes(clients)?,
+        instances: instances(clients, runtime)?,
+        debris: Vec::new(),
+    })
+}
+
+/// Deregister `build_id` (an AMI this account owns), then delete the EBS
+/// snapshots its block devices were registered from. An AMI EC2 no
+/// longer knows is already gone: nothing to do.
+pub fn dispose(clients: &Clients, build_id: &str) -> Result<(), String> {
+    let found = clients
+        .block_on(
+            clients
+                .ec2
+                .describe_images()
+                .image_ids(build_id)
+                .owners("self")
+                .send(),
+        )
+        .map_err(|e| format!("EC2 DescribeImages {build_id}: {}", said(e)));
+    let image = match found {
+        Ok(out) => out.images().first().cloned(),
+        // EC2 answers an unknown AMI id with InvalidAMIID.NotFound.
+        Err(e) if e.contains("InvalidAMIID") => None,
+        Err(e) => return Err(e),
+    };
+    let Some(image) = image else {
+        return Ok(());
+    };
+    let snapshots: Vec<String> = image
+        .block_device_mappings()
+        .iter()
+        .filter_map(|m| m.ebs().and_then(|e| e.snapshot_id()))
+        .map(str::to_string)
+        .collect();
+    clients
+        .block_on(clients.ec2.deregister_image().image_id(build_id).send())
+        .map_err(|e| format!("EC2 DeregisterImage {build_id}: {}", said(e)))?;
+    for snap in snapshots {
+        clients
+            .block_on(clients.ec2.delete_snapshot().snapshot_id(&snap).send())
+            .map_err(|e| {
+                format!(
+                    "EC2 DeleteSnapshot {snap} (of the deregistered {build_id}): {}",
+                    said(e)
+                )
+            })?;
+    }
+    Ok(())
+}

@@ -1,0 +1,158 @@
+//! What the `aws` runtime sees, through the binary and the AWS SDK against
+//! moto's EC2 server: fixtures/clouds after a real run with the packer and
+//! tofu doubles (which make their AMIs, instances and volumes there), then
+//! `state query` over planted drift and `dispose image` of a stale build.
+
+use std::path::Path;
+use std::process::Command;
+
+use csis_test_support::tree;
+
+use crate::moto::Moto;
+use crate::support::{doubles, edit, hcl2_available, read};
+
+const NOW: i64 = 1_797_000_000;
+
+/// `csis ARGS` with the doubles first on PATH and moto's environment.
+fn csis(root: &Path, d: &Path, moto: &Moto, now: i64, args: &[&str]) -> (Option<i32>, String) {
+    let path = format!(
+        "{}:{}",
+        d.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_csis"))
+        .current_dir(root)
+        .arg("--root-dir")
+        .arg(root)
+        .args(args)
+        .env("CSIS_NOW", now.to_string())
+        .env_remove("CSIS_RUN_ID")
+        .env("PATH", path)
+        .env("CSIS_DOUBLE_CLOUD", d.join("cloud"))
+        .envs(moto.env())
+        .output()
+        .unwrap();
+    (
+        o.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+    )
+}
+
+/// The build ids lineage records for `series@aws`, oldest first (each
+/// record opens with its build_id, series and runtime).
+fn builds(root: &Path, series: &str) -> Vec<String> {
+    let lineage = read(&root.join("meta-state/lineage.yaml"));
+    lineage
+        .split("\n  - build_id: ")
+        .skip(1)
+        .filter_map(|record| {
+            let mut lines = record.lines();
+            let id = lines.next()?.trim().to_string();
+            let s = lines.next()?.trim().strip_prefix("series: ")?.to_string();
+            let rt = lines.next()?.trim().strip_prefix("runtime: ")?.to_string();
+            (s == series && rt == "aws").then_some(id)
+        })
+        .collect()
+}
+
+#[test]
+fn state_query_on_aws_sees_foreign_missing_and_stale_builds_and_dispose_deregisters_one() {
+    if !hcl2_available() {
+        return;
+    }
+    let Some(moto) = Moto::start() else {
+        return;
+    };
+    let t = tree("clouds");
+    let root = t.path();
+    // An image nothing consumes, baked on aws only: its older builds go
+    // stale.
+    edit(
+        root,
+        "images/chain.yml",
+        "  - name: web\n",
+        "  - name: spare\n    source_image: app\n    group: ops\n    runtimes:\n      - image_builder: pk-aws\n  - name: web\n",
+    );
+    let d = doubles(&["packer", "tofu", "gcloud"]);
+    let (code, out) = csis(root, d.path(), &moto, NOW, &["run", "all", "--no-dry-run"]);
+    assert_eq!(code, Some(0), "{out}");
+
+    // Everything the run made is where lineage says: no aws drift, and
+    // gce (which cannot be asked yet) is unavailable, never "missing".
+    let (code, out) = csis(root, d.path(), &moto, NOW + 60, &["state", "query"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(!out.contains("(aws)"), "{out}");
+    assert!(out.contains("unavailable: gce: "), "{out}");
+
+    // A second bake of spare leaves the first one stale.
+    let (code, out) = csis(
+        root,
+        d.path(),
+        &moto,
+        NOW + 120,
+        &[
+            "run",
+            "instance-image",
+            "--no-dry-run",
+            "--force-bake",
+            "spare",
+        ],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    let spare = builds(root, "spare");
+    assert_eq!(spare.len(), 2, "{spare:?}");
+    let web = builds(root, "web");
+
+    // A foreign AMI (lineage tags, no record), a pinned build gone.
+    let foreign = moto.python(
+        "src = ec2.describe_images(Owners=['amazon'])['Images'][0]['ImageId']\n\
+         i = ec2.run_instances(ImageId=src, MinCount=1, MaxCount=1)['Instances'][0]['InstanceId']\n\
+         img = ec2.create_image(InstanceId=i, Name='stray')['ImageId']\n\
+         ec2.create_tags(Resources=[img], Tags=[{'Key': 'csis_series', 'Value': 'web'}])\n\
+         print(img)",
+    );
+    moto.python(&format!("ec2.deregister_image(ImageId='{}')", web[0]));
+    let (code, out) = csis(root, d.path(), &moto, NOW + 180, &["state", "query"]);
+    assert_eq!(code, Some(0), "{out}");
+    for line in [
+        format!(
+            "foreign image {foreign} (aws): carries csis_series 'web' but meta-state/lineage.yaml does not record it"
+        ),
+        format!(
+            "hard: missing image {} (aws): a pinned build is gone (pinned by instance web-aws)",
+            web[0]
+        ),
+        format!(
+            "stale image {} (aws): superseded by spare's head and pinned by nothing (retention disposes it)",
+            spare[0]
+        ),
+    ] {
+        assert!(out.contains(&line), "{line}\n{out}");
+    }
+
+    // Disposing the stale build deregisters its AMI and deletes its
+    // snapshot in EC2.
+    let snapshot = moto.python(&format!(
+        "print(ec2.describe_images(ImageIds=['{}'])['Images'][0]['BlockDeviceMappings'][0]['Ebs']['SnapshotId'])",
+        spare[0]
+    ));
+    let (code, out) = csis(
+        root,
+        d.path(),
+        &moto,
+        NOW + 240,
+        &["dispose", "image", &spare[0]],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    let left = moto.python(&format!(
+        "print(len(ec2.describe_images(Filters=[{{'Name': 'image-id', 'Values': ['{}']}}])['Images']))\n\
+         print(len([s for s in ec2.describe_snapshots(OwnerIds=['self'])['Snapshots'] if s['SnapshotId'] == '{snapshot}']))",
+        spare[0]
+    ));
+    assert_eq!(left, "0\n0", "{out}");
+    assert!(!read(&root.join("meta-state/lineage.yaml")).contains(&spare[0]));
+}
