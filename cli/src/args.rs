@@ -161,6 +161,12 @@ pub enum Command {
         #[command(subcommand)]
         command: commands::lineage::LineageCommand,
     },
+    /// A runtime: what it answers (describe); dispose every build of an
+    /// ephemeral one (empty).
+    Runtime {
+        #[command(subcommand)]
+        command: commands::runtime::RuntimeCommand,
+    },
     /// Ask every runtime what exists and compare it with meta-state
     /// (query); keep a workspace's terraform state before a state rm
     /// (backup).

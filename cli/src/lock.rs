@@ -29,6 +29,7 @@ pub fn writes_tree(command: &Command) -> bool {
         // query writes generated/state-report.json, backup under _private/.
         | Command::State { .. } => true,
         // instance writes verifications.yaml (and image-tests.yaml).
+        Command::Runtime { command } => crate::commands::runtime::writes(command),
         Command::Verify { command } => {
             matches!(command, crate::commands::verify::VerifyCommand::Instance { .. })
         }

@@ -155,4 +155,35 @@ fn state_query_on_aws_sees_foreign_missing_and_stale_builds_and_dispose_deregist
     ));
     assert_eq!(left, "0\n0", "{out}");
     assert!(!read(&root.join("meta-state/lineage.yaml")).contains(&spare[0]));
+
+    // What the runtime answers: where it is, whether what it declares
+    // exists there (moto has neither the example's VPC nor its subnets),
+    // and what csis owns there against lineage.
+    let (code, out) = csis(
+        root,
+        d.path(),
+        &moto,
+        NOW + 300,
+        &["runtime", "describe", "aws"],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    for line in [
+        "runtime aws (aws, durable)\n  region: us-east-1\n  account: 123456789012\n",
+        "  subnet subnet-0aaa (us-east-1a): NOT FOUND\n",
+        "  builds: 5 found with lineage tags (4 recorded in lineage, 1 not), 1 recorded but absent\n  instances: web-aws\n  storages: web_data\n",
+    ] {
+        assert!(out.contains(line), "{line}\n{out}");
+    }
+    let (code, out) = csis(
+        root,
+        d.path(),
+        &moto,
+        NOW + 300,
+        &["runtime", "empty", "aws"],
+    );
+    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(
+        out.trim(),
+        "error: runtime empty: runtime 'aws' is not ephemeral; its builds are kept by decision -- dispose them with 'dispose image --all --runtime aws' (or declare it ephemeral: true)"
+    );
 }

@@ -1,7 +1,7 @@
 //! upgrade, forget, release and dispose over real runs on the local
 //! runtime, with the spec's refusals.
 
-use crate::support::{csis_at, edit, ok};
+use crate::support::{csis_at, csis_text, edit, ok};
 use csis_test_support::tree;
 use std::process::Output;
 
@@ -452,5 +452,43 @@ fn upgrade_on_an_image_of_two_runtimes() {
             ]
         )),
         "error: upgrade: build 'alma10-dummy-cloud-r1' was baked on runtime 'dummy-cloud', not 'local'"
+    );
+}
+
+/// `runtime empty` disposes every build of an ephemeral runtime under
+/// retention's debt rules (what is pinned or launched from stays, said
+/// as a warning), and refuses a durable runtime.
+#[test]
+fn runtime_empty_keeps_what_is_held_and_refuses_a_durable_runtime() {
+    let t = tree("local-run");
+    let r = t.path();
+    let (code, out) = csis_text(r, 1_796_226_804, &["runtime", "empty", "here"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(
+        out.trim(),
+        "error: runtime empty: runtime 'here' is not ephemeral; its builds are kept by decision -- dispose them with 'dispose image --all --runtime here' (or declare it ephemeral: true)"
+    );
+    crate::support::edit(
+        r,
+        "cfg/builders.yml",
+        "default_machine_type: small, store: store}",
+        "default_machine_type: small, store: store, ephemeral: true}",
+    );
+    let (code, out) = csis_text(r, 1_796_226_804, &["run", "all", "--no-dry-run"]);
+    assert_eq!(code, Some(0), "{out}");
+    let (code, out) = csis_text(r, 1_796_226_864, &["runtime", "empty", "here"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("warning: retention debt: top-here-2026_12_02T15_53_24 (top@here) would be disposed but an instance is pinned to it or was launched from it"),
+        "{out}"
+    );
+    assert!(out.contains("dispose: nothing to dispose"), "{out}");
+    let (_, described) = csis_text(r, 1_796_226_864, &["runtime", "describe", "here"]);
+    assert!(
+        described.starts_with(&format!(
+            "runtime here (local, ephemeral)\n  store: {}/store\n  builds: 4 found with lineage tags (4 recorded in lineage, 0 not), 0 recorded but absent\n  instances: box\n  storages: data\n",
+            r.display()
+        )),
+        "{described}"
     );
 }

@@ -24,6 +24,7 @@ pub mod plan;
 pub mod plugin_step;
 pub mod public_safe;
 pub mod run;
+pub mod runtime;
 pub mod secrets;
 pub mod selection;
 pub mod state;
@@ -83,6 +84,7 @@ pub fn with_tree(
         Command::Plan(args) => plan::plan(ws, args),
         Command::Lineage { command } => lineage::lineage(ws, command),
         Command::Verify { command } => verify::verify(ws, command),
+        Command::Runtime { command } => runtime::runtime(ws, command),
         Command::State {
             command: state::StateCommand::Query { strict },
         } => state::state_query(ws, *strict),

@@ -335,6 +335,13 @@ impl Builder for AwsRuntime {
         reality::observe(&clients, self.decl.name())
     }
 
+    /// Region, account and the declared network as EC2 knows it
+    /// (`reality.rs`).
+    fn describe(&self, _root: &std::path::Path) -> Result<Vec<String>, String> {
+        let clients = sdk::Clients::connect(&self.decl)?;
+        reality::describe(&clients, &self.decl)
+    }
+
     /// Deregister the AMI and delete its snapshots (`reality.rs`).
     fn dispose_image(&self, _root: &std::path::Path, build_id: &str) -> Result<(), String> {
         let clients = sdk::Clients::connect(&self.decl)?;

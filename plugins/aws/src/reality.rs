@@ -181,3 +181,62 @@ pub fn dispose(clients: &Clients, build_id: &str) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// What `csis runtime describe` shows of an aws runtime: its region, the
+/// account its credentials act in (STS GetCallerIdentity), and whether
+/// the VPC and each subnet it declares exist there (DescribeVpcs,
+/// DescribeSubnets, one id at a time so a missing one is named).
+pub fn describe(
+    clients: &Clients,
+    runtime: &csis_plugin_api::BuilderDecl,
+) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    if let Some(cloud) = runtime.cloud() {
+        out.push(format!("region: {}", cloud.region.trim()));
+    }
+    let me = clients
+        .block_on(clients.sts.get_caller_identity().send())
+        .map_err(|e| format!("STS GetCallerIdentity: {}", said(e)))?;
+    out.push(format!("account: {}", me.account().unwrap_or("?")));
+    out.push(format!("caller: {}", me.arn().unwrap_or("?")));
+    let found = |ok: bool| if ok { "found" } else { "NOT FOUND" };
+    if let Some(vpc) = runtime.extra_str("vpc_id") {
+        let answer = clients.block_on(clients.ec2.describe_vpcs().vpc_ids(vpc).send());
+        let ok = match answer {
+            Ok(o) => !o.vpcs().is_empty(),
+            Err(e) => {
+                let e = said(e);
+                if !e.contains("NotFound") {
+                    return Err(format!("EC2 DescribeVpcs {vpc}: {e}"));
+                }
+                false
+            }
+        };
+        out.push(format!("vpc {vpc}: {}", found(ok)));
+    }
+    for subnet in runtime
+        .cloud()
+        .map(|c| c.networking.subnets.as_slice())
+        .unwrap_or_default()
+    {
+        let id = subnet.subnet_id.as_str();
+        let answer = clients.block_on(clients.ec2.describe_subnets().subnet_ids(id).send());
+        let ok = match answer {
+            Ok(o) => !o.subnets().is_empty(),
+            Err(e) => {
+                let e = said(e);
+                if !e.contains("NotFound") {
+                    return Err(format!("EC2 DescribeSubnets {id}: {e}"));
+                }
+                false
+            }
+        };
+        let zone = subnet
+            .availability_zone
+            .as_deref()
+            .map(|z| format!(" ({z})"))
+            .unwrap_or_default();
+        out.push(format!("subnet {id}{zone}: {}", found(ok)));
+    }
+    Ok(out)
+}

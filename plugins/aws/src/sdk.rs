@@ -13,6 +13,7 @@ pub struct Clients {
     rt: tokio::runtime::Runtime,
     pub ec2: aws_sdk_ec2::Client,
     pub ssm: aws_sdk_ssm::Client,
+    pub sts: aws_sdk_sts::Client,
 }
 
 impl Clients {
@@ -37,6 +38,7 @@ impl Clients {
         Ok(Clients {
             ec2: aws_sdk_ec2::Client::new(&config),
             ssm: aws_sdk_ssm::Client::new(&config),
+            sts: aws_sdk_sts::Client::new(&config),
             rt,
         })
     }

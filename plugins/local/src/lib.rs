@@ -169,6 +169,11 @@ impl Builder for LocalBuilder {
         exec::observe(&self.store(root), self.decl.name())
     }
 
+    /// Where its store is.
+    fn describe(&self, root: &std::path::Path) -> Result<Vec<String>, String> {
+        Ok(vec![format!("store: {}", self.store(root).display())])
+    }
+
     fn clean(&self, root: &std::path::Path, orphans: &[String]) -> Result<Vec<String>, String> {
         exec::clean(&self.store(root), self.decl.name(), orphans)
     }

@@ -17,6 +17,7 @@ mod builds;
 pub mod mod_tests;
 mod pins;
 mod release;
+mod runtimes;
 pub mod verify;
 
 use csis_model::models::Item;

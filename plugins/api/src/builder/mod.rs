@@ -296,6 +296,14 @@ pub trait Builder: Send + Sync {
     fn observe(&self, _root: &std::path::Path) -> Result<Observed, String> {
         Err("this runtime cannot be asked what exists".into())
     }
+    /// Runtime builders, for `csis runtime describe` (never a generation
+    /// hook): what the runtime answers of where it is and of what it
+    /// declares, as `key: value` lines (`region: us-east-1`, `subnet
+    /// subnet-0a (us-east-1a): found`). `Err` says why it could not be
+    /// asked.
+    fn describe(&self, _root: &std::path::Path) -> Result<Vec<String>, String> {
+        Err("this runtime cannot describe itself".into())
+    }
     /// Runtime builders, in a real run before anything else (the tree is
     /// locked): remove the debris `observe` reported and the given builds
     /// that lineage does not record (baked by a run that ended before it
