@@ -4,43 +4,10 @@
 //! `state query` over planted drift and `dispose image` of a stale build.
 
 use std::path::Path;
-use std::process::Command;
 
-use csis_test_support::tree;
-
-use crate::moto::Moto;
-use crate::support::{doubles, edit, hcl2_available, read};
+use crate::support::{edit, read};
 
 const NOW: i64 = 1_797_000_000;
-
-/// `csis ARGS` with the doubles first on PATH and moto's environment.
-fn csis(root: &Path, d: &Path, moto: &Moto, now: i64, args: &[&str]) -> (Option<i32>, String) {
-    let path = format!(
-        "{}:{}",
-        d.join("bin").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let o = Command::new(env!("CARGO_BIN_EXE_csis"))
-        .current_dir(root)
-        .arg("--root-dir")
-        .arg(root)
-        .args(args)
-        .env("CSIS_NOW", now.to_string())
-        .env_remove("CSIS_RUN_ID")
-        .env("PATH", path)
-        .env("CSIS_DOUBLE_CLOUD", d.join("cloud"))
-        .envs(moto.env())
-        .output()
-        .unwrap();
-    (
-        o.status.code(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        ),
-    )
-}
 
 /// The build ids lineage records for `series@aws`, oldest first (each
 /// record opens with its build_id, series and runtime).
@@ -61,38 +28,33 @@ fn builds(root: &Path, series: &str) -> Vec<String> {
 
 #[test]
 fn state_query_on_aws_sees_foreign_missing_and_stale_builds_and_dispose_deregisters_one() {
-    if !hcl2_available() {
-        return;
-    }
-    let Some(moto) = Moto::start() else {
-        return;
-    };
-    let t = tree("clouds");
-    let root = t.path();
     // An image nothing consumes, baked on aws only: its older builds go
     // stale.
-    edit(
-        root,
-        "images/chain.yml",
-        "  - name: web\n",
-        "  - name: spare\n    source_image: app\n    group: ops\n    runtimes:\n      - image_builder: pk-aws\n  - name: web\n",
-    );
-    let d = doubles(&["packer", "tofu", "gcloud"]);
-    let (code, out) = csis(root, d.path(), &moto, NOW, &["run", "all", "--no-dry-run"]);
+    let Some((moto, t, d)) = crate::moto::clouds(|root| {
+        edit(
+            root,
+            "images/chain.yml",
+            "  - name: web\n",
+            "  - name: spare\n    source_image: app\n    group: ops\n    runtimes:\n      - image_builder: pk-aws\n  - name: web\n",
+        )
+    }) else {
+        return;
+    };
+    let root = t.path();
+    let (code, out) = moto.csis(root, d.path(), NOW, &["run", "all", "--no-dry-run"]);
     assert_eq!(code, Some(0), "{out}");
 
     // Everything the run made is where lineage says: no aws drift, and
     // gce (which cannot be asked yet) is unavailable, never "missing".
-    let (code, out) = csis(root, d.path(), &moto, NOW + 60, &["state", "query"]);
+    let (code, out) = moto.csis(root, d.path(), NOW + 60, &["state", "query"]);
     assert_eq!(code, Some(0), "{out}");
     assert!(!out.contains("(aws)"), "{out}");
     assert!(out.contains("unavailable: gce: "), "{out}");
 
     // A second bake of spare leaves the first one stale.
-    let (code, out) = csis(
+    let (code, out) = moto.csis(
         root,
         d.path(),
-        &moto,
         NOW + 120,
         &[
             "run",
@@ -116,7 +78,7 @@ fn state_query_on_aws_sees_foreign_missing_and_stale_builds_and_dispose_deregist
          print(img)",
     );
     moto.python(&format!("ec2.deregister_image(ImageId='{}')", web[0]));
-    let (code, out) = csis(root, d.path(), &moto, NOW + 180, &["state", "query"]);
+    let (code, out) = moto.csis(root, d.path(), NOW + 180, &["state", "query"]);
     assert_eq!(code, Some(0), "{out}");
     for line in [
         format!(
@@ -140,13 +102,7 @@ fn state_query_on_aws_sees_foreign_missing_and_stale_builds_and_dispose_deregist
         "print(ec2.describe_images(ImageIds=['{}'])['Images'][0]['BlockDeviceMappings'][0]['Ebs']['SnapshotId'])",
         spare[0]
     ));
-    let (code, out) = csis(
-        root,
-        d.path(),
-        &moto,
-        NOW + 240,
-        &["dispose", "image", &spare[0]],
-    );
+    let (code, out) = moto.csis(root, d.path(), NOW + 240, &["dispose", "image", &spare[0]]);
     assert_eq!(code, Some(0), "{out}");
     let left = moto.python(&format!(
         "print(len(ec2.describe_images(Filters=[{{'Name': 'image-id', 'Values': ['{}']}}])['Images']))\n\
@@ -159,13 +115,7 @@ fn state_query_on_aws_sees_foreign_missing_and_stale_builds_and_dispose_deregist
     // What the runtime answers: where it is, whether what it declares
     // exists there (moto has neither the example's VPC nor its subnets),
     // and what csis owns there against lineage.
-    let (code, out) = csis(
-        root,
-        d.path(),
-        &moto,
-        NOW + 300,
-        &["runtime", "describe", "aws"],
-    );
+    let (code, out) = moto.csis(root, d.path(), NOW + 300, &["runtime", "describe", "aws"]);
     assert_eq!(code, Some(0), "{out}");
     for line in [
         "runtime aws (aws, durable)\n  region: us-east-1\n  account: 123456789012\n",
@@ -174,13 +124,7 @@ fn state_query_on_aws_sees_foreign_missing_and_stale_builds_and_dispose_deregist
     ] {
         assert!(out.contains(line), "{line}\n{out}");
     }
-    let (code, out) = csis(
-        root,
-        d.path(),
-        &moto,
-        NOW + 300,
-        &["runtime", "empty", "aws"],
-    );
+    let (code, out) = moto.csis(root, d.path(), NOW + 300, &["runtime", "empty", "aws"]);
     assert_eq!(code, Some(1), "{out}");
     assert_eq!(
         out.trim(),

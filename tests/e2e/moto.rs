@@ -113,6 +113,62 @@ impl Moto {
     }
 }
 
+/// What a test of fixtures/clouds against moto starts from: the server,
+/// a copy of the tree (edited by `edit` before anything runs), and the
+/// packer, tofu and gcloud doubles. `None` when the test is skipped
+/// (no python-hcl2 for the doubles, or no moto).
+pub fn clouds(
+    edit: impl FnOnce(&std::path::Path),
+) -> Option<(Moto, tempfile::TempDir, tempfile::TempDir)> {
+    if !crate::support::hcl2_available() {
+        return None;
+    }
+    let moto = Moto::start()?;
+    let t = csis_test_support::tree("clouds");
+    edit(t.path());
+    let d = crate::support::doubles(&["packer", "tofu", "gcloud"]);
+    Some((moto, t, d))
+}
+
+impl Moto {
+    /// `csis --root-dir ROOT ARGS` at `now`, with the doubles of `d` first
+    /// on PATH and this server's environment: its exit code, and its
+    /// stdout then stderr as one text.
+    pub fn csis(
+        &self,
+        root: &std::path::Path,
+        d: &std::path::Path,
+        now: i64,
+        args: &[&str],
+    ) -> (Option<i32>, String) {
+        let path = format!(
+            "{}:{}",
+            d.join("bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let o = Command::new(env!("CARGO_BIN_EXE_csis"))
+            .current_dir(root)
+            .arg("--root-dir")
+            .arg(root)
+            .args(args)
+            .env("CSIS_NOW", now.to_string())
+            .env_remove("CSIS_RUN_ID")
+            .env("PATH", path)
+            .env("CSIS_DOUBLE_CLOUD", d.join("cloud"))
+            .envs(self.env())
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ),
+        )
+    }
+}
+
 impl Drop for Moto {
     fn drop(&mut self) {
         let _ = self.child.kill();

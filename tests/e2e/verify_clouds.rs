@@ -5,48 +5,16 @@
 
 use std::path::Path;
 
-use csis_test_support::tree;
-
 use crate::moto::Moto;
-use crate::support::{doubles, edit, hcl2_available, ok, read, real_run};
+use crate::support::{edit, read, real_run};
 
 const NOW: i64 = 1_796_000_000;
 
-/// `csis verify ARGS` with the doubles first on PATH and moto's
-/// environment: exit code and output.
+/// `csis verify ARGS` a minute after the run.
 fn verify(root: &Path, d: &Path, moto: &Moto, args: &[&str]) -> (Option<i32>, String) {
-    let path = format!(
-        "{}:{}",
-        d.join("bin").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_csis"))
-        .arg("--root-dir")
-        .arg(root)
-        .arg("verify")
-        .args(args)
-        .env("CSIS_NOW", (NOW + 60).to_string())
-        .env("PATH", path)
-        .env("CSIS_DOUBLE_CLOUD", d.join("cloud"))
-        .envs(moto.env())
-        .output()
-        .unwrap();
-    (
-        o.status.code(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        ),
-    )
-}
-
-fn env(moto: &Moto) -> Vec<(&'static str, String)> {
-    moto.env()
-}
-
-fn pairs<'a>(v: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
-    v.iter().map(|(k, v)| (*k, v.as_str())).collect()
+    let mut all = vec!["verify"];
+    all.extend(args);
+    moto.csis(root, d, NOW + 60, &all)
 }
 
 /// The pinned build of `instance`.
@@ -61,17 +29,12 @@ fn pin(root: &Path, instance: &str) -> String {
 
 #[test]
 fn a_stopped_ec2_machine_is_started_for_its_checks_and_one_on_another_ami_fails() {
-    if !hcl2_available() {
-        return;
-    }
-    let Some(moto) = Moto::start() else {
+    let Some((moto, t, d)) = crate::moto::clouds(|_| ()) else {
         return;
     };
-    let t = tree("clouds");
     let root = t.path();
-    let d = doubles(&["packer", "tofu", "gcloud"]);
-    let e = env(&moto);
-    ok(real_run(root, d.path(), NOW, &pairs(&e)));
+    let (code, out) = moto.csis(root, d.path(), NOW, &["run", "all", "--no-dry-run"]);
+    assert_eq!(code, Some(0), "{out}");
     let ami = pin(root, "web-aws");
     let machines = moto.instances("web-aws");
     assert_eq!(machines.len(), 1, "{machines:?}");
@@ -138,24 +101,21 @@ fn a_stopped_ec2_machine_is_started_for_its_checks_and_one_on_another_ami_fails(
 
 #[test]
 fn a_failed_post_bake_check_on_gce_stops_the_run_and_release_refuses_the_build() {
-    if !hcl2_available() {
-        return;
-    }
-    let Some(moto) = Moto::start() else {
+    let Some((moto, t, d)) = crate::moto::clouds(|root| {
+        edit(
+            root,
+            "images/chain.yml",
+            "    tags: {team: web}\n",
+            "    tags: {team: web}\n    tests:\n      post_bake:\n        files: [/etc/web.conf]\n",
+        )
+    }) else {
         return;
     };
-    let t = tree("clouds");
     let root = t.path();
-    edit(
-        root,
-        "images/chain.yml",
-        "    tags: {team: web}\n",
-        "    tags: {team: web}\n    tests:\n      post_bake:\n        files: [/etc/web.conf]\n",
-    );
-    let d = doubles(&["packer", "tofu", "gcloud"]);
-    let mut e = env(&moto);
+    let mut e = moto.env();
     e.push(("GCLOUD_DOUBLE_FAIL", "/etc/web.conf".into()));
-    let o = real_run(root, d.path(), NOW, &pairs(&e));
+    let e: Vec<(&str, &str)> = e.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let o = real_run(root, d.path(), NOW, &e);
     let out = format!(
         "{}{}",
         String::from_utf8_lossy(&o.stdout),

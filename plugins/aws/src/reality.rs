@@ -28,11 +28,26 @@ fn filter(name: &str, values: &[&str]) -> Filter {
         .build()
 }
 
+/// Every item of a paged Describe call: `page` sends one request with the
+/// given NextToken and returns its items and the next token.
+fn paged<T>(
+    mut page: impl FnMut(Option<String>) -> Result<(Vec<T>, Option<String>), String>,
+) -> Result<Vec<T>, String> {
+    let mut out = Vec::new();
+    let mut token = None;
+    loop {
+        let (items, next) = page(token.take())?;
+        out.extend(items);
+        match next {
+            Some(t) if !t.is_empty() => token = Some(t),
+            _ => return Ok(out),
+        }
+    }
+}
+
 /// Every AMI this account owns in the region that carries `csis_series`.
 pub fn images(clients: &Clients) -> Result<Vec<ObservedImage>, String> {
-    let mut out = Vec::new();
-    let mut token: Option<String> = None;
-    loop {
+    let mut out = paged(|token| {
         let page = clients
             .block_on(
                 clients
@@ -40,23 +55,22 @@ pub fn images(clients: &Clients) -> Result<Vec<ObservedImage>, String> {
                     .describe_images()
                     .owners("self")
                     .filters(filter("tag-key", &["csis_series"]))
-                    .set_next_token(token.take())
+                    .set_next_token(token)
                     .send(),
             )
             .map_err(|e| format!("EC2 DescribeImages: {}", said(e)))?;
-        for image in page.images() {
-            if let (Some(id), Some(series)) = (image.image_id(), tag(image.tags(), "csis_series")) {
-                out.push(ObservedImage {
-                    build_id: id.to_string(),
-                    series: series.to_string(),
-                });
-            }
-        }
-        match page.next_token() {
-            Some(t) if !t.is_empty() => token = Some(t.to_string()),
-            _ => break,
-        }
-    }
+        let items = page
+            .images()
+            .iter()
+            .filter_map(|image| {
+                Some(ObservedImage {
+                    build_id: image.image_id()?.to_string(),
+                    series: tag(image.tags(), "csis_series")?.to_string(),
+                })
+            })
+            .collect();
+        Ok((items, page.next_token().map(str::to_string)))
+    })?;
     out.sort_by(|a, b| a.build_id.cmp(&b.build_id));
     Ok(out)
 }
@@ -64,9 +78,7 @@ pub fn images(clients: &Clients) -> Result<Vec<ObservedImage>, String> {
 /// The instance names (`csis_instance`) of every instance launched on
 /// `runtime` that is not terminated.
 pub fn instances(clients: &Clients, runtime: &str) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    let mut token: Option<String> = None;
-    loop {
+    let mut out = paged(|token| {
         let page = clients
             .block_on(
                 clients
@@ -77,22 +89,18 @@ pub fn instances(clients: &Clients, runtime: &str) -> Result<Vec<String>, String
                         "instance-state-name",
                         &["pending", "running", "stopping", "stopped"],
                     ))
-                    .set_next_token(token.take())
+                    .set_next_token(token)
                     .send(),
             )
             .map_err(|e| format!("EC2 DescribeInstances: {}", said(e)))?;
-        for r in page.reservations() {
-            for i in r.instances() {
-                if let Some(name) = tag(i.tags(), "csis_instance") {
-                    out.push(name.to_string());
-                }
-            }
-        }
-        match page.next_token() {
-            Some(t) if !t.is_empty() => token = Some(t.to_string()),
-            _ => break,
-        }
-    }
+        let items = page
+            .reservations()
+            .iter()
+            .flat_map(|r| r.instances())
+            .filter_map(|i| tag(i.tags(), "csis_instance").map(str::to_string))
+            .collect();
+        Ok((items, page.next_token().map(str::to_string)))
+    })?;
     out.sort();
     out.dedup();
     Ok(out)
@@ -100,29 +108,24 @@ pub fn instances(clients: &Clients, runtime: &str) -> Result<Vec<String>, String
 
 /// The storage names (`csis_storage`) of every EBS volume in the region.
 pub fn volumes(clients: &Clients) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    let mut token: Option<String> = None;
-    loop {
+    let mut out = paged(|token| {
         let page = clients
             .block_on(
                 clients
                     .ec2
                     .describe_volumes()
                     .filters(filter("tag-key", &["csis_storage"]))
-                    .set_next_token(token.take())
+                    .set_next_token(token)
                     .send(),
             )
             .map_err(|e| format!("EC2 DescribeVolumes: {}", said(e)))?;
-        for v in page.volumes() {
-            if let Some(name) = tag(v.tags(), "csis_storage") {
-                out.push(name.to_string());
-            }
-        }
-        match page.next_token() {
-            Some(t) if !t.is_empty() => token = Some(t.to_string()),
-            _ => break,
-        }
-    }
+        let items = page
+            .volumes()
+            .iter()
+            .filter_map(|v| tag(v.tags(), "csis_storage").map(str::to_string))
+            .collect();
+        Ok((items, page.next_token().map(str::to_string)))
+    })?;
     out.sort();
     out.dedup();
     Ok(out)
