@@ -168,8 +168,8 @@ pub enum Command {
         command: commands::runtime::RuntimeCommand,
     },
     /// Ask every runtime what exists and compare it with meta-state
-    /// (query); keep a workspace's terraform state before a state rm
-    /// (backup).
+    /// (query); adopt foreign builds into lineage (import); keep a
+    /// workspace's terraform state before a state rm (backup).
     State {
         #[command(subcommand)]
         command: commands::state::StateCommand,

@@ -96,6 +96,46 @@ fn state_query_on_aws_sees_foreign_missing_and_stale_builds_and_dispose_deregist
         assert!(out.contains(&line), "{line}\n{out}");
     }
 
+    // state import adopts only what its tags describe whole: the stray
+    // (csis_series alone) is refused and nothing is written; an AMI with
+    // every lineage tag of an older spare bake is adopted, in run order
+    // (so it is not the head), and is no longer foreign.
+    let (code, out) = moto.csis(root, d.path(), NOW + 190, &["state", "import"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(
+        out.trim(),
+        format!(
+            "error: state import refused, nothing adopted: build '{foreign}' lacks its lineage tag csis_run; only a build csis baked can be adopted; build '{foreign}' lacks its lineage tag csis_fingerprint; only a build csis baked can be adopted"
+        )
+    );
+    let adopted = moto.python(
+        "src = ec2.describe_images(Owners=['amazon'])['Images'][0]['ImageId']\n\
+         i = ec2.run_instances(ImageId=src, MinCount=1, MaxCount=1)['Instances'][0]['InstanceId']\n\
+         img = ec2.create_image(InstanceId=i, Name='spare-old')['ImageId']\n\
+         ec2.create_tags(Resources=[img], Tags=[{'Key': 'csis_series', 'Value': 'spare'}, {'Key': 'csis_run', 'Value': '2026_01_01T00_00_00'}, {'Key': 'csis_fingerprint', 'Value': '0123456789abcdef'}, {'Key': 'csis_parent', 'Value': 'series:app'}, {'Key': 'csis_identity_types', 'Value': 'unix'}])\n\
+         print(img)",
+    );
+    let (code, out) = moto.csis(root, d.path(), NOW + 200, &["state", "import", &adopted]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(
+        out.trim(),
+        format!(
+            "state import: {adopted} (spare@aws, run 2026_01_01T00_00_00) adopted into lineage from its tags; it has no in-bake record, so release refuses it"
+        )
+    );
+    assert_eq!(
+        builds(root, "spare"),
+        [adopted.clone(), spare[0].clone(), spare[1].clone()]
+    );
+    let (_, out) = moto.csis(root, d.path(), NOW + 210, &["state", "query"]);
+    assert!(!out.contains(&format!("foreign image {adopted}")), "{out}");
+    let (code, out) = moto.csis(root, d.path(), NOW + 220, &["state", "import", &adopted]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains(&format!("build '{adopted}' is recorded in lineage already")),
+        "{out}"
+    );
+
     // Disposing the stale build deregisters its AMI and deletes its
     // snapshot in EC2.
     let snapshot = moto.python(&format!(
@@ -120,7 +160,7 @@ fn state_query_on_aws_sees_foreign_missing_and_stale_builds_and_dispose_deregist
     for line in [
         "runtime aws (aws, durable)\n  region: us-east-1\n  account: 123456789012\n",
         "  subnet subnet-0aaa (us-east-1a): NOT FOUND\n",
-        "  builds: 5 found with lineage tags (4 recorded in lineage, 1 not), 1 recorded but absent\n  instances: web-aws\n  storages: web_data\n",
+        "  builds: 6 found with lineage tags (5 recorded in lineage, 1 not), 1 recorded but absent\n  instances: web-aws\n  storages: web_data\n",
     ] {
         assert!(out.contains(line), "{line}\n{out}");
     }

@@ -120,6 +120,16 @@ fn foreign_stale_and_missing_instances_are_reported_not_hard() {
     );
     assert_eq!(query(t.path(), &["--strict"]).status.code(), Some(1));
     ok(csis_at(t.path(), T0 + 60, &["validate"]));
+    // A copy of a recorded build says it is that build's run: adopting it
+    // would give one run two builds, so state import refuses.
+    let out = csis_at(t.path(), T0 + 70, &["state", "import"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        format!(
+            "error: state import refused, nothing adopted: build 'top-here-2026_11_01T00_00_00' says it is top@here of run {B0}, which lineage records as 'top-here-{B0}'"
+        )
+    );
 }
 
 #[test]

@@ -88,6 +88,9 @@ pub fn with_tree(
         Command::State {
             command: state::StateCommand::Query { strict },
         } => state::state_query(ws, *strict),
+        Command::State {
+            command: state::StateCommand::Import { builds, runtime },
+        } => state::state_import(ws, builds, runtime.as_deref()),
         Command::ApplyCheck(args) => terraform::apply_check(ws, args),
         Command::StateMigration { step } => state::state_migration(ws, step),
         Command::Unmount(args) => terraform::unmount(ws, args),

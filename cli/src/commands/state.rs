@@ -23,6 +23,17 @@ pub enum StateCommand {
         #[arg(long)]
         strict: bool,
     },
+    /// Adopt builds a runtime has and lineage does not record (the
+    /// foreign images of state query; those named, else every one) into
+    /// lineage from their lineage tags; anything ambiguous refuses the
+    /// whole import.
+    Import {
+        #[arg(value_name = "BUILD")]
+        builds: Vec<String>,
+        /// Ask only this runtime.
+        #[arg(long)]
+        runtime: Option<String>,
+    },
     /// Keep the workspace's state (tofu state pull, run from the
     /// initialised root) in _private/state-backups/ before a state rm;
     /// exit 1 when there is nothing to keep.
@@ -135,4 +146,8 @@ pub fn backup(root: &Path, workspace: &str, tofu: &str) -> ExitCode {
             tofu,
         },
     ))
+}
+
+pub fn state_import(ws: &Workspace, builds: &[String], runtime: Option<&str>) -> ExitCode {
+    crate::outcome::outcome(super::operations::ops(ws).state_import(builds, runtime))
 }

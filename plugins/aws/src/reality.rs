@@ -66,6 +66,13 @@ pub fn images(clients: &Clients) -> Result<Vec<ObservedImage>, String> {
                 Some(ObservedImage {
                     build_id: image.image_id()?.to_string(),
                     series: tag(image.tags(), "csis_series")?.to_string(),
+                    tags: image
+                        .tags()
+                        .iter()
+                        .filter_map(|t| Some((t.key()?, t.value()?)))
+                        .filter(|(k, _)| k.starts_with("csis_"))
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect(),
                 })
             })
             .collect();

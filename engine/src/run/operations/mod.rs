@@ -14,6 +14,7 @@
 //!   runtime, into mod-tests.yaml (which `release` reads).
 
 mod builds;
+mod import;
 pub mod mod_tests;
 mod pins;
 mod release;

@@ -459,6 +459,10 @@ pub struct ObservedImage {
     pub build_id: String,
     /// The `csis_series` lineage tag.
     pub series: String,
+    /// Every lineage tag the build carries (`csis_series`, `csis_parent`,
+    /// `csis_run`, `csis_fingerprint`, `csis_identity_types`,
+    /// `csis_storage_types`), what `state import` adopts it from.
+    pub tags: std::collections::BTreeMap<String, String>,
 }
 
 #[cfg(test)]

@@ -77,9 +77,17 @@ pub fn observe(store: &Path, runtime: &str) -> Result<csis_plugin_api::Observed,
             .pointer("/tags/csis_series")
             .and_then(J::as_str)
             .unwrap_or_default();
+        let tags = manifest
+            .get("tags")
+            .and_then(J::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+            .collect();
         seen.images.push(csis_plugin_api::ObservedImage {
             build_id: id,
             series: series.to_string(),
+            tags,
         });
     }
     seen.storages = names(&store.join("storages"), true)?;
