@@ -151,22 +151,18 @@ pub fn observe(clients: &Clients, runtime: &str) -> Result<Observed, String> {
 /// snapshots its block devices were registered from. An AMI EC2 no
 /// longer knows is already gone: nothing to do.
 pub fn dispose(clients: &Clients, build_id: &str) -> Result<(), String> {
-    let found = clients
-        .block_on(
+    let image = found_by_id(
+        &format!("EC2 DescribeImages {build_id}"),
+        clients.block_on(
             clients
                 .ec2
                 .describe_images()
                 .image_ids(build_id)
                 .owners("self")
                 .send(),
-        )
-        .map_err(|e| format!("EC2 DescribeImages {build_id}: {}", said(e)));
-    let image = match found {
-        Ok(out) => out.images().first().cloned(),
-        // EC2 answers an unknown AMI id with InvalidAMIID.NotFound.
-        Err(e) if e.contains("InvalidAMIID") => None,
-        Err(e) => return Err(e),
-    };
+        ),
+        |o| o.images().first().cloned(),
+    )?;
     let Some(image) = image else {
         return Ok(());
     };
@@ -211,17 +207,12 @@ pub fn describe(
     out.push(format!("caller: {}", me.arn().unwrap_or("?")));
     let found = |ok: bool| if ok { "found" } else { "NOT FOUND" };
     if let Some(vpc) = runtime.extra_str("vpc_id") {
-        let answer = clients.block_on(clients.ec2.describe_vpcs().vpc_ids(vpc).send());
-        let ok = match answer {
-            Ok(o) => !o.vpcs().is_empty(),
-            Err(e) => {
-                let e = said(e);
-                if !e.contains("NotFound") {
-                    return Err(format!("EC2 DescribeVpcs {vpc}: {e}"));
-                }
-                false
-            }
-        };
+        let ok = found_by_id(
+            &format!("EC2 DescribeVpcs {vpc}"),
+            clients.block_on(clients.ec2.describe_vpcs().vpc_ids(vpc).send()),
+            |o| o.vpcs().first().cloned(),
+        )?
+        .is_some();
         out.push(format!("vpc {vpc}: {}", found(ok)));
     }
     for subnet in runtime
@@ -230,17 +221,12 @@ pub fn describe(
         .unwrap_or_default()
     {
         let id = subnet.subnet_id.as_str();
-        let answer = clients.block_on(clients.ec2.describe_subnets().subnet_ids(id).send());
-        let ok = match answer {
-            Ok(o) => !o.subnets().is_empty(),
-            Err(e) => {
-                let e = said(e);
-                if !e.contains("NotFound") {
-                    return Err(format!("EC2 DescribeSubnets {id}: {e}"));
-                }
-                false
-            }
-        };
+        let ok = found_by_id(
+            &format!("EC2 DescribeSubnets {id}"),
+            clients.block_on(clients.ec2.describe_subnets().subnet_ids(id).send()),
+            |o| o.subnets().first().cloned(),
+        )?
+        .is_some();
         let zone = subnet
             .availability_zone
             .as_deref()
@@ -249,4 +235,26 @@ pub fn describe(
         out.push(format!("subnet {id}{zone}: {}", found(ok)));
     }
     Ok(out)
+}
+
+/// What a Describe call by id found: EC2 answers an id it does not know
+/// with an `...NotFound` error (InvalidVpcID.NotFound,
+/// InvalidSubnetID.NotFound, InvalidAMIID.NotFound), which is `None`, not
+/// a failure.
+fn found_by_id<O, E: std::error::Error, T>(
+    call: &str,
+    answer: Result<O, E>,
+    pick: impl FnOnce(O) -> Option<T>,
+) -> Result<Option<T>, String> {
+    match answer {
+        Ok(o) => Ok(pick(o)),
+        Err(e) => {
+            let e = said(e);
+            if e.contains("NotFound") {
+                Ok(None)
+            } else {
+                Err(format!("{call}: {e}"))
+            }
+        }
+    }
 }
