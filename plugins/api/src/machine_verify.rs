@@ -129,14 +129,7 @@ fn checks(
     req: &VerifyRequest,
     out: &mut Vec<CheckResult>,
 ) -> Result<(), String> {
-    let booted = machine.boot_image()?;
-    out.push(match &req.pinned_build {
-        Some(pin) if *pin != booted => fail(
-            "boot image",
-            format!("runs {booted}, but it is pinned to {pin}"),
-        ),
-        _ => pass("boot image", format!("runs {booted}")),
-    });
+    out.push(boot_image_check(&machine.boot_image()?, req));
     // Each command with the check it answers and what a pass and a
     // failure record.
     let mut named: Vec<(String, String, String, Option<String>)> = Vec::new();
@@ -181,6 +174,18 @@ fn checks(
         });
     }
     Ok(())
+}
+
+/// The `boot image` check: the machine runs the build it is pinned to
+/// (any build, when it is not pinned).
+pub fn boot_image_check(booted: &str, req: &VerifyRequest) -> CheckResult {
+    match &req.pinned_build {
+        Some(pin) if pin != booted => fail(
+            "boot image",
+            format!("runs {booted}, but it is pinned to {pin}"),
+        ),
+        _ => pass("boot image", format!("runs {booted}")),
+    }
 }
 
 pub fn pass(check: &str, detail: String) -> CheckResult {

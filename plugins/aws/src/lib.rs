@@ -33,11 +33,21 @@ pub const MODEL: &str = "aws";
 
 struct AwsRuntime {
     decl: Arc<BuilderDecl>,
+    /// The SDK clients, made on the first hook that asks AWS and shared by
+    /// the rest (loading the configuration resolves the credentials).
+    clients: std::sync::OnceLock<Result<sdk::Clients, String>>,
 }
 
 impl AwsRuntime {
     fn cloud(&self) -> Option<&CloudBuilderModel> {
         self.decl.cloud()
+    }
+
+    fn clients(&self) -> Result<&sdk::Clients, String> {
+        self.clients
+            .get_or_init(|| sdk::Clients::connect(&self.decl))
+            .as_ref()
+            .map_err(Clone::clone)
     }
 }
 
@@ -324,28 +334,28 @@ impl Builder for AwsRuntime {
         _root: &std::path::Path,
         req: &csis_plugin_api::VerifyRequest,
     ) -> Result<csis_plugin_api::Verdict, String> {
-        let clients = sdk::Clients::connect(&self.decl)?;
-        let mut machine = machine::Ec2Machine::find(&clients, self.decl.name(), &req.instance)?;
+        let clients = self.clients()?;
+        let mut machine = machine::Ec2Machine::find(clients, self.decl.name(), &req.instance)?;
         csis_plugin_api::machine_verify::verify(&mut machine, req)
     }
 
     /// The AMIs, instances and volumes csis's tags mark (`reality.rs`).
     fn observe(&self, _root: &std::path::Path) -> Result<csis_plugin_api::Observed, String> {
-        let clients = sdk::Clients::connect(&self.decl)?;
-        reality::observe(&clients, self.decl.name())
+        let clients = self.clients()?;
+        reality::observe(clients, self.decl.name())
     }
 
     /// Region, account and the declared network as EC2 knows it
     /// (`reality.rs`).
     fn describe(&self, _root: &std::path::Path) -> Result<Vec<String>, String> {
-        let clients = sdk::Clients::connect(&self.decl)?;
-        reality::describe(&clients, &self.decl)
+        let clients = self.clients()?;
+        reality::describe(clients, &self.decl)
     }
 
     /// Deregister the AMI and delete its snapshots (`reality.rs`).
     fn dispose_image(&self, _root: &std::path::Path, build_id: &str) -> Result<(), String> {
-        let clients = sdk::Clients::connect(&self.decl)?;
-        reality::dispose(&clients, build_id)
+        let clients = self.clients()?;
+        reality::dispose(clients, build_id)
     }
 
     /// cloud-init, when the image has it, forgets this machine so an
@@ -356,7 +366,10 @@ impl Builder for AwsRuntime {
 }
 
 fn builder(decl: &Arc<BuilderDecl>) -> Box<dyn Builder> {
-    Box::new(AwsRuntime { decl: decl.clone() })
+    Box::new(AwsRuntime {
+        decl: decl.clone(),
+        clients: std::sync::OnceLock::new(),
+    })
 }
 
 /// `profile`, `vpc_id`, `default_disk_size`, `ssh_username`, `session`,

@@ -10,10 +10,11 @@
 //! exist yet right after SendCommand, and whose instance is not "valid"
 //! until its agent has registered after a start).
 
-use aws_sdk_ec2::types::{Filter, InstanceStateName};
+use aws_sdk_ec2::types::InstanceStateName;
 use aws_sdk_ssm::types::CommandInvocationStatus;
 use csis_plugin_api::machine_verify::{Machine, Power, Ran};
 
+use crate::reality::{filter, standing};
 use crate::sdk::{Clients, said};
 
 /// Seconds between two polls of a starting machine or a running command.
@@ -35,23 +36,14 @@ impl<'a> Ec2Machine<'a> {
     /// The machine of `instance` on `runtime`: the one instance carrying
     /// both launch tags that is not terminated.
     pub fn find(clients: &'a Clients, runtime: &str, instance: &str) -> Result<Self, String> {
-        let tag = |k: &str, v: &str| Filter::builder().name(format!("tag:{k}")).values(v).build();
-        let live = Filter::builder()
-            .name("instance-state-name")
-            .set_values(Some(
-                ["pending", "running", "stopping", "stopped"]
-                    .map(String::from)
-                    .to_vec(),
-            ))
-            .build();
         let out = clients
             .block_on(
                 clients
                     .ec2
                     .describe_instances()
-                    .filters(tag("csis_instance", instance))
-                    .filters(tag("csis_runtime", runtime))
-                    .filters(live)
+                    .filters(filter("tag:csis_instance", &[instance]))
+                    .filters(filter("tag:csis_runtime", &[runtime]))
+                    .filters(standing())
                     .send(),
             )
             .map_err(|e| format!("EC2 DescribeInstances: {}", said(e)))?;

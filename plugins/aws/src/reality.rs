@@ -21,11 +21,20 @@ fn tag<'a>(tags: &'a [aws_sdk_ec2::types::Tag], key: &str) -> Option<&'a str> {
         .and_then(|t| t.value())
 }
 
-fn filter(name: &str, values: &[&str]) -> Filter {
+pub(crate) fn filter(name: &str, values: &[&str]) -> Filter {
     Filter::builder()
         .name(name)
         .set_values(Some(values.iter().map(|v| v.to_string()).collect()))
         .build()
+}
+
+/// The instances that stand, running or not: every state but
+/// shutting-down and terminated.
+pub(crate) fn standing() -> Filter {
+    filter(
+        "instance-state-name",
+        &["pending", "running", "stopping", "stopped"],
+    )
 }
 
 /// Every item of a paged Describe call: `page` sends one request with the
@@ -92,10 +101,7 @@ pub fn instances(clients: &Clients, runtime: &str) -> Result<Vec<String>, String
                     .ec2
                     .describe_instances()
                     .filters(filter("tag:csis_runtime", &[runtime]))
-                    .filters(filter(
-                        "instance-state-name",
-                        &["pending", "running", "stopping", "stopped"],
-                    ))
+                    .filters(standing())
                     .set_next_token(token)
                     .send(),
             )

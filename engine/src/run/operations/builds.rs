@@ -74,12 +74,18 @@ impl Ops<'_> {
             }
             builds.to_vec()
         };
+        // One builder per runtime, so a runtime that connects to its
+        // provider does so once for all its builds.
+        let mut hooks_of: BTreeMap<String, Box<dyn csis_plugin_api::Builder>> = BTreeMap::new();
         for id in &targets {
             let Some(rec) = lineage.build(id).cloned() else {
                 continue;
             };
-            let (_, hooks) = self.runtime_hooks("dispose", &rec.runtime)?;
-            hooks.dispose_image(&self.ws.root, id)?;
+            if !hooks_of.contains_key(&rec.runtime) {
+                let (_, hooks) = self.runtime_hooks("dispose", &rec.runtime)?;
+                hooks_of.insert(rec.runtime.clone(), hooks);
+            }
+            hooks_of[&rec.runtime].dispose_image(&self.ws.root, id)?;
             lineage.builds.retain(|r| r.build_id != *id);
             write_json(self.system, &self.ws.root, "lineage.yaml", &lineage)?;
             log.push(format!(

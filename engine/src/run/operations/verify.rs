@@ -121,7 +121,7 @@ impl Ops<'_> {
         let due = if ok {
             None
         } else {
-            self.teardown_due(&inst, &list, time)
+            self.teardown_due(&inst, &runtime, &list, time)
         };
         list.push(verdict);
         let excess = list.len().saturating_sub(KEPT);
@@ -160,11 +160,12 @@ impl Ops<'_> {
     /// Why an ephemeral instance that failed now is torn down by this
     /// run (spec: teardown_due): its `teardown_after` (else its runtime's)
     /// has passed since the first of the failed verdicts it has had since
-    /// its last passing one. `earlier`: the recorded verdicts, oldest
-    /// first, without this one.
+    /// its last passing one. `runtime`: the one it runs on; `earlier`: the
+    /// recorded verdicts, oldest first, without this one.
     fn teardown_due(
         &self,
         inst: &csis_model::models::Instance,
+        runtime: &str,
         earlier: &[J],
         now: i64,
     ) -> Option<String> {
@@ -172,9 +173,9 @@ impl Ops<'_> {
             return None;
         }
         let name = inst.root.name();
-        let b = crate::load::builders::builders(&self.ws.db, self.ws.tree);
         let after = inst.teardown_after.clone().or_else(|| {
-            b.resolve(Vct::RuntimeBuilderModel, &b.instance_runtime(inst))
+            crate::load::builders::builders(&self.ws.db, self.ws.tree)
+                .resolve(Vct::RuntimeBuilderModel, runtime)
                 .and_then(|d| d.base.runtime_model())
                 .and_then(|m| m.teardown_after.clone())
         })?;

@@ -13,7 +13,7 @@
 use std::fs;
 use std::path::Path;
 
-use csis_plugin_api::machine_verify::{fail, failure_detail, pass};
+use csis_plugin_api::machine_verify::{boot_image_check, fail, failure_detail, pass};
 use csis_plugin_api::{Verdict, VerifyRequest};
 use serde_json::Value as J;
 
@@ -42,13 +42,7 @@ pub fn verify(store: &Path, network: bool, req: &VerifyRequest) -> Result<Verdic
         serde_json::from_str(&text).map_err(|e| format!("{}: {e}", record.display()))?;
     let mut out = vec![pass("machine", format!("{}", root.display()))];
     let running = record.get("build").and_then(J::as_str).unwrap_or_default();
-    out.push(match &req.pinned_build {
-        Some(pin) if pin != running => fail(
-            "boot image",
-            format!("runs {running}, but it is pinned to {pin}"),
-        ),
-        _ => pass("boot image", format!("runs {running}")),
-    });
+    out.push(boot_image_check(running, req));
     let mut mounted = Vec::new();
     let mut sandbox = Sandbox::new(&root)
         .network(network)
