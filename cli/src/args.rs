@@ -167,6 +167,10 @@ pub enum Command {
         #[command(subcommand)]
         command: commands::runtime::RuntimeCommand,
     },
+    /// The credential sessions behind every declared runtime, read from
+    /// the credential caches before the tree loads (never a credential
+    /// value); with --strict, exit 1 on one that would not last the run.
+    Preflight(commands::preflight::PreflightArgs),
     /// Ask every runtime what exists and compare it with meta-state
     /// (query); adopt foreign builds into lineage (import); keep a
     /// workspace's terraform state before a state rm (backup).

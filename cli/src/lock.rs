@@ -47,6 +47,8 @@ pub fn writes_tree(command: &Command) -> bool {
         // The gate and the check read; they write nothing.
         | Command::GatePlan(_)
         | Command::ApplyCheck(_)
+        // Reads credential caches, before the load.
+        | Command::Preflight(_)
         | Command::Graph(_) => false,
         // Answered before the tree is loaded: local and watch lock for
         // themselves; the others write no tree.

@@ -81,6 +81,17 @@ fn main() -> ExitCode {
             lock_timeout: cli.lock_timeout,
         });
     }
+    // Before the load: a load asks the clouds, and an expired session
+    // would stop it before preflight could say so.
+    if let Command::Preflight(args) = &cli.command {
+        return commands::preflight::preflight(
+            &registry,
+            &root,
+            &cli.overlays,
+            commands::max_file_size(&cli),
+            args,
+        );
+    }
     // A writer holds the tree's lock from before it reads the tree (its
     // records among it) until it exits.
     let lock = if writes_tree(&cli.command) {

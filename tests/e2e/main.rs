@@ -40,6 +40,7 @@ mod operations;
 mod orphans;
 mod packer;
 mod path_confinement;
+mod preflight;
 mod public_safe;
 mod public_safe_closed;
 mod rendered_data;

@@ -22,6 +22,7 @@ pub mod lineage;
 pub mod operations;
 pub mod plan;
 pub mod plugin_step;
+pub mod preflight;
 pub mod public_safe;
 pub mod run;
 pub mod runtime;
@@ -119,6 +120,7 @@ pub fn with_tree(
         | Command::CloudConfig { .. }
         | Command::Template { .. }
         | Command::Completions(_)
+        | Command::Preflight(_)
         | Command::Man => ExitCode::from(2),
     }
 }

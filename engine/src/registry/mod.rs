@@ -125,6 +125,19 @@ impl Registry {
         models.get(canonical).map(|r| &r.spec)
     }
 
+    /// The plugin that registered `type_name` (or an alias of it) under
+    /// `vct`.
+    pub fn owner(&self, vct: Vct, type_name: &str) -> Option<&'static dyn Plugin> {
+        let vct = vct.sanitize();
+        let canonical = self
+            .aliases
+            .get(&vct)
+            .and_then(|a| a.get(type_name).copied())
+            .unwrap_or(type_name);
+        let owner = self.models.get(&vct)?.get(canonical)?.plugin;
+        self.linked.iter().find(|p| p.name() == owner).copied()
+    }
+
     /// The canonical names registered under a classification, sorted.
     pub fn model_names(&self, vct: Vct) -> Vec<&'static str> {
         let mut v: Vec<_> = self

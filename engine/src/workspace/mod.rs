@@ -19,6 +19,7 @@ mod edit;
 mod environment;
 mod load;
 mod locate;
+pub mod preflight;
 pub mod prewarm;
 mod read;
 mod remote;

@@ -20,6 +20,7 @@ pub mod lifecycle;
 pub mod machine_verify;
 pub mod phase;
 pub mod runtime_fields;
+pub mod sessions;
 pub mod state_object;
 pub mod verify_step;
 
@@ -161,6 +162,25 @@ pub trait Plugin: Send + Sync {
         _backend: &BuilderDecl,
         _object: &state_object::StateObject,
     ) -> Option<state_object::StateRead> {
+        None
+    }
+    /// The credential sessions behind `runtimes` (declarations of this
+    /// plugin's runtime types, read raw before the load), read from the
+    /// credential caches only: never a credential value.
+    fn sessions(
+        &self,
+        _runtimes: &[sessions::RawRuntime],
+        _env: &sessions::SessionEnv,
+    ) -> Vec<sessions::Session> {
+        Vec::new()
+    }
+    /// Who `runtime`'s credentials are, asked of its provider (on AWS,
+    /// STS GetCallerIdentity): `None` when this plugin cannot ask.
+    fn caller_identity(
+        &self,
+        _runtime: &sessions::RawRuntime,
+        _env: &sessions::SessionEnv,
+    ) -> Option<Result<String, String>> {
         None
     }
 }

@@ -16,6 +16,7 @@ use csis_hcl::{Block, Expr};
 use csis_model::models::{BaseModelKind, CloudBuilderModel};
 use csis_model::{Diagnostic, Fields, Map, Value, Vct};
 use csis_plugin_api::runtime_fields::{read_disk_size, read_strings};
+use csis_plugin_api::sessions::{RawRuntime, Session, SessionEnv};
 use csis_plugin_api::{
     Builder, BuilderDecl, HookResult, ModelSpec, PackerBake, PackerParent, PackerPlugin,
     PackerValue, Plugin,
@@ -25,6 +26,7 @@ use std::sync::Arc;
 mod machine;
 mod reality;
 mod sdk;
+mod sessions;
 
 pub struct AwsPlugin;
 
@@ -410,6 +412,36 @@ impl Plugin for AwsPlugin {
             read_extra: runtime_extra,
             ..ModelSpec::plain(MODEL, Vct::CloudBuilderModel, BaseModelKind::Cloud, builder)
         }]
+    }
+
+    fn sessions(&self, runtimes: &[RawRuntime], env: &SessionEnv) -> Vec<Session> {
+        sessions::sessions(runtimes, env)
+    }
+
+    /// STS GetCallerIdentity with the runtime's profile and region (else
+    /// AWS_REGION, else us-east-1: STS answers in every region).
+    fn caller_identity(
+        &self,
+        runtime: &RawRuntime,
+        env: &SessionEnv,
+    ) -> Option<Result<String, String>> {
+        let region = runtime
+            .region
+            .as_deref()
+            .or_else(|| env.var("AWS_REGION"))
+            .unwrap_or("us-east-1");
+        Some(
+            sdk::Clients::at(region, runtime.profile.as_deref()).and_then(|c| {
+                let who = c
+                    .block_on(c.sts.get_caller_identity().send())
+                    .map_err(|e| format!("STS GetCallerIdentity failed: {}", sdk::said(e)))?;
+                Ok(format!(
+                    "account {} as {}",
+                    who.account().unwrap_or("?"),
+                    who.arn().unwrap_or("?")
+                ))
+            }),
+        )
     }
 }
 

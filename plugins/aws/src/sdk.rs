@@ -25,13 +25,18 @@ impl Clients {
             .map(|c| c.region.trim().to_string())
             .filter(|r| !r.is_empty())
             .ok_or_else(|| format!("runtime '{}' declares no region", runtime.name()))?;
+        Clients::at(&region, crate::profile(runtime))
+    }
+
+    /// The clients of `region` with `profile` (else the standard chain).
+    pub fn at(region: &str, profile: Option<&str>) -> Result<Clients, String> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| format!("could not start the AWS SDK's runtime: {e}"))?;
         let mut loader =
-            aws_config::defaults(BehaviorVersion::latest()).region(Region::new(region));
-        if let Some(profile) = crate::profile(runtime) {
+            aws_config::defaults(BehaviorVersion::latest()).region(Region::new(region.to_string()));
+        if let Some(profile) = profile {
             loader = loader.profile_name(profile);
         }
         let config = rt.block_on(loader.load());

@@ -26,6 +26,7 @@ use csis_plugin_api::{
 use std::sync::Arc;
 
 mod machine;
+mod sessions;
 
 pub struct GcePlugin;
 
@@ -426,6 +427,14 @@ impl Plugin for GcePlugin {
             read_extra: runtime_extra,
             ..ModelSpec::plain(MODEL, Vct::CloudBuilderModel, BaseModelKind::Cloud, builder)
         }]
+    }
+
+    fn sessions(
+        &self,
+        runtimes: &[csis_plugin_api::sessions::RawRuntime],
+        env: &csis_plugin_api::sessions::SessionEnv,
+    ) -> Vec<csis_plugin_api::sessions::Session> {
+        sessions::sessions(runtimes, env)
     }
 }
 
