@@ -35,7 +35,9 @@ pub fn writes_tree(command: &Command) -> bool {
         }
         Command::Lineage { command } => match command {
             LineageCommand::Show => false,
-            LineageCommand::Restamp { commit, .. } => *commit,
+            LineageCommand::Restamp { commit, .. } | LineageCommand::Relabel { commit, .. } => {
+                *commit
+            }
             LineageCommand::Record { .. } | LineageCommand::BindInstance { .. } => true,
         },
         Command::Validate(_)

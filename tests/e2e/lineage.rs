@@ -236,3 +236,111 @@ fn plan_as_json_on_the_example() {
     }
     assert!(!root.join("generated").exists(), "plan generates nothing");
 }
+
+#[test]
+fn relabel_moves_a_renamed_series_builds_and_nothing_re_bakes() {
+    let t = tree("local-run");
+    ok(csis_at(t.path(), T0, &["run", "all", "--no-dry-run"]));
+    let mid = "mid-here-2026_12_02T15_53_24";
+    let top = "top-here-2026_12_02T15_53_24";
+    let relabel = |args: &[&str]| {
+        let mut a = vec!["lineage", "relabel"];
+        a.extend(args);
+        crate::support::csis_text(t.path(), T0 + 60, &a)
+    };
+    // Still declared: refused.
+    assert_eq!(
+        relabel(&["mid", "middle"]),
+        (
+            Some(1),
+            "error: lineage relabel refused, nothing changed: 'mid' is still declared; rename it in the tree first, then relabel its builds\n".into()
+        )
+    );
+    edit(
+        t.path(),
+        "images/chain.yml",
+        "name: mid\n",
+        "name: middle\n",
+    );
+    edit(
+        t.path(),
+        "images/chain.yml",
+        "source_image: mid\n",
+        "source_image: middle\n",
+    );
+    assert_eq!(
+        relabel(&["mid", "nowhere"]).1,
+        "error: lineage relabel refused, nothing changed: 'nowhere' is not a declared image or OS builder\n"
+    );
+    assert_eq!(
+        relabel(&["base", "middle"]).1,
+        "error: lineage relabel refused, nothing changed: 'base' is still declared; rename it in the tree first, then relabel its builds\n"
+    );
+    // Without --commit: what it would do.
+    let lineage_before = std::fs::read_to_string(t.path().join("meta-state/lineage.yaml")).unwrap();
+    assert_eq!(
+        relabel(&["mid", "middle"]),
+        (
+            Some(0),
+            format!(
+                "lineage relabel: {mid} (here): csis_series mid -> middle\n\
+                 lineage relabel: nothing changed; pass --commit to retag and record\n"
+            )
+        )
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("meta-state/lineage.yaml")).unwrap(),
+        lineage_before
+    );
+    assert_eq!(
+        relabel(&["mid", "middle", "--commit"]),
+        (
+            Some(0),
+            format!(
+                "lineage relabel: {mid} (here): csis_series mid -> middle\n\
+                 lineage relabel: {mid} (middle@here): fingerprint restamped, only the rename changed it\n\
+                 lineage relabel: {top} (top@here): fingerprint restamped, only the rename changed it\n\
+                 lineage relabel: 1 build of 'mid' now recorded as 'middle'\n"
+            )
+        )
+    );
+    // The store's build follows (its tag and its series head), the pin
+    // is keyed by the new name, and nothing re-bakes.
+    let store = t.path().join("store");
+    let manifest =
+        std::fs::read_to_string(store.join("images").join(mid).join("manifest.json")).unwrap();
+    assert!(
+        manifest.contains("\"csis_series\": \"middle\""),
+        "{manifest}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(store.join("heads/middle@here")).unwrap(),
+        format!("{mid}\n")
+    );
+    assert!(!store.join("heads/mid@here").exists());
+    assert!(
+        pins(t.path()).contains("\"middle@here\": base-here-"),
+        "{}",
+        pins(t.path())
+    );
+    assert_eq!(
+        plan(t.path(), T0 + 60, &[]),
+        [
+            "tiny@here: skip: current",
+            "base@here: skip: current",
+            "middle@here: skip: current",
+            "top@here: skip: current",
+            "Plan: 0 to bake, 4 current, 0 instances to launch.",
+        ]
+    );
+    let query = ok(csis_at(t.path(), T0 + 60, &["state", "query"]));
+    assert!(
+        query.ends_with("state query: 0 missing, 0 foreign, 0 stale, 0 hard, 0 unavailable\n"),
+        "{query}"
+    );
+    // Nothing of 'mid' is left to relabel.
+    assert_eq!(
+        relabel(&["mid", "middle"]).1,
+        "error: lineage relabel refused, nothing changed: meta-state/lineage.yaml records no build of 'mid'\n"
+    );
+}

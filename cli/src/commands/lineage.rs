@@ -1,5 +1,6 @@
 //! `csis lineage`: show the recorded builds, record a bake, restamp the
-//! heads' fingerprints, bind a launched instance to its build.
+//! heads' fingerprints, relabel a renamed series' builds, bind a launched
+//! instance to its build.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,6 +27,15 @@ pub enum LineageCommand {
         #[arg(long, value_name = "RUNTIME")]
         runtime: String,
         /// Write the change (without it, only say what would change).
+        #[arg(long)]
+        commit: bool,
+    },
+    /// After an image (or OS builder) is renamed in the tree: retag the
+    /// recorded builds of FROM on their runtimes and record them as TO.
+    Relabel {
+        from: String,
+        to: String,
+        /// Retag and write (without it, only say what would change).
         #[arg(long)]
         commit: bool,
     },
@@ -75,6 +85,7 @@ pub fn lineage(ws: &Workspace, command: &LineageCommand) -> ExitCode {
             csis_engine::run::record_build::record_build(ws, &OsSystem, manifest),
         ),
         LineageCommand::Restamp { runtime, commit } => outcome(ops(ws).restamp(runtime, *commit)),
+        LineageCommand::Relabel { from, to, commit } => outcome(ops(ws).relabel(from, to, *commit)),
         LineageCommand::BindInstance {
             instance,
             launched,

@@ -50,6 +50,26 @@ impl Fingerprint {
     pub fn inputs(&self) -> BTreeMap<String, String> {
         leaf_inputs(&self.fields, &self.mods)
     }
+
+    /// The parent's fingerprint as this series reads it (an image's; an OS
+    /// builder has none).
+    pub fn parent(&self) -> Option<&str> {
+        self.fields.get("parent_fingerprint")?.as_str()
+    }
+
+    /// This fingerprint over a parent fingerprint of `parent` instead: what
+    /// it becomes once the parent's record is restamped.
+    pub fn with_parent(&self, parent: &str) -> Fingerprint {
+        let mut fields = self.fields.clone();
+        if let Some(f) = fields.get_mut("parent_fingerprint") {
+            *f = J::String(parent.to_string());
+        }
+        Fingerprint {
+            hex: hash(&fields),
+            fields,
+            mods: self.mods.clone(),
+        }
+    }
 }
 
 /// The first 16 hex digits of a value's canonical blake3: enough to tell a

@@ -355,6 +355,19 @@ impl Builder for AwsRuntime {
     }
 
     /// Deregister the AMI and delete its snapshots (`reality.rs`).
+    fn can_retag_image(&self) -> bool {
+        true
+    }
+
+    fn retag_image(
+        &self,
+        _root: &std::path::Path,
+        build_id: &str,
+        tags: &std::collections::BTreeMap<String, String>,
+    ) -> Result<(), String> {
+        reality::retag(self.clients()?, build_id, tags)
+    }
+
     fn dispose_image(&self, _root: &std::path::Path, build_id: &str) -> Result<(), String> {
         let clients = self.clients()?;
         reality::dispose(clients, build_id)

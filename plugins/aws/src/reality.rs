@@ -194,6 +194,52 @@ pub fn dispose(clients: &Clients, build_id: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Set `tags` on the AMI `build_id` and the snapshots behind it (EC2
+/// CreateTags overwrites a key and keeps the others). An AMI that is not
+/// this account's is an error: a relabel or a release never passes one by.
+pub fn retag(
+    clients: &Clients,
+    build_id: &str,
+    tags: &std::collections::BTreeMap<String, String>,
+) -> Result<(), String> {
+    let image = found_by_id(
+        &format!("EC2 DescribeImages {build_id}"),
+        clients.block_on(
+            clients
+                .ec2
+                .describe_images()
+                .image_ids(build_id)
+                .owners("self")
+                .send(),
+        ),
+        |o| o.images().first().cloned(),
+    )?
+    .ok_or_else(|| format!("EC2 has no image {build_id} owned by this account"))?;
+    let mut resources = vec![build_id.to_string()];
+    resources.extend(
+        image
+            .block_device_mappings()
+            .iter()
+            .filter_map(|m| m.ebs().and_then(|e| e.snapshot_id()))
+            .map(str::to_string),
+    );
+    let tags: Vec<aws_sdk_ec2::types::Tag> = tags
+        .iter()
+        .map(|(k, v)| aws_sdk_ec2::types::Tag::builder().key(k).value(v).build())
+        .collect();
+    clients
+        .block_on(
+            clients
+                .ec2
+                .create_tags()
+                .set_resources(Some(resources))
+                .set_tags(Some(tags))
+                .send(),
+        )
+        .map_err(|e| format!("EC2 CreateTags {build_id}: {}", said(e)))?;
+    Ok(())
+}
+
 /// What `csis runtime describe` shows of an aws runtime: its region, the
 /// account its credentials act in (STS GetCallerIdentity), and whether
 /// the VPC and each subnet it declares exist there (DescribeVpcs,

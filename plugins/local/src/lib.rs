@@ -148,6 +148,19 @@ impl Builder for LocalBuilder {
         (self.classification == Vct::RuntimeBuilderModel).then_some("local-shell")
     }
 
+    fn can_retag_image(&self) -> bool {
+        self.classification == Vct::RuntimeBuilderModel
+    }
+
+    fn retag_image(
+        &self,
+        root: &std::path::Path,
+        build_id: &str,
+        tags: &std::collections::BTreeMap<String, String>,
+    ) -> Result<(), String> {
+        exec::retag(&self.store(root), build_id, tags)
+    }
+
     fn dispose_image(&self, root: &std::path::Path, build_id: &str) -> Result<(), String> {
         exec::dispose(&self.store(root), build_id)
     }

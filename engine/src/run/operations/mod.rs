@@ -17,6 +17,7 @@ mod builds;
 mod import;
 pub mod mod_tests;
 mod pins;
+mod relabel;
 mod release;
 mod runtimes;
 pub mod verify;

@@ -252,6 +252,22 @@ pub trait Builder: Send + Sync {
     fn session_mechanism(&self) -> Option<&str> {
         None
     }
+    /// Whether [`Builder::retag_image`] can set tags on this runtime's
+    /// builds (asked before any is changed).
+    fn can_retag_image(&self) -> bool {
+        false
+    }
+    /// Set `tags` on the build `build_id` (its artifact and what backs
+    /// it), keeping its other tags: `lineage relabel` moves a build to a
+    /// renamed series (`csis_series`), a release marks it.
+    fn retag_image(
+        &self,
+        _root: &std::path::Path,
+        _build_id: &str,
+        _tags: &std::collections::BTreeMap<String, String>,
+    ) -> Result<(), String> {
+        Err("this runtime cannot retag its images".into())
+    }
     /// Runtime builders: remove a recorded build's artifact (an execution
     /// step of `dispose image`, never a generation hook). `root` is the
     /// configuration root.

@@ -46,7 +46,7 @@ mod verify;
 
 pub use instance::unmount;
 pub use mod_test::{ModTestRequest, test_mods};
-pub use upkeep::{clean, dispose, observe};
+pub use upkeep::{clean, dispose, observe, retag};
 pub use verify::verify;
 
 use bake::bake;

@@ -9,14 +9,59 @@ use serde_json::Value as J;
 
 use super::store::{head_path, io_err, write_atomic};
 
+fn read_manifest(build_dir: &Path) -> J {
+    fs::read_to_string(build_dir.join("manifest.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(J::Null)
+}
+
+/// Set `tags` on a build's manifest, keeping the others. A new
+/// `csis_series` moves the build to that series, and the series head
+/// with it when it was the head.
+pub fn retag(
+    store: &Path,
+    build_id: &str,
+    tags: &std::collections::BTreeMap<String, String>,
+) -> Result<(), String> {
+    let dir = store.join("images").join(build_id);
+    let mut m = read_manifest(&dir);
+    let (Some(series), Some(runtime)) = (
+        m.get("series").and_then(J::as_str).map(str::to_string),
+        m.get("runtime").and_then(J::as_str).map(str::to_string),
+    ) else {
+        return Err(format!("the store holds no build {build_id}"));
+    };
+    let Some(have) = m.get_mut("tags").and_then(J::as_object_mut) else {
+        return Err(format!("build {build_id}'s manifest carries no tags"));
+    };
+    for (k, v) in tags {
+        have.insert(k.clone(), J::String(v.clone()));
+    }
+    let renamed = tags.get("csis_series").filter(|to| **to != series);
+    if let (Some(to), Some(obj)) = (renamed, m.as_object_mut()) {
+        obj.insert("series".into(), J::String(to.clone()));
+    }
+    let text = serde_json::to_string_pretty(&m).map_err(|e| e.to_string())?;
+    write_atomic(&dir.join("manifest.json"), format!("{text}\n").as_bytes())?;
+    if let Some(to) = renamed {
+        let old = head_path(store, &series, &runtime);
+        if fs::read_to_string(&old).is_ok_and(|h| h.trim() == build_id) {
+            write_atomic(
+                &head_path(store, to, &runtime),
+                format!("{build_id}\n").as_bytes(),
+            )?;
+            fs::remove_file(&old).map_err(io_err(&old))?;
+        }
+    }
+    Ok(())
+}
+
 /// Remove a build from the store. A series head that named it falls back to
 /// the newest build of the series still in the store, or goes.
 pub fn dispose(store: &Path, build_id: &str) -> Result<(), String> {
     let dir = store.join("images").join(build_id);
-    let manifest: J = fs::read_to_string(dir.join("manifest.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or(J::Null);
+    let manifest = read_manifest(&dir);
     if dir.exists() {
         fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
     }
@@ -31,15 +76,20 @@ pub fn dispose(store: &Path, build_id: &str) -> Result<(), String> {
         .map(|h| h.trim() == build_id)
         .unwrap_or(false)
     {
-        let prefix = format!("{series}-{runtime}-");
-        let mut remaining: Vec<String> = fs::read_dir(store.join("images"))
+        // By the manifest's series, not the id's prefix (a relabelled
+        // build keeps the id it was baked with), newest run last.
+        let mut remaining: Vec<(String, String)> = fs::read_dir(store.join("images"))
             .map_err(io_err(&store.join("images")))?
             .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().to_string())
-            .filter(|n| n.starts_with(&prefix))
+            .filter_map(|e| {
+                let m = read_manifest(&e.path());
+                let of = |k: &str| m.get(k).and_then(J::as_str).map(str::to_string);
+                let ours = of("series")? == series && of("runtime")? == runtime;
+                ours.then_some((of("run").unwrap_or_default(), of("build_id")?))
+            })
             .collect();
         remaining.sort();
-        match remaining.last() {
+        match remaining.last().map(|(_, id)| id) {
             Some(newest) => write_atomic(&head, format!("{newest}\n").as_bytes())?,
             None => fs::remove_file(&head).map_err(io_err(&head))?,
         }
@@ -66,10 +116,7 @@ pub fn observe(store: &Path, runtime: &str) -> Result<csis_plugin_api::Observed,
     };
     let mut seen = csis_plugin_api::Observed::default();
     for id in names(&store.join("images"), true)? {
-        let manifest: J = fs::read_to_string(store.join("images").join(&id).join("manifest.json"))
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or(J::Null);
+        let manifest = read_manifest(&store.join("images").join(&id));
         if manifest.get("runtime").and_then(J::as_str) != Some(runtime) {
             continue;
         }
