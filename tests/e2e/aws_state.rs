@@ -171,3 +171,109 @@ fn state_query_on_aws_sees_foreign_missing_and_stale_builds_and_dispose_deregist
         "error: runtime empty: runtime 'aws' is not ephemeral; its builds are kept by decision -- dispose them with 'dispose image --all --runtime aws' (or declare it ephemeral: true)"
     );
 }
+
+/// `csis_series` and the `csis_release_*` tags of an AMI, `key=value`
+/// sorted, one line.
+fn csis_tags(moto: &crate::moto::Moto, ami: &str) -> String {
+    moto.python(&format!(
+        "t = ec2.describe_images(ImageIds=['{ami}'])['Images'][0].get('Tags', [])\n\
+         print(' '.join(sorted(x['Key'] + '=' + x['Value'] for x in t if x['Key'] == 'csis_series' or x['Key'].startswith('csis_release_'))))"
+    ))
+}
+
+#[test]
+fn a_release_tags_its_ami_under_apply_release_and_a_relabel_retags_the_series() {
+    let Some((moto, t, d)) = crate::moto::clouds(|root| {
+        edit(
+            root,
+            "images/chain.yml",
+            "  - name: web\n",
+            "  - name: spare\n    source_image: app\n    group: ops\n    release: {model: default}\n    runtimes:\n      - image_builder: pk-aws\n  - name: web\n",
+        );
+        crate::support::append(root, "cfg/_config.yml", "  apply_release: [aws]\n");
+    }) else {
+        return;
+    };
+    let root = t.path();
+    let (code, out) = moto.csis(root, d.path(), NOW, &["run", "all", "--no-dry-run"]);
+    assert_eq!(code, Some(0), "{out}");
+    let first = builds(root, "spare");
+    assert!(
+        out.contains(&format!(
+            "release: {} of spare released for model default",
+            first[0]
+        )),
+        "{out}"
+    );
+    assert_eq!(
+        csis_tags(&moto, &first[0]),
+        "csis_release_default=2026_12_11T14_40_00 csis_series=spare"
+    );
+    // The next head released takes the mark; the old build loses it.
+    let (code, out) = moto.csis(
+        root,
+        d.path(),
+        NOW + 3600,
+        &["run", "all", "--no-dry-run", "--force-bake", "spare"],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    let second = builds(root, "spare");
+    assert_eq!(second.len(), 2, "{second:?}");
+    for line in [
+        format!(
+            "release --tag-runtime: {} (aws): removed csis_release_default (no longer released)",
+            first[0]
+        ),
+        format!(
+            "release --tag-runtime: {} (aws): csis_release_default=2026_12_11T15_40_00",
+            second[1]
+        ),
+    ] {
+        assert!(out.contains(&line), "{line}\n{out}");
+    }
+    assert_eq!(csis_tags(&moto, &first[0]), "csis_series=spare");
+    assert_eq!(
+        csis_tags(&moto, &second[1]),
+        "csis_release_default=2026_12_11T15_40_00 csis_series=spare"
+    );
+    // Renamed in the tree, the series' AMIs are retagged and recorded
+    // under the new name; the release follows it.
+    edit(
+        root,
+        "images/chain.yml",
+        "  - name: spare\n",
+        "  - name: reserve\n",
+    );
+    let (code, out) = moto.csis(
+        root,
+        d.path(),
+        NOW + 3700,
+        &["lineage", "relabel", "spare", "reserve", "--commit"],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.ends_with("lineage relabel: 2 builds of 'spare' now recorded as 'reserve'\n"),
+        "{out}"
+    );
+    assert_eq!(csis_tags(&moto, &first[0]), "csis_series=reserve");
+    let snapshot_series = moto.python(&format!(
+        "s = ec2.describe_images(ImageIds=['{}'])['Images'][0]['BlockDeviceMappings'][0]['Ebs']['SnapshotId']\n\
+         print([x['Value'] for x in ec2.describe_snapshots(SnapshotIds=[s])['Snapshots'][0]['Tags'] if x['Key'] == 'csis_series'][0])",
+        second[1]
+    ));
+    assert_eq!(snapshot_series, "reserve");
+    assert_eq!(builds(root, "reserve"), second);
+    assert!(
+        read(&root.join("meta-state/releases.yaml")).contains(&format!("reserve: {}", second[1])),
+        "{}",
+        read(&root.join("meta-state/releases.yaml"))
+    );
+    let (code, out) = moto.csis(
+        root,
+        d.path(),
+        NOW + 3800,
+        &["plan", "--only-runtime", "aws"],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("reserve@aws: skip: current\n"), "{out}");
+}

@@ -45,16 +45,21 @@ pub fn forget(ws: &Workspace, args: &ForgetArgs) -> ExitCode {
 
 #[derive(Args)]
 pub struct ReleaseArgs {
-    #[arg(required_unless_present = "declared")]
+    #[arg(required_unless_present_any = ["declared", "tag_runtime"])]
     image: Option<String>,
-    #[arg(long, value_name = "BUILD", required_unless_present = "declared")]
+    #[arg(long, value_name = "BUILD", required_unless_present_any = ["declared", "tag_runtime"])]
     build: Option<String>,
     #[arg(long, default_value = "default")]
     model: String,
     #[arg(long)]
     note: Option<String>,
-    #[arg(long)]
+    #[arg(long, conflicts_with = "tag_runtime")]
     declared: bool,
+    /// Mark the current releases on RUNTIME's builds with
+    /// `csis_release_<model>` tags (and take them off builds no longer
+    /// released): the release runner's step under config.apply_release.
+    #[arg(long, value_name = "RUNTIME", conflicts_with_all = ["image", "build"])]
+    tag_runtime: Option<String>,
 }
 
 pub fn release(ws: &Workspace, args: &ReleaseArgs) -> ExitCode {
@@ -64,7 +69,11 @@ pub fn release(ws: &Workspace, args: &ReleaseArgs) -> ExitCode {
         model,
         note,
         declared,
+        tag_runtime,
     } = args;
+    if let Some(rt) = tag_runtime {
+        return outcome(ops(ws).release_tags(rt));
+    }
     outcome(if *declared {
         ops(ws).release_declared()
     } else {

@@ -12,7 +12,8 @@ use crate::load::items::{ItemId, item_index};
 use crate::load::items_model::structured_item;
 
 /// The core's own after-generate contributions: the release lifecycle's
-/// read-model and `release --declared` step, the retention lifecycle's
+/// read-model, `release --declared` step and (under `apply_release`) each
+/// runtime's `release --tag-runtime` step, the retention lifecycle's
 /// `dispose image --retention` step and closing storage run.
 pub(super) fn core_contribution(
     db: &dyn Db,
@@ -55,6 +56,10 @@ pub(super) fn core_contribution(
             if images().iter().any(|i| i.release.is_some()) {
                 c.deferred.push(system_step(&["release", "--declared"]));
             }
+            for rt in release_tag_runtimes(db, tree) {
+                c.deferred
+                    .push(system_step(&["release", "--tag-runtime", rt.as_str()]));
+            }
         }
         "retention" => {
             let b = builders(db, tree);
@@ -85,6 +90,28 @@ pub(super) fn core_contribution(
         _ => {}
     }
     c
+}
+
+/// The runtimes whose builds carry the release marks: those
+/// `config.apply_release` allows (by name; `true`: every one) that can
+/// retag their builds, in name order.
+fn release_tag_runtimes(db: &dyn Db, tree: Tree) -> Vec<String> {
+    let b = builders(db, tree);
+    let flag = csis_model::apply_flags::apply_flag(&b.config_map(), "apply_release");
+    b.by_class
+        .get(&Vct::RuntimeBuilderModel)
+        .into_iter()
+        .flat_map(|m| m.values())
+        .filter(|d| flag.allows(d.name(), Some(d.name())))
+        .filter(|d| {
+            db.registry()
+                .model(d.classification, d.model)
+                .is_some_and(|spec| (spec.builder)(d).can_retag_image())
+        })
+        .map(|d| d.name().to_string())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect()
 }
 
 /// The retention lifecycle's closing storage run (spec: a storage an

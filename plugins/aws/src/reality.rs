@@ -195,7 +195,8 @@ pub fn dispose(clients: &Clients, build_id: &str) -> Result<(), String> {
 }
 
 /// Set `tags` on the AMI `build_id` and the snapshots behind it (EC2
-/// CreateTags overwrites a key and keeps the others). An AMI that is not
+/// CreateTags overwrites a key and keeps the others; an empty value is
+/// a DeleteTags of that key). An AMI that is not
 /// this account's is an error: a relabel or a release never passes one by.
 pub fn retag(
     clients: &Clients,
@@ -223,20 +224,35 @@ pub fn retag(
             .filter_map(|m| m.ebs().and_then(|e| e.snapshot_id()))
             .map(str::to_string),
     );
-    let tags: Vec<aws_sdk_ec2::types::Tag> = tags
-        .iter()
-        .map(|(k, v)| aws_sdk_ec2::types::Tag::builder().key(k).value(v).build())
-        .collect();
-    clients
-        .block_on(
-            clients
-                .ec2
-                .create_tags()
-                .set_resources(Some(resources))
-                .set_tags(Some(tags))
-                .send(),
-        )
-        .map_err(|e| format!("EC2 CreateTags {build_id}: {}", said(e)))?;
+    let tag = |k: &String, v: &String| aws_sdk_ec2::types::Tag::builder().key(k).value(v).build();
+    let (gone, set): (Vec<_>, Vec<_>) = tags.iter().partition(|(_, v)| v.is_empty());
+    if !set.is_empty() {
+        clients
+            .block_on(
+                clients
+                    .ec2
+                    .create_tags()
+                    .set_resources(Some(resources.clone()))
+                    .set_tags(Some(set.into_iter().map(|(k, v)| tag(k, v)).collect()))
+                    .send(),
+            )
+            .map_err(|e| format!("EC2 CreateTags {build_id}: {}", said(e)))?;
+    }
+    if !gone.is_empty() {
+        let keys = gone
+            .into_iter()
+            .map(|(k, _)| aws_sdk_ec2::types::Tag::builder().key(k).build());
+        clients
+            .block_on(
+                clients
+                    .ec2
+                    .delete_tags()
+                    .set_resources(Some(resources))
+                    .set_tags(Some(keys.collect()))
+                    .send(),
+            )
+            .map_err(|e| format!("EC2 DeleteTags {build_id}: {}", said(e)))?;
+    }
     Ok(())
 }
 

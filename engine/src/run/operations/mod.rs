@@ -19,6 +19,7 @@ pub mod mod_tests;
 mod pins;
 mod relabel;
 mod release;
+mod release_tags;
 mod runtimes;
 pub mod verify;
 

@@ -258,8 +258,9 @@ pub trait Builder: Send + Sync {
         false
     }
     /// Set `tags` on the build `build_id` (its artifact and what backs
-    /// it), keeping its other tags: `lineage relabel` moves a build to a
-    /// renamed series (`csis_series`), a release marks it.
+    /// it), keeping its other tags; a tag whose value is empty is removed.
+    /// `lineage relabel` moves a build to a renamed series (`csis_series`),
+    /// a release marks it (`csis_release_<model>`).
     fn retag_image(
         &self,
         _root: &std::path::Path,

@@ -16,7 +16,8 @@ fn read_manifest(build_dir: &Path) -> J {
         .unwrap_or(J::Null)
 }
 
-/// Set `tags` on a build's manifest, keeping the others. A new
+/// Set `tags` on a build's manifest, keeping the others (an empty value
+/// removes the tag). A new
 /// `csis_series` moves the build to that series, and the series head
 /// with it when it was the head.
 pub fn retag(
@@ -36,7 +37,11 @@ pub fn retag(
         return Err(format!("build {build_id}'s manifest carries no tags"));
     };
     for (k, v) in tags {
-        have.insert(k.clone(), J::String(v.clone()));
+        if v.is_empty() {
+            have.remove(k);
+        } else {
+            have.insert(k.clone(), J::String(v.clone()));
+        }
     }
     let renamed = tags.get("csis_series").filter(|to| **to != series);
     if let (Some(to), Some(obj)) = (renamed, m.as_object_mut()) {
