@@ -152,6 +152,18 @@ fn state_query_on_aws_sees_foreign_missing_and_stale_builds_and_dispose_deregist
     assert_eq!(left, "0\n0", "{out}");
     assert!(!read(&root.join("meta-state/lineage.yaml")).contains(&spare[0]));
 
+    // A build an instance stands on is refused, and stays recorded.
+    let (code, out) = moto.csis(root, d.path(), NOW + 250, &["dispose", "image", &web[0]]);
+    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(
+        out.trim(),
+        format!(
+            "error: dispose: instance(s) [web-aws] are pinned to / launched from the build(s) [{}]; decommission them first",
+            web[0]
+        )
+    );
+    assert!(read(&root.join("meta-state/lineage.yaml")).contains(&web[0]));
+
     // What the runtime answers: where it is, whether what it declares
     // exists there (moto has neither the example's VPC nor its subnets),
     // and what csis owns there against lineage.
@@ -276,4 +288,76 @@ fn a_release_tags_its_ami_under_apply_release_and_a_relabel_retags_the_series() 
     );
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("reserve@aws: skip: current\n"), "{out}");
+}
+
+#[test]
+fn validate_refuses_a_vendor_ami_the_region_does_not_know_at_its_entry() {
+    let Some(moto) = crate::moto::Moto::start() else {
+        return;
+    };
+    let t = csis_test_support::tree("clouds");
+    let root = t.path();
+    let pin = |id: &str| {
+        let text = read(&root.join("cfg/builders.yml"));
+        let from = text
+            .lines()
+            .find(|l| l.contains("debian-12-amd64-*") || l.contains("image_id: ami-"))
+            .unwrap()
+            .to_string();
+        edit(
+            root,
+            "cfg/builders.yml",
+            &from,
+            &format!("        image_id: {id}"),
+        );
+    };
+    let d = tempfile::tempdir().unwrap();
+    let validate = |moto: &crate::moto::Moto, args: &[&str]| {
+        let mut a = vec!["--brief", "validate"];
+        a.extend(args);
+        moto.csis(root, d.path(), NOW, &a)
+    };
+    pin("ami-0123456789abcdef0");
+    let (code, out) = validate(&moto, &[]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains(
+            "cfg/builders.yml:73:19: OS builder debian12: image_id 'ami-0123456789abcdef0' on runtime aws is not known to the provider -- pin an image the runtime's region has (an id from another region or a deregistered one is not), or find it with query: and owners\n"
+        ),
+        "{out}"
+    );
+    // --offline asks nobody.
+    let (code, out) = validate(&moto, &["--offline"]);
+    assert_eq!(code, Some(0), "{out}");
+    // An AMI the region has passes.
+    let known =
+        moto.python("print(ec2.describe_images(Owners=['amazon'])['Images'][0]['ImageId'])");
+    pin(&known);
+    let (code, out) = validate(&moto, &[]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(!out.contains(&known), "{out}");
+    // A provider that cannot be asked is a note, never a refusal.
+    drop(moto);
+    let Some(gone) = crate::moto::Moto::start() else {
+        return;
+    };
+    let mut env = gone.env();
+    env.retain(|(k, _)| *k != "AWS_ENDPOINT_URL");
+    drop(gone);
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_csis"))
+        .args(["--root-dir"])
+        .arg(root)
+        .args(["validate"])
+        .envs(env)
+        .env("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!(
+            "note: OS builder debian12: image_id '{known}' on runtime aws not checked: EC2 DescribeImages {known}: dispatch failure"
+        )),
+        "{err}"
+    );
 }

@@ -15,6 +15,10 @@ pub struct ValidateArgs {
     /// stdout) or github (GitHub Actions annotations on stdout).
     #[arg(long, value_enum, default_value_t = report::DiagnosticFormat::Human)]
     format: report::DiagnosticFormat,
+    /// Ask no provider: the vendor images OS builders pin by image_id are
+    /// not looked up.
+    #[arg(long)]
+    offline: bool,
 }
 
 /// `csis validate`: the load's diagnostics, then the checks that read the
@@ -35,6 +39,12 @@ pub fn validate(ws: &Workspace, style: report::Style, args: &ValidateArgs) -> Ex
     infos.extend(csis_engine::state::alias_pool::remaining_info(
         &ws.db, ws.tree,
     ));
+    let (notes, vendor_images) = if args.offline {
+        (Vec::new(), Vec::new())
+    } else {
+        csis_engine::check::vendor_images::check(&ws.db, ws.tree)
+    };
+    infos.extend(notes.into_iter().map(|n| format!("note: {n}")));
     for i in infos {
         eprintln!("{i}");
     }
@@ -43,6 +53,7 @@ pub fn validate(ws: &Workspace, style: report::Style, args: &ValidateArgs) -> Ex
         .diags
         .clone();
     diags.extend(executables);
+    diags.extend(vendor_images);
     diags.extend(csis_engine::check::owned_directories::check(
         &ws.db, ws.tree, &ws.root, &OsSystem,
     ));

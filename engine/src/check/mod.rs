@@ -35,4 +35,5 @@ pub mod templates;
 mod test_specs;
 pub mod user_data;
 pub mod validate;
+pub mod vendor_images;
 pub mod zones;

@@ -61,7 +61,12 @@ impl Runner<'_> {
     /// What the load refuses, image cycles, run-hook validators, and the
     /// registries' claims when this run launches. Whether the run may go on.
     pub(super) fn validate(&mut self, summary: &mut RunSummary, launches: bool) -> bool {
-        let (infos, warnings, mut errors) = validation(self.ws, self.system, self.run_input);
+        let (mut infos, warnings, mut errors) = validation(self.ws, self.system, self.run_input);
+        if !self.req.no_state_query {
+            let (notes, refused) = crate::check::vendor_images::check(&self.ws.db, self.ws.tree);
+            infos.extend(notes);
+            errors.extend(refused.iter().map(|d| self.ws.describe(d)));
+        }
         if launches {
             errors.extend(crate::check::hostname_claims::check(
                 &self.ws.db,

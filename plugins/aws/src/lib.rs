@@ -355,6 +355,14 @@ impl Builder for AwsRuntime {
     }
 
     /// Deregister the AMI and delete its snapshots (`reality.rs`).
+    fn vendor_image_known(
+        &self,
+        image_id: &str,
+        _owners: &[String],
+    ) -> Result<Option<bool>, String> {
+        reality::vendor_image_known(self.clients()?, image_id).map(Some)
+    }
+
     fn can_retag_image(&self) -> bool {
         true
     }

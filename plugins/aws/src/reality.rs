@@ -305,6 +305,17 @@ pub fn describe(
     Ok(out)
 }
 
+/// Whether EC2 knows the vendor AMI `image_id` (DescribeImages by id:
+/// the AMIs the account may launch, its own, shared or public). An id it
+/// cannot parse is as unknown as one it has never seen.
+pub fn vendor_image_known(clients: &Clients, image_id: &str) -> Result<bool, String> {
+    let call = format!("EC2 DescribeImages {image_id}");
+    match clients.block_on(clients.ec2.describe_images().image_ids(image_id).send()) {
+        Err(e) if said(&e).contains("InvalidAMIID.Malformed") => Ok(false),
+        answer => Ok(found_by_id(&call, answer, |o| o.images().first().cloned())?.is_some()),
+    }
+}
+
 /// What a Describe call by id found: EC2 answers an id it does not know
 /// with an `...NotFound` error (InvalidVpcID.NotFound,
 /// InvalidSubnetID.NotFound, InvalidAMIID.NotFound), which is `None`, not

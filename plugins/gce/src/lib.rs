@@ -345,6 +345,16 @@ impl Builder for GceRuntime {
         Some(self.decl.extra_str("session").unwrap_or("iap"))
     }
 
+    /// Not asked yet: validate notes the pinned image as unchecked rather
+    /// than guess.
+    fn vendor_image_known(
+        &self,
+        _image_id: &str,
+        _owners: &[String],
+    ) -> Result<Option<bool>, String> {
+        Err("this runtime cannot look vendor images up yet".into())
+    }
+
     /// The machine is checked through gcloud, its commands through an IAP
     /// tunnel (`machine.rs`), in the instance's zone, else the runtime's.
     fn verify_instance(

@@ -252,6 +252,19 @@ pub trait Builder: Send + Sync {
     fn session_mechanism(&self) -> Option<&str> {
         None
     }
+    /// Runtime builders: whether the provider knows the vendor image an OS
+    /// builder entry pins by `image_id` (`owners`: the entry's merged
+    /// owners), asked at validate. `Ok(None)`: this runtime's `image_id` is
+    /// no provider image (the local runtime's is a path of the tree);
+    /// `Err`: the provider could not be asked, or this runtime cannot look
+    /// vendor images up (validate notes it and goes on).
+    fn vendor_image_known(
+        &self,
+        _image_id: &str,
+        _owners: &[String],
+    ) -> Result<Option<bool>, String> {
+        Ok(None)
+    }
     /// Whether [`Builder::retag_image`] can set tags on this runtime's
     /// builds (asked before any is changed).
     fn can_retag_image(&self) -> bool {
