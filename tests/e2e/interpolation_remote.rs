@@ -1,9 +1,10 @@
 //! `${terraform.KEY}` from sources on s3 and gcs state backends
-//! (docs/interpolation.md) through the binary: the state object read by
-//! the backend plugin's command, run with the `aws` and `gcloud` of
-//! tests/e2e/doubles/ (TEST DOUBLES that never ship) first on PATH; the
-//! exact argv, the value in `config render`, a sensitive output kept out
-//! of every output and file, and the load error when the command fails.
+//! (docs/interpolation.md) through the binary: the s3 object read through
+//! the AWS SDK from moto's S3 (a real S3 API server, started per test),
+//! the gcs one by `gcloud` of tests/e2e/doubles/ (a TEST DOUBLE that never
+//! ships) first on PATH; the value in `config render`, a sensitive output
+//! kept out of every output and file, and the load error when a read
+//! fails.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -47,36 +48,45 @@ fn remote_tree() -> tempfile::TempDir {
     t
 }
 
-/// The doubles' directory: bin/ with the stand-in `aws` and `gcloud`,
-/// cloud/ their pretend buckets (objects/, calls.log).
-fn doubles() -> tempfile::TempDir {
-    let d = tempfile::tempdir().unwrap();
-    let bin = d.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    for tool in ["aws", "gcloud"] {
-        std::fs::copy(here(&format!("doubles/{tool}")), bin.join(tool)).unwrap();
-    }
-    let cloud = d.path().join("cloud");
-    write_file(
-        &cloud,
-        "objects/corp-state/csis/network.tfstate",
-        &format!(
-            r#"{{"version": 4, "terraform_version": "1.9.0", "serial": 7, "outputs": {{
+/// The state of the s3 source's workspace, with a sensitive output.
+fn network_state() -> String {
+    format!(
+        r#"{{"version": 4, "terraform_version": "1.9.0", "serial": 7, "outputs": {{
   "subnet_id": {{"value": "subnet-from-s3", "type": "string"}},
   "db_password": {{"value": "{SECRET}", "type": "string", "sensitive": true}}
 }}, "resources": []}}"#
-        ),
-    );
+    )
+}
+
+/// moto's S3 with the bucket of the s3 source (in eu-west-1, as the
+/// backend says) and, when `object`, its workspace's state; and the
+/// doubles' directory: bin/ with the stand-in `gcloud`, cloud/ its
+/// pretend buckets (objects/, calls.log).
+fn remote(object: bool) -> Option<(crate::moto::Moto, tempfile::TempDir)> {
+    let moto = crate::moto::Moto::start()?;
+    let state = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(state.path(), network_state()).unwrap();
+    moto.python(&format!(
+        "s3 = boto3.client('s3', region_name='eu-west-1')\n\
+         s3.create_bucket(Bucket='corp-state', CreateBucketConfiguration={{'LocationConstraint': 'eu-west-1'}})\n\
+         if {object}: s3.put_object(Bucket='corp-state', Key='csis/network.tfstate', Body=open('{}', 'rb').read())",
+        state.path().display(),
+        object = if object { "True" } else { "False" }
+    ));
+    let d = tempfile::tempdir().unwrap();
+    let bin = d.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy(here("doubles/gcloud"), bin.join("gcloud")).unwrap();
     write_file(
-        &cloud,
+        &d.path().join("cloud"),
         "objects/g-state/env/box-app/default.tfstate",
         r#"{"version": 4, "outputs": {"role": {"value": "role-from-gcs", "type": "string"}}}"#,
     );
-    d
+    Some((moto, d))
 }
 
-/// csis with the doubles first on PATH.
-fn csis_with(root: &Path, doubles: &Path, args: &[&str]) -> Output {
+/// csis with the doubles first on PATH and moto's environment.
+fn csis_with(root: &Path, moto: &crate::moto::Moto, doubles: &Path, args: &[&str]) -> Output {
     let path = format!(
         "{}:{}",
         doubles.join("bin").display(),
@@ -91,6 +101,7 @@ fn csis_with(root: &Path, doubles: &Path, args: &[&str]) -> Output {
         .env_remove("CSIS_RUN_ID")
         .env("PATH", path)
         .env("CSIS_STATE_DOUBLE", doubles.join("cloud"))
+        .envs(moto.env())
         .output()
         .unwrap()
 }
@@ -104,18 +115,17 @@ fn take_calls(doubles: &Path) -> Vec<String> {
 }
 
 #[test]
-fn render_reads_each_remote_state_once_with_the_backends_cli() {
+fn render_reads_each_remote_state_once_from_its_backend() {
     let t = remote_tree();
     let r = t.path();
-    let d = doubles();
-    let resolved = ok(csis_with(r, d.path(), &["config", "render"]));
-    // One call per object, in the order of their locations.
+    let Some((moto, d)) = remote(true) else {
+        return;
+    };
+    let resolved = ok(csis_with(r, &moto, d.path(), &["config", "render"]));
+    // One gcloud call for the gcs object (the s3 one is an SDK request).
     assert_eq!(
         take_calls(d.path()),
-        [
-            "gcloud storage cat gs://g-state/env/box-app/default.tfstate",
-            "aws s3 cp s3://corp-state/csis/network.tfstate - --region eu-west-1 --profile ops",
-        ]
+        ["gcloud storage cat gs://g-state/env/box-app/default.tfstate"]
     );
     assert!(resolved.contains("subnet: subnet-from-s3"), "{resolved}");
     assert!(resolved.contains("role: role-from-gcs"), "{resolved}");
@@ -126,7 +136,12 @@ fn render_reads_each_remote_state_once_with_the_backends_cli() {
     );
     assert!(!resolved.contains(SECRET));
     // --raw shows the placeholders as written.
-    let raw = ok(csis_with(r, d.path(), &["config", "render", "--raw"]));
+    let raw = ok(csis_with(
+        r,
+        &moto,
+        d.path(),
+        &["config", "render", "--raw"],
+    ));
     assert!(raw.contains("${terraform.own.role}"), "{raw}");
 }
 
@@ -134,7 +149,9 @@ fn render_reads_each_remote_state_once_with_the_backends_cli() {
 fn a_sensitive_remote_output_never_appears_in_outputs_or_files() {
     let t = remote_tree();
     let r = t.path();
-    let d = doubles();
+    let Some((moto, d)) = remote(true) else {
+        return;
+    };
     let mut captured = String::new();
     for args in [
         &["validate"][..],
@@ -142,7 +159,7 @@ fn a_sensitive_remote_output_never_appears_in_outputs_or_files() {
         &["run", "all", "--no-dry-run"][..],
         &["plan", "--explain"][..],
     ] {
-        let o = csis_with(r, d.path(), args);
+        let o = csis_with(r, &moto, d.path(), args);
         captured.push_str(&String::from_utf8_lossy(&o.stdout));
         captured.push_str(&String::from_utf8_lossy(&o.stderr));
         assert_eq!(o.status.code(), Some(0), "{args:?}: {captured}");
@@ -165,16 +182,13 @@ fn a_sensitive_remote_output_never_appears_in_outputs_or_files() {
 }
 
 #[test]
-fn a_failing_state_command_is_a_load_error_saying_what_to_do() {
+fn a_failing_state_read_is_a_load_error_saying_what_to_do() {
     let t = remote_tree();
     let r = t.path();
-    let d = doubles();
-    std::fs::remove_file(
-        d.path()
-            .join("cloud/objects/corp-state/csis/network.tfstate"),
-    )
-    .unwrap();
-    let o = csis_with(r, d.path(), &["validate", "--brief"]);
+    let Some((moto, d)) = remote(false) else {
+        return;
+    };
+    let o = csis_with(r, &moto, d.path(), &["validate", "--brief"]);
     let err = String::from_utf8_lossy(&o.stderr).to_string();
     assert_eq!(o.status.code(), Some(1), "{err}");
     let first = err
@@ -184,10 +198,8 @@ fn a_failing_state_command_is_a_load_error_saying_what_to_do() {
     assert_eq!(
         first,
         "interpolation source 'net' (state backend 'corp', s3): s3://corp-state/csis/network.tfstate: \
-`aws s3 cp s3://corp-state/csis/network.tfstate - --region eu-west-1 --profile ops` exited 1: \
-fatal error: An error occurred (404) when calling the HeadObject operation: Key \"csis/network.tfstate\" does not exist -- \
-check that the AWS CLI can read s3://corp-state/csis/network.tfstate with your credentials \
-(aws sts get-caller-identity --profile ops; AWS_PROFILE or the backend's config.profile) and that the object exists",
+S3 GetObject s3://corp-state/csis/network.tfstate (region eu-west-1, profile ops) failed: service error: NoSuchKey: The specified key does not exist. -- \
+check that your AWS credentials (profile ops, the backend's config.profile) can read the object and that it exists",
         "{err}"
     );
 }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use csis_model::{Diagnostic, DocPath, Fields, Origin, Seg, Value, Vct};
 use csis_plugin_api::BuilderDecl;
-use csis_plugin_api::state_object::{StateCommand, StateObject, StateRead};
+use csis_plugin_api::state_object::{StateObject, StateRead};
 use csis_string_stage::Renderer;
 use csis_string_stage::interp::{
     External, Outcome, Outputs, REFUSED_READ, Source, Tokens, Used, entry_reads, substitute_tokens,
@@ -216,7 +216,7 @@ fn backend_source(
     let object = StateObject::of(&decl, workspace);
     match db.registry().state_reader(&decl, &object) {
         Some(StateRead::File(path)) => Ok(BackendSource::File(path)),
-        Some(StateRead::Command(_)) => Ok(BackendSource::Remote {
+        Some(StateRead::Command(_) | StateRead::Fetch(_)) => Ok(BackendSource::Remote {
             location: object.location(),
             backend: Arc::new(decl),
             workspace: workspace.to_string(),
@@ -230,14 +230,15 @@ fn backend_source(
 
 /// A remote state object an entry reads: its resolved location (the key
 /// of its text among the aux files), the source and backend it comes
-/// from, and the command that prints it.
+/// from, and how it is read (a command that prints it, or the plugin's
+/// own fetch).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RemoteRead {
     pub location: String,
     pub source: String,
     pub backend: String,
     pub backend_type: String,
-    pub command: StateCommand,
+    pub read: StateRead,
 }
 
 /// What interpolation reads: files below the root (state files,
@@ -339,14 +340,14 @@ fn remote_read(db: &dyn Db, decl: &Declared, loc: &str, tokens: &Tokens) -> Opti
         let workspace = substitute_tokens(&r.workspace, tokens).ok()?;
         let object = StateObject::of(&r.backend, &workspace);
         match db.registry().state_reader(&r.backend, &object)? {
-            StateRead::Command(command) => Some(RemoteRead {
+            StateRead::File(_) => None,
+            read => Some(RemoteRead {
                 location: loc.to_string(),
                 source: r.source.clone(),
                 backend: r.backend.name().to_string(),
                 backend_type: r.backend.model.to_string(),
-                command,
+                read,
             }),
-            StateRead::File(_) => None,
         }
     })
 }

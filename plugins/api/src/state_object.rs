@@ -95,6 +95,44 @@ pub enum StateRead {
     /// A command that prints the state JSON on its stdout (a remote
     /// backend's CLI). The engine runs it once per invocation per object.
     Command(StateCommand),
+    /// The plugin reads the object itself, through its provider's API
+    /// (the s3 backend through the AWS SDK); once per invocation per
+    /// object.
+    Fetch(StateFetch),
+}
+
+/// A state object a plugin reads through its provider's API. Two are the
+/// same read when they name the same request (the function is the
+/// plugin's, and function addresses are not comparable).
+#[derive(Clone, Debug)]
+pub struct StateFetch {
+    /// The request as messages name it (`S3 GetObject
+    /// s3://corp/csis/net.tfstate (region eu-west-1, profile ops)`).
+    pub request: String,
+    /// What `fetch` is given: the object's coordinates and the
+    /// backend's settings it reads (`bucket`, `key`, `region`, `profile`).
+    pub fields: Vec<(String, String)>,
+    /// What to check when it fails (credentials, the object).
+    pub help: String,
+    /// The object's bytes, or why not (the provider's own words).
+    pub fetch: Fetch,
+}
+
+/// A plugin's read of a state object: its `fields` in, the bytes out.
+pub type Fetch = fn(&[(String, String)]) -> Result<Vec<u8>, String>;
+
+impl PartialEq for StateFetch {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.request, &self.fields, &self.help) == (&other.request, &other.fields, &other.help)
+    }
+}
+
+impl Eq for StateFetch {}
+
+impl std::hash::Hash for StateFetch {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (&self.request, &self.fields, &self.help).hash(state);
+    }
 }
 
 /// A command line that prints a state object on stdout.

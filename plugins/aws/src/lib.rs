@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 mod machine;
 mod reality;
+pub mod s3_state;
 mod sdk;
 mod sessions;
 

@@ -14,6 +14,7 @@ pub struct Clients {
     pub ec2: aws_sdk_ec2::Client,
     pub ssm: aws_sdk_ssm::Client,
     pub sts: aws_sdk_sts::Client,
+    pub s3: aws_sdk_s3::Client,
 }
 
 impl Clients {
@@ -40,10 +41,16 @@ impl Clients {
             loader = loader.profile_name(profile);
         }
         let config = rt.block_on(loader.load());
+        // An endpoint of one's own (AWS_ENDPOINT_URL: a local S3 such as
+        // moto's or MinIO's) has no bucket subdomains: address by path.
+        let s3 = aws_sdk_s3::config::Builder::from(&config)
+            .force_path_style(config.endpoint_url().is_some())
+            .build();
         Ok(Clients {
             ec2: aws_sdk_ec2::Client::new(&config),
             ssm: aws_sdk_ssm::Client::new(&config),
             sts: aws_sdk_sts::Client::new(&config),
+            s3: aws_sdk_s3::Client::from_conf(s3),
             rt,
         })
     }

@@ -8,7 +8,7 @@
 
 use csis_hcl::Body;
 use csis_model::Diagnostic;
-use csis_plugin_api::state_object::{StateCommand, StateObject, StateRead};
+use csis_plugin_api::state_object::{StateCommand, StateFetch, StateObject, StateRead};
 use csis_plugin_api::{BuilderDecl, HookResult, StateRoot};
 
 const S3_KEYS: [&str; 7] = [
@@ -136,14 +136,11 @@ pub fn backend_config(state: &StateRoot) -> HookResult<(&'static str, String)> {
 }
 
 /// How a `${terraform.KEY}` source on an s3 or gcs backend reads one
-/// workspace's state (docs/interpolation.md): the cloud's CLI printing the
-/// object on stdout, under the caller's own credentials.
+/// workspace's state (docs/interpolation.md), under the caller's own
+/// credentials.
 ///
-/// - s3: `aws s3 cp s3://<bucket>/<key> - --region <region> [--profile
-///   <profile>]`. `aws s3 cp <S3Uri> -` streams the object to stdout
-///   ("Downloading an S3 object as a local file stream"); `--region` and
-///   `--profile` are the CLI's global options (AWS CLI Command Reference,
-///   `aws s3 cp`: <https://docs.aws.amazon.com/cli/v1/reference/s3/cp.html>).
+/// - s3: S3 GetObject through the AWS SDK (the aws plugin's
+///   `s3_state::get_object`), with the backend's `region` and `profile`.
 /// - gcs: `gcloud storage cat gs://<bucket>/<prefix>/default.tfstate`,
 ///   which "outputs the contents of one or more URLs to stdout" (Google
 ///   Cloud SDK reference, `gcloud storage cat`:
@@ -153,28 +150,30 @@ pub fn backend_config(state: &StateRoot) -> HookResult<(&'static str, String)> {
 pub fn state_reader(decl: &BuilderDecl, object: &StateObject) -> Option<StateRead> {
     match object {
         StateObject::S3 { bucket, key } => {
-            let mut args = vec![
-                "s3".to_string(),
-                "cp".to_string(),
-                format!("s3://{bucket}/{key}"),
-                "-".to_string(),
+            let region = setting(decl, "region").unwrap_or_else(|| "us-east-1".into());
+            let profile = setting(decl, "profile");
+            let mut fields = vec![
+                ("bucket".to_string(), bucket.clone()),
+                ("key".to_string(), key.clone()),
+                ("region".to_string(), region.clone()),
             ];
-            if let Some(region) = setting(decl, "region") {
-                args.extend(["--region".to_string(), region]);
-            }
-            if let Some(profile) = setting(decl, "profile") {
-                args.extend(["--profile".to_string(), profile]);
-            }
-            Some(StateRead::Command(StateCommand {
-                program: "aws".into(),
-                args,
-                what: "the AWS CLI (aws) to read the state object from S3".into(),
-                help: format!(
-                    "check that the AWS CLI can read s3://{bucket}/{key} with your credentials (aws sts get-caller-identity{}; AWS_PROFILE or the backend's config.profile) and that the object exists",
-                    setting(decl, "profile")
-                        .map(|p| format!(" --profile {p}"))
+            fields.extend(profile.clone().map(|p| ("profile".to_string(), p)));
+            Some(StateRead::Fetch(StateFetch {
+                request: format!(
+                    "S3 GetObject s3://{bucket}/{key} (region {region}{})",
+                    profile
+                        .as_ref()
+                        .map(|p| format!(", profile {p}"))
                         .unwrap_or_default()
                 ),
+                fields,
+                help: format!(
+                    "check that your AWS credentials ({}) can read the object and that it exists",
+                    profile
+                        .map(|p| format!("profile {p}, the backend's config.profile"))
+                        .unwrap_or_else(|| "AWS_PROFILE, or the backend's config.profile".into())
+                ),
+                fetch: csis_plugin_aws::s3_state::get_object,
             }))
         }
         StateObject::Gcs { bucket, prefix } => Some(StateRead::Command(StateCommand {
@@ -211,12 +210,13 @@ mod tests {
     fn argv(decl: &BuilderDecl, ws: &str) -> String {
         match state_reader(decl, &StateObject::of(decl, ws)) {
             Some(StateRead::Command(c)) => c.line(),
+            Some(StateRead::Fetch(f)) => format!("{} {:?}", f.request, f.fields),
             other => panic!("{other:?}"),
         }
     }
 
     #[test]
-    fn s3_and_gcs_states_are_read_by_their_clis_on_stdout() {
+    fn s3_states_are_fetched_through_the_sdk_and_gcs_states_by_gcloud() {
         let s3 = backend(
             "s3",
             &[
@@ -227,12 +227,12 @@ mod tests {
         );
         assert_eq!(
             argv(&s3, "net"),
-            "aws s3 cp s3://corp/csis/net.tfstate - --region eu-west-1"
+            r#"S3 GetObject s3://corp/csis/net.tfstate (region eu-west-1) [("bucket", "corp"), ("key", "csis/net.tfstate"), ("region", "eu-west-1")]"#
         );
         let profiled = backend("s3", &[("region", "us-east-1"), ("profile", "ops")]);
         assert_eq!(
             argv(&profiled, "net"),
-            "aws s3 cp s3://st/net.tfstate - --region us-east-1 --profile ops"
+            r#"S3 GetObject s3://st/net.tfstate (region us-east-1, profile ops) [("bucket", "st"), ("key", "net.tfstate"), ("region", "us-east-1"), ("profile", "ops")]"#
         );
         let gcs = backend("gcs", &[("bucket", "g"), ("prefix", "env/")]);
         assert_eq!(
