@@ -361,3 +361,57 @@ fn validate_refuses_a_vendor_ami_the_region_does_not_know_at_its_entry() {
         "{err}"
     );
 }
+
+#[test]
+fn state_query_on_aws_notes_a_stopped_machine_and_sees_one_replaced_out_of_band() {
+    let Some((moto, t, d)) = crate::moto::clouds(|_| {}) else {
+        return;
+    };
+    let root = t.path();
+    let (code, out) = moto.csis(root, d.path(), NOW, &["run", "all", "--no-dry-run"]);
+    assert_eq!(code, Some(0), "{out}");
+    // The real apply confirmed the machine's generation by its id.
+    let machines = moto.instances("web-aws");
+    assert_eq!(machines.len(), 1, "{machines:?}");
+    let old = machines[0].0.clone();
+    let generations = read(&root.join("meta-state/instance-state.yaml"));
+    assert!(
+        generations.contains("how: observed")
+            && generations.contains(&format!("instance_id: {old}")),
+        "{generations}"
+    );
+    let pin = builds(root, "web")[0].clone();
+
+    moto.python(&format!("ec2.stop_instances(InstanceIds=['{old}'])"));
+    let (_, out) = moto.csis(root, d.path(), NOW + 60, &["state", "query"]);
+    assert!(
+        out.contains("note: instances/web-aws: STOPPED (switched off; not drift)\n"),
+        "{out}"
+    );
+    assert!(!out.contains("changed instance"), "{out}");
+
+    // Someone replaced it by hand, from another image.
+    let (new, ami) = {
+        let out = moto.python(&format!(
+            "ec2.terminate_instances(InstanceIds=['{old}'])\n\
+             src = ec2.describe_images(Owners=['amazon'])['Images'][0]['ImageId']\n\
+             i = ec2.run_instances(ImageId=src, MinCount=1, MaxCount=1, TagSpecifications=[{{'ResourceType': 'instance', 'Tags': [{{'Key': 'csis_instance', 'Value': 'web-aws'}}, {{'Key': 'csis_runtime', 'Value': 'aws'}}]}}])['Instances'][0]['InstanceId']\n\
+             print(i, src)"
+        ));
+        let (a, b) = out.split_once(' ').unwrap();
+        (a.to_string(), b.to_string())
+    };
+    let (code, out) = moto.csis(root, d.path(), NOW + 120, &["state", "query", "--strict"]);
+    assert_eq!(code, Some(1), "{out}");
+    for line in [
+        format!(
+            "changed instance web-aws (aws): the machine bearing this name is {new}, not {old} (replaced out of band; the next real apply records it)\n"
+        ),
+        format!(
+            "changed instance web-aws (aws): booted image {ami} is neither its pin {pin} nor the build it was launched from ({pin})\n"
+        ),
+    ] {
+        assert!(out.contains(&line), "{line}\n{out}");
+    }
+    assert!(out.contains(", 2 changed, "), "{out}");
+}

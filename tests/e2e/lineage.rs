@@ -335,7 +335,9 @@ fn relabel_moves_a_renamed_series_builds_and_nothing_re_bakes() {
     );
     let query = ok(csis_at(t.path(), T0 + 60, &["state", "query"]));
     assert!(
-        query.ends_with("state query: 0 missing, 0 foreign, 0 stale, 0 hard, 0 unavailable\n"),
+        query.ends_with(
+            "state query: 0 missing, 0 foreign, 0 changed, 0 stale, 0 hard, 0 unavailable\n"
+        ),
         "{query}"
     );
     // Nothing of 'mid' is left to relabel.

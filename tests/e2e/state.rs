@@ -36,7 +36,7 @@ fn after_a_real_run_reality_matches_meta_state() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         stdout(&out),
-        ["state query: 0 missing, 0 foreign, 0 stale, 0 hard, 0 unavailable"]
+        ["state query: 0 missing, 0 foreign, 0 changed, 0 stale, 0 hard, 0 unavailable"]
     );
     let report = std::fs::read_to_string(t.path().join("generated/state-report.json")).unwrap();
     assert_eq!(report, "{\n  \"entries\": [],\n  \"unavailable\": []\n}\n");
@@ -58,7 +58,8 @@ fn a_pinned_build_gone_is_hard_and_refuses_validation_and_the_next_run() {
             format!(
                 "hard: missing image mid-here-{B0} (here): a pinned build is gone (pinned by top@here)"
             ),
-            "state query: 1 missing, 0 foreign, 0 stale, 1 hard, 0 unavailable".to_string(),
+            "state query: 1 missing, 0 foreign, 0 changed, 0 stale, 1 hard, 0 unavailable"
+                .to_string(),
         ]
     );
     assert_eq!(query(t.path(), &["--strict"]).status.code(), Some(1));
@@ -115,7 +116,7 @@ fn foreign_stale_and_missing_instances_are_reported_not_hard() {
                 "stale image top-here-{B0} (here): superseded by top's head and pinned by nothing (retention disposes it)"
             ),
             "missing instance box (here): recorded launched in meta-state/launch-params.yaml but not running".to_string(),
-            "state query: 1 missing, 1 foreign, 1 stale, 0 hard, 0 unavailable".to_string(),
+            "state query: 1 missing, 1 foreign, 0 changed, 1 stale, 0 hard, 0 unavailable".to_string(),
         ]
     );
     assert_eq!(query(t.path(), &["--strict"]).status.code(), Some(1));
@@ -174,7 +175,7 @@ fn a_runtime_that_cannot_be_asked_is_unavailable_never_empty() {
         stdout(&out),
         [
             "unavailable: dummy-cloud: this runtime cannot be asked what exists",
-            "state query: 0 missing, 0 foreign, 0 stale, 0 hard, 1 unavailable",
+            "state query: 0 missing, 0 foreign, 0 changed, 0 stale, 0 hard, 1 unavailable",
         ]
     );
     assert_eq!(

@@ -57,20 +57,27 @@ pub fn state_query(ws: &Workspace, strict: bool) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let sessions = csis_engine::workspace::preflight::sessions(ws, &OsSystem);
+    for line in sessions.lines() {
+        println!("{line}");
+    }
     for line in report.lines() {
         println!("{line}");
     }
     let counts = report.counts();
     let n = |k: &str| counts.get(k).copied().unwrap_or(0);
     println!(
-        "state query: {} missing, {} foreign, {} stale, {} hard, {} unavailable",
+        "state query: {} missing, {} foreign, {} changed, {} stale, {} hard, {} unavailable",
         n("missing"),
         n("foreign"),
+        n("changed"),
         n("stale"),
         n("hard"),
         n("unavailable")
     );
-    let strict_fail = n("hard") + n("missing") + n("foreign") + n("unavailable") > 0;
+    let strict_fail = n("hard") + n("missing") + n("foreign") + n("changed") + n("unavailable")
+        > 0
+        || !sessions.blocking().is_empty();
     if strict && strict_fail {
         ExitCode::from(1)
     } else {

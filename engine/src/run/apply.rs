@@ -118,9 +118,10 @@ impl Runner<'_> {
             };
             let recorded = match (name, status == "executed" && self.req.record) {
                 ("storage", true) => self.record_storage_transitions(),
-                ("instance-image", true) => {
-                    self.mark_launched().and_then(|()| self.forget_ephemerals())
-                }
+                ("instance-image", true) => self
+                    .mark_launched()
+                    .and_then(|()| self.confirm_generations())
+                    .and_then(|()| self.forget_ephemerals()),
                 _ => Ok(()),
             };
             if let Err(e) = recorded {

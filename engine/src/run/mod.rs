@@ -58,6 +58,7 @@ pub mod plan_report;
 pub mod plan_summary;
 pub mod record_build;
 pub mod script;
+pub mod state_instances;
 pub mod state_query;
 
 use crate::db::stats::{StageClock, Stats};

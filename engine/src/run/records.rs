@@ -2,7 +2,8 @@
 //! lifecycle leaves once generated, the state locations (after generation
 //! and after a real apply), the alias drawn before a real instance-image
 //! apply, and after a real apply the storage transitions, the launched
-//! instances and the ephemeral ones forgotten.
+//! instances (their generations confirmed by the machines' ids) and the
+//! ephemeral ones forgotten.
 
 use std::borrow::Cow;
 
@@ -204,6 +205,48 @@ impl<'a> Runner<'a> {
             )?;
         }
         self.write_launch_params(&before, &after)
+    }
+
+    /// After a real instance-image apply: the runtimes asked what stands,
+    /// each open generation confirmed by its machine's id, or closed as
+    /// replaced out of band (a warning). A runtime that cannot be asked
+    /// confirms nothing.
+    pub(super) fn confirm_generations(&mut self) -> Result<(), String> {
+        use crate::state::instance_state::{FILE, InstanceState};
+        use csis_model::Vct;
+        let launched = self.read_launch_params()?;
+        let b = builders(&self.ws.db, self.ws.tree);
+        let mut seen = Vec::new();
+        for decl in b
+            .by_class
+            .get(&Vct::RuntimeBuilderModel)
+            .into_iter()
+            .flat_map(|m| m.values())
+        {
+            let Some(spec) =
+                crate::db::Db::registry(&self.ws.db).model(decl.classification, decl.model)
+            else {
+                continue;
+            };
+            if let Ok(o) = (spec.builder)(decl).observe(&self.ws.root) {
+                seen.extend(
+                    o.instances
+                        .into_iter()
+                        .map(|m| (decl.name().to_string(), m)),
+                );
+            }
+        }
+        let (system, root) = (self.system, &self.ws.root);
+        let state: InstanceState = crate::state::lineage::read_json(system, root, FILE)?;
+        let (next, warnings) =
+            crate::run::state_instances::confirm(&state, &seen, &launched, &self.run_id);
+        for w in warnings {
+            self.log.line(Level::Warn, w);
+        }
+        if next != state {
+            crate::state::lineage::write_json(system, root, FILE, &next)?;
+        }
+        Ok(())
     }
 
     /// After a real instance-image apply: every ephemeral machine it

@@ -5,6 +5,7 @@
 //! |---|---|
 //! | missing | meta-state records it, the runtime does not have it |
 //! | foreign | the runtime has it (with lineage tags), meta-state does not record it |
+//! | changed | a machine other than the records say: booted from neither its pin nor its launch build, replaced out of band, or several under one name |
 //! | stale | a recorded build still standing that neither is a head nor is pinned: retention's to dispose |
 //! | debris | what an interrupted step left (a bake's partial directory, a temporary file) |
 //!
@@ -43,6 +44,10 @@ pub struct StateReport {
     pub entries: Vec<Drift>,
     /// `<runtime>: <why it could not be asked>`.
     pub unavailable: Vec<String>,
+    /// What is worth saying and is not drift (a stopped machine, a
+    /// pending replacement).
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,11 +93,19 @@ impl StateReport {
             })
             .collect();
         out.extend(self.unavailable.iter().map(|u| format!("unavailable: {u}")));
+        out.extend(self.notes.iter().map(|n| format!("note: {n}")));
         out
     }
 }
 
-fn drift(class: &str, kind: &str, name: &str, runtime: &str, detail: String, hard: bool) -> Drift {
+pub(crate) fn drift(
+    class: &str,
+    kind: &str,
+    name: &str,
+    runtime: &str,
+    detail: String,
+    hard: bool,
+) -> Drift {
     Drift {
         class: class.into(),
         kind: kind.into(),
@@ -111,7 +124,33 @@ pub fn query(ws: &Workspace, system: &dyn System) -> Result<StateReport, String>
     let pins = record_now(ws, system, "pins.yaml", pins(db, tree))?;
     let storages = record_now(ws, system, storage_state::FILE, storage_record(db, tree))?;
     let launched = record_now(ws, system, launch_params::FILE, launch_record(db, tree))?;
+    let generations: crate::state::instance_state::InstanceState =
+        crate::state::lineage::read_json(system, root, crate::state::instance_state::FILE)?;
     let b = builders(&ws.db, ws.tree);
+    let declared_on: BTreeMap<String, String> = {
+        use crate::load::items::{ItemId, item_index};
+        use csis_model::models::Item;
+        item_index(db, tree)
+            .names(csis_model::ItemKind::INSTANCES)
+            .filter_map(|n| {
+                let id = ItemId::new(db, tree, csis_model::ItemKind::INSTANCES, n.as_str());
+                match crate::load::items_model::structured_item(db, id)
+                    .item
+                    .as_deref()
+                {
+                    Some(Item::Instance(inst)) => Some((n.clone(), b.instance_runtime(inst))),
+                    _ => None,
+                }
+            })
+            .collect()
+    };
+    let machines = crate::run::state_instances::InstanceRecords {
+        declared_on: &declared_on,
+        lineage: &lineage,
+        pins: &pins,
+        launched: &launched,
+        generations: &generations,
+    };
     let mut report = StateReport::default();
 
     // Who pins each build.
@@ -190,25 +229,7 @@ pub fn query(ws: &Workspace, system: &dyn System) -> Result<StateReport, String>
                 ));
             }
         }
-        let seen_instances: BTreeSet<&String> = seen.instances.iter().collect();
-        for (name, rec) in launched.instances.iter().filter(|(_, r)| r.launched) {
-            let on_rt = rec
-                .params
-                .get("build")
-                .and_then(|v| v.as_str())
-                .and_then(|build| lineage.build(build))
-                .is_some_and(|r| r.runtime == rt);
-            if on_rt && !seen_instances.contains(name) {
-                report.entries.push(drift(
-                    "missing",
-                    "instance",
-                    name,
-                    rt,
-                    "recorded launched in meta-state/launch-params.yaml but not running".into(),
-                    false,
-                ));
-            }
-        }
+        machines.compare(rt, &seen.instances, &mut report);
     }
     for path in unfinished_writes(ws, system) {
         report.entries.push(drift(
@@ -224,6 +245,7 @@ pub fn query(ws: &Workspace, system: &dyn System) -> Result<StateReport, String>
         (&a.runtime, &a.kind, &a.name, &a.class).cmp(&(&b.runtime, &b.kind, &b.name, &b.class))
     });
     report.unavailable.sort();
+    report.notes.sort();
     Ok(report)
 }
 
@@ -409,6 +431,15 @@ impl Runner<'_> {
                 Level::Info
             };
             self.log.line(level, format!("state: {line}"));
+        }
+        // A session that would lapse mid-run is said before anything runs.
+        for line in crate::workspace::preflight::sessions(self.ws, self.system).lines() {
+            let level = if line.starts_with("blocking: ") {
+                Level::Warn
+            } else {
+                Level::Info
+            };
+            self.log.line(level, line);
         }
         summary.state = report.counts();
         Ok(())

@@ -33,13 +33,19 @@ pub struct InstanceRecord {
 pub struct Generation {
     pub number: u64,
     pub kind: String,
-    /// `inferred`: opened because a real apply launched it.
+    /// `inferred`: opened because a real apply launched it; `observed`:
+    /// its machine's id confirmed by the provider; `adopted`: a machine
+    /// that stood before the record.
     pub how: String,
     pub opened_run: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub closed_run: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
+    /// The provider's id of the machine, once a real apply's observation
+    /// confirmed it (`how: observed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_id: Option<String>,
 }
 
 fn kind(ephemeral: bool) -> &'static str {
@@ -87,6 +93,7 @@ pub fn opened(state: &InstanceState, launched: &[(String, bool)], run: &str) -> 
             opened_run: run.to_string(),
             closed_run: None,
             why: None,
+            instance_id: None,
         });
     }
     next

@@ -211,3 +211,28 @@ fn raw_runtime(entry: &Value, file: &Path, notes: &mut Vec<String>) -> Option<Ra
         region,
     })
 }
+
+/// The session lines of a loaded tree (every run's, and `state query`'s):
+/// preflight's sessions from the caches only, asking no provider.
+pub fn sessions(ws: &crate::workspace::Workspace, system: &dyn System) -> Preflight {
+    use crate::db::Db;
+    let overlays: Vec<PathBuf> = ws
+        .tree
+        .overlays(&ws.db)
+        .iter()
+        .map(|f| PathBuf::from(f.path(&ws.db).to_string()))
+        .collect();
+    let env = SessionEnv {
+        vars: system.env(),
+        now: system.now_unix(),
+    };
+    preflight(
+        system,
+        ws.db.registry(),
+        &ws.root,
+        &overlays,
+        &env,
+        true,
+        crate::workspace::DEFAULT_MAX_FILE_SIZE,
+    )
+}

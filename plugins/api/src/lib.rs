@@ -30,8 +30,8 @@ use csis_model::{Fields, ItemKind, Map, Value, Vct};
 pub use builder::{
     Asset, AssetSet, BakeDecision, BaseTemplate, Builder, CfExecutables, CheckResult, Command,
     Deferred, Emitted, HookContext, HookResult, ModTestOutcome, Observed, ObservedImage,
-    OwnedDirectory, PackerBake, PackerParent, PackerPlugin, PackerValue, Program, StateRoot,
-    Verdict, VerifyRequest, is_template_artifact, path_for_phase, template_private_file,
+    ObservedInstance, OwnedDirectory, PackerBake, PackerParent, PackerPlugin, PackerValue, Program,
+    StateRoot, Verdict, VerifyRequest, is_template_artifact, path_for_phase, template_private_file,
     template_work_dir,
 };
 pub use lifecycle::{Contribution, LifecycleSpec, RunHooks};

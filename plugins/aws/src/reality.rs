@@ -11,7 +11,7 @@
 //! Every Describe call is paged by NextToken.
 
 use aws_sdk_ec2::types::Filter;
-use csis_plugin_api::{Observed, ObservedImage};
+use csis_plugin_api::{Observed, ObservedImage, ObservedInstance};
 
 use crate::sdk::{Clients, said};
 
@@ -91,9 +91,9 @@ pub fn images(clients: &Clients) -> Result<Vec<ObservedImage>, String> {
     Ok(out)
 }
 
-/// The instance names (`csis_instance`) of every instance launched on
-/// `runtime` that is not terminated.
-pub fn instances(clients: &Clients, runtime: &str) -> Result<Vec<String>, String> {
+/// Every instance launched on `runtime` that is not terminated, by its
+/// `csis_instance` name: its id, power state and the AMI it booted.
+pub fn instances(clients: &Clients, runtime: &str) -> Result<Vec<ObservedInstance>, String> {
     let mut out = paged(|token| {
         let page = clients
             .block_on(
@@ -110,13 +110,30 @@ pub fn instances(clients: &Clients, runtime: &str) -> Result<Vec<String>, String
             .reservations()
             .iter()
             .flat_map(|r| r.instances())
-            .filter_map(|i| tag(i.tags(), "csis_instance").map(str::to_string))
+            .filter_map(|i| {
+                Some(ObservedInstance {
+                    name: tag(i.tags(), "csis_instance")?.to_string(),
+                    instance_id: i.instance_id().map(str::to_string),
+                    power: i.state().and_then(|s| s.name()).map(|s| power(s.as_str())),
+                    boot_image: i.image_id().map(str::to_string),
+                })
+            })
             .collect();
         Ok((items, page.next_token().map(str::to_string)))
     })?;
-    out.sort();
-    out.dedup();
+    out.sort_by(|a, b| (&a.name, &a.instance_id).cmp(&(&b.name, &b.instance_id)));
     Ok(out)
+}
+
+/// EC2's instance state as csis's power vocabulary: a machine starting
+/// is running, one stopping is stopped.
+fn power(state: &str) -> String {
+    match state {
+        "pending" | "running" => "running",
+        "stopping" | "stopped" => "stopped",
+        other => other,
+    }
+    .to_string()
 }
 
 /// The storage names (`csis_storage`) of every EBS volume in the region.

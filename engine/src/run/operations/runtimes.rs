@@ -54,7 +54,22 @@ impl Ops<'_> {
                 v.join(", ")
             }
         };
-        out.push(format!("  instances: {}", list(&seen.instances)));
+        let machines: Vec<String> = seen
+            .instances
+            .iter()
+            .map(|m| {
+                let facts: Vec<&str> = [m.instance_id.as_deref(), m.power.as_deref()]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                if facts.is_empty() {
+                    m.name.clone()
+                } else {
+                    format!("{} ({})", m.name, facts.join(", "))
+                }
+            })
+            .collect();
+        out.push(format!("  instances: {}", list(&machines)));
         out.push(format!("  storages: {}", list(&seen.storages)));
         Ok(out.join("\n"))
     }

@@ -427,12 +427,12 @@ pub struct OwnedDirectory {
 }
 
 /// What a runtime reports exists: builds (by their lineage tags), storages
-/// and instances by name.
+/// by name, and the machines standing under each instance name.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Observed {
     pub images: Vec<ObservedImage>,
     pub storages: Vec<String>,
-    pub instances: Vec<String>,
+    pub instances: Vec<ObservedInstance>,
     /// What an interrupted step left behind (a bake's partial directory, a
     /// temporary file): `(path, what it is)`, the path as the runtime
     /// names it.
@@ -482,6 +482,30 @@ pub struct ModTestOutcome {
     pub idempotent: Option<bool>,
     /// Why it failed, empty when it passed.
     pub detail: String,
+}
+
+/// A machine standing under an instance name, with what its runtime can
+/// say of it; `None` is "cannot answer", never "stopped" or "none".
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ObservedInstance {
+    pub name: String,
+    /// The provider's id of the machine (an EC2 instance id).
+    pub instance_id: Option<String>,
+    /// `running` or `stopped` (a machine starting or stopping counts as
+    /// where it is going).
+    pub power: Option<String>,
+    /// The build it booted.
+    pub boot_image: Option<String>,
+}
+
+impl ObservedInstance {
+    /// A machine known by its name only.
+    pub fn named(name: impl Into<String>) -> ObservedInstance {
+        ObservedInstance {
+            name: name.into(),
+            ..ObservedInstance::default()
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -143,7 +143,10 @@ pub fn observe(store: &Path, runtime: &str) -> Result<csis_plugin_api::Observed,
         });
     }
     seen.storages = names(&store.join("storages"), true)?;
-    seen.instances = names(&store.join("instances"), true)?;
+    seen.instances = names(&store.join("instances"), true)?
+        .into_iter()
+        .map(csis_plugin_api::ObservedInstance::named)
+        .collect();
     seen.debris = debris(store)
         .into_iter()
         .map(|(path, what)| (path.display().to_string(), what.to_string()))
