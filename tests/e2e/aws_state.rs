@@ -172,7 +172,8 @@ fn state_query_on_aws_sees_foreign_missing_and_stale_builds_and_dispose_deregist
     for line in [
         "runtime aws (aws, durable)\n  region: us-east-1\n  account: 123456789012\n",
         "  subnet subnet-0aaa (us-east-1a): NOT FOUND\n",
-        "  builds: 6 found with lineage tags (5 recorded in lineage, 1 not), 1 recorded but absent\n  instances: web-aws\n  storages: web_data\n",
+        "  builds: 6 found with lineage tags (5 recorded in lineage, 1 not), 1 recorded but absent\n  instances: web-aws (i-",
+        ", running)\n  storages: web_data\n",
     ] {
         assert!(out.contains(line), "{line}\n{out}");
     }

@@ -75,8 +75,7 @@ pub fn state_query(ws: &Workspace, strict: bool) -> ExitCode {
         n("hard"),
         n("unavailable")
     );
-    let strict_fail = n("hard") + n("missing") + n("foreign") + n("changed") + n("unavailable")
-        > 0
+    let strict_fail = n("hard") + n("missing") + n("foreign") + n("changed") + n("unavailable") > 0
         || !sessions.blocking().is_empty();
     if strict && strict_fail {
         ExitCode::from(1)

@@ -60,6 +60,7 @@ pub mod record_build;
 pub mod script;
 pub mod state_instances;
 pub mod state_query;
+pub mod state_report;
 
 use crate::db::stats::{StageClock, Stats};
 use crate::db::system::System;

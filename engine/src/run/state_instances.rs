@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use csis_plugin_api::ObservedInstance;
 
-use crate::run::state_query::{StateReport, drift};
+use crate::run::state_report::{StateReport, drift};
 use crate::state::instance_state::InstanceState;
 use crate::state::launch_params::LaunchParams;
 use crate::state::lineage::{Lineage, Pins};

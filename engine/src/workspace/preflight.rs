@@ -203,7 +203,10 @@ fn raw_runtime(entry: &Value, file: &Path, notes: &mut Vec<String>) -> Option<Ra
         Some(p) => plain("credentials.profile_name", Some(p)),
         None => plain("profile", entry.get("profile")),
     };
-    let region = plain("region", entry.get("region"));
+    // The region only places the STS call, which falls back to
+    // AWS_REGION: one that is not plain text is no finding.
+    let region =
+        text(entry.get("region")).filter(|r| !r.contains("{{") && !csis_secrets::is_marker(r));
     Some(RawRuntime {
         name,
         model,
