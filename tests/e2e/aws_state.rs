@@ -383,6 +383,24 @@ fn state_query_on_aws_notes_a_stopped_machine_and_sees_one_replaced_out_of_band(
     );
     let pin = builds(root, "web")[0].clone();
 
+    // Its storage is unmounted through Systems Manager before a detach.
+    let (code, out) = moto.csis(
+        root,
+        d.path(),
+        NOW + 30,
+        &["unmount", "storage", "web_data", "--instance", "web-aws"],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.starts_with("unmount: /srv/data on web-aws unmounted"), "{out}");
+    let commands = moto.python(&format!(
+        "ssm = boto3.client('ssm')\n\
+         for c in ssm.list_commands(InstanceId='{old}')['Commands']:\n    print(c['Parameters']['commands'][0])"
+    ));
+    assert!(
+        commands.contains("if mountpoint -q '/srv/data'; then sync && umount '/srv/data'; fi"),
+        "{commands}"
+    );
+
     moto.python(&format!("ec2.stop_instances(InstanceIds=['{old}'])"));
     let (_, out) = moto.csis(root, d.path(), NOW + 60, &["state", "query"]);
     assert!(

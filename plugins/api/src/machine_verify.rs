@@ -57,6 +57,46 @@ pub fn mounted_line(mount_point: &str) -> String {
     )
 }
 
+/// Unmount `mount_point` on `instance`'s machine before its storage is
+/// detached (`unmount storage` on a runtime that reaches its machines
+/// through a provider). A machine that is stopped or gone holds no
+/// mount: nothing to do. A running one runs `umount` after a `sync`,
+/// only when the point is a mount, so a second unmount is no error. A
+/// machine in between (starting, stopping) is refused: try again.
+pub fn unmount(
+    machine: &mut dyn Machine,
+    instance: &str,
+    mount_point: &str,
+) -> Result<(), (i32, String)> {
+    match machine.power().map_err(|e| (1, e))? {
+        Power::Absent | Power::Stopped => Ok(()),
+        Power::Other(state) => Err((
+            1,
+            format!(
+                "{} of instance {instance} is {state}: unmount {mount_point} once it is running or stopped",
+                machine.describe()
+            ),
+        )),
+        Power::Running => {
+            let q = crate::image_tests::shell_quote(mount_point);
+            let line = format!("if mountpoint -q {q}; then sync && umount {q}; fi");
+            let ran = machine.run(&[line]).map_err(|e| (1, e))?;
+            match ran.first() {
+                Some(Ran { code: Some(0), .. }) => Ok(()),
+                Some(Ran { code, stderr }) => Err((
+                    code.unwrap_or(1),
+                    format!(
+                        "umount {mount_point} on {} failed: {}",
+                        machine.describe(),
+                        failure_detail(stderr)
+                    ),
+                )),
+                None => Err((1, "the machine answered no command".into())),
+            }
+        }
+    }
+}
+
 /// What a failed assertion said: its last stderr line, without the in-bake
 /// prefix the assertion lines share (a post-bake check is not in a bake).
 pub fn failure_detail(stderr: &str) -> String {
@@ -355,6 +395,39 @@ mod tests {
         assert_eq!(
             summary(&verify(&mut m, &request()).unwrap()),
             ["false machine: no machine of instance 'web' exists: launch it first"]
+        );
+    }
+
+    #[test]
+    fn an_unmount_runs_on_a_running_machine_only_and_says_why_it_failed() {
+        let mut m = machine(Power::Running);
+        assert_eq!(unmount(&mut m, "web", "/srv/data"), Ok(()));
+        assert_eq!(
+            m.log,
+            ["if mountpoint -q '/srv/data'; then sync && umount '/srv/data'; fi"]
+        );
+        for power in [Power::Stopped, Power::Absent] {
+            let mut m = machine(power);
+            assert_eq!(unmount(&mut m, "web", "/srv/data"), Ok(()));
+            assert!(m.log.is_empty());
+        }
+        let mut m = machine(Power::Other("stopping".into()));
+        assert_eq!(
+            unmount(&mut m, "web", "/srv/data"),
+            Err((
+                1,
+                "i-0abc of instance web is stopping: unmount /srv/data once it is running or stopped"
+                    .into()
+            ))
+        );
+        let mut m = machine(Power::Running);
+        m.failing = vec!["umount".into()];
+        assert_eq!(
+            unmount(&mut m, "web", "/srv/data"),
+            Err((
+                1,
+                "umount /srv/data on i-0abc failed: file /srv/x is missing".into()
+            ))
         );
     }
 }

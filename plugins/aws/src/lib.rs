@@ -342,6 +342,19 @@ impl Builder for AwsRuntime {
         csis_plugin_api::machine_verify::verify(&mut machine, req)
     }
 
+    /// Through Systems Manager on the instance's machine (`machine.rs`).
+    fn unmount(
+        &self,
+        _root: &std::path::Path,
+        instance: &str,
+        mount_point: &str,
+    ) -> Result<(), (i32, String)> {
+        let clients = self.clients().map_err(|e| (1, e))?;
+        let mut machine =
+            machine::Ec2Machine::find(clients, self.decl.name(), instance).map_err(|e| (1, e))?;
+        csis_plugin_api::machine_verify::unmount(&mut machine, instance, mount_point)
+    }
+
     /// The AMIs, instances and volumes csis's tags mark (`reality.rs`).
     fn observe(&self, _root: &std::path::Path) -> Result<csis_plugin_api::Observed, String> {
         let clients = self.clients()?;

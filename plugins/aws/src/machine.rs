@@ -104,7 +104,7 @@ impl<'a> Ec2Machine<'a> {
                 .instance_ids(id)
                 .document_name("AWS-RunShellScript")
                 .parameters("commands", vec![line.to_string()])
-                .comment(format!("csis verify instance {}", self.instance))
+                .comment(format!("csis, for instance {}", self.instance))
                 .send(),
         );
         match sent {
