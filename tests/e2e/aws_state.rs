@@ -195,7 +195,7 @@ fn csis_tags(moto: &crate::moto::Moto, ami: &str) -> String {
 }
 
 #[test]
-fn a_release_tags_its_ami_under_apply_release_and_a_relabel_retags_the_series() {
+fn a_release_tags_its_ami_retention_disposes_the_one_superseded_and_a_relabel_retags_the_series() {
     let Some((moto, t, d)) = crate::moto::clouds(|root| {
         edit(
             root,
@@ -204,6 +204,12 @@ fn a_release_tags_its_ami_under_apply_release_and_a_relabel_retags_the_series() 
             "  - name: spare\n    source_image: app\n    group: ops\n    release: {model: default}\n    runtimes:\n      - image_builder: pk-aws\n  - name: web\n",
         );
         crate::support::append(root, "cfg/_config.yml", "  apply_release: [aws]\n");
+        edit(
+            root,
+            "cfg/builders.yml",
+            "    profile: csis\n",
+            "    profile: csis\n    retention_keep: 1\n",
+        );
     }) else {
         return;
     };
@@ -222,7 +228,13 @@ fn a_release_tags_its_ami_under_apply_release_and_a_relabel_retags_the_series() 
         csis_tags(&moto, &first[0]),
         "csis_release_default=2026_12_11T14_40_00 csis_series=spare"
     );
-    // The next head released takes the mark; the old build loses it.
+    let snapshot = moto.python(&format!(
+        "print(ec2.describe_images(ImageIds=['{}'])['Images'][0]['BlockDeviceMappings'][0]['Ebs']['SnapshotId'])",
+        first[0]
+    ));
+    // The next head released takes the mark; the old build loses it, and
+    // retention (one build kept per series on this runtime) disposes it:
+    // AMI deregistered, snapshot deleted.
     let (code, out) = moto.csis(
         root,
         d.path(),
@@ -231,7 +243,8 @@ fn a_release_tags_its_ami_under_apply_release_and_a_relabel_retags_the_series() 
     );
     assert_eq!(code, Some(0), "{out}");
     let second = builds(root, "spare");
-    assert_eq!(second.len(), 2, "{second:?}");
+    assert_eq!(second.len(), 1, "{second:?}");
+    assert_ne!(second, first);
     for line in [
         format!(
             "release --tag-runtime: {} (aws): removed csis_release_default (no longer released)",
@@ -239,14 +252,20 @@ fn a_release_tags_its_ami_under_apply_release_and_a_relabel_retags_the_series() 
         ),
         format!(
             "release --tag-runtime: {} (aws): csis_release_default=2026_12_11T15_40_00",
-            second[1]
+            second[0]
         ),
+        format!("dispose: {} (spare@aws) disposed", first[0]),
     ] {
         assert!(out.contains(&line), "{line}\n{out}");
     }
-    assert_eq!(csis_tags(&moto, &first[0]), "csis_series=spare");
+    let left = moto.python(&format!(
+        "print(len(ec2.describe_images(Filters=[{{'Name': 'image-id', 'Values': ['{}']}}])['Images']))\n\
+         print(len([s for s in ec2.describe_snapshots(OwnerIds=['self'])['Snapshots'] if s['SnapshotId'] == '{snapshot}']))",
+        first[0]
+    ));
+    assert_eq!(left, "0\n0", "{out}");
     assert_eq!(
-        csis_tags(&moto, &second[1]),
+        csis_tags(&moto, &second[0]),
         "csis_release_default=2026_12_11T15_40_00 csis_series=spare"
     );
     // Renamed in the tree, the series' AMIs are retagged and recorded
@@ -265,19 +284,22 @@ fn a_release_tags_its_ami_under_apply_release_and_a_relabel_retags_the_series() 
     );
     assert_eq!(code, Some(0), "{out}");
     assert!(
-        out.ends_with("lineage relabel: 2 builds of 'spare' now recorded as 'reserve'\n"),
+        out.ends_with("lineage relabel: 1 build of 'spare' now recorded as 'reserve'\n"),
         "{out}"
     );
-    assert_eq!(csis_tags(&moto, &first[0]), "csis_series=reserve");
+    assert_eq!(
+        csis_tags(&moto, &second[0]),
+        "csis_release_default=2026_12_11T15_40_00 csis_series=reserve"
+    );
     let snapshot_series = moto.python(&format!(
         "s = ec2.describe_images(ImageIds=['{}'])['Images'][0]['BlockDeviceMappings'][0]['Ebs']['SnapshotId']\n\
          print([x['Value'] for x in ec2.describe_snapshots(SnapshotIds=[s])['Snapshots'][0]['Tags'] if x['Key'] == 'csis_series'][0])",
-        second[1]
+        second[0]
     ));
     assert_eq!(snapshot_series, "reserve");
     assert_eq!(builds(root, "reserve"), second);
     assert!(
-        read(&root.join("meta-state/releases.yaml")).contains(&format!("reserve: {}", second[1])),
+        read(&root.join("meta-state/releases.yaml")).contains(&format!("reserve: {}", second[0])),
         "{}",
         read(&root.join("meta-state/releases.yaml"))
     );
@@ -391,7 +413,10 @@ fn state_query_on_aws_notes_a_stopped_machine_and_sees_one_replaced_out_of_band(
         &["unmount", "storage", "web_data", "--instance", "web-aws"],
     );
     assert_eq!(code, Some(0), "{out}");
-    assert!(out.starts_with("unmount: /srv/data on web-aws unmounted"), "{out}");
+    assert!(
+        out.starts_with("unmount: /srv/data on web-aws unmounted"),
+        "{out}"
+    );
     let commands = moto.python(&format!(
         "ssm = boto3.client('ssm')\n\
          for c in ssm.list_commands(InstanceId='{old}')['Commands']:\n    print(c['Parameters']['commands'][0])"
