@@ -430,7 +430,7 @@ interpolation:
     - {name: shared, backend: corp, workspace: network}
     - {name: own, backend: gstate, workspace: "{name}-net"}
 state_backends:
-  - {name: corp, type: s3, is_default: true, config: {bucket: corp-state, prefix: csis/, region: eu-west-1, profile: ops}}
+  - {name: corp, type: fetched, is_default: true, config: {bucket: BUCKET, prefix: csis/}}
   - {name: gstate, type: gcs, config: {bucket: g-state, prefix: env/}}
 --- images/base.yml
 images:
@@ -456,18 +456,86 @@ instances:
       role: "${terraform.own.role}"
 "#;
 
-const S3_LINE: &str =
-    "aws s3 cp s3://corp-state/csis/network.tfstate - --region eu-west-1 --profile ops";
+/// A state backend type of these tests only (a TEST DOUBLE, not a
+/// provider): the plugin itself fetches a `fetched` backend's objects
+/// (`StateRead::Fetch`), as the tofu plugin's `s3` does through the AWS
+/// SDK. Each test names its own bucket; the answers and the fetches made
+/// are kept per bucket.
+struct Fetching;
+
+/// Per bucket: the answer a fetch gets (the object, or why not), and the
+/// keys fetched, in order.
+type Fetches = BTreeMap<String, (Result<String, String>, Vec<String>)>;
+static FETCHES: Mutex<Fetches> = Mutex::new(BTreeMap::new());
+
+fn fetch(fields: &[(String, String)]) -> Result<Vec<u8>, String> {
+    let field = |k: &str| fields.iter().find(|(f, _)| f == k).map(|(_, v)| v.clone());
+    let (bucket, key) = (field("bucket").unwrap(), field("key").unwrap());
+    let mut all = FETCHES.lock().unwrap();
+    let (answer, keys) = all.get_mut(&bucket).expect("the test answers its bucket");
+    keys.push(key);
+    answer.clone().map(String::into_bytes)
+}
+
+impl csis_plugin_api::Plugin for Fetching {
+    fn name(&self) -> &'static str {
+        "fetching-test-double"
+    }
+    fn models(&self) -> Vec<csis_plugin_api::ModelSpec> {
+        struct Nothing;
+        impl csis_plugin_api::Builder for Nothing {}
+        vec![csis_plugin_api::ModelSpec::plain(
+            "fetched",
+            Vct::StateBackendModel,
+            csis_model::models::BaseModelKind::State,
+            |_| Box::new(Nothing),
+        )]
+    }
+    fn state_reader(
+        &self,
+        _backend: &csis_plugin_api::BuilderDecl,
+        object: &csis_plugin_api::state_object::StateObject,
+    ) -> Option<csis_plugin_api::state_object::StateRead> {
+        use csis_plugin_api::state_object::{StateFetch, StateObject, StateRead};
+        let StateObject::Other { bucket, key, .. } = object else {
+            return None;
+        };
+        Some(StateRead::Fetch(StateFetch {
+            request: format!("TestGet {bucket}/{key}"),
+            fields: vec![
+                ("bucket".into(), bucket.clone()),
+                ("key".into(), key.clone()),
+            ],
+            help: "check the test's answer".into(),
+            fetch,
+        }))
+    }
+}
+
+static FETCHING: Fetching = Fetching;
 
 fn gcs_line(name: &str) -> String {
     format!("gcloud storage cat gs://g-state/env/{name}-net/default.tfstate")
 }
 
-/// A workspace over the remote tree whose state commands answer as
+/// A workspace over the remote tree whose `fetched` objects live in
+/// `bucket` and answer `shared`, and whose state commands answer as
 /// `answers` say (a command line with no answer fails to start).
-fn load_remote(answers: &[(&str, i32, &str, &str)]) -> (Workspace, Arc<Counting>) {
+fn load_remote(
+    bucket: &str,
+    shared: Result<&str, &str>,
+    answers: &[(&str, i32, &str, &str)],
+) -> (Workspace, Arc<Counting>) {
+    FETCHES.lock().unwrap().insert(
+        bucket.to_string(),
+        (
+            shared.map(str::to_string).map_err(str::to_string),
+            Vec::new(),
+        ),
+    );
     let root = Path::new(ROOT);
-    let sys = memory_system(root, &parse(&format!("{LOCAL_BASE}{REMOTE_TREE}")));
+    let tree = format!("{LOCAL_BASE}{}", REMOTE_TREE.replace("BUCKET", bucket));
+    let sys = memory_system(root, &parse(&tree));
     for (line, code, stdout, stderr) in answers {
         sys.answer(line, *code, stdout, stderr);
     }
@@ -475,9 +543,11 @@ fn load_remote(answers: &[(&str, i32, &str, &str)]) -> (Workspace, Arc<Counting>
         inner: sys,
         reads: Mutex::new(BTreeMap::new()),
     });
+    let mut plugins: Vec<&'static dyn csis_plugin_api::Plugin> = csis_test_support::LINKED.to_vec();
+    plugins.push(&FETCHING);
     let ws = Workspace::load(
         sys.as_ref(),
-        registry(csis_test_support::LINKED),
+        registry(&plugins),
         root,
         &LoadOptions::default(),
     )
@@ -485,19 +555,27 @@ fn load_remote(answers: &[(&str, i32, &str, &str)]) -> (Workspace, Arc<Counting>
     (ws, sys)
 }
 
+/// The keys fetched from `bucket`.
+fn fetched(bucket: &str) -> Vec<String> {
+    FETCHES.lock().unwrap()[bucket].1.clone()
+}
+
 fn own_state(role: &str) -> String {
     format!(r#"{{"version": 4, "outputs": {{"role": {{"value": "{role}"}}}}}}"#)
 }
 
 #[test]
-fn a_remote_state_is_read_by_its_plugins_command_once_per_distinct_object() {
-    let shared = r#"{"version": 4, "outputs": {"subnet_id": {"value": "subnet-s3"}}}"#;
+fn a_remote_state_is_read_by_its_plugin_once_per_distinct_object() {
+    let shared = r#"{"version": 4, "outputs": {"subnet_id": {"value": "subnet-fetched"}}}"#;
     let (web, db) = (own_state("web-from-gcs"), own_state("db-from-gcs"));
-    let (ws, sys) = load_remote(&[
-        (S3_LINE, 0, shared, ""),
-        (&gcs_line("web"), 0, &web, ""),
-        (&gcs_line("db"), 0, &db, ""),
-    ]);
+    let (ws, sys) = load_remote(
+        "once",
+        Ok(shared),
+        &[
+            (&gcs_line("web"), 0, &web, ""),
+            (&gcs_line("db"), 0, &db, ""),
+        ],
+    );
     let errors: Vec<String> = ws
         .load_diagnostics()
         .iter()
@@ -508,55 +586,62 @@ fn a_remote_state_is_read_by_its_plugins_command_once_per_distinct_object() {
     let base = resolved(&ws, ItemKind::IMAGES, "base");
     let web = resolved(&ws, ItemKind::INSTANCES, "web");
     let db = resolved(&ws, ItemKind::INSTANCES, "db");
-    assert_eq!(at(&base, &["tags", "subnet"]), "subnet-s3");
-    assert_eq!(at(&web, &["tags", "subnet"]), "subnet-s3");
+    assert_eq!(at(&base, &["tags", "subnet"]), "subnet-fetched");
+    assert_eq!(at(&web, &["tags", "subnet"]), "subnet-fetched");
     assert_eq!(at(&web, &["tags", "role"]), "web-from-gcs");
     assert_eq!(at(&db, &["tags", "role"]), "db-from-gcs");
-    // Three entries read the s3 object: one call. {name} in the workspace
-    // makes two gcs objects: one call each. Run from the root.
+    // Three entries read the fetched object: one fetch. {name} in the
+    // workspace makes two gcs objects: one command each, run from the
+    // root.
+    assert_eq!(fetched("once"), ["csis/network.tfstate"]);
     let mut ran: Vec<(String, PathBuf)> = sys.inner.ran();
     ran.sort();
-    let mut want = vec![
-        (S3_LINE.to_string(), PathBuf::from(ROOT)),
-        (gcs_line("db"), PathBuf::from(ROOT)),
-        (gcs_line("web"), PathBuf::from(ROOT)),
-    ];
-    want.sort();
-    assert_eq!(ran, want);
+    assert_eq!(
+        ran,
+        [
+            (gcs_line("db"), PathBuf::from(ROOT)),
+            (gcs_line("web"), PathBuf::from(ROOT)),
+        ]
+    );
 }
 
 #[test]
-fn a_failing_state_command_is_a_load_error_naming_source_backend_and_command() {
-    let (web, db) = (own_state("web"), own_state("db"));
-    let (ws, _) = load_remote(&[
-        (
-            S3_LINE,
-            1,
-            "",
-            "\nfatal error: An error occurred (403) when calling the HeadObject operation: Forbidden\nsecond line\nthird line\nfourth line\n",
-        ),
-        (&gcs_line("web"), 0, &web, ""),
-        (&gcs_line("db"), 0, &db, ""),
-    ]);
+fn a_failing_state_read_is_a_load_error_naming_source_backend_and_request() {
+    let db = own_state("db");
+    let (ws, _) = load_remote(
+        "fail",
+        Err("AccessDenied: not yours"),
+        &[
+            (
+                &gcs_line("web"),
+                1,
+                "",
+                "\nERROR: (gcloud.storage.cat) HTTPError 403: denied\nsecond line\nthird line\nfourth line\n",
+            ),
+            (&gcs_line("db"), 0, &db, ""),
+        ],
+    );
     let errors: Vec<String> = ws
         .load_diagnostics()
         .iter()
         .filter(|d| d.is_error())
         .map(|d| ws.describe(d))
         .collect();
-    assert_eq!(
-        errors[0],
-        "interpolation source 'shared' (state backend 'corp', s3): s3://corp-state/csis/network.tfstate: \
-`aws s3 cp s3://corp-state/csis/network.tfstate - --region eu-west-1 --profile ops` exited 1: \
-fatal error: An error occurred (403) when calling the HeadObject operation: Forbidden | second line | third line -- \
-check that the AWS CLI can read s3://corp-state/csis/network.tfstate with your credentials \
-(aws sts get-caller-identity --profile ops; AWS_PROFILE or the backend's config.profile) and that the object exists",
-        "{errors:#?}"
-    );
+    for want in [
+        "interpolation source 'shared' (state backend 'corp', fetched): fetched://fail/csis/network.tfstate: \
+TestGet fail/csis/network.tfstate failed: AccessDenied: not yours -- check the test's answer",
+        "interpolation source 'own' (state backend 'gstate', gcs): gcs://g-state/env/web-net/default.tfstate: \
+`gcloud storage cat gs://g-state/env/web-net/default.tfstate` exited 1: \
+ERROR: (gcloud.storage.cat) HTTPError 403: denied | second line | third line -- \
+check that gcloud is logged in with an account that can read gs://g-state/env/web-net/default.tfstate \
+(gcloud auth login, or gcloud auth application-default login) and that the object exists",
+    ] {
+        assert!(errors.iter().any(|e| e == want), "{want}\n{errors:#?}");
+    }
     // The entries that read it say where to look.
     assert!(
         errors.iter().any(|e| e.contains(
-            "field 'tags.subnet': terraform source 'shared': s3://corp-state/csis/network.tfstate: the state object could not be read (the error reading it is reported above)"
+            "field 'tags.subnet': terraform source 'shared': fetched://fail/csis/network.tfstate: the state object could not be read (the error reading it is reported above)"
         )),
         "{errors:#?}"
     );
@@ -566,7 +651,7 @@ check that the AWS CLI can read s3://corp-state/csis/network.tfstate with your c
 fn a_missing_state_cli_says_which_and_why() {
     // No answer for the gcloud lines: the program is not there.
     let shared = r#"{"version": 4, "outputs": {"subnet_id": {"value": "subnet-s3"}}}"#;
-    let (ws, _) = load_remote(&[(S3_LINE, 0, shared, "")]);
+    let (ws, _) = load_remote("missing-cli", Ok(shared), &[]);
     let errors: Vec<String> = ws
         .load_diagnostics()
         .iter()
@@ -593,11 +678,14 @@ csis runs the Google Cloud CLI (gcloud) to read the state object from Cloud Stor
 fn an_edit_that_reads_another_remote_object_wants_a_reload() {
     let shared = r#"{"version": 4, "outputs": {"subnet_id": {"value": "subnet-s3"}}}"#;
     let (web, db) = (own_state("web"), own_state("db"));
-    let (mut ws, _) = load_remote(&[
-        (S3_LINE, 0, shared, ""),
-        (&gcs_line("web"), 0, &web, ""),
-        (&gcs_line("db"), 0, &db, ""),
-    ]);
+    let (mut ws, _) = load_remote(
+        "reload",
+        Ok(shared),
+        &[
+            (&gcs_line("web"), 0, &web, ""),
+            (&gcs_line("db"), 0, &db, ""),
+        ],
+    );
     ws.load_diagnostics();
     // An edit reading the objects already read: no reload.
     assert!(ws.set_file_text(

@@ -170,10 +170,9 @@ pub fn observe(clients: &Clients, runtime: &str) -> Result<Observed, String> {
     })
 }
 
-/// Deregister `build_id` (an AMI this account owns), then delete the EBS
-/// snapshots its block devices were registered from. An AMI EC2 no
-/// longer knows is already gone: nothing to do.
-pub fn dispose(clients: &Clients, build_id: &str) -> Result<(), String> {
+/// The EBS snapshots behind the AMI `build_id` this account owns; `None`
+/// when EC2 has no such AMI.
+fn own_image_snapshots(clients: &Clients, build_id: &str) -> Result<Option<Vec<String>>, String> {
     let image = found_by_id(
         &format!("EC2 DescribeImages {build_id}"),
         clients.block_on(
@@ -186,15 +185,23 @@ pub fn dispose(clients: &Clients, build_id: &str) -> Result<(), String> {
         ),
         |o| o.images().first().cloned(),
     )?;
-    let Some(image) = image else {
+    Ok(image.map(|image| {
+        image
+            .block_device_mappings()
+            .iter()
+            .filter_map(|m| m.ebs().and_then(|e| e.snapshot_id()))
+            .map(str::to_string)
+            .collect()
+    }))
+}
+
+/// Deregister `build_id` (an AMI this account owns), then delete the EBS
+/// snapshots its block devices were registered from. An AMI EC2 no
+/// longer knows is already gone: nothing to do.
+pub fn dispose(clients: &Clients, build_id: &str) -> Result<(), String> {
+    let Some(snapshots) = own_image_snapshots(clients, build_id)? else {
         return Ok(());
     };
-    let snapshots: Vec<String> = image
-        .block_device_mappings()
-        .iter()
-        .filter_map(|m| m.ebs().and_then(|e| e.snapshot_id()))
-        .map(str::to_string)
-        .collect();
     clients
         .block_on(clients.ec2.deregister_image().image_id(build_id).send())
         .map_err(|e| format!("EC2 DeregisterImage {build_id}: {}", said(e)))?;
@@ -220,27 +227,10 @@ pub fn retag(
     build_id: &str,
     tags: &std::collections::BTreeMap<String, String>,
 ) -> Result<(), String> {
-    let image = found_by_id(
-        &format!("EC2 DescribeImages {build_id}"),
-        clients.block_on(
-            clients
-                .ec2
-                .describe_images()
-                .image_ids(build_id)
-                .owners("self")
-                .send(),
-        ),
-        |o| o.images().first().cloned(),
-    )?
-    .ok_or_else(|| format!("EC2 has no image {build_id} owned by this account"))?;
+    let snapshots = own_image_snapshots(clients, build_id)?
+        .ok_or_else(|| format!("EC2 has no image {build_id} owned by this account"))?;
     let mut resources = vec![build_id.to_string()];
-    resources.extend(
-        image
-            .block_device_mappings()
-            .iter()
-            .filter_map(|m| m.ebs().and_then(|e| e.snapshot_id()))
-            .map(str::to_string),
-    );
+    resources.extend(snapshots);
     let tag = |k: &String, v: &String| aws_sdk_ec2::types::Tag::builder().key(k).value(v).build();
     let (gone, set): (Vec<_>, Vec<_>) = tags.iter().partition(|(_, v)| v.is_empty());
     if !set.is_empty() {
