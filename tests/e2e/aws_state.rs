@@ -459,3 +459,72 @@ fn state_query_on_aws_notes_a_stopped_machine_and_sees_one_replaced_out_of_band(
     }
     assert!(out.contains(", 2 changed, "), "{out}");
 }
+
+#[test]
+fn retention_on_an_ephemeral_aws_runtime_disposes_every_build_but_the_ones_held() {
+    // An image nothing consumes, beside the chain web stands on.
+    let Some((moto, t, d)) = crate::moto::clouds(|root| {
+        edit(
+            root,
+            "cfg/builders.yml",
+            "    profile: csis\n",
+            "    profile: csis\n    ephemeral: true\n",
+        );
+        edit(
+            root,
+            "images/chain.yml",
+            "  - name: web\n",
+            "  - name: spare\n    source_image: app\n    group: ops\n    runtimes:\n      - image_builder: pk-aws\n  - name: web\n",
+        );
+    }) else {
+        return;
+    };
+    let root = t.path();
+    let (code, out) = moto.csis(root, d.path(), NOW, &["run", "all", "--no-dry-run"]);
+    assert_eq!(code, Some(0), "{out}");
+    // Everything on an ephemeral runtime goes, but what an instance
+    // stands on and what a child bakes from (its image pin): the spare
+    // build alone is disposed, its AMI deregistered.
+    // (Sorted: the warnings come on stderr, the disposals on stdout.)
+    let mut retention: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("[retention/execution] "))
+        .filter(|l| l.contains("retention debt") || l.starts_with("dispose: "))
+        .collect();
+    retention.sort();
+    let id = |s: &str| builds(root, s).first().cloned().unwrap_or_default();
+    let spare_gone = retention
+        .iter()
+        .find_map(|l| {
+            l.strip_prefix("dispose: ")?
+                .strip_suffix(" (spare@aws) disposed")
+        })
+        .unwrap_or_else(|| panic!("{out}"))
+        .to_string();
+    let mut want = vec![
+        format!("dispose: {spare_gone} (spare@aws) disposed"),
+        format!(
+            "warning: retention debt: {} (app@aws) would be disposed but an image is pinned to it (a child bakes from it)",
+            id("app")
+        ),
+        format!(
+            "warning: retention debt: {} (base@aws) would be disposed but an image is pinned to it (a child bakes from it)",
+            id("base")
+        ),
+        format!(
+            "warning: retention debt: {} (debian12@aws) would be disposed but an image is pinned to it (a child bakes from it)",
+            id("debian12")
+        ),
+        format!(
+            "warning: retention debt: {} (web@aws) would be disposed but an instance is pinned to it or was launched from it",
+            id("web")
+        ),
+    ];
+    want.sort();
+    assert_eq!(retention, want);
+    assert!(builds(root, "spare").is_empty());
+    let left = moto.python(&format!(
+        "print(len(ec2.describe_images(Filters=[{{'Name': 'image-id', 'Values': ['{spare_gone}']}}])['Images']))"
+    ));
+    assert_eq!(left, "0", "{out}");
+}
