@@ -314,7 +314,7 @@ fn a_release_tags_its_ami_retention_disposes_the_one_superseded_and_a_relabel_re
 }
 
 #[test]
-fn validate_refuses_a_vendor_ami_the_region_does_not_know_at_its_entry() {
+fn validate_refuses_a_vendor_ami_the_region_does_not_know_or_a_query_that_finds_none() {
     let Some(moto) = crate::moto::Moto::start() else {
         return;
     };
@@ -340,6 +340,30 @@ fn validate_refuses_a_vendor_ami_the_region_does_not_know_at_its_entry() {
         a.extend(args);
         moto.csis(root, d.path(), NOW, &a)
     };
+    // The tree's own query finds its Debian AMI (moto-amis.json); one no
+    // image matches is refused at the query.
+    let (code, out) = validate(&moto, &[]);
+    assert_eq!(code, Some(0), "{out}");
+    edit(
+        root,
+        "cfg/builders.yml",
+        "debian-12-amd64-*",
+        "debian-99-amd64-*",
+    );
+    let (code, out) = validate(&moto, &[]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains(
+            "cfg/builders.yml:73:16: OS builder debian12: query {name: debian-99-amd64-*} with owners [136693071363] on runtime aws matches no image the provider knows -- check the name pattern and the owners (the account that publishes the image), or pin one with image_id:\n"
+        ),
+        "{out}"
+    );
+    edit(
+        root,
+        "cfg/builders.yml",
+        "debian-99-amd64-*",
+        "debian-12-amd64-*",
+    );
     pin("ami-0123456789abcdef0");
     let (code, out) = validate(&moto, &[]);
     assert_eq!(code, Some(1), "{out}");

@@ -31,8 +31,13 @@ impl Moto {
             .local_addr()
             .unwrap()
             .port();
+        // The vendor AMIs it knows: fixtures/clouds' Debian query finds
+        // one (moto's own list has no Debian image).
+        let amis =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/e2e/moto-amis.json");
         let child = Command::new(&program)
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .env("MOTO_AMIS_PATH", amis)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn();

@@ -317,7 +317,7 @@ fn required_plugins_override_and_a_runtime_without_a_packer_source() {
         "runtime: here, is_default",
     );
     // Refused at validate, at the image builder's runtime field.
-    let v = csis_at(t.path(), NOW, &["--brief", "validate"]);
+    let v = csis_at(t.path(), NOW, &["--brief", "validate", "--offline"]);
     assert_eq!(v.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&v.stderr),

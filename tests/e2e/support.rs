@@ -105,7 +105,9 @@ pub fn brief_validate(root: &Path) -> (Option<i32>, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_csis"))
         .arg("--root-dir")
         .arg(root)
-        .args(["--brief", "validate"])
+        // The tree's own refusals: no provider is asked about vendor
+        // images (the clouds are not reachable from the tests).
+        .args(["--brief", "validate", "--offline"])
         .env_remove("CSIS_ROOT_DIR")
         .output()
         .unwrap();

@@ -1,6 +1,7 @@
-//! The vendor images OS builders pin by `image_id`, asked of each
+//! The vendor images OS builders start their bases from, asked of each
 //! runtime's provider at validate (and at a run's head unless
-//! `--no-state-query`): an id the region does not know is refused at the
+//! `--no-state-query`): an `image_id` the region does not know, or a
+//! `query` that matches no image its owners publish, is refused at the
 //! entry, where a bake would otherwise fail minutes in. A provider that
 //! cannot be asked is a note, never a refusal. It reaches the network,
 //! so it is no query: validate and every run call it afresh.
@@ -8,7 +9,8 @@
 use std::collections::BTreeMap;
 
 use csis_model::models::BaseBuilder;
-use csis_model::{Diagnostic, Vct};
+use csis_model::{Diagnostic, Map, Vct};
+use csis_plugin_api::VendorImage;
 
 use crate::db::{Db, Tree};
 use crate::load::builders::builders;
@@ -30,9 +32,6 @@ pub fn check(db: &dyn Db, tree: Tree) -> (Vec<String>, Vec<Diagnostic>) {
             continue;
         };
         for entry in &os.runtimes {
-            let Some(id) = entry.image_id.as_deref() else {
-                continue;
-            };
             let Some(rt) = b
                 .resolve(Vct::ImageBuilderModel, &entry.image_builder)
                 .and_then(|d| d.base.runtime().map(str::to_string))
@@ -42,6 +41,29 @@ pub fn check(db: &dyn Db, tree: Tree) -> (Vec<String>, Vec<Diagnostic>) {
             let Some(rt_decl) = b.resolve(Vct::RuntimeBuilderModel, &rt) else {
                 continue;
             };
+            let mut owners = os.owners.clone();
+            if let Some(r) = rt_decl.base.runtime_model() {
+                owners.extend(r.default_owners.clone().unwrap_or_default());
+            }
+            owners.extend(entry.owners.clone());
+            let mut query = os.query.clone();
+            query.extend(entry.query.iter().map(|(k, v)| (k.clone(), v.clone())));
+            // What the entry names, as its message says it.
+            let (image, named) = match entry.image_id.as_deref() {
+                Some(id) => (VendorImage::Id(id), format!("image_id '{id}'")),
+                None if !query.is_empty() => (
+                    VendorImage::Query {
+                        query: &query,
+                        owners: &owners,
+                    },
+                    format!(
+                        "query {} with owners [{}]",
+                        query_text(&query),
+                        owners.join(", ")
+                    ),
+                ),
+                None => continue,
+            };
             let hook = hooks.entry(rt.clone()).or_insert_with(|| {
                 db.registry()
                     .model(rt_decl.classification, rt_decl.model)
@@ -50,24 +72,36 @@ pub fn check(db: &dyn Db, tree: Tree) -> (Vec<String>, Vec<Diagnostic>) {
             let Some(hook) = hook else {
                 continue;
             };
-            let mut owners = os.owners.clone();
-            if let Some(r) = rt_decl.base.runtime_model() {
-                owners.extend(r.default_owners.clone().unwrap_or_default());
-            }
-            owners.extend(entry.owners.clone());
             let answer = asked
-                .entry((rt.clone(), id.to_string()))
-                .or_insert_with(|| hook.vendor_image_known(id, &owners));
+                .entry((rt.clone(), named.clone()))
+                .or_insert_with(|| hook.vendor_image_known(&image));
+            // The key that names it in the entry (a query may be the OS
+            // builder's own, merged in: then the entry itself).
+            let key = if entry.image_id.is_some() {
+                "image_id"
+            } else if !entry.query.is_empty() {
+                "query"
+            } else {
+                "image_builder"
+            };
+            let at = entry.origin.as_ref().map(|o| o.key(key));
             match answer {
-                Ok(Some(false)) => refusals.push(
+                Ok(Some(false)) if entry.image_id.is_some() => refusals.push(
                     Diagnostic::error(format!(
-                        "OS builder {}: image_id '{id}' on runtime {rt} is not known to the provider -- pin an image the runtime's region has (an id from another region or a deregistered one is not), or find it with query: and owners",
+                        "OS builder {}: {named} on runtime {rt} is not known to the provider -- pin an image the runtime's region has (an id from another region or a deregistered one is not), or find it with query: and owners",
                         os.name()
                     ))
-                    .at_opt(entry.origin.as_ref().map(|o| o.key("image_id"))),
+                    .at_opt(at),
+                ),
+                Ok(Some(false)) => refusals.push(
+                    Diagnostic::error(format!(
+                        "OS builder {}: {named} on runtime {rt} matches no image the provider knows -- check the name pattern and the owners (the account that publishes the image), or pin one with image_id:",
+                        os.name()
+                    ))
+                    .at_opt(at),
                 ),
                 Err(why) => notes.push(format!(
-                    "OS builder {}: image_id '{id}' on runtime {rt} not checked: {why}",
+                    "OS builder {}: {named} on runtime {rt} not checked: {why}",
                     os.name()
                 )),
                 Ok(_) => {}
@@ -77,4 +111,23 @@ pub fn check(db: &dyn Db, tree: Tree) -> (Vec<String>, Vec<Diagnostic>) {
     notes.sort();
     notes.dedup();
     (notes, refusals)
+}
+
+/// A query as the message shows it: `{name: debian-12-amd64-*}`.
+fn query_text(query: &Map) -> String {
+    let parts: Vec<String> = query
+        .iter()
+        .map(|(k, v)| match v {
+            csis_model::Value::Seq(items) => format!(
+                "{k}: [{}]",
+                items
+                    .iter()
+                    .filter_map(|i| i.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            other => format!("{k}: {}", other.as_str().unwrap_or_default()),
+        })
+        .collect();
+    format!("{{{}}}", parts.join(", "))
 }

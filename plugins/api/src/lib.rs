@@ -31,8 +31,8 @@ pub use builder::{
     Asset, AssetSet, BakeDecision, BaseTemplate, Builder, CfExecutables, CheckResult, Command,
     Deferred, Emitted, HookContext, HookResult, ModTestOutcome, Observed, ObservedImage,
     ObservedInstance, OwnedDirectory, PackerBake, PackerParent, PackerPlugin, PackerValue, Program,
-    StateRoot, Verdict, VerifyRequest, is_template_artifact, path_for_phase, template_private_file,
-    template_work_dir,
+    StateRoot, VendorImage, Verdict, VerifyRequest, is_template_artifact, path_for_phase,
+    template_private_file, template_work_dir,
 };
 pub use lifecycle::{Contribution, LifecycleSpec, RunHooks};
 pub use phase::ExecutionLifecyclePhase;

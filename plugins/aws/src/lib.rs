@@ -371,10 +371,9 @@ impl Builder for AwsRuntime {
     /// Deregister the AMI and delete its snapshots (`reality.rs`).
     fn vendor_image_known(
         &self,
-        image_id: &str,
-        _owners: &[String],
+        image: &csis_plugin_api::VendorImage<'_>,
     ) -> Result<Option<bool>, String> {
-        reality::vendor_image_known(self.clients()?, image_id).map(Some)
+        reality::vendor_image_known(self.clients()?, image).map(Some)
     }
 
     fn can_retag_image(&self) -> bool {

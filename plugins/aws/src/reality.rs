@@ -11,7 +11,7 @@
 //! Every Describe call is paged by NextToken.
 
 use aws_sdk_ec2::types::Filter;
-use csis_plugin_api::{Observed, ObservedImage, ObservedInstance};
+use csis_plugin_api::{Observed, ObservedImage, ObservedInstance, VendorImage};
 
 use crate::sdk::{Clients, said};
 
@@ -312,14 +312,48 @@ pub fn describe(
     Ok(out)
 }
 
-/// Whether EC2 knows the vendor AMI `image_id` (DescribeImages by id:
-/// the AMIs the account may launch, its own, shared or public). An id it
-/// cannot parse is as unknown as one it has never seen.
-pub fn vendor_image_known(clients: &Clients, image_id: &str) -> Result<bool, String> {
-    let call = format!("EC2 DescribeImages {image_id}");
-    match clients.block_on(clients.ec2.describe_images().image_ids(image_id).send()) {
-        Err(e) if said(&e).contains("InvalidAMIID.Malformed") => Ok(false),
-        answer => Ok(found_by_id(&call, answer, |o| o.images().first().cloned())?.is_some()),
+/// Whether EC2 knows the vendor AMI an OS builder entry names: by id
+/// (DescribeImages by id: the AMIs the account may launch, its own,
+/// shared or public; an id it cannot parse is as unknown as one it has
+/// never seen), or by its query (DescribeImages with the owners and each
+/// query key as an EC2 image filter, as Packer's `source_ami_filter`
+/// reads them: at least one image matches).
+pub fn vendor_image_known(clients: &Clients, image: &VendorImage<'_>) -> Result<bool, String> {
+    match image {
+        VendorImage::Id(image_id) => {
+            let call = format!("EC2 DescribeImages {image_id}");
+            match clients.block_on(clients.ec2.describe_images().image_ids(*image_id).send()) {
+                Err(e) if said(&e).contains("InvalidAMIID.Malformed") => Ok(false),
+                answer => {
+                    Ok(found_by_id(&call, answer, |o| o.images().first().cloned())?.is_some())
+                }
+            }
+        }
+        VendorImage::Query { query, owners } => {
+            let filters = query
+                .iter()
+                .map(|(k, v)| {
+                    let values: Vec<&str> = match v {
+                        csis_model::Value::Seq(items) => {
+                            items.iter().filter_map(|i| i.as_str()).collect()
+                        }
+                        other => other.as_str().into_iter().collect(),
+                    };
+                    filter(k, &values)
+                })
+                .collect();
+            let found = clients
+                .block_on(
+                    clients
+                        .ec2
+                        .describe_images()
+                        .set_owners(Some(owners.to_vec()))
+                        .set_filters(Some(filters))
+                        .send(),
+                )
+                .map_err(|e| format!("EC2 DescribeImages: {}", said(e)))?;
+            Ok(!found.images().is_empty())
+        }
     }
 }
 

@@ -349,8 +349,7 @@ impl Builder for GceRuntime {
     /// than guess.
     fn vendor_image_known(
         &self,
-        _image_id: &str,
-        _owners: &[String],
+        _image: &csis_plugin_api::VendorImage<'_>,
     ) -> Result<Option<bool>, String> {
         Err("this runtime cannot look vendor images up yet".into())
     }

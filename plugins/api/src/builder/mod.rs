@@ -253,16 +253,13 @@ pub trait Builder: Send + Sync {
         None
     }
     /// Runtime builders: whether the provider knows the vendor image an OS
-    /// builder entry pins by `image_id` (`owners`: the entry's merged
-    /// owners), asked at validate. `Ok(None)`: this runtime's `image_id` is
-    /// no provider image (the local runtime's is a path of the tree);
-    /// `Err`: the provider could not be asked, or this runtime cannot look
-    /// vendor images up (validate notes it and goes on).
-    fn vendor_image_known(
-        &self,
-        _image_id: &str,
-        _owners: &[String],
-    ) -> Result<Option<bool>, String> {
+    /// builder entry names ([`VendorImage`]: pinned by `image_id`, or found
+    /// by `query` among `owners`' images), asked at validate. `Ok(None)`:
+    /// this runtime's vendor images are no provider's (the local runtime's
+    /// `image_id` is a path of the tree); `Err`: the provider could not be
+    /// asked, or this runtime cannot look vendor images up (validate notes
+    /// it and goes on).
+    fn vendor_image_known(&self, _image: &VendorImage<'_>) -> Result<Option<bool>, String> {
         Ok(None)
     }
     /// Whether [`Builder::retag_image`] can set tags on this runtime's
@@ -424,6 +421,20 @@ pub struct OwnedDirectory {
     /// The key that lets it leave the root, and whether the tree set it.
     pub allow_key: &'static str,
     pub outside_allowed: bool,
+}
+
+/// The vendor image an OS builder entry starts a base from, as validate
+/// asks its runtime about it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VendorImage<'a> {
+    /// Pinned: the provider's id (an AMI id).
+    Id(&'a str),
+    /// The newest image matching `query` (the provider's image filters)
+    /// among those `owners` publish.
+    Query {
+        query: &'a csis_model::Map,
+        owners: &'a [String],
+    },
 }
 
 /// What a runtime reports exists: builds (by their lineage tags), storages
