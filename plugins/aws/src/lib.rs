@@ -228,8 +228,15 @@ impl AwsRuntime {
         if let Some(size) = bake.disk_size {
             disk = disk.attr("volume_size", size);
         }
+        // gp3 with its baseline stated: an AMI registered without iops
+        // and throughput asks for them at every launch
+        // (hashicorp/packer-plugin-amazon#32); 3000 IOPS and 125 MiB/s are
+        // gp3's included baseline (EBS User Guide, "General Purpose SSD
+        // volumes").
         disk = disk
             .attr("volume_type", "gp3")
+            .attr("iops", 3000)
+            .attr("throughput", 125)
             .attr("delete_on_termination", true);
         b = b
             .attr(

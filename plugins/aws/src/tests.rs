@@ -98,6 +98,8 @@ fn a_vendor_ami_by_query_is_a_source_ami_filter() {
     device_name           = "/dev/xvda"
     volume_size           = 30
     volume_type           = "gp3"
+    iops                  = 3000
+    throughput            = 125
     delete_on_termination = true
   }
 

@@ -99,8 +99,12 @@ fn common_files(
     rt: &Runtime,
 ) -> HookResult<Vec<(String, String)>> {
     let (local, source, version) = cloud.provider();
+    let state = ctx.state_root(me.name());
     let mut terraform = Block::new("terraform", Vec::<String>::new())
-        .attr("required_version", ">= 1.6.0")
+        .attr(
+            "required_version",
+            crate::state::required_version(state.as_ref()),
+        )
         .block(Block::new("required_providers", Vec::<String>::new()).attr(
             local,
             Expr::Object(vec![
@@ -109,9 +113,8 @@ fn common_files(
             ]),
         ));
     let mut files = Vec::new();
-    let state = ctx.state_root(me.name());
     if let Some(state) = &state {
-        let (kind, backend) = crate::state::backend_config(state)?;
+        let (kind, backend) = crate::state::backend_config(state, rt.profile.as_deref())?;
         terraform = terraform.block(crate::state::backend_block(kind));
         files.push((format!("{}.tfbackend.hcl", state.workspace), backend));
     }

@@ -79,9 +79,27 @@ pub fn check(decl: &BuilderDecl) -> HookResult<()> {
     }
 }
 
+/// The OpenTofu a root's settings need: native S3 state locking
+/// (`use_lockfile`) arrived in OpenTofu 1.10, whose earlier releases
+/// refuse the argument (OpenTofu, "Backend Type: s3", State Locking);
+/// every other setting csis writes is 1.6's.
+pub fn required_version(state: Option<&StateRoot>) -> &'static str {
+    match state {
+        Some(s) if s.backend.model == "s3" && setting(&s.backend, "use_lockfile").is_some() => {
+            ">= 1.10.0"
+        }
+        _ => ">= 1.6.0",
+    }
+}
+
 /// The backend block's type for a state root, and the text of its
-/// `<workspace>.tfbackend.hcl`.
-pub fn backend_config(state: &StateRoot) -> HookResult<(&'static str, String)> {
+/// `<workspace>.tfbackend.hcl`. An s3 backend that names no profile
+/// authenticates with `runtime_profile`, the profile the root's provider
+/// uses: `tofu init` reads the state under the same account as the plan.
+pub fn backend_config(
+    state: &StateRoot,
+    runtime_profile: Option<&str>,
+) -> HookResult<(&'static str, String)> {
     let decl = &state.backend;
     let ws = &state.workspace;
     let mut body = Body::new().comment(&format!(
@@ -107,7 +125,7 @@ pub fn backend_config(state: &StateRoot) -> HookResult<(&'static str, String)> {
             if setting(decl, "use_lockfile").is_some() {
                 body = body.attr("use_lockfile", flag("use_lockfile", false));
             }
-            if let Some(p) = setting(decl, "profile") {
+            if let Some(p) = setting(decl, "profile").or(runtime_profile.map(str::to_string)) {
                 body = body.attr("profile", p);
             }
             "s3"

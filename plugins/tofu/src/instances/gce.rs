@@ -72,6 +72,11 @@ pub(super) fn gce_main(rt: &Runtime, planned: &[Planned], header: &str) -> Body 
             .attr("for_each", Expr::raw("local.instances"))
             .attr("name", Expr::raw("each.value.name"))
             .attr("machine_type", Expr::raw("each.value.machine_type"))
+            // The provider changes a running machine's type only when it
+            // may stop it first; without this, a plan the gate passed
+            // fails at apply (google provider, compute_instance:
+            // allow_stopping_for_update).
+            .attr("allow_stopping_for_update", true)
             .attr("zone", Expr::raw("each.value.zone"))
             .attr("labels", Expr::raw("each.value.labels"))
             .attr(
