@@ -304,7 +304,7 @@ impl Builder for AwsRuntime {
         Some(PackerPlugin {
             name: "amazon",
             source: "github.com/hashicorp/amazon",
-            version: ">= 1.3",
+            version: ">= 1.3, < 2.0.0",
         })
     }
 

@@ -377,7 +377,7 @@ impl Builder for GceRuntime {
         Some(PackerPlugin {
             name: "googlecompute",
             source: "github.com/hashicorp/googlecompute",
-            version: ">= 1.1",
+            version: ">= 1.1, < 2.0.0",
         })
     }
 

@@ -72,7 +72,10 @@ pub(super) fn render(
             "csis: bake of {series} on runtime {runtime} (image builder {}). Generated; edit the configuration instead.",
             me.name()
         ))
-        .block(Block::new("packer", Vec::<String>::new()).block(
+        // 1.7.8: the first Packer whose manifest post-processor renders
+        // `${build.SourceAMI}`, which the bake's manifest records its
+        // parent by (hashicorp/packer#11323, #11411).
+        .block(Block::new("packer", Vec::<String>::new()).attr("required_version", ">= 1.7.8").block(
             Block::new("required_plugins", Vec::<String>::new()).attr(
                 plugin.name,
                 Expr::Object(vec![
