@@ -26,18 +26,40 @@ fn builds(root: &Path, series: &str) -> Vec<String> {
         .collect()
 }
 
+/// Declare `spare` in the tree: an image on aws only, baked from app,
+/// that nothing consumes (`extra`: more of its keys, each line indented).
+fn add_spare(root: &Path, extra: &str) {
+    edit(
+        root,
+        "images/chain.yml",
+        "  - name: web\n",
+        &format!(
+            "  - name: spare\n    source_image: app\n    group: ops\n{extra}    runtimes:\n      - image_builder: pk-aws\n  - name: web\n"
+        ),
+    );
+}
+
+/// The EBS snapshot the AMI `ami` was registered from.
+fn snapshot_of(moto: &crate::moto::Moto, ami: &str) -> String {
+    moto.python(&format!(
+        "print(ec2.describe_images(ImageIds=['{ami}'])['Images'][0]['BlockDeviceMappings'][0]['Ebs']['SnapshotId'])"
+    ))
+}
+
+/// How many AMIs `ami` and snapshots `snapshot` EC2 still has: `0\n0`
+/// once both are gone.
+fn left_of(moto: &crate::moto::Moto, ami: &str, snapshot: &str) -> String {
+    moto.python(&format!(
+        "print(len(ec2.describe_images(Filters=[{{'Name': 'image-id', 'Values': ['{ami}']}}])['Images']))\n\
+         print(len([s for s in ec2.describe_snapshots(OwnerIds=['self'])['Snapshots'] if s['SnapshotId'] == '{snapshot}']))"
+    ))
+}
+
 #[test]
 fn state_query_on_aws_sees_foreign_missing_and_stale_builds_and_dispose_deregisters_one() {
     // An image nothing consumes, baked on aws only: its older builds go
     // stale.
-    let Some((moto, t, d)) = crate::moto::clouds(|root| {
-        edit(
-            root,
-            "images/chain.yml",
-            "  - name: web\n",
-            "  - name: spare\n    source_image: app\n    group: ops\n    runtimes:\n      - image_builder: pk-aws\n  - name: web\n",
-        )
-    }) else {
+    let Some((moto, t, d)) = crate::moto::clouds(|root| add_spare(root, "")) else {
         return;
     };
     let root = t.path();
@@ -138,18 +160,10 @@ fn state_query_on_aws_sees_foreign_missing_and_stale_builds_and_dispose_deregist
 
     // Disposing the stale build deregisters its AMI and deletes its
     // snapshot in EC2.
-    let snapshot = moto.python(&format!(
-        "print(ec2.describe_images(ImageIds=['{}'])['Images'][0]['BlockDeviceMappings'][0]['Ebs']['SnapshotId'])",
-        spare[0]
-    ));
+    let snapshot = snapshot_of(&moto, &spare[0]);
     let (code, out) = moto.csis(root, d.path(), NOW + 240, &["dispose", "image", &spare[0]]);
     assert_eq!(code, Some(0), "{out}");
-    let left = moto.python(&format!(
-        "print(len(ec2.describe_images(Filters=[{{'Name': 'image-id', 'Values': ['{}']}}])['Images']))\n\
-         print(len([s for s in ec2.describe_snapshots(OwnerIds=['self'])['Snapshots'] if s['SnapshotId'] == '{snapshot}']))",
-        spare[0]
-    ));
-    assert_eq!(left, "0\n0", "{out}");
+    assert_eq!(left_of(&moto, &spare[0], &snapshot), "0\n0", "{out}");
     assert!(!read(&root.join("meta-state/lineage.yaml")).contains(&spare[0]));
 
     // A build an instance stands on is refused, and stays recorded.
@@ -197,12 +211,7 @@ fn csis_tags(moto: &crate::moto::Moto, ami: &str) -> String {
 #[test]
 fn a_release_tags_its_ami_retention_disposes_the_one_superseded_and_a_relabel_retags_the_series() {
     let Some((moto, t, d)) = crate::moto::clouds(|root| {
-        edit(
-            root,
-            "images/chain.yml",
-            "  - name: web\n",
-            "  - name: spare\n    source_image: app\n    group: ops\n    release: {model: default}\n    runtimes:\n      - image_builder: pk-aws\n  - name: web\n",
-        );
+        add_spare(root, "    release: {model: default}\n");
         crate::support::append(root, "cfg/_config.yml", "  apply_release: [aws]\n");
         edit(
             root,
@@ -228,10 +237,7 @@ fn a_release_tags_its_ami_retention_disposes_the_one_superseded_and_a_relabel_re
         csis_tags(&moto, &first[0]),
         "csis_release_default=2026_12_11T14_40_00 csis_series=spare"
     );
-    let snapshot = moto.python(&format!(
-        "print(ec2.describe_images(ImageIds=['{}'])['Images'][0]['BlockDeviceMappings'][0]['Ebs']['SnapshotId'])",
-        first[0]
-    ));
+    let snapshot = snapshot_of(&moto, &first[0]);
     // The next head released takes the mark; the old build loses it, and
     // retention (one build kept per series on this runtime) disposes it:
     // AMI deregistered, snapshot deleted.
@@ -258,12 +264,7 @@ fn a_release_tags_its_ami_retention_disposes_the_one_superseded_and_a_relabel_re
     ] {
         assert!(out.contains(&line), "{line}\n{out}");
     }
-    let left = moto.python(&format!(
-        "print(len(ec2.describe_images(Filters=[{{'Name': 'image-id', 'Values': ['{}']}}])['Images']))\n\
-         print(len([s for s in ec2.describe_snapshots(OwnerIds=['self'])['Snapshots'] if s['SnapshotId'] == '{snapshot}']))",
-        first[0]
-    ));
-    assert_eq!(left, "0\n0", "{out}");
+    assert_eq!(left_of(&moto, &first[0], &snapshot), "0\n0", "{out}");
     assert_eq!(
         csis_tags(&moto, &second[0]),
         "csis_release_default=2026_12_11T15_40_00 csis_series=spare"
@@ -291,10 +292,9 @@ fn a_release_tags_its_ami_retention_disposes_the_one_superseded_and_a_relabel_re
         csis_tags(&moto, &second[0]),
         "csis_release_default=2026_12_11T15_40_00 csis_series=reserve"
     );
+    let snapshot = snapshot_of(&moto, &second[0]);
     let snapshot_series = moto.python(&format!(
-        "s = ec2.describe_images(ImageIds=['{}'])['Images'][0]['BlockDeviceMappings'][0]['Ebs']['SnapshotId']\n\
-         print([x['Value'] for x in ec2.describe_snapshots(SnapshotIds=[s])['Snapshots'][0]['Tags'] if x['Key'] == 'csis_series'][0])",
-        second[0]
+        "print([x['Value'] for x in ec2.describe_snapshots(SnapshotIds=['{snapshot}'])['Snapshots'][0]['Tags'] if x['Key'] == 'csis_series'][0])"
     ));
     assert_eq!(snapshot_series, "reserve");
     assert_eq!(builds(root, "reserve"), second);
@@ -494,12 +494,7 @@ fn retention_on_an_ephemeral_aws_runtime_disposes_every_build_but_the_ones_held(
             "    profile: csis\n",
             "    profile: csis\n    ephemeral: true\n",
         );
-        edit(
-            root,
-            "images/chain.yml",
-            "  - name: web\n",
-            "  - name: spare\n    source_image: app\n    group: ops\n    runtimes:\n      - image_builder: pk-aws\n  - name: web\n",
-        );
+        add_spare(root, "");
     }) else {
         return;
     };

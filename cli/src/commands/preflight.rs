@@ -6,10 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use csis_engine::db::system::{OsSystem, System};
+use csis_engine::db::system::OsSystem;
 use csis_engine::registry::Registry;
-use csis_engine::workspace::preflight::preflight as check;
-use csis_plugin_api::sessions::SessionEnv;
+use csis_engine::workspace::preflight::{preflight as check, session_env};
 
 #[derive(Args)]
 pub struct PreflightArgs {
@@ -37,10 +36,7 @@ pub fn preflight(
         registry,
         root,
         overlays,
-        &SessionEnv {
-            vars: OsSystem.env(),
-            now: OsSystem.now_unix(),
-        },
+        &session_env(&OsSystem),
         args.offline,
         max_bytes,
     );

@@ -101,6 +101,25 @@ impl Builders {
     }
 }
 
+/// Every declared runtime with the hooks of its model's builder, in
+/// declaration order (a runtime whose model no plugin registers is left
+/// out: the load refused it already).
+pub fn runtime_hooks(
+    db: &dyn Db,
+    tree: Tree,
+) -> Vec<(Arc<BuilderDecl>, Box<dyn csis_plugin_api::Builder>)> {
+    builders(db, tree)
+        .by_class
+        .get(&Vct::RuntimeBuilderModel)
+        .into_iter()
+        .flat_map(|m| m.values())
+        .filter_map(|d| {
+            let spec = db.registry().model(d.classification, d.model)?;
+            Some((d.clone(), (spec.builder)(d)))
+        })
+        .collect()
+}
+
 #[salsa::tracked(returns(ref))]
 pub fn builders(db: &dyn Db, tree: Tree) -> Builders {
     let doc = cfg_document(db, tree);

@@ -96,19 +96,12 @@ pub(super) fn core_contribution(
 /// `config.apply_release` allows (by name; `true`: every one) that can
 /// retag their builds, in name order.
 fn release_tag_runtimes(db: &dyn Db, tree: Tree) -> Vec<String> {
-    let b = builders(db, tree);
-    let flag = csis_model::apply_flags::apply_flag(&b.config_map(), "apply_release");
-    b.by_class
-        .get(&Vct::RuntimeBuilderModel)
+    let flag =
+        csis_model::apply_flags::apply_flag(&builders(db, tree).config_map(), "apply_release");
+    crate::load::builders::runtime_hooks(db, tree)
         .into_iter()
-        .flat_map(|m| m.values())
-        .filter(|d| flag.allows(d.name(), Some(d.name())))
-        .filter(|d| {
-            db.registry()
-                .model(d.classification, d.model)
-                .is_some_and(|spec| (spec.builder)(d).can_retag_image())
-        })
-        .map(|d| d.name().to_string())
+        .filter(|(d, hooks)| flag.allows(d.name(), Some(d.name())) && hooks.can_retag_image())
+        .map(|(d, _)| d.name().to_string())
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect()

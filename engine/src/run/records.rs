@@ -213,22 +213,10 @@ impl<'a> Runner<'a> {
     /// confirms nothing.
     pub(super) fn confirm_generations(&mut self) -> Result<(), String> {
         use crate::state::instance_state::{FILE, InstanceState};
-        use csis_model::Vct;
         let launched = self.read_launch_params()?;
-        let b = builders(&self.ws.db, self.ws.tree);
         let mut seen = Vec::new();
-        for decl in b
-            .by_class
-            .get(&Vct::RuntimeBuilderModel)
-            .into_iter()
-            .flat_map(|m| m.values())
-        {
-            let Some(spec) =
-                crate::db::Db::registry(&self.ws.db).model(decl.classification, decl.model)
-            else {
-                continue;
-            };
-            if let Ok(o) = (spec.builder)(decl).observe(&self.ws.root) {
+        for (decl, hooks) in crate::load::builders::runtime_hooks(&self.ws.db, self.ws.tree) {
+            if let Ok(o) = hooks.observe(&self.ws.root) {
                 seen.extend(
                     o.instances
                         .into_iter()

@@ -105,17 +105,9 @@ pub fn query(ws: &Workspace, system: &dyn System) -> Result<StateReport, String>
         }
     }
 
-    for decl in b
-        .by_class
-        .get(&Vct::RuntimeBuilderModel)
-        .into_iter()
-        .flat_map(|m| m.values())
-    {
+    for (decl, hooks) in crate::load::builders::runtime_hooks(db, tree) {
         let rt = decl.name();
-        let Some(spec) = ws.db.registry().model(decl.classification, decl.model) else {
-            continue;
-        };
-        let seen = match (spec.builder)(decl).observe(root) {
+        let seen = match hooks.observe(root) {
             Ok(seen) => seen,
             Err(why) => {
                 report.unavailable.push(format!("{rt}: {why}"));

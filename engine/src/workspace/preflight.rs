@@ -225,10 +225,7 @@ pub fn sessions(ws: &crate::workspace::Workspace, system: &dyn System) -> Prefli
         .iter()
         .map(|f| PathBuf::from(f.path(&ws.db).to_string()))
         .collect();
-    let env = SessionEnv {
-        vars: system.env(),
-        now: system.now_unix(),
-    };
+    let env = session_env(system);
     preflight(
         system,
         ws.db.registry(),
@@ -238,4 +235,12 @@ pub fn sessions(ws: &crate::workspace::Workspace, system: &dyn System) -> Prefli
         true,
         crate::workspace::DEFAULT_MAX_FILE_SIZE,
     )
+}
+
+/// The environment and the clock preflight reads, from `system`.
+pub fn session_env(system: &dyn System) -> SessionEnv {
+    SessionEnv {
+        vars: system.env(),
+        now: system.now_unix(),
+    }
 }

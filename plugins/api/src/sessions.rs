@@ -110,6 +110,16 @@ impl Session {
     }
 }
 
+/// `runtime a` or `runtimes a, b`: whose a session is, in its source.
+pub fn runtimes_named(runtimes: &[RawRuntime]) -> String {
+    let names: Vec<&str> = runtimes.iter().map(|r| r.name.as_str()).collect();
+    format!(
+        "runtime{} {}",
+        if names.len() == 1 { "" } else { "s" },
+        names.join(", ")
+    )
+}
+
 fn minutes(n: i64) -> String {
     if n == 1 {
         "1 minute".into()

@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use csis_plugin_api::sessions::{RawRuntime, Session, SessionEnv, Standing};
+use csis_plugin_api::sessions::{RawRuntime, Session, SessionEnv, Standing, runtimes_named};
 
 /// One INI file: `section header → key → value`.
 type Ini = BTreeMap<String, BTreeMap<String, String>>;
@@ -62,7 +62,7 @@ pub fn sessions(runtimes: &[RawRuntime], env: &SessionEnv) -> Vec<Session> {
     }
     if env.var("AWS_ACCESS_KEY_ID").is_some() {
         return vec![Session {
-            source: format!("aws environment keys ({})", runtime_list(runtimes)),
+            source: format!("aws environment keys ({})", runtimes_named(runtimes)),
             standing: Standing::Present {
                 how: "AWS_ACCESS_KEY_ID is set: static keys, no readable expiry".into(),
             },
@@ -96,20 +96,11 @@ pub fn sessions(runtimes: &[RawRuntime], env: &SessionEnv) -> Vec<Session> {
         .map(|((profile, named), rts)| {
             let rts: Vec<RawRuntime> = rts.into_iter().cloned().collect();
             Session {
-                source: format!("aws profile {profile} ({})", runtime_list(&rts)),
+                source: format!("aws profile {profile} ({})", runtimes_named(&rts)),
                 standing: standing(&profile, named, &config, &credentials, dir.as_deref(), env),
             }
         })
         .collect()
-}
-
-fn runtime_list(runtimes: &[RawRuntime]) -> String {
-    let names: Vec<&str> = runtimes.iter().map(|r| r.name.as_str()).collect();
-    format!(
-        "runtime{} {}",
-        if names.len() == 1 { "" } else { "s" },
-        names.join(", ")
-    )
 }
 
 fn standing(

@@ -5,18 +5,16 @@
 
 use std::path::PathBuf;
 
-use csis_plugin_api::sessions::{RawRuntime, Session, SessionEnv, Standing};
+use csis_plugin_api::sessions::{RawRuntime, Session, SessionEnv, Standing, runtimes_named};
 
 #[allow(clippy::disallowed_methods)] // gcloud's own file, outside the tree
 pub fn sessions(runtimes: &[RawRuntime], env: &SessionEnv) -> Vec<Session> {
     if runtimes.is_empty() {
         return Vec::new();
     }
-    let names: Vec<&str> = runtimes.iter().map(|r| r.name.as_str()).collect();
     let source = format!(
-        "gcp application default credentials (runtime{} {})",
-        if names.len() == 1 { "" } else { "s" },
-        names.join(", ")
+        "gcp application default credentials ({})",
+        runtimes_named(runtimes)
     );
     let path = env
         .var("GOOGLE_APPLICATION_CREDENTIALS")
