@@ -91,14 +91,20 @@ fn state_query_on_aws_sees_foreign_missing_and_stale_builds_and_dispose_deregist
     assert_eq!(spare.len(), 2, "{spare:?}");
     let web = builds(root, "web");
 
-    // A foreign AMI (lineage tags, no record), a pinned build gone.
-    let foreign = moto.python(
-        "src = ec2.describe_images(Owners=['amazon'])['Images'][0]['ImageId']\n\
-         i = ec2.run_instances(ImageId=src, MinCount=1, MaxCount=1)['Instances'][0]['InstanceId']\n\
-         img = ec2.create_image(InstanceId=i, Name='stray')['ImageId']\n\
-         ec2.create_tags(Resources=[img], Tags=[{'Key': 'csis_series', 'Value': 'web'}])\n\
-         print(img)",
-    );
+    // A foreign AMI (lineage tags, no record), a pinned build gone; and
+    // another tree's build of a series of the same name, which is not
+    // this tree's to report (its csis_tree is not `clouds`).
+    let stray = |name: &str, tree: &str| {
+        moto.python(&format!(
+            "src = ec2.describe_images(Owners=['amazon'])['Images'][0]['ImageId']\n\
+             i = ec2.run_instances(ImageId=src, MinCount=1, MaxCount=1)['Instances'][0]['InstanceId']\n\
+             img = ec2.create_image(InstanceId=i, Name='{name}')['ImageId']\n\
+             ec2.create_tags(Resources=[img], Tags=[{{'Key': 'csis_series', 'Value': 'web'}}, {{'Key': 'csis_tree', 'Value': '{tree}'}}])\n\
+             print(img)"
+        ))
+    };
+    let foreign = stray("stray", "clouds");
+    let elsewhere = stray("other-tree", "other");
     moto.python(&format!("ec2.deregister_image(ImageId='{}')", web[0]));
     let (code, out) = moto.csis(root, d.path(), NOW + 180, &["state", "query"]);
     assert_eq!(code, Some(0), "{out}");
@@ -117,6 +123,7 @@ fn state_query_on_aws_sees_foreign_missing_and_stale_builds_and_dispose_deregist
     ] {
         assert!(out.contains(&line), "{line}\n{out}");
     }
+    assert!(!out.contains(&elsewhere), "{out}");
 
     // state import adopts only what its tags describe whole: the stray
     // (csis_series alone) is refused and nothing is written; an AMI with
@@ -134,7 +141,7 @@ fn state_query_on_aws_sees_foreign_missing_and_stale_builds_and_dispose_deregist
         "src = ec2.describe_images(Owners=['amazon'])['Images'][0]['ImageId']\n\
          i = ec2.run_instances(ImageId=src, MinCount=1, MaxCount=1)['Instances'][0]['InstanceId']\n\
          img = ec2.create_image(InstanceId=i, Name='spare-old')['ImageId']\n\
-         ec2.create_tags(Resources=[img], Tags=[{'Key': 'csis_series', 'Value': 'spare'}, {'Key': 'csis_run', 'Value': '2026_01_01T00_00_00'}, {'Key': 'csis_fingerprint', 'Value': '0123456789abcdef'}, {'Key': 'csis_parent', 'Value': 'series:app'}, {'Key': 'csis_identity_types', 'Value': 'unix'}])\n\
+         ec2.create_tags(Resources=[img], Tags=[{'Key': 'csis_tree', 'Value': 'clouds'}, {'Key': 'csis_series', 'Value': 'spare'}, {'Key': 'csis_run', 'Value': '2026_01_01T00_00_00'}, {'Key': 'csis_fingerprint', 'Value': '0123456789abcdef'}, {'Key': 'csis_parent', 'Value': 'series:app'}, {'Key': 'csis_identity_types', 'Value': 'unix'}])\n\
          print(img)",
     );
     let (code, out) = moto.csis(root, d.path(), NOW + 200, &["state", "import", &adopted]);

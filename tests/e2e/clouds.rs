@@ -93,6 +93,14 @@ fn the_dry_run_writes_the_snapshot_tree_without_the_run_id_and_it_parses() {
             "instance-image/run-instance-image.sh",
         ),
         (
+            "debian12-aws.pkr.hcl",
+            "base-image/pk-aws/image-generation/debian12.pkr.hcl",
+        ),
+        (
+            "debian12-gce.pkr.hcl",
+            "base-image/pk-gce/image-generation/debian12.pkr.hcl",
+        ),
+        (
             "web-aws.pkr.hcl",
             "instance-image/pk-aws/image-generation/web.pkr.hcl",
         ),

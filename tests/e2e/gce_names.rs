@@ -58,8 +58,11 @@ fn two_declarations_that_become_one_gce_name_are_refused_naming_both() {
     assert_eq!(
         lines,
         vec![
-            "images/chain.yml:40:6: image 'web.' becomes GCE image family 'web', as image 'web' (images/chain.yml:30:5) does; two resources cannot share a name: rename one".to_string(),
-            "images/chain.yml:43:6: image 'site-image-with-a-long-name-for-the-bakes-two' becomes GCE image name 'site-image-with-a-long-name-for-the-bake-<run>', as image 'site-image-with-a-long-name-for-the-bakes-one' (images/chain.yml:42:6) does; two resources cannot share a name: rename one".to_string(),
+            // An image family is `<tree id>-<series>`: the tree's part is
+            // the same for every image, so the series' part (its first 42
+            // characters) is what two images may share.
+            "images/chain.yml:40:6: image 'web.' becomes GCE image family '<tree>-web', as image 'web' (images/chain.yml:30:5) does; two resources cannot share a name: rename one".to_string(),
+            "images/chain.yml:43:6: image 'site-image-with-a-long-name-for-the-bakes-two' becomes GCE image family '<tree>-site-image-with-a-long-name-for-the-bakes', as image 'site-image-with-a-long-name-for-the-bakes-one' (images/chain.yml:42:6) does; two resources cannot share a name: rename one".to_string(),
             "storages/volumes.yml:6:6: storage 'gce-data' becomes GCE disk name 'gce-data', as storage 'gce_data' (storages/volumes.yml:5:6) does; two resources cannot share a name: rename one".to_string(),
             format!("storages/volumes.yml:8:6: storage '{LONG}-two' becomes GCE disk name '{LONG}', as storage '{LONG}-one' (storages/volumes.yml:7:6) does; two resources cannot share a name: rename one"),
         ],

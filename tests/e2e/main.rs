@@ -6,6 +6,7 @@ mod bounded_commands;
 mod bounds;
 mod cases;
 mod cloud_config;
+mod cloud_roots;
 mod clouds;
 mod commit;
 mod concurrency;

@@ -190,7 +190,7 @@ fn a_real_run_bakes_in_order_and_records_the_builds_then_bakes_nothing() {
         "instance-image/pk-aws/image-generation/web.pkr.hcl",
     );
     assert!(
-        aws_web.contains(&format!("  source_ami    = \"{aws_base}\"\n")),
+        aws_web.contains(&format!("  {:<41} = \"{aws_base}\"\n", "source_ami")),
         "{aws_web}"
     );
     assert!(

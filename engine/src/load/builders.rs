@@ -92,6 +92,14 @@ impl Builders {
         format!("[{}]", self.names(vct).join(", "))
     }
 
+    /// `id` of cfg/_config.yml, empty when absent (a load error).
+    pub fn tree_id(&self) -> String {
+        self.config
+            .as_ref()
+            .map(|c| c.id.trim().to_string())
+            .unwrap_or_default()
+    }
+
     /// `config:` of cfg/_config.yml (after overlays), empty when absent.
     pub fn config_map(&self) -> Map {
         self.config

@@ -67,6 +67,10 @@ impl HookContext for EngineContext<'_> {
         builders(self.db, self.tree).config_map()
     }
 
+    fn tree_id(&self) -> String {
+        builders(self.db, self.tree).tree_id()
+    }
+
     fn builders(&self, vct: Vct) -> Vec<Arc<BuilderDecl>> {
         let mut v: Vec<_> = builders(self.db, self.tree)
             .by_class

@@ -216,7 +216,7 @@ impl<'a> Runner<'a> {
         let launched = self.read_launch_params()?;
         let mut seen = Vec::new();
         for (decl, hooks) in crate::load::builders::runtime_hooks(&self.ws.db, self.ws.tree) {
-            if let Ok(o) = hooks.observe(&self.ws.root) {
+            if let Ok(o) = hooks.observe(&self.ws.root, &self.ws.tree_id()) {
                 seen.extend(
                     o.instances
                         .into_iter()

@@ -107,7 +107,7 @@ pub fn query(ws: &Workspace, system: &dyn System) -> Result<StateReport, String>
 
     for (decl, hooks) in crate::load::builders::runtime_hooks(db, tree) {
         let rt = decl.name();
-        let seen = match hooks.observe(root) {
+        let seen = match hooks.observe(root, &b.tree_id()) {
             Ok(seen) => seen,
             Err(why) => {
                 report.unavailable.push(format!("{rt}: {why}"));

@@ -75,6 +75,11 @@ fn is_yaml(p: &Path) -> bool {
 }
 
 impl Workspace {
+    /// The tree's id (cfg/_config.yml `id`).
+    pub fn tree_id(&self) -> String {
+        crate::load::builders::builders(&self.db, self.tree).tree_id()
+    }
+
     pub fn load(
         system: &dyn System,
         registry: Arc<Registry>,

@@ -10,19 +10,22 @@
 //! OS family), `session` (`ssm`), `root_device_name` (the vendor AMIs'
 //! root device, when the family table below does not know it),
 //! `session_instance_profile` (an existing IAM instance profile the
-//! machines run with instead of the one each instance root makes).
+//! machines run with instead of the one each instance root makes), and
+//! how Packer reaches a bake instance: `associate_public_ip_address`,
+//! `ssh_interface`, `temporary_security_group_source_cidrs`.
 
-use csis_hcl::{Block, Expr};
+use csis_hcl::Block;
 use csis_model::models::{BaseModelKind, CloudBuilderModel};
-use csis_model::{Diagnostic, Fields, Map, Value, Vct};
+use csis_model::{Fields, Map, Value, Vct};
 use csis_plugin_api::runtime_fields::{read_disk_size, read_strings};
 use csis_plugin_api::sessions::{RawRuntime, Session, SessionEnv};
 use csis_plugin_api::{
-    Builder, BuilderDecl, HookResult, ModelSpec, PackerBake, PackerParent, PackerPlugin,
-    PackerValue, Plugin,
+    Builder, BuilderDecl, HookResult, ModelSpec, PackerBake, PackerPlugin, Plugin,
 };
 use std::sync::Arc;
 
+mod bake;
+pub use bake::root_device;
 mod machine;
 mod reality;
 pub mod s3_state;
@@ -118,158 +121,6 @@ pub fn default_user(family: &str) -> Option<&'static str> {
     }
 }
 
-/// The root device of a family's vendor AMIs, which
-/// `launch_block_device_mappings` must name to resize the root volume
-/// rather than add a second one: Amazon Linux and Debian register
-/// `/dev/xvda`, Ubuntu, RHEL and its rebuilds `/dev/sda1`.
-pub fn root_device(family: &str) -> Option<&'static str> {
-    let f = family.trim().to_ascii_lowercase();
-    let is = |prefixes: &[&str]| prefixes.iter().any(|p| f.starts_with(p));
-    if is(&["amazon", "al2", "amzn", "debian", "fedora"]) {
-        Some("/dev/xvda")
-    } else if is(&[
-        "ubuntu", "rhel", "redhat", "red-hat", "centos", "alma", "rocky", "suse", "sles", "oracle",
-    ]) {
-        Some("/dev/sda1")
-    } else {
-        None
-    }
-}
-
-fn tag_value(v: &PackerValue) -> Expr {
-    match v {
-        PackerValue::Literal(s) => Expr::str(s.as_str()),
-        PackerValue::Run => Expr::template("${var.csis_run}"),
-    }
-}
-
-fn tags_expr(tags: &[(String, PackerValue)]) -> Expr {
-    let mut v: Vec<(String, Expr)> = tags
-        .iter()
-        .map(|(k, x)| (k.clone(), tag_value(x)))
-        .collect();
-    v.sort_by(|a, b| a.0.cmp(&b.0));
-    Expr::Object(v)
-}
-
-fn refuse<T>(msg: String) -> HookResult<T> {
-    Err(vec![Diagnostic::error(msg)])
-}
-
-impl AwsRuntime {
-    /// The `amazon-ebs` source of one bake. Arguments as the Amazon
-    /// plugin's EBS builder documents them
-    /// (<https://developer.hashicorp.com/packer/integrations/hashicorp/amazon/latest/components/builder/ebs>).
-    fn source(&self, bake: &PackerBake) -> HookResult<Block> {
-        let me = self.decl.name();
-        let Some(cloud) = self.cloud() else {
-            return refuse(format!("runtime '{me}' is not a cloud runtime"));
-        };
-        let mut b = Block::new("source", ["amazon-ebs", bake.source_name.as_str()])
-            .attr("region", cloud.region.as_str())
-            .opt_attr("profile", profile(&self.decl))
-            .attr("instance_type", bake.machine_type.as_str());
-        match &bake.parent {
-            PackerParent::Vendor {
-                image_id: Some(id), ..
-            }
-            | PackerParent::Build(id) => b = b.attr("source_ami", id.as_str()),
-            PackerParent::Vendor {
-                image_id: None,
-                query,
-                owners,
-            } => {
-                if query.is_empty() {
-                    return refuse(format!(
-                        "image '{}' on runtime '{me}': the OS builder entry names no vendor AMI -- set image_id (an ami-... id) or query (EC2 DescribeImages filters such as name) with owners",
-                        bake.series
-                    ));
-                }
-                if owners.is_empty() {
-                    return refuse(format!(
-                        "image '{}' on runtime '{me}': a vendor AMI found by query needs owners (the AMI owner's account id or alias, such as amazon or 099720109477) on the OS builder, its entry or the runtime's default_owners",
-                        bake.series
-                    ));
-                }
-                b = b.block(
-                    Block::new("source_ami_filter", Vec::<String>::new())
-                        .attr(
-                            "filters",
-                            Expr::string_map(query.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
-                        )
-                        .attr("owners", Expr::strs(owners.iter().map(String::as_str)))
-                        .attr("most_recent", true),
-                );
-            }
-            PackerParent::Series(parent) => {
-                b = b.block(
-                    Block::new("source_ami_filter", Vec::<String>::new())
-                        .attr(
-                            "filters",
-                            Expr::string_map([("tag:csis_series", parent.as_str())]),
-                        )
-                        .attr("owners", Expr::strs(["self"]))
-                        .attr("most_recent", true),
-                );
-            }
-        }
-        let device = self
-            .decl
-            .extra_str("root_device_name")
-            .or_else(|| root_device(&bake.family));
-        let Some(device) = device else {
-            return refuse(format!(
-                "image '{}' on runtime '{me}': no known root device for OS family '{}' -- set root_device_name on the runtime (the vendor AMI's RootDeviceName, such as /dev/xvda)",
-                bake.series, bake.family
-            ));
-        };
-        let mut disk = Block::new("launch_block_device_mappings", Vec::<String>::new())
-            .attr("device_name", device);
-        if let Some(size) = bake.disk_size {
-            disk = disk.attr("volume_size", size);
-        }
-        // gp3 with its baseline stated: an AMI registered without iops
-        // and throughput asks for them at every launch
-        // (hashicorp/packer-plugin-amazon#32); 3000 IOPS and 125 MiB/s are
-        // gp3's included baseline (EBS User Guide, "General Purpose SSD
-        // volumes").
-        disk = disk
-            .attr("volume_type", "gp3")
-            .attr("iops", 3000)
-            .attr("throughput", 125)
-            .attr("delete_on_termination", true);
-        b = b
-            .attr(
-                "ami_name",
-                Expr::template(format!("{}-${{var.csis_run}}", ami_name_part(&bake.series))),
-            )
-            .attr("ssh_username", bake.ssh_username.as_str())
-            .opt_attr("vpc_id", self.decl.extra_str("vpc_id"));
-        if let Some(subnet) = cloud.networking.default_subnet() {
-            b = b.attr("subnet_id", subnet.subnet_id.as_str());
-        }
-        Ok(b.block(disk)
-            .attr("tags", tags_expr(&bake.tags))
-            .attr("run_tags", tags_expr(&bake.tags)))
-    }
-}
-
-/// A series as it may appear in an AMI name: letters, digits and
-/// `( ) [ ] . / - ' @ _` (EC2 CreateImage's Name rule); anything else
-/// becomes `-`.
-fn ami_name_part(series: &str) -> String {
-    series
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "()[]./-'@_".contains(c) {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect()
-}
-
 impl Builder for AwsRuntime {
     fn default_bake_user(&self, family: &str) -> Option<String> {
         self.decl
@@ -363,9 +214,13 @@ impl Builder for AwsRuntime {
     }
 
     /// The AMIs, instances and volumes csis's tags mark (`reality.rs`).
-    fn observe(&self, _root: &std::path::Path) -> Result<csis_plugin_api::Observed, String> {
+    fn observe(
+        &self,
+        _root: &std::path::Path,
+        tree: &str,
+    ) -> Result<csis_plugin_api::Observed, String> {
         let clients = self.clients()?;
-        reality::observe(clients, self.decl.name())
+        reality::observe(clients, self.decl.name(), tree)
     }
 
     /// Region, account and the declared network as EC2 knows it
@@ -406,6 +261,16 @@ impl Builder for AwsRuntime {
     fn bake_finalize_commands(&self) -> Vec<String> {
         vec![csis_plugin_api::cloud_config::CLOUD_INIT_CLEAN.to_string()]
     }
+
+    /// The ssm session mechanism needs the SSM agent in the image: Amazon
+    /// Linux and Ubuntu's AMIs ship it, Debian's and RHEL's do not
+    /// (Systems Manager User Guide, "Find AMIs with the SSM Agent
+    /// preinstalled"). Installed from the region's own agent bucket, as
+    /// the guide's manual installation for Debian and RHEL does; cloud-init,
+    /// which reads the user-data, is in every vendor AMI csis knows.
+    fn base_bake_commands(&self) -> Vec<String> {
+        bake::ssm_agent_install(self.cloud().map_or("us-east-1", |c| c.region.trim()))
+    }
 }
 
 fn builder(decl: &Arc<BuilderDecl>) -> Box<dyn Builder> {
@@ -414,6 +279,15 @@ fn builder(decl: &Arc<BuilderDecl>) -> Box<dyn Builder> {
         clients: std::sync::OnceLock::new(),
     })
 }
+
+/// The EBS builder's `ssh_interface` values.
+const SSH_INTERFACES: [&str; 5] = [
+    "public_ip",
+    "private_ip",
+    "public_dns",
+    "private_dns",
+    "session_manager",
+];
 
 /// `profile`, `vpc_id`, `default_disk_size`, `ssh_username`, `session`,
 /// `root_device_name`, `session_instance_profile`: kept only when declared
@@ -432,6 +306,34 @@ fn runtime_extra(f: &mut Fields<'_>) -> Map {
         ],
     );
     read_disk_size(f, &mut m, 1, "");
+    if let Some(public) = f.opt_bool("associate_public_ip_address") {
+        m.insert(
+            "associate_public_ip_address".into(),
+            Value::Scalar {
+                text: public.to_string(),
+                plain: true,
+            },
+        );
+    }
+    if let Some(interface) = f.opt_str("ssh_interface") {
+        if !SSH_INTERFACES.contains(&interface.as_str()) {
+            f.error_at(
+                "ssh_interface",
+                format!(
+                    "ssh_interface '{interface}' is not one Packer's EBS builder knows -- write one of {}",
+                    SSH_INTERFACES.join(", ")
+                ),
+            );
+        }
+        m.insert("ssh_interface".into(), Value::str(interface));
+    }
+    let cidrs = f.str_list("temporary_security_group_source_cidrs");
+    if !cidrs.is_empty() {
+        m.insert(
+            "temporary_security_group_source_cidrs".into(),
+            Value::Seq(cidrs.into_iter().map(Value::str).collect()),
+        );
+    }
     let session = f.str_or("session", "ssm");
     if session != "ssm" {
         f.error_at(

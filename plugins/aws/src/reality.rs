@@ -54,8 +54,9 @@ fn paged<T>(
     }
 }
 
-/// Every AMI this account owns in the region that carries `csis_series`.
-pub fn images(clients: &Clients) -> Result<Vec<ObservedImage>, String> {
+/// Every AMI this account owns in the region that carries `csis_series`
+/// and the tree's `csis_tree`.
+pub fn images(clients: &Clients, tree: &str) -> Result<Vec<ObservedImage>, String> {
     let mut out = paged(|token| {
         let page = clients
             .block_on(
@@ -64,6 +65,7 @@ pub fn images(clients: &Clients) -> Result<Vec<ObservedImage>, String> {
                     .describe_images()
                     .owners("self")
                     .filters(filter("tag-key", &["csis_series"]))
+                    .filters(filter("tag:csis_tree", &[tree]))
                     .set_next_token(token)
                     .send(),
             )
@@ -161,9 +163,9 @@ pub fn volumes(clients: &Clients) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-pub fn observe(clients: &Clients, runtime: &str) -> Result<Observed, String> {
+pub fn observe(clients: &Clients, runtime: &str, tree: &str) -> Result<Observed, String> {
     Ok(Observed {
-        images: images(clients)?,
+        images: images(clients, tree)?,
         storages: volumes(clients)?,
         instances: instances(clients, runtime)?,
         debris: Vec::new(),

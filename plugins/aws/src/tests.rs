@@ -45,6 +45,7 @@ fn runtime(extra: &str) -> Box<dyn Builder> {
 fn bake(parent: PackerParent) -> PackerBake {
     PackerBake {
         series: "web".into(),
+        tree: "demo".into(),
         source_name: "web".into(),
         parent,
         family: "debian".into(),
@@ -90,9 +91,10 @@ fn a_vendor_ami_by_query_is_a_source_ami_filter() {
     most_recent = true
   }
 
-  ami_name     = "web-${var.csis_run}"
-  ssh_username = "admin"
-  subnet_id    = "subnet-0aaa"
+  ami_name                                  = "web-${var.csis_run}"
+  ssh_username                              = "admin"
+  subnet_id                                 = "subnet-0aaa"
+  temporary_security_group_source_public_ip = true
 
   launch_block_device_mappings {
     device_name           = "/dev/xvda"
@@ -120,8 +122,14 @@ fn a_vendor_ami_by_query_is_a_source_ami_filter() {
 fn a_pinned_parent_is_its_ami_and_an_unpinned_one_the_newest_of_its_series() {
     let rt = runtime("vpc_id: vpc-0123\nroot_device_name: /dev/sdz\n");
     let text = source(rt.as_ref(), PackerParent::Build("ami-0abc".into()));
-    assert!(text.contains("  source_ami    = \"ami-0abc\"\n"), "{text}");
-    assert!(text.contains("  vpc_id        = \"vpc-0123\"\n"), "{text}");
+    assert!(
+        text.contains(&format!("  {:<41} = \"ami-0abc\"\n", "source_ami")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("  {:<41} = \"vpc-0123\"\n", "vpc_id")),
+        "{text}"
+    );
     assert!(
         text.contains("device_name           = \"/dev/sdz\""),
         "{text}"
@@ -129,7 +137,7 @@ fn a_pinned_parent_is_its_ami_and_an_unpinned_one_the_newest_of_its_series() {
     let text = source(rt.as_ref(), PackerParent::Series("base".into()));
     assert!(
         text.contains(
-            "  source_ami_filter {\n    filters = {\n      \"tag:csis_series\" = \"base\"\n    }\n    owners      = [\"self\"]\n    most_recent = true\n  }\n"
+            "  source_ami_filter {\n    filters = {\n      \"tag:csis_series\" = \"base\"\n      \"tag:csis_tree\"   = \"demo\"\n    }\n    owners      = [\"self\"]\n    most_recent = true\n  }\n"
         ),
         "{text}"
     );
@@ -247,4 +255,79 @@ fn profile_and_zone_as_the_roots_and_bakes_read_them() {
     assert_eq!(zone(&d).as_deref(), Some("us-east-1a"));
     let other_region = bare.replace("us-east-1\n", "eu-west-3\n");
     assert_eq!(zone(&decl(&other_region).0).as_deref(), Some("eu-west-3a"));
+}
+
+#[test]
+fn packer_reaches_the_bake_as_the_runtime_says_and_port_22_opens_to_its_host_only() {
+    let rt = runtime("");
+    let text = source(rt.as_ref(), PackerParent::Build("ami-0abc".into()));
+    assert!(
+        text.contains("  temporary_security_group_source_public_ip = true\n"),
+        "{text}"
+    );
+    assert!(!text.contains("associate_public_ip_address"), "{text}");
+    assert!(!text.contains("ssh_interface"), "{text}");
+    let rt = runtime(
+        "associate_public_ip_address: true\nssh_interface: public_ip\ntemporary_security_group_source_cidrs: [203.0.113.0/24]\n",
+    );
+    let text = source(rt.as_ref(), PackerParent::Build("ami-0abc".into()));
+    assert!(
+        text.contains("  associate_public_ip_address           = true\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  ssh_interface                         = \"public_ip\"\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  temporary_security_group_source_cidrs = [\"203.0.113.0/24\"]\n"),
+        "{text}"
+    );
+    assert!(!text.contains("source_public_ip"), "{text}");
+}
+
+#[test]
+fn session_manager_ssh_needs_the_runtimes_instance_profile_and_unknown_interfaces_are_refused() {
+    let rt = runtime("ssh_interface: session_manager\n");
+    let err = rt
+        .packer_source(&bake(PackerParent::Build("ami-0abc".into())))
+        .unwrap_err();
+    assert_eq!(
+        err[0].message,
+        "runtime 'aws1': ssh_interface session_manager needs an instance profile for the bake instance -- set session_instance_profile to an IAM instance profile with the AmazonSSMManagedInstanceCore policy"
+    );
+    let rt = runtime("ssh_interface: session_manager\nsession_instance_profile: csis-ssm\n");
+    let text = source(rt.as_ref(), PackerParent::Build("ami-0abc".into()));
+    assert!(
+        text.contains("  iam_instance_profile                      = \"csis-ssm\"\n"),
+        "{text}"
+    );
+    let (_, diags) = decl(&format!("{RUNTIME}ssh_interface: tunnel\n"));
+    assert_eq!(
+        diags,
+        vec!["ssh_interface 'tunnel' is not one Packer's EBS builder knows -- write one of public_ip, private_ip, public_dns, private_dns, session_manager".to_string()]
+    );
+}
+
+#[test]
+fn every_base_bake_installs_the_ssm_agent_from_the_regions_bucket_unless_the_image_has_it() {
+    let lines = runtime("").base_bake_commands().join("\n");
+    assert!(
+        lines.contains(
+            "if ! systemctl list-unit-files '*amazon-ssm-agent*' | grep -q amazon-ssm-agent; then"
+        ),
+        "{lines}"
+    );
+    assert!(
+        lines.contains("  base=https://s3.us-east-1.amazonaws.com/amazon-ssm-us-east-1/latest"),
+        "{lines}"
+    );
+    assert!(
+        lines.contains("\"$base/debian_$arch/amazon-ssm-agent.deb\""),
+        "{lines}"
+    );
+    assert!(
+        lines.contains("systemctl enable amazon-ssm-agent.service"),
+        "{lines}"
+    );
 }

@@ -7,7 +7,10 @@
 //! subnetwork name) and its own fields: `project` (required), `zone` (else
 //! the default availability zone, else `<region>-a`), `default_disk_size`
 //! (GiB; the bake disk of every image on this runtime and part of their
-//! fingerprints), `ssh_username` (the bake user), `session` (`iap`).
+//! fingerprints), `ssh_username` (the bake user), `session` (`iap`),
+//! `use_iap` (Packer reaches the bake instance through IAP TCP
+//! forwarding), `bake_network_tags` (the network tags a firewall rule
+//! admitting SSH to bake instances targets; `csis-bake`).
 //!
 //! Labels follow Compute Engine's rules ("Requirements for labels",
 //! <https://cloud.google.com/compute/docs/labeling-resources#requirements>):
@@ -135,11 +138,20 @@ pub fn name(name: &str) -> String {
     resource_name(name, 63)
 }
 
-/// The image family a series' builds belong to: the newest build of a
-/// series is the family's newest image.
-pub fn image_family(series: &str) -> String {
-    name(series)
+/// The image family a series' builds belong to in a tree: the newest
+/// build of a series is the family's newest image. The tree's id comes
+/// first (at most [`FAMILY_TREE_MAX`] characters), so two trees in one
+/// project never share a family; the series part has the rest of the 63.
+pub fn image_family(tree: &str, series: &str) -> String {
+    format!(
+        "{}-{}",
+        resource_name(tree, FAMILY_TREE_MAX),
+        resource_name(series, 62 - FAMILY_TREE_MAX)
+    )
 }
+
+/// The characters of an image family the tree's id gives.
+pub const FAMILY_TREE_MAX: usize = 20;
 
 /// The characters of a bake's image name its series gives: the rest of
 /// the 63 is `-` and the run label (19 characters).
@@ -153,7 +165,10 @@ pub const IMAGE_NAME_SERIES_MAX: usize = 40;
 pub fn derived_names(kind: ItemKind, item: &str) -> Vec<(&'static str, String)> {
     if kind == ItemKind::IMAGES {
         vec![
-            ("GCE image family", image_family(item)),
+            (
+                "GCE image family",
+                format!("<tree>-{}", resource_name(item, 62 - FAMILY_TREE_MAX)),
+            ),
             (
                 "GCE image name",
                 format!("{}-<run>", resource_name(item, IMAGE_NAME_SERIES_MAX)),
@@ -267,7 +282,7 @@ impl GceRuntime {
             }
             PackerParent::Series(parent) => {
                 b = b
-                    .attr("source_image_family", image_family(parent))
+                    .attr("source_image_family", image_family(&bake.tree, parent))
                     .attr("source_image_project_id", Expr::strs([self.project()]));
             }
         }
@@ -281,13 +296,21 @@ impl GceRuntime {
                     resource_name(&bake.series, IMAGE_NAME_SERIES_MAX)
                 )),
             )
-            .attr("image_family", image_family(&bake.series));
+            .attr("image_family", image_family(&bake.tree, &bake.series));
         if let Some(size) = bake.disk_size {
             b = b.attr("disk_size", size);
         }
         b = b.attr("network", cloud.networking.network.as_str());
         if let Some(subnet) = cloud.networking.default_subnet() {
             b = b.attr("subnetwork", subnet.subnet_id.as_str());
+        }
+        // Only the default network lets SSH in from anywhere
+        // (default-allow-ssh); on any other, a firewall rule must admit
+        // port 22 from the Packer host (or from IAP's range with
+        // `use_iap`), and these network tags are what it targets.
+        b = b.attr("tags", Expr::strs(bake_network_tags(&self.decl)));
+        if let Some(iap) = self.decl.extra_str("use_iap") {
+            b = b.attr("use_iap", iap == "true");
         }
         let mut labels: Vec<(String, Expr)> = bake
             .tags
@@ -401,20 +424,101 @@ impl Builder for GceRuntime {
     fn bake_finalize_commands(&self) -> Vec<String> {
         vec![csis_plugin_api::cloud_config::CLOUD_INIT_CLEAN.to_string()]
     }
+
+    /// Compute Engine hands `user-data` to the machine as an instance
+    /// metadata attribute, which cloud-init's GCE datasource reads; but
+    /// Debian's and RHEL's GCE images ship the guest agent, not cloud-init
+    /// (Debian's cloud image build does not list it for GCE), and the
+    /// agent runs only `startup-script`. So every base
+    /// bake installs cloud-init and points it at the GCE datasource alone;
+    /// Ubuntu's images already have it, and keep their own settings.
+    fn base_bake_commands(&self) -> Vec<String> {
+        [
+            "# cloud-init (reads the instance's user-data), unless the vendor image ships it",
+            "if ! command -v cloud-init >/dev/null 2>&1; then",
+            "  if command -v apt-get >/dev/null 2>&1; then",
+            "    apt-get update",
+            "    DEBIAN_FRONTEND=noninteractive apt-get install -y cloud-init",
+            "  elif command -v dnf >/dev/null 2>&1; then",
+            "    dnf install -y cloud-init",
+            "  else",
+            "    yum install -y cloud-init",
+            "  fi",
+            "  install -d /etc/cloud/cloud.cfg.d",
+            "  printf '%s\\n' 'datasource_list: [ GCE, None ]' > /etc/cloud/cloud.cfg.d/90-csis-datasource.cfg",
+            "  systemctl enable cloud-init-local.service cloud-init.service cloud-config.service cloud-final.service",
+            "fi",
+        ]
+        .iter()
+        .map(|l| l.to_string())
+        .collect()
+    }
 }
 
 fn builder(decl: &Arc<BuilderDecl>) -> Box<dyn Builder> {
     Box::new(GceRuntime { decl: decl.clone() })
 }
 
+/// The network tags a bake instance carries: the runtime's
+/// `bake_network_tags`, else `csis-bake`.
+pub fn bake_network_tags(runtime: &BuilderDecl) -> Vec<&str> {
+    let declared: Vec<&str> = runtime
+        .extra
+        .get("bake_network_tags")
+        .and_then(Value::as_seq)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    if declared.is_empty() {
+        vec![DEFAULT_BAKE_NETWORK_TAG]
+    } else {
+        declared
+    }
+}
+
+/// The network tag of every bake instance when the runtime names none.
+pub const DEFAULT_BAKE_NETWORK_TAG: &str = "csis-bake";
+
 /// `project` (required), `zone`, `default_disk_size`, `ssh_username`,
-/// `session` (iap or os-login).
+/// `session` (iap or os-login), `use_iap`, `bake_network_tags`.
 fn runtime_extra(f: &mut Fields<'_>) -> Map {
     let mut m = Map::default();
     let project = f.req_str("project");
     m.insert("project".into(), Value::str(project));
     read_strings(f, &mut m, &["zone", "ssh_username"]);
     read_disk_size(f, &mut m, 10, " on GCE");
+    if let Some(iap) = f.opt_bool("use_iap") {
+        m.insert(
+            "use_iap".into(),
+            Value::Scalar {
+                text: iap.to_string(),
+                plain: true,
+            },
+        );
+    }
+    let tags = f.str_list("bake_network_tags");
+    for t in &tags {
+        // Compute Engine network tags: RFC 1035 labels, 1 to 63
+        // characters ("Add network tags").
+        let ok = (1..=63).contains(&t.len())
+            && t.starts_with(|c: char| c.is_ascii_lowercase())
+            && !t.ends_with('-')
+            && t.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        if !ok {
+            f.error_at(
+                "bake_network_tags",
+                format!("network tag '{t}' is not one Compute Engine accepts -- 1 to 63 lowercase letters, digits and dashes, starting with a letter and not ending with a dash"),
+            );
+        }
+    }
+    if !tags.is_empty() {
+        m.insert(
+            "bake_network_tags".into(),
+            Value::Seq(tags.into_iter().map(Value::str).collect()),
+        );
+    }
     let session = f.str_or("session", "iap");
     if !matches!(session.as_str(), "iap" | "os-login") {
         f.error_at(

@@ -43,6 +43,7 @@ fn runtime(extra: &str) -> Box<dyn Builder> {
 fn bake(parent: PackerParent) -> PackerBake {
     PackerBake {
         series: "Web_App".into(),
+        tree: "Demo".into(),
         source_name: "Web_App".into(),
         parent,
         family: "debian".into(),
@@ -89,10 +90,11 @@ fn a_vendor_image_by_family_with_labels_under_the_gce_rules() {
   source_image_family     = "debian-12"
   source_image_project_id = ["debian-cloud"]
   image_name              = "web-app-${local.csis_run_label}"
-  image_family            = "web-app"
+  image_family            = "demo-web-app"
   disk_size               = 20
   network                 = "csis-net"
   subnetwork              = "csis-subnet"
+  tags                    = ["csis-bake"]
   ssh_username            = "packer"
   image_labels            = {
     csis_identity_types = "unix_ldap"
@@ -119,7 +121,7 @@ fn parents_by_name_and_by_family_in_the_runtimes_project() {
     assert!(text.contains("  source_image            = \"base-2026-12-02t15-53-24\"\n  source_image_project_id = [\"my-proj\"]\n"), "{text}");
     let text = source(rt.as_ref(), PackerParent::Series("Base_OS".into()));
     assert!(
-        text.contains("  source_image_family     = \"base-os\"\n"),
+        text.contains("  source_image_family     = \"demo-base-os\"\n"),
         "{text}"
     );
     let err = rt
@@ -186,7 +188,12 @@ fn label_keys_follow_the_gce_rules() {
 #[test]
 fn one_naming_rule_for_images_instances_and_disks() {
     assert_eq!(resource_name("9lives", 63), "csis-9lives");
-    assert_eq!(image_family("9lives"), "csis-9lives");
+    assert_eq!(image_family("demo", "9lives"), "demo-csis-9lives");
+    // The tree's part is cut at 20 characters, the series' at 42: a
+    // family stays within Compute Engine's 63.
+    let long = image_family(&"t".repeat(30), &"s".repeat(60));
+    assert_eq!(long, format!("{}-{}", "t".repeat(20), "s".repeat(42)));
+    assert_eq!(long.len(), 63);
     assert_eq!(name("gce_data"), "gce-data");
     assert_eq!(name("Data.Disk"), "data-disk");
     assert_eq!(name("x_"), "x");
@@ -202,7 +209,7 @@ fn the_names_validation_compares_are_the_ones_the_bakes_and_roots_use() {
     assert_eq!(
         d(ItemKind::IMAGES, "Web_App"),
         [
-            ("GCE image family", "web-app".to_string()),
+            ("GCE image family", "<tree>-web-app".to_string()),
             ("GCE image name", "web-app-<run>".to_string()),
         ]
     );
@@ -297,5 +304,43 @@ fn project_is_required_and_sizes_and_sessions_are_checked() {
             "default_disk_size is a size in GiB, at least 10 on GCE (not 5)".to_string(),
             "runtime gce knows the session mechanisms iap and os-login (not 'ssm') -- write one of them".to_string(),
         ]
+    );
+}
+
+#[test]
+fn bakes_carry_network_tags_a_firewall_rule_targets_and_may_go_through_iap() {
+    let rt = runtime("bake_network_tags: [packer-ssh, csis-bake]\nuse_iap: true\n");
+    let text = source(rt.as_ref(), PackerParent::Build("base-1".into()));
+    assert!(
+        text.contains("  tags                    = [\"packer-ssh\", \"csis-bake\"]\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  use_iap                 = true\n"),
+        "{text}"
+    );
+    let (_, diags) = decl(&format!(
+        "{RUNTIME}project: my-proj\nbake_network_tags: [Packer_SSH]\n"
+    ));
+    assert_eq!(
+        diags,
+        vec!["network tag 'Packer_SSH' is not one Compute Engine accepts -- 1 to 63 lowercase letters, digits and dashes, starting with a letter and not ending with a dash".to_string()]
+    );
+}
+
+#[test]
+fn every_base_bake_installs_cloud_init_for_the_gce_datasource_unless_the_image_has_it() {
+    let lines = runtime("").base_bake_commands().join("\n");
+    assert!(
+        lines.contains("if ! command -v cloud-init >/dev/null 2>&1; then"),
+        "{lines}"
+    );
+    assert!(
+        lines.contains("    DEBIAN_FRONTEND=noninteractive apt-get install -y cloud-init"),
+        "{lines}"
+    );
+    assert!(
+        lines.contains("printf '%s\\n' 'datasource_list: [ GCE, None ]' > /etc/cloud/cloud.cfg.d/90-csis-datasource.cfg"),
+        "{lines}"
     );
 }

@@ -178,7 +178,12 @@ impl Builder for LocalBuilder {
         exec::unmount(&self.store(root), instance, mount_point)
     }
 
-    fn observe(&self, root: &std::path::Path) -> Result<csis_plugin_api::Observed, String> {
+    /// The store is the tree's own: nothing of another tree is in it.
+    fn observe(
+        &self,
+        root: &std::path::Path,
+        _tree: &str,
+    ) -> Result<csis_plugin_api::Observed, String> {
         exec::observe(&self.store(root), self.decl.name())
     }
 

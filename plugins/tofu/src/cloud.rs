@@ -61,6 +61,8 @@ pub struct Subnet {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Runtime {
     pub name: String,
+    /// The tree's id, which scopes image lookups and families.
+    pub tree: String,
     pub region: String,
     /// AWS: the named profile the provider authenticates with.
     pub profile: Option<String>,
@@ -122,6 +124,7 @@ pub fn runtime_of(ctx: &dyn HookContext, me: &BuilderDecl, cloud: Cloud) -> Hook
     };
     Ok(Runtime {
         name: rt.name().to_string(),
+        tree: ctx.tree_id(),
         region: c.region.trim().to_string(),
         profile: profile.map(str::to_string),
         project: project.map(str::to_string),

@@ -243,11 +243,15 @@ fn an_aws_instance_boots_its_series_newest_build_with_its_storages_attached_in_o
     let o = ok_run(&tree(BASE_CONFIG), &["instance-image"]);
     let main = gen_file(&o, "instance-image/ec2/instance-generation/main.tf");
     for expected in [
-        "data \"aws_ami\" \"series\" {\n  for_each    = toset([\"web\"])\n  most_recent = true\n  owners      = [\"self\"]\n\n  filter {\n    name   = \"tag:csis_series\"\n    values = [each.key]\n  }\n}\n",
+        // The newest build of the series in this tree (its id, `t`):
+        // another tree's series of the same name is not a candidate.
+        "data \"aws_ami\" \"series\" {\n  for_each    = toset([\"web\"])\n  most_recent = true\n  owners      = [\"self\"]\n\n  filter {\n    name   = \"tag:csis_series\"\n    values = [each.key]\n  }\n\n  filter {\n    name   = \"tag:csis_tree\"\n    values = [\"t\"]\n  }\n}\n",
+        // A changed user-data is a new machine, which the plan names.
+        "  user_data                   = each.value.user_data\n  user_data_replace_on_change = true\n",
         "      ami               = data.aws_ami.series[\"web\"].id\n      instance_type     = \"t3.large\"\n      subnet_id         = \"subnet-a\"\n      availability_zone = \"us-east-1a\"\n",
         "      user_data         = replace(replace(file(\"${path.module}/web.user-data\"), \"@@csis-volume:data@@\", replace(data.aws_ebs_volume.storage[\"data\"].id, \"-\", \"\")), \"@@csis-volume:logs@@\", replace(data.aws_ebs_volume.storage[\"logs\"].id, \"-\", \"\"))\n",
         "    \"web/data\" = {\n      instance    = \"web\"\n      storage     = \"data\"\n      device_name = \"/dev/xvdf\"\n    }\n    \"web/logs\" = {\n      instance    = \"web\"\n      storage     = \"logs\"\n      device_name = \"/dev/xvdg\"\n    }\n",
-        "resource \"aws_instance\" \"instance\" {\n  for_each             = local.instances\n  ami                  = each.value.ami\n",
+        "resource \"aws_instance\" \"instance\" {\n  for_each                    = local.instances\n  ami                         = each.value.ami\n",
         "resource \"aws_volume_attachment\" \"attach\" {\n  for_each    = local.attachments\n  device_name = each.value.device_name\n  volume_id   = data.aws_ebs_volume.storage[each.value.storage].id\n  instance_id = aws_instance.instance[each.value.instance].id\n}\n",
     ] {
         assert!(main.contains(expected), "{expected}\n--- in ---\n{main}");
@@ -281,12 +285,16 @@ fn a_gce_instance_boots_its_family_and_attaches_disks_under_names_without_unders
     let o = ok_run(&tree(BASE_CONFIG), &["instance-image"]);
     let main = gen_file(&o, "instance-image/gce-vms/instance-generation/main.tf");
     for expected in [
-        "data \"google_compute_image\" \"series\" {\n  for_each = toset([\"web\"])\n  family   = each.key\n  project  = var.project\n}\n",
-        "      image        = data.google_compute_image.series[\"web\"].self_link\n      build        = data.google_compute_image.series[\"web\"].name\n      machine_type = \"e2-small\"\n      zone         = \"europe-west1-b\"\n      network      = \"corp-net\"\n      subnetwork   = \"corp-sub\"\n      user_data    = file(\"${path.module}/api.user-data\")\n",
+        // The family of the series in this tree (its id, `t`).
+        "data \"google_compute_image\" \"series\" {\n  for_each = toset([\"t-web\"])\n  family   = each.key\n  project  = var.project\n}\n",
+        "      image        = data.google_compute_image.series[\"t-web\"].self_link\n      build        = data.google_compute_image.series[\"t-web\"].name\n      machine_type = \"e2-small\"\n      zone         = \"europe-west1-b\"\n      network      = \"corp-net\"\n      subnetwork   = \"corp-sub\"\n      user_data    = file(\"${path.module}/api.user-data\")\n",
         "    \"api/gce_data\" = {\n      instance    = \"api\"\n      storage     = \"gce_data\"\n      disk        = \"gce-data\"\n      zone        = \"europe-west1-b\"\n      device_name = \"gce-data\"\n    }\n",
         "  metadata                  = {\n    user-data = each.value.user_data\n  }\n\n  boot_disk {\n    initialize_params {\n      image = each.value.image\n    }\n  }\n",
         "  machine_type              = each.value.machine_type\n  allow_stopping_for_update = true\n",
-        "  lifecycle {\n    ignore_changes = [attached_disk]\n  }\n",
+        // A changed user-data replaces the machine: the provider would
+        // update the metadata in place, which cloud-init never reads again.
+        "resource \"terraform_data\" \"user_data\" {\n  for_each = local.instances\n  input    = sha256(each.value.user_data)\n}\n",
+        "  lifecycle {\n    ignore_changes       = [attached_disk]\n    replace_triggered_by = [terraform_data.user_data[each.key]]\n  }\n",
         "resource \"google_compute_attached_disk\" \"attach\" {\n  for_each    = local.attachments\n  disk        = each.value.disk\n  instance    = google_compute_instance.instance[each.value.instance].id\n",
     ] {
         assert!(main.contains(expected), "{expected}\n--- in ---\n{main}");
@@ -827,10 +835,10 @@ fn an_unpinned_gce_instance_looks_up_the_family_its_series_is_baked_into() {
     let o = ok_run(&t, &["instance-image"]);
     let main = gen_file(&o, "instance-image/gce-vms/instance-generation/main.tf");
     // The family the packer googlecompute source bakes series 2web into.
-    assert_eq!(csis_plugin_gce::image_family("2web"), "csis-2web");
+    assert_eq!(csis_plugin_gce::image_family("t", "2web"), "t-csis-2web");
     for expected in [
-        "data \"google_compute_image\" \"series\" {\n  for_each = toset([\"csis-2web\"])\n",
-        "      image        = data.google_compute_image.series[\"csis-2web\"].self_link\n",
+        "data \"google_compute_image\" \"series\" {\n  for_each = toset([\"t-csis-2web\"])\n",
+        "      image        = data.google_compute_image.series[\"t-csis-2web\"].self_link\n",
         // Labels are GCE label values, as the baked image's labels are.
         "      labels       = {\n        csis_instance = \"api\"\n        csis_series   = \"2web\"\n      }\n",
     ] {
@@ -855,7 +863,7 @@ fn aws_machines_run_with_a_session_instance_profile_the_root_makes_or_the_runtim
         "resource \"aws_iam_role\" \"session\" {\n  name_prefix        = \"csis-ssm-\"\n",
         "  policy_arn = \"arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore\"\n",
         "resource \"aws_iam_instance_profile\" \"session\" {\n  name_prefix = \"csis-ssm-\"\n  role        = aws_iam_role.session.name\n}\n",
-        "  iam_instance_profile = aws_iam_instance_profile.session.name\n",
+        "  iam_instance_profile        = aws_iam_instance_profile.session.name\n",
         "  metadata_options {\n    http_endpoint = \"enabled\"\n    http_tokens   = \"required\"\n  }\n",
     ] {
         assert!(main.contains(expected), "{expected}\n--- in ---\n{main}");
@@ -868,7 +876,7 @@ fn aws_machines_run_with_a_session_instance_profile_the_root_makes_or_the_runtim
     let o = ok_run(&t, &["instance-image"]);
     let main = gen_file(&o, "instance-image/ec2/instance-generation/main.tf");
     assert!(
-        main.contains("  iam_instance_profile = \"corp-ssm\"\n"),
+        main.contains("  iam_instance_profile        = \"corp-ssm\"\n"),
         "{main}"
     );
     assert!(!main.contains("aws_iam_"), "{main}");

@@ -36,7 +36,7 @@ impl Ops<'_> {
             .filter(|d| runtime.is_none_or(|r| r == d.name()))
         {
             let (rt, hooks) = self.runtime_hooks("state import", decl.name())?;
-            match hooks.observe(&self.ws.root) {
+            match hooks.observe(&self.ws.root, &self.ws.tree_id()) {
                 Ok(seen) => foreign.extend(
                     seen.images
                         .into_iter()

@@ -48,7 +48,7 @@ impl Ops<'_> {
             }
         }
         let seen = hooks
-            .observe(&self.ws.root)
+            .observe(&self.ws.root, &self.ws.tree_id())
             .map_err(|e| format!("{what}: runtime '{rt}' could not be asked: {e}"))?;
         let mut out = Vec::new();
         for image in &seen.images {

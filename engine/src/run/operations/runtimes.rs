@@ -29,9 +29,11 @@ impl Ops<'_> {
             .describe(&self.ws.root)
             .map_err(|e| format!("runtime describe: runtime '{name}' could not be asked: {e}"))?;
         out.extend(described.into_iter().map(|l| format!("  {l}")));
-        let seen = hooks.observe(&self.ws.root).map_err(|e| {
-            format!("runtime describe: runtime '{name}' could not be asked what exists: {e}")
-        })?;
+        let seen = hooks
+            .observe(&self.ws.root, &self.ws.tree_id())
+            .map_err(|e| {
+                format!("runtime describe: runtime '{name}' could not be asked what exists: {e}")
+            })?;
         let lineage = self.lineage()?;
         let recorded: BTreeSet<&str> = lineage
             .builds

@@ -30,6 +30,10 @@ pub trait HookContext {
     fn lifecycle(&self) -> &str;
     /// The tree's `config:` map (overlays applied).
     fn config(&self) -> Map;
+    /// The tree's `id` (cfg/_config.yml): what scopes the lineage tags,
+    /// image lookups and image families to this tree, so two trees in
+    /// one account or project never take each other's builds.
+    fn tree_id(&self) -> String;
     /// Builders of a classification, sorted by name.
     fn builders(&self, vct: Vct) -> Vec<Arc<BuilderDecl>>;
     /// A builder by name, alias, or `default`.

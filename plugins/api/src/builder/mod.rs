@@ -319,8 +319,10 @@ pub trait Builder: Send + Sync {
     }
     /// Runtime builders: what exists on the provider now, for `csis state
     /// query` (never a generation hook). `Err` says why it could not be
-    /// asked; the report lists the runtime as unavailable.
-    fn observe(&self, _root: &std::path::Path) -> Result<Observed, String> {
+    /// asked; the report lists the runtime as unavailable. `tree` is the
+    /// tree's id: images carry it (`csis_tree`), and another tree's are
+    /// not this one's to report.
+    fn observe(&self, _root: &std::path::Path, _tree: &str) -> Result<Observed, String> {
         Err("this runtime cannot be asked what exists".into())
     }
     /// Runtime builders, for `csis runtime describe` (never a generation
@@ -408,6 +410,14 @@ pub trait Builder: Send + Sync {
     /// bake runs (as root) after the modifications and before the in-bake
     /// verification, to leave the machine ready to be captured.
     fn bake_finalize_commands(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// Runtime builders: shell commands every base bake on this runtime
+    /// runs (as root) before anything else, to install what the runtime's
+    /// machines need from their image and the vendor's lacks: the agent
+    /// of its session mechanism, the tooling that reads the user-data at
+    /// first boot. Children inherit them with the rest of the disk.
+    fn base_bake_commands(&self) -> Vec<String> {
         Vec::new()
     }
 }

@@ -37,6 +37,8 @@ pub enum PackerParent {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PackerBake {
     pub series: String,
+    /// The tree's id: a parent found by series is found in this tree.
+    pub tree: String,
     /// The source block's label: the series as an identifier.
     pub source_name: String,
     pub parent: PackerParent,

@@ -14,7 +14,9 @@ use csis_plugin_api::{
 };
 
 use super::document::{render, template_path, up_to_root};
-use super::provisioners::{admin_setup, closing, first_boot_install, mod_provisioners};
+use super::provisioners::{
+    admin_setup, closing, first_boot_install, mod_provisioners, runtime_prerequisites,
+};
 use super::runtime::{chain_root, entry_on, os_bake_user, runtime_of, set};
 use super::{Bake, refuse};
 
@@ -74,6 +76,7 @@ fn lineage_tags(
         .take(16)
         .collect();
     for (k, v) in [
+        ("csis_tree", PackerValue::Literal(ctx.tree_id())),
         ("csis_series", PackerValue::Literal(series.to_string())),
         ("csis_parent", PackerValue::Literal(parent.to_string())),
         ("csis_run", PackerValue::Run),
@@ -170,8 +173,10 @@ pub fn bakes(ctx: &dyn HookContext, me: &BuilderDecl, base: bool) -> HookResult<
             };
             let keys = admin_keys(os, &config);
             let tests = entry.tests.clone().unwrap_or_else(|| os.tests.clone());
-            let mut provisioners: Vec<Block> =
-                admin_setup(&os.admin_user, &keys).into_iter().collect();
+            let mut provisioners: Vec<Block> = runtime_prerequisites(&rt)
+                .into_iter()
+                .chain(admin_setup(&os.admin_user, &keys))
+                .collect();
             // Only here, in the base: its children inherit the unit.
             provisioners.push(first_boot_install());
             let (closing, in_bake_checks) = closing(&rt, &os.admin_user, &keys, &tests);
@@ -186,6 +191,7 @@ pub fn bakes(ctx: &dyn HookContext, me: &BuilderDecl, base: bool) -> HookResult<
             plans.push(Plan {
                 bake: PackerBake {
                     series: series.to_string(),
+                    tree: ctx.tree_id(),
                     source_name: source_name(series),
                     parent: PackerParent::Vendor {
                         image_id: entry.image_id.clone(),
@@ -284,6 +290,7 @@ pub fn bakes(ctx: &dyn HookContext, me: &BuilderDecl, base: bool) -> HookResult<
             plans.push(Plan {
                 bake: PackerBake {
                     series: name.clone(),
+                    tree: ctx.tree_id(),
                     source_name: source_name(&name),
                     parent: packer_parent,
                     family: root.family.clone(),

@@ -25,6 +25,15 @@ fn shell(inline: Vec<String>, env: Vec<Expr>) -> Block {
         .attr("inline", Expr::strs(inline))
 }
 
+/// Base images: what the runtime's machines need that the vendor image
+/// lacks (its session agent, the boot tooling that reads user-data),
+/// first, so the admin setup and the modifications run on a machine that
+/// has it.
+pub(super) fn runtime_prerequisites(rt: &Runtime) -> Option<Block> {
+    let lines = rt.hooks.base_bake_commands();
+    (!lines.is_empty()).then(|| shell(lines, Vec::new()))
+}
+
 /// Base images: the admin user and its keys, as the in-bake assertions
 /// expect them.
 pub(super) fn admin_setup(user: &str, keys: &[String]) -> Option<Block> {

@@ -24,6 +24,11 @@ pub(super) fn aws_main(rt: &Runtime, planned: &[Planned], header: &str) -> Body 
                     Block::new("filter", Vec::<String>::new())
                         .attr("name", "tag:csis_series")
                         .attr("values", Expr::raw("[each.key]")),
+                )
+                .block(
+                    Block::new("filter", Vec::<String>::new())
+                        .attr("name", "tag:csis_tree")
+                        .attr("values", Expr::strs([rt.tree.as_str()])),
                 ),
         );
     }
@@ -50,7 +55,7 @@ pub(super) fn aws_main(rt: &Runtime, planned: &[Planned], header: &str) -> Body 
         .map(|p| {
             let ami = match &p.pin {
                 Some(b) => Expr::str(b.clone()),
-                None => Expr::raw(series_ref(Cloud::Aws, &p.series)),
+                None => Expr::raw(series_ref(rt, Cloud::Aws, &p.series)),
             };
             (
                 p.name.clone(),
@@ -101,6 +106,13 @@ pub(super) fn aws_main(rt: &Runtime, planned: &[Planned], header: &str) -> Body 
             )
             .attr("iam_instance_profile", profile)
             .attr("user_data", Expr::raw("each.value.user_data"))
+            // A running machine never reads its user-data again (cloud-init
+            // runs users and write_files once per instance), and the
+            // provider would stop and start it to change the attribute:
+            // a changed user-data is a new machine, a replacement the
+            // plan names and the gate's whitelist admits (aws provider,
+            // aws_instance: user_data_replace_on_change).
+            .attr("user_data_replace_on_change", true)
             .attr("tags", Expr::raw("each.value.tags"))
             // IMDSv2 only: the instance's credentials (the session role's)
             // are served to token-holding callers, never to a plain GET.

@@ -11,7 +11,7 @@ pub(super) fn gce_main(rt: &Runtime, planned: &[Planned], header: &str) -> Body 
     let mut families: Vec<String> = planned
         .iter()
         .filter(|p| p.pin.is_none())
-        .map(|p| csis_plugin_gce::image_family(&p.series))
+        .map(|p| csis_plugin_gce::image_family(&rt.tree, &p.series))
         .collect();
     families.sort();
     families.dedup();
@@ -33,8 +33,11 @@ pub(super) fn gce_main(rt: &Runtime, planned: &[Planned], header: &str) -> Body 
                     Expr::str(b.clone()),
                 ),
                 None => (
-                    Expr::raw(format!("{}.self_link", series_ref(Cloud::Gce, &p.series))),
-                    Expr::raw(format!("{}.name", series_ref(Cloud::Gce, &p.series))),
+                    Expr::raw(format!(
+                        "{}.self_link",
+                        series_ref(rt, Cloud::Gce, &p.series)
+                    )),
+                    Expr::raw(format!("{}.name", series_ref(rt, Cloud::Gce, &p.series))),
                 ),
             };
             (
@@ -67,6 +70,14 @@ pub(super) fn gce_main(rt: &Runtime, planned: &[Planned], header: &str) -> Body 
             .attr("instances", Expr::Object(instances))
             .attr("attachments", attachments(planned, Cloud::Gce)),
     );
+    // What the instance's replacement follows: the digest of its
+    // user-data (OpenTofu's built-in terraform_data; a change of `input`
+    // is an update, which replace_triggered_by turns into a replacement).
+    body = body.block(
+        Block::new("resource", ["terraform_data", "user_data"])
+            .attr("for_each", Expr::raw("local.instances"))
+            .attr("input", Expr::raw("sha256(each.value.user_data)")),
+    );
     body = body.block(
         Block::new("resource", ["google_compute_instance", "instance"])
             .attr("for_each", Expr::raw("local.instances"))
@@ -97,10 +108,17 @@ pub(super) fn gce_main(rt: &Runtime, planned: &[Planned], header: &str) -> Body 
                     .attr("network", Expr::raw("each.value.network"))
                     .attr("subnetwork", Expr::raw("each.value.subnetwork")),
             )
-            // google_compute_attached_disk owns the attachments.
+            // google_compute_attached_disk owns the attachments. A
+            // changed user-data replaces the machine, as on AWS: the
+            // provider would change the metadata in place, and cloud-init
+            // never reads it again on a running machine.
             .block(
                 Block::new("lifecycle", Vec::<String>::new())
-                    .attr("ignore_changes", Expr::raw("[attached_disk]")),
+                    .attr("ignore_changes", Expr::raw("[attached_disk]"))
+                    .attr(
+                        "replace_triggered_by",
+                        Expr::raw("[terraform_data.user_data[each.key]]"),
+                    ),
             ),
     );
     if planned.iter().any(|p| !p.mounts.is_empty()) {

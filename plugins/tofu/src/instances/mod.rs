@@ -276,12 +276,12 @@ fn user_data_expr(cloud: Cloud, p: &Planned) -> Expr {
     e
 }
 
-fn series_ref(cloud: Cloud, series: &str) -> String {
+fn series_ref(rt: &Runtime, cloud: Cloud, series: &str) -> String {
     match cloud {
         Cloud::Aws => format!("data.aws_ami.series[{}].id", csis_hcl::literal(series)),
         Cloud::Gce => format!(
             "data.google_compute_image.series[{}]",
-            csis_hcl::literal(&csis_plugin_gce::image_family(series))
+            csis_hcl::literal(&csis_plugin_gce::image_family(&rt.tree, series))
         ),
     }
 }
