@@ -78,7 +78,7 @@ fn an_image_whose_family_collides_is_refused_once() {
     assert_eq!(
         found,
         [
-            "image 'app_' becomes GCE image family 'app', as image 'app' (images/chain.yml:19:5) does; two resources cannot share a name: rename one"
+            "image 'app_' becomes GCE image family '<tree>-app', as image 'app' (images/chain.yml:19:5) does; two resources cannot share a name: rename one"
         ]
     );
 }

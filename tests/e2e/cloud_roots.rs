@@ -219,3 +219,80 @@ fn packer_validates_every_template_emitted_for_the_worked_clouds_tree() {
         std::fs::remove_file(&copy).unwrap();
     }
 }
+
+/// The EC2 instance standing under csis_instance `name`.
+fn machine(moto: &crate::moto::Moto, name: &str) -> String {
+    moto.python(&format!(
+        "r = ec2.describe_instances(Filters=[{{'Name': 'tag:csis_instance', 'Values': ['{name}']}}, {{'Name': 'instance-state-name', 'Values': ['pending', 'running']}}])\n\
+         print(' '.join(i['InstanceId'] for x in r['Reservations'] for i in x['Instances']))"
+    ))
+}
+
+#[test]
+fn a_new_group_member_replaces_the_launched_machines_and_the_plan_names_it() {
+    let Some((moto, t, d)) = crate::moto::clouds(|_| {}) else {
+        return;
+    };
+    let root = t.path();
+    let (code, out) = moto.csis(root, d.path(), NOW, &["run", "all", "--no-dry-run"]);
+    assert_eq!(code, Some(0), "{out}");
+    let first = machine(&moto, "web-aws");
+    assert!(first.starts_with("i-"), "{first}");
+    let record = read(&root.join("meta-state/launch-params.yaml"));
+    assert!(record.contains("user_data_sha256: "), "{record}");
+    let launched_run = record
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("launched_run: "))
+        .unwrap()
+        .trim_matches('"')
+        .to_string();
+
+    // A third member of ops: every machine of its images boots with a
+    // login more, which a running machine would never read.
+    let people = root.join("groups/people.yml");
+    let text = read(&people)
+        .replace(
+            "  - {name: blake, first_name: Blake, last_name: Bravo}\n",
+            "  - {name: blake, first_name: Blake, last_name: Bravo}\n  - {name: casey, first_name: Casey, last_name: Charlie}\n",
+        )
+        .replace("members: [avery, blake]", "members: [avery, blake, casey]");
+    std::fs::write(&people, text).unwrap();
+    let (code, plan) = moto.csis(root, d.path(), NOW + 60, &["plan"]);
+    assert_eq!(code, Some(0), "{plan}");
+    for name in ["web-aws", "web-gce"] {
+        let line = format!(
+            "instance '{name}' is replaced by the next apply: its user-data changed since run {launched_run} launched it, and a running machine never reads its user-data again"
+        );
+        assert!(plan.contains(&line), "{line}\n{plan}");
+    }
+    assert!(
+        plan.contains("Plan: 0 to bake, 8 current, 0 instances to launch, 2 to replace."),
+        "{plan}"
+    );
+    // A dry run changes nothing of that: the machines stand as launched.
+    let (code, out) = moto.csis(root, d.path(), NOW + 90, &["run", "all"]);
+    assert_eq!(code, Some(0), "{out}");
+    let (_, plan) = moto.csis(root, d.path(), NOW + 100, &["plan"]);
+    assert!(plan.contains(", 2 to replace."), "{plan}");
+
+    // The real run: the OpenTofu plans replace both machines, the gate
+    // admits it, and the new machine stands in the same generation.
+    let (code, out) = moto.csis(root, d.path(), NOW + 120, &["run", "all", "--no-dry-run"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(!out.contains("replaced out of band"), "{out}");
+    let second = machine(&moto, "web-aws");
+    assert!(
+        second.starts_with("i-") && second != first,
+        "{first} {second}"
+    );
+    let ledger = read(&root.join("meta-state/instance-state.yaml"));
+    assert!(
+        ledger.contains(&format!("instance_id: {second}")) && !ledger.contains(&first),
+        "{ledger}"
+    );
+    let (_, plan) = moto.csis(root, d.path(), NOW + 180, &["plan"]);
+    assert!(
+        plan.contains("Plan: 0 to bake, 8 current, 0 instances to launch."),
+        "{plan}"
+    );
+}

@@ -7,21 +7,19 @@
 //! as well; this catches the cause where it is written.
 
 use csis_model::models::Item;
-use csis_model::{Diagnostic, ItemKind, Subject, Vct};
+use csis_model::{Diagnostic, ItemKind, Subject};
 
 use crate::db::{Db, Tree};
-use crate::load::builders::builders;
 use crate::load::items::ItemId;
 use crate::load::items_model::structured_item;
 use crate::plan::hook_context::EngineContext;
+use crate::plan::user_data::instance_builder;
 use csis_cloud_config::{MAX_CARRIED, name_problem};
 
 const NAME_RULE: &str =
     "cloud-config names are at most 32 characters of [A-Za-z0-9._-], not beginning with '.' or '-'";
 
 pub(crate) fn user_data_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec<Diagnostic> {
-    let b = builders(db, tree);
-    let registry = db.registry();
     let item = |kind: ItemKind, name: &str| {
         let id = ItemId::new(db, tree, kind, csis_model::naming::safe_name(name));
         structured_item(db, id)
@@ -32,13 +30,7 @@ pub(crate) fn user_data_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) ->
     let Some(Item::Instance(inst)) = si.item.as_deref() else {
         return out;
     };
-    let Some(builder) = b
-        .resolve(Vct::InstanceBuilderModel, &inst.root.named.type_)
-        .and_then(|d| {
-            registry
-                .model(d.classification, d.model)
-                .map(|spec| (spec.builder)(d))
-        })
+    let Some(builder) = instance_builder(db, id)
         .filter(|builder| builder.user_data_format() == Some("cloud-config"))
     else {
         return out;

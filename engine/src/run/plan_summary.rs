@@ -13,7 +13,8 @@ use crate::db::run_input::RunInput;
 use crate::db::{Db, Tree};
 use crate::load::items::{ItemId, item_index};
 use crate::plan::bakes::{bake_plan, image_series};
-use crate::state::launch_params::launch_record;
+use crate::plan::user_data::user_data_sha256;
+use crate::state::launch_params::{launch_record, user_data_moved};
 use crate::state::lineage::pins;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -26,8 +27,21 @@ pub struct PlanSummary {
     pub skipped: usize,
     /// Declared instances no real run has launched yet.
     pub launch: usize,
+    /// Launched machines the next apply replaces.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub replaces: Vec<Replace>,
     /// What stays on an old build while its parent re-bakes.
     pub stays: Vec<Stay>,
+}
+
+/// A launched machine whose user-data changed since its launch: a running
+/// machine never reads its user-data again, so the roots replace it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Replace {
+    pub instance: String,
+    /// The run that launched the machine standing now.
+    pub launched_run: String,
+    pub why: String,
 }
 
 /// An image or instance pinned to a build of a series that re-bakes.
@@ -69,8 +83,25 @@ pub fn plan_summary(db: &dyn Db, tree: Tree, run: RunInput) -> PlanSummary {
             .names(ItemKind::INSTANCES)
             .filter(|n| record.instances.get(*n).is_none_or(|r| !r.launched))
             .count(),
+        replaces: Vec::new(),
         stays: Vec::new(),
     };
+    for name in index.names(ItemKind::INSTANCES) {
+        let Some(r) = record.instances.get(name).filter(|r| r.launched) else {
+            continue;
+        };
+        let id = ItemId::new(db, tree, ItemKind::INSTANCES, name.as_str());
+        if user_data_moved(
+            r.user_data_sha256.as_deref(),
+            user_data_sha256(db, id).as_deref(),
+        ) {
+            summary.replaces.push(Replace {
+                instance: name.clone(),
+                launched_run: r.launched_run.clone().unwrap_or_else(|| r.run.clone()),
+                why: "its user-data changed".into(),
+            });
+        }
+    }
     // Images pinned to their parent's build, by parent series.
     let mut pinned_children: BTreeMap<&str, Vec<(&String, &String)>> = BTreeMap::new();
     let series: Vec<_> = index
@@ -120,8 +151,9 @@ pub fn plan_summary(db: &dyn Db, tree: Tree, run: RunInput) -> PlanSummary {
 
 impl PlanSummary {
     /// `Plan: 2 to bake, 3 current, 1 instance to launch.` (and `, N
-    /// skipped` when the selection or scope left some out), then a line
-    /// per pinned dependant of a re-baked parent.
+    /// skipped` when the selection or scope left some out, `, N to
+    /// replace` when launched machines are replaced), then a line per
+    /// replaced machine and per pinned dependant of a re-baked parent.
     pub fn lines(&self) -> Vec<String> {
         let instances = if self.launch == 1 {
             "instance"
@@ -132,10 +164,20 @@ impl PlanSummary {
             0 => String::new(),
             n => format!(", {n} skipped"),
         };
+        let replace = match self.replaces.len() {
+            0 => String::new(),
+            n => format!(", {n} to replace"),
+        };
         let mut out = vec![format!(
-            "Plan: {} to bake, {} current{skipped}, {} {instances} to launch.",
+            "Plan: {} to bake, {} current{skipped}, {} {instances} to launch{replace}.",
             self.bake, self.current, self.launch
         )];
+        for r in &self.replaces {
+            out.push(format!(
+                "instance '{}' is replaced by the next apply: {} since run {} launched it, and a running machine never reads its user-data again",
+                r.instance, r.why, r.launched_run
+            ));
+        }
         for s in &self.stays {
             let policy = s
                 .policy

@@ -96,10 +96,16 @@ impl<'a> Runner<'a> {
     /// Launch parameters after instance-image generates; `launched` after
     /// a real apply executed it.
     pub(super) fn record_launch_params(&mut self) -> Result<(), String> {
+        use crate::plan::user_data::user_data_digests;
         use crate::state::launch_params::{compute_all, recorded};
         let (db, tree) = (&self.ws.db, self.ws.tree);
         let before = self.read_launch_params()?;
-        let after = recorded(&before, &compute_all(db, tree, &before), &self.run_id);
+        let after = recorded(
+            &before,
+            &compute_all(db, tree, &before),
+            &user_data_digests(db, tree),
+            &self.run_id,
+        );
         self.write_launch_params(&before, &after)
     }
 
@@ -187,7 +193,9 @@ impl<'a> Runner<'a> {
         let before = self.read_launch_params()?;
         let index = item_index(&self.ws.db, self.ws.tree);
         let declared: Vec<&String> = index.names(csis_model::ItemKind::INSTANCES).collect();
-        let after = crate::state::launch_params::launched(&before, &declared, &self.run_id);
+        let digests = crate::plan::user_data::user_data_digests(&self.ws.db, self.ws.tree);
+        let after =
+            crate::state::launch_params::launched(&before, &declared, &digests, &self.run_id);
         let new: Vec<(String, bool)> = after
             .instances
             .iter()

@@ -142,8 +142,10 @@ impl InstanceRecords<'_> {
 /// After a real apply: each launched instance's open generation takes the
 /// id of the one machine standing under its name (`how: observed`); a
 /// different id than the one recorded closes it as replaced out of band
-/// and opens the next, with the warning the spec words; a machine with
-/// no generation yet (from before the ledger) is adopted as one.
+/// and opens the next, with the warning the spec words, unless this run's
+/// apply replaced it (its user-data moved), which keeps the generation;
+/// a machine with no generation yet (from before the ledger) is adopted
+/// as one.
 pub fn confirm(
     state: &InstanceState,
     seen: &[(String, ObservedInstance)],
@@ -191,6 +193,13 @@ pub fn confirm(
                 g.how = "observed".into();
             }
             Some(g) if g.instance_id.as_deref() == Some(id) => {}
+            // This run's apply replaced the machine because its user-data
+            // moved (launch_params::launched): the same logical machine,
+            // generation and hostname, on a new id.
+            Some(g) if rec.launched_run.as_deref() == Some(run) => {
+                g.instance_id = Some(id.to_string());
+                g.how = "observed".into();
+            }
             Some(g) => {
                 let was = g.instance_id.clone().unwrap_or_default();
                 let (old_kind, old_number) = (g.kind.clone(), g.number);
@@ -224,6 +233,7 @@ mod tests {
                 n.to_string(),
                 Recorded {
                     params,
+                    user_data_sha256: None,
                     run: "r0".into(),
                     launched: true,
                     launched_run: Some("r0".into()),

@@ -33,6 +33,11 @@ pub struct LaunchParams {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Recorded {
     pub params: Map<String, J>,
+    /// The SHA-256 of the user-data the machine boots with
+    /// (`plan::user_data`); for a launched machine, the user-data it was
+    /// launched with, since a running machine never reads it again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_data_sha256: Option<String>,
     pub run: String,
     #[serde(default)]
     pub launched: bool,
@@ -231,26 +236,36 @@ pub(crate) fn bound_only(before: &Map<String, J>) -> bool {
     before.get("build").and_then(J::as_str) == Some(UNBOUND)
 }
 
-/// The record after this run generated the instance-image lifecycle: every
-/// declared instance's parameters; a launched machine stays launched unless
-/// its pin moved (the replacement launches anew). Undeclared instances keep
-/// their records until they are forgotten.
+/// The record after generation: each declared instance whose parameters
+/// or user-data changed is recorded anew by `run`. A launched machine
+/// stays launched unless its pin moved (an upgrade, a follow target: the
+/// replacement launches anew), and keeps the digest of the user-data it
+/// was launched with until the apply that replaces it ([`launched`]).
+/// `digests` holds each instance's user-data digest, when its builder
+/// emits user-data. Undeclared instances keep their records until they
+/// are forgotten.
 pub fn recorded(
     record: &LaunchParams,
     now: &BTreeMap<String, Map<String, J>>,
+    digests: &BTreeMap<String, String>,
     run: &str,
 ) -> LaunchParams {
     let mut next = record.clone();
     for (name, params) in now {
         let before = record.instances.get(name);
-        if before.is_some_and(|b| &b.params == params) {
+        let keep_launched = before.filter(|b| b.launched && !replaced(&b.params, params));
+        let digest = match keep_launched {
+            Some(b) if b.user_data_sha256.is_some() => b.user_data_sha256.clone(),
+            _ => digests.get(name).cloned(),
+        };
+        if before.is_some_and(|b| &b.params == params && b.user_data_sha256 == digest) {
             continue;
         }
-        let keep_launched = before.filter(|b| b.launched && !replaced(&b.params, params));
         next.instances.insert(
             name.clone(),
             Recorded {
                 params: params.clone(),
+                user_data_sha256: digest,
                 run: run.to_string(),
                 launched: keep_launched.is_some(),
                 launched_run: keep_launched.and_then(|b| b.launched_run.clone()),
@@ -260,16 +275,35 @@ pub fn recorded(
     next
 }
 
+/// Whether a machine launched with user-data `was` boots with other
+/// user-data now. A record written before digests were kept (`None`)
+/// learns the digest without a replacement.
+pub fn user_data_moved(was: Option<&str>, now: Option<&str>) -> bool {
+    matches!((was, now), (Some(a), Some(b)) if a != b)
+}
+
 /// The record after a real instance-image apply launched every declared
-/// instance.
-pub fn launched(record: &LaunchParams, declared: &[&String], run: &str) -> LaunchParams {
+/// instance: one not launched yet is, and a launched one whose user-data
+/// moved was replaced by it (the roots replace such a machine) and now
+/// stands with the user-data of `digests`, launched by `run`.
+pub fn launched(
+    record: &LaunchParams,
+    declared: &[&String],
+    digests: &BTreeMap<String, String>,
+    run: &str,
+) -> LaunchParams {
     let mut next = record.clone();
     for name in declared {
-        if let Some(r) = next.instances.get_mut(*name)
-            && !r.launched
-        {
+        let Some(r) = next.instances.get_mut(*name) else {
+            continue;
+        };
+        let now = digests.get(*name);
+        if !r.launched {
             r.launched = true;
             r.launched_run = Some(run.to_string());
+        } else if user_data_moved(r.user_data_sha256.as_deref(), now.map(String::as_str)) {
+            r.launched_run = Some(run.to_string());
+            r.user_data_sha256 = now.cloned();
         }
     }
     next
@@ -310,21 +344,67 @@ mod tests {
     fn recording_keeps_a_launch_until_the_pin_moves() {
         let mut now = BTreeMap::new();
         now.insert("box".to_string(), params(UNBOUND, &[], "a"));
-        let first = recorded(&LaunchParams::default(), &now, "r1");
+        let first = recorded(&LaunchParams::default(), &now, &BTreeMap::new(), "r1");
         assert!(!first.instances["box"].launched);
-        let up = launched(&first, &[&"box".to_string()], "r2");
+        let up = launched(&first, &[&"box".to_string()], &BTreeMap::new(), "r2");
         assert_eq!(up.instances["box"].launched_run.as_deref(), Some("r2"));
         now.insert("box".to_string(), params("b1", &[], "a"));
-        let bound = recorded(&up, &now, "r3");
+        let bound = recorded(&up, &now, &BTreeMap::new(), "r3");
         assert!(
             bound.instances["box"].launched,
             "binding the pin keeps the machine"
         );
         now.insert("box".to_string(), params("b2", &[], "a"));
-        let moved = recorded(&bound, &now, "r4");
+        let moved = recorded(&bound, &now, &BTreeMap::new(), "r4");
         assert!(
             !moved.instances["box"].launched,
             "a moved pin is a replacement"
         );
+    }
+
+    #[test]
+    fn a_launched_machine_keeps_its_user_data_digest_until_the_apply_replaces_it() {
+        let now = BTreeMap::from([("box".to_string(), params("b1", &[], "a"))]);
+        let digest = |d: &str| BTreeMap::from([("box".to_string(), d.to_string())]);
+        let first = recorded(&LaunchParams::default(), &now, &digest("d1"), "r1");
+        assert_eq!(
+            first.instances["box"].user_data_sha256.as_deref(),
+            Some("d1")
+        );
+        let box_ = "box".to_string();
+        let up = launched(&first, &[&box_], &digest("d1"), "r2");
+        assert_eq!(
+            recorded(&up, &now, &digest("d1"), "r3"),
+            up,
+            "nothing moved"
+        );
+        // Generated with other user-data: still the machine of r2, with
+        // what it was launched with.
+        let generated = recorded(&up, &now, &digest("d2"), "r3");
+        assert_eq!(generated, up);
+        // The apply replaced it: launched by r3, with d2.
+        let after = launched(&generated, &[&box_], &digest("d2"), "r3");
+        let r = &after.instances["box"];
+        assert!(r.launched);
+        assert_eq!(
+            (r.user_data_sha256.as_deref(), r.launched_run.as_deref()),
+            (Some("d2"), Some("r3"))
+        );
+        // A record kept before digests learns one without a replacement.
+        let mut old = up.clone();
+        old.instances.get_mut("box").unwrap().user_data_sha256 = None;
+        let learnt = recorded(&old, &now, &digest("d1"), "r3");
+        assert!(learnt.instances["box"].launched);
+        assert_eq!(
+            learnt.instances["box"].user_data_sha256.as_deref(),
+            Some("d1")
+        );
+        assert_eq!(
+            launched(&learnt, &[&box_], &digest("d1"), "r4").instances["box"].launched_run,
+            Some("r2".to_string())
+        );
+        assert!(!user_data_moved(None, Some("d1")));
+        assert!(!user_data_moved(Some("d1"), None));
+        assert!(user_data_moved(Some("d1"), Some("d2")));
     }
 }

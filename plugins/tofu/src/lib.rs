@@ -123,6 +123,11 @@ impl Builder for TofuBuilder {
         }
         instances::user_data_of(ctx, &self.decl, self.cloud, instance)
     }
+    /// The roots set `user_data_replace_on_change` (AWS) and
+    /// `replace_triggered_by` the user-data's digest (GCE).
+    fn replaces_on_user_data_change(&self) -> bool {
+        self.role == Role::Instance
+    }
     fn destroy_whitelist(&self, ctx: &dyn HookContext) -> Vec<String> {
         match self.role {
             Role::Instance => instances::whitelist(ctx, &self.decl, self.cloud),

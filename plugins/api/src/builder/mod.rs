@@ -197,6 +197,14 @@ pub trait Builder: Send + Sync {
     ) -> Option<crate::cloud_config::UserData> {
         None
     }
+    /// Instance builders: whether an apply replaces a launched machine
+    /// whose user-data changed (a running machine never reads it again).
+    /// Then csis records the digest of the user-data each machine was
+    /// launched with (launch-params.yaml `user_data_sha256`) and the plan
+    /// names the replacement.
+    fn replaces_on_user_data_change(&self) -> bool {
+        false
+    }
     /// Storage and instance builders whose roots keep terraform state:
     /// the resource addresses (or address prefixes) whose planned destroy
     /// `csis gate-plan` lets through for this builder's root in the
