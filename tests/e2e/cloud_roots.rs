@@ -86,6 +86,12 @@ fn the_backends_versions_and_instances_are_what_a_real_apply_accepts() {
         versions.contains("required_version = \">= 1.10.0\"\n"),
         "{versions}"
     );
+    // The gcs backend locks natively on any OpenTofu csis supports.
+    let versions = file(&g, "instance-image/gce-vms/instance-generation/versions.tf");
+    assert!(
+        versions.contains("required_version = \">= 1.6.0\"\n"),
+        "{versions}"
+    );
     // Machines reachable through Session Manager, IMDSv2 only; a changed
     // user-data is a replacement the plan names.
     let ec2 = file(&g, "instance-image/ec2/instance-generation/main.tf");
