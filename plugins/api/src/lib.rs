@@ -218,6 +218,18 @@ impl BuilderDecl {
         non_empty(self.extra.get(key))
     }
 
+    /// One of the plugin's own fields that is a list of text; empty when
+    /// absent.
+    pub fn extra_strs(&self, key: &str) -> Vec<&str> {
+        self.extra
+            .get(key)
+            .and_then(Value::as_seq)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect()
+    }
+
     /// One key of the builder's `config:` as text, trimmed; `None` when
     /// absent or empty.
     pub fn config_str(&self, key: &str) -> Option<&str> {

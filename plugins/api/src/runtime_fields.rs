@@ -11,6 +11,31 @@ pub fn read_strings(f: &mut Fields<'_>, m: &mut Map, keys: &[&'static str]) {
     }
 }
 
+/// `key` when declared, as a boolean (`true` / `false`).
+pub fn read_bool(f: &mut Fields<'_>, m: &mut Map, key: &'static str) {
+    if let Some(b) = f.opt_bool(key) {
+        m.insert(
+            key.into(),
+            Value::Scalar {
+                text: b.to_string(),
+                plain: true,
+            },
+        );
+    }
+}
+
+/// `key` when declared and not empty, as a list of text; what was read.
+pub fn read_string_list(f: &mut Fields<'_>, m: &mut Map, key: &'static str) -> Vec<String> {
+    let items = f.str_list(key);
+    if !items.is_empty() {
+        m.insert(
+            key.into(),
+            Value::Seq(items.iter().cloned().map(Value::str).collect()),
+        );
+    }
+    items
+}
+
 /// `default_disk_size` when declared: the bake disk (GiB) of every image
 /// on the runtime, at least `min`; `cloud` ends the refusal (` on GCE`).
 pub fn read_disk_size(f: &mut Fields<'_>, m: &mut Map, min: i64, cloud: &str) {

@@ -3,7 +3,7 @@
 //! instance, the lineage tags) and what every base bake installs first.
 
 use csis_hcl::{Block, Expr};
-use csis_model::{Diagnostic, Value};
+use csis_model::Diagnostic;
 use csis_plugin_api::{BuilderDecl, HookResult, PackerBake, PackerParent, PackerValue};
 
 use crate::{AwsRuntime, profile, session_instance_profile};
@@ -176,14 +176,7 @@ fn bake_connectivity(decl: &BuilderDecl, mut b: Block) -> HookResult<Block> {
             b = b.attr("iam_instance_profile", profile);
         }
     }
-    let cidrs: Vec<&str> = decl
-        .extra
-        .get("temporary_security_group_source_cidrs")
-        .and_then(Value::as_seq)
-        .unwrap_or_default()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let cidrs = decl.extra_strs("temporary_security_group_source_cidrs");
     Ok(if cidrs.is_empty() {
         b.attr("temporary_security_group_source_public_ip", true)
     } else {

@@ -17,7 +17,7 @@
 use csis_hcl::Block;
 use csis_model::models::{BaseModelKind, CloudBuilderModel};
 use csis_model::{Fields, Map, Value, Vct};
-use csis_plugin_api::runtime_fields::{read_disk_size, read_strings};
+use csis_plugin_api::runtime_fields::{read_bool, read_disk_size, read_string_list, read_strings};
 use csis_plugin_api::sessions::{RawRuntime, Session, SessionEnv};
 use csis_plugin_api::{
     Builder, BuilderDecl, HookResult, ModelSpec, PackerBake, PackerPlugin, Plugin,
@@ -306,15 +306,7 @@ fn runtime_extra(f: &mut Fields<'_>) -> Map {
         ],
     );
     read_disk_size(f, &mut m, 1, "");
-    if let Some(public) = f.opt_bool("associate_public_ip_address") {
-        m.insert(
-            "associate_public_ip_address".into(),
-            Value::Scalar {
-                text: public.to_string(),
-                plain: true,
-            },
-        );
-    }
+    read_bool(f, &mut m, "associate_public_ip_address");
     if let Some(interface) = f.opt_str("ssh_interface") {
         if !SSH_INTERFACES.contains(&interface.as_str()) {
             f.error_at(
@@ -327,13 +319,7 @@ fn runtime_extra(f: &mut Fields<'_>) -> Map {
         }
         m.insert("ssh_interface".into(), Value::str(interface));
     }
-    let cidrs = f.str_list("temporary_security_group_source_cidrs");
-    if !cidrs.is_empty() {
-        m.insert(
-            "temporary_security_group_source_cidrs".into(),
-            Value::Seq(cidrs.into_iter().map(Value::str).collect()),
-        );
-    }
+    read_string_list(f, &mut m, "temporary_security_group_source_cidrs");
     let session = f.str_or("session", "ssm");
     if session != "ssm" {
         f.error_at(

@@ -21,7 +21,7 @@
 use csis_hcl::{Block, Expr};
 use csis_model::models::{BaseModelKind, CloudBuilderModel};
 use csis_model::{Diagnostic, Fields, ItemKind, Map, Value, Vct};
-use csis_plugin_api::runtime_fields::{read_disk_size, read_strings};
+use csis_plugin_api::runtime_fields::{read_bool, read_disk_size, read_string_list, read_strings};
 use csis_plugin_api::{
     Builder, BuilderDecl, HookResult, ModelSpec, PackerBake, PackerParent, PackerPlugin,
     PackerValue, Plugin,
@@ -462,14 +462,7 @@ fn builder(decl: &Arc<BuilderDecl>) -> Box<dyn Builder> {
 /// The network tags a bake instance carries: the runtime's
 /// `bake_network_tags`, else `csis-bake`.
 pub fn bake_network_tags(runtime: &BuilderDecl) -> Vec<&str> {
-    let declared: Vec<&str> = runtime
-        .extra
-        .get("bake_network_tags")
-        .and_then(Value::as_seq)
-        .unwrap_or_default()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let declared = runtime.extra_strs("bake_network_tags");
     if declared.is_empty() {
         vec![DEFAULT_BAKE_NETWORK_TAG]
     } else {
@@ -488,17 +481,8 @@ fn runtime_extra(f: &mut Fields<'_>) -> Map {
     m.insert("project".into(), Value::str(project));
     read_strings(f, &mut m, &["zone", "ssh_username"]);
     read_disk_size(f, &mut m, 10, " on GCE");
-    if let Some(iap) = f.opt_bool("use_iap") {
-        m.insert(
-            "use_iap".into(),
-            Value::Scalar {
-                text: iap.to_string(),
-                plain: true,
-            },
-        );
-    }
-    let tags = f.str_list("bake_network_tags");
-    for t in &tags {
+    read_bool(f, &mut m, "use_iap");
+    for t in &read_string_list(f, &mut m, "bake_network_tags") {
         // Compute Engine network tags: RFC 1035 labels, 1 to 63
         // characters ("Add network tags").
         let ok = (1..=63).contains(&t.len())
@@ -512,12 +496,6 @@ fn runtime_extra(f: &mut Fields<'_>) -> Map {
                 format!("network tag '{t}' is not one Compute Engine accepts -- 1 to 63 lowercase letters, digits and dashes, starting with a letter and not ending with a dash"),
             );
         }
-    }
-    if !tags.is_empty() {
-        m.insert(
-            "bake_network_tags".into(),
-            Value::Seq(tags.into_iter().map(Value::str).collect()),
-        );
     }
     let session = f.str_or("session", "iap");
     if !matches!(session.as_str(), "iap" | "os-login") {
