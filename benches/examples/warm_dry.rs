@@ -40,6 +40,8 @@ fn main() {
         stats: true,
         explain: false,
         no_state_query: true,
+        jobs: 0,
+        fail_fast: false,
         lock_token: None,
         carried_env: Vec::new(),
     };

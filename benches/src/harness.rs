@@ -206,6 +206,8 @@ fn generate_all(ws: &Workspace, sys: &MemorySystem, record: bool, stats: bool) -
         stats,
         explain: false,
         no_state_query: true,
+        jobs: 0,
+        fail_fast: false,
         lock_token: None,
         carried_env: Vec::new(),
     };

@@ -286,6 +286,8 @@ fn generate(ws: &Workspace, args: &WatchArgs, explain: bool) {
         record: false,
         stats: false,
         no_state_query: true,
+        jobs: 0,
+        fail_fast: false,
         lock_token: None,
         carried_env: Vec::new(),
         explain,

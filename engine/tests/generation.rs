@@ -107,10 +107,10 @@ impl RunHooks for ProbeHooks {
         }
         Ok(Contribution {
             assets: vec![Asset::text("audit.txt", "audited\n")],
-            deferred: vec![Deferred {
-                phase: P::PostExecution,
-                command: Command::csis(["audit", "--report", "audit.txt"]),
-            }],
+            deferred: vec![Deferred::new(
+                P::PostExecution,
+                Command::csis(["audit", "--report", "audit.txt"]),
+            )],
         })
     }
     fn on_summary(&self, _: &str) -> Result<(), String> {
@@ -196,6 +196,8 @@ fn request(lifecycles: &[&str]) -> RunRequest {
         record: true,
         stats: false,
         no_state_query: true,
+        jobs: 0,
+        fail_fast: false,
         lock_token: None,
         carried_env: Vec::new(),
         explain: false,

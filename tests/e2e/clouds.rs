@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use csis_test_support::{check_hcl, files_below, tree};
 
 use crate::moto::Moto;
-use crate::support::{csis_at, doubles, hcl2_available, here, ok, read, real_run};
+use crate::support::{csis_at, doubles, hcl2_available, here, ok, read, real_run, real_run_with};
 
 const NOW: i64 = 1_796_226_804;
 /// The run id CSIS_NOW=NOW gives.
@@ -265,7 +265,9 @@ fn a_real_run_bakes_applies_records_and_pins_on_both_clouds_then_changes_nothing
     let t = tree("clouds");
     let root = t.path();
     let d = doubles(&["packer", "tofu", "gcloud"]);
-    let out = ok(real_run(root, d.path(), NOW, &env));
+    // One bake at a time: the runner script's order (tests/e2e/
+    // parallel_bakes.rs runs them at once).
+    let out = ok(real_run_with(root, d.path(), NOW, &env, &["--jobs", "1"]));
 
     // The stand-ins' calls, in order: the storage lifecycle's roots (ebs,
     // then pd), the base-image bakes, the chains' bakes (aws, then gce),

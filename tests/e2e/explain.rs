@@ -234,7 +234,7 @@ fn a_rewritten_runner_script_names_the_bake_its_new_lines_run() {
         .collect();
     assert!(
         lines.iter().any(|l| l.starts_with(
-            r#"    line 13: (absent) -> "\"$CSIS\" local bake --spec bake/image-generation/bake-image-generation-mid.json" <- mid@here bake: inputs changed (fingerprint "#
+            r#"    line 17: (absent) -> "\"$CSIS\" local bake --spec bake/image-generation/bake-image-generation-mid.json" <- mid@here bake: inputs changed (fingerprint "#
         )),
         "{log}"
     );

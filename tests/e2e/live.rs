@@ -66,9 +66,10 @@ fn a_real_run_streams_each_line_the_moment_the_step_prints_it() {
             .position(|(_, l)| l == want)
             .unwrap_or_else(|| panic!("no line {want:?} in {log:#?}"))
     };
-    let executing = at(&format!("[instance-image/execution] executing {BAKE_BASE}"));
-    let one = at("[instance-image/execution] step-one");
-    let two = at("[instance-image/execution] step-two");
+    // A bake's lines carry the bake's name.
+    let executing = at(&format!("[base@here] executing {BAKE_BASE}"));
+    let one = at("[base@here] step-one");
+    let two = at("[base@here] step-two");
     assert!(executing < one && one < two, "{log:#?}");
     let gap = lines[two].0 - lines[one].0;
     assert!(
@@ -79,8 +80,7 @@ fn a_real_run_streams_each_line_the_moment_the_step_prints_it() {
     let done = lines
         .iter()
         .position(|(_, l)| {
-            l.starts_with("[instance-image/execution] done in ")
-                && l.ends_with(&format!(": {BAKE_BASE}"))
+            l.starts_with("[base@here] done in ") && l.ends_with(&format!(": {BAKE_BASE}"))
         })
         .unwrap_or_else(|| panic!("no done line for the bake of base in {log:#?}"));
     assert!(two < done, "{log:#?}");
@@ -92,7 +92,7 @@ fn a_real_run_streams_each_line_the_moment_the_step_prints_it() {
     );
     // At least the sleep: `2.0s` or more, seconds with one decimal.
     let took = log[done]
-        .strip_prefix("[instance-image/execution] done in ")
+        .strip_prefix("[base@here] done in ")
         .and_then(|rest| rest.split_once("s: "))
         .map(|(secs, _)| secs.parse::<f64>().unwrap())
         .unwrap();
@@ -161,17 +161,15 @@ fn bar_shows(text: &str, step: &str) -> bool {
 /// bar below the log; with CI set there is none.
 #[test]
 fn a_terminal_shows_the_progress_bar_unless_ci() {
-    let running = "instance-image/execution: \"$CSIS\" local bake";
+    // The bar names the bakes in flight.
+    let running = "instance-image/execution: baking base@here";
     let t = slow_tree(1);
     let shown = on_a_terminal(t.path(), &[]);
-    assert!(
-        shown.contains("[instance-image/execution] step-two"),
-        "{shown}"
-    );
+    assert!(shown.contains("[base@here] step-two"), "{shown}");
     assert!(bar_shows(&shown, running), "{shown:?}");
     let t = slow_tree(1);
     let ci = on_a_terminal(t.path(), &[("CI", "true")]);
-    assert!(ci.contains("[instance-image/execution] step-two"), "{ci}");
+    assert!(ci.contains("[base@here] step-two"), "{ci}");
     assert!(!bar_shows(&ci, running), "{ci:?}");
     assert!(!ci.contains('\u{1b}'), "{ci:?}");
 }

@@ -40,6 +40,7 @@ mod moto;
 mod operations;
 mod orphans;
 mod packer;
+mod parallel_bakes;
 mod path_confinement;
 mod preflight;
 mod public_safe;

@@ -146,6 +146,18 @@ impl Moto {
         now: i64,
         args: &[&str],
     ) -> (Option<i32>, String) {
+        self.csis_with(root, d, now, args, &[])
+    }
+
+    /// [`Moto::csis`] with more environment (the doubles' settings).
+    pub fn csis_with(
+        &self,
+        root: &std::path::Path,
+        d: &std::path::Path,
+        now: i64,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> (Option<i32>, String) {
         let path = format!(
             "{}:{}",
             d.join("bin").display(),
@@ -161,6 +173,8 @@ impl Moto {
             .env("PATH", path)
             .env("CSIS_DOUBLE_CLOUD", d.join("cloud"))
             .envs(self.env())
+            .env_remove("PACKER_DOUBLE_FAIL")
+            .envs(env.iter().copied())
             .output()
             .unwrap();
         (

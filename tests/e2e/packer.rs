@@ -9,7 +9,9 @@ use std::path::Path;
 
 use csis_test_support::{check_hcl, temp_tree};
 
-use crate::support::{csis_at, doubles, edit, hcl2_available, here, ok, read, real_run};
+use crate::support::{
+    csis_at, doubles, edit, hcl2_available, here, ok, read, real_run, real_run_with,
+};
 
 const NOW: i64 = 1796226804;
 
@@ -84,7 +86,13 @@ fn a_real_run_bakes_in_order_and_records_the_builds_then_bakes_nothing() {
     }
     let t = tree();
     let d = doubles(&["packer"]);
-    ok(real_run(t.path(), d.path(), NOW, &[]));
+    ok(real_run_with(
+        t.path(),
+        d.path(),
+        NOW,
+        &[],
+        &["--jobs", "1"],
+    ));
     let log = read(&d.path().join("cloud/calls.log"));
     let root = t.path().canonicalize().unwrap();
     let lines: Vec<String> = log
@@ -215,7 +223,11 @@ fn a_failed_packer_build_records_nothing() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("error: [base-image/execution] command returned 1: (cd pk-aws/image-generation && packer build -machine-readable -var \"csis_run=${CSIS_RUN_ID}\" debian12.pkr.hcl)"),
+        err.contains("error: [debian12@aws1] command returned 1: (cd pk-aws/image-generation && packer build -machine-readable -var \"csis_run=${CSIS_RUN_ID}\" debian12.pkr.hcl)\n"),
+        "{err}"
+    );
+    assert!(
+        err.contains("error: [base-image/execution] 2 bakes failed: debian12@aws1 (command returned 1: (cd pk-aws/image-generation && packer build -machine-readable -var \"csis_run=${CSIS_RUN_ID}\" debian12.pkr.hcl)); debian12@gce1 (command returned 1: (cd pk-gce/image-generation && packer build -machine-readable -var \"csis_run=${CSIS_RUN_ID}\" debian12.pkr.hcl))\n"),
         "{err}"
     );
     assert!(!t.path().join("meta-state/lineage.yaml").exists());

@@ -216,7 +216,7 @@ fn a_real_run_bakes_the_chain_and_launches_with_the_storage_mounted() {
     assert_eq!(summary["ok"], true);
     assert_eq!(summary["apply"]["instance-image"], "executed");
     assert_eq!(summary["apply"]["base-image"], "executed");
-    assert!(err.contains("[instance-image/execution] executing \"$CSIS\" local bake --spec bake/image-generation/bake-image-generation-top.json"), "{err}");
+    assert!(err.contains("[top@here] executing \"$CSIS\" local bake --spec bake/image-generation/bake-image-generation-top.json"), "{err}");
     // The tree does not set sleep_before_finalization: no word about it.
     assert!(!err.contains("sleep_before_finalization"), "{err}");
 }
@@ -263,10 +263,10 @@ fn a_failing_modification_fails_the_run_and_records_nothing_for_that_build() {
     );
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    // The step's stderr, streamed with the step's prefix before its failure.
-    assert!(err.contains("[instance-image/execution] csis local: modification 'boom' of image 'top' failed (exit 3); nothing was recorded for this build\nerror: [instance-image/execution] command returned 1"), "{err}");
+    // The step's stderr, streamed with the bake's prefix before its failure.
+    assert!(err.contains("[top@here] csis local: modification 'boom' of image 'top' failed (exit 3); nothing was recorded for this build\nerror: [top@here] command returned 1"), "{err}");
     assert!(
-        err.contains("error: [instance-image/execution] command returned 1: \"$CSIS\" local bake --spec bake/image-generation/bake-image-generation-top.json"),
+        err.contains("error: [instance-image/execution] bake top@here failed (command returned 1: \"$CSIS\" local bake --spec bake/image-generation/bake-image-generation-top.json)"),
         "{err}"
     );
     assert!(

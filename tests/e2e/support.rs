@@ -197,6 +197,18 @@ pub fn doubles(tools: &[&str]) -> tempfile::TempDir {
 /// [`doubles`] first on PATH; `env` adds variables such as
 /// PACKER_DOUBLE_FAIL or TOFU_DOUBLE_FAIL (unset otherwise).
 pub fn real_run(root: &Path, doubles: &Path, now: i64, env: &[(&str, &str)]) -> Output {
+    real_run_with(root, doubles, now, env, &[])
+}
+
+/// [`real_run`] with more arguments after `run all --no-dry-run`
+/// (`--jobs 1`: the bakes one at a time, in the runner script's order).
+pub fn real_run_with(
+    root: &Path,
+    doubles: &Path,
+    now: i64,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> Output {
     let path = format!(
         "{}:{}",
         doubles.join("bin").display(),
@@ -207,6 +219,7 @@ pub fn real_run(root: &Path, doubles: &Path, now: i64, env: &[(&str, &str)]) -> 
         .arg("--root-dir")
         .arg(root)
         .args(["run", "all", "--no-dry-run"])
+        .args(args)
         .env("CSIS_NOW", now.to_string())
         .env_remove("CSIS_RUN_ID")
         .env_remove("TOFU_DOUBLE_FAIL")

@@ -49,6 +49,15 @@ pub struct RunArgs {
     /// Repeatable.
     #[arg(long, value_name = "WORKSPACE")]
     migrate_state: Vec<String>,
+    /// At most N bakes at once, each as soon as its parent's bake is
+    /// recorded (default 4; bakes on the local runtime also at most this
+    /// machine's cores).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    jobs: Option<u16>,
+    /// Stop starting bakes at the first failed one (by default the bakes
+    /// that do not descend from it still run).
+    #[arg(long)]
+    fail_fast: bool,
     #[command(flatten)]
     selection: Selection,
 }
@@ -72,6 +81,8 @@ pub fn run(
         stats: args.stats,
         explain: args.explain,
         no_state_query: args.no_state_query,
+        jobs: args.jobs.map_or(0, usize::from),
+        fail_fast: args.fail_fast,
         lock_token,
         carried_env,
     };

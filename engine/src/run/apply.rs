@@ -11,6 +11,7 @@ use csis_plugin_api::{Builder, LifecycleSpec};
 
 use crate::db::Db;
 use crate::load::builders::builders;
+use crate::run::bake_graph::{BakeRecord, Segment, segments};
 use crate::run::finalize::{builders_in_hook_order, finalize_hooks};
 use crate::run::generate::Emission;
 use crate::run::script::{self, by_phase};
@@ -103,7 +104,13 @@ impl Runner<'_> {
                 {
                     self.log.line(Level::Error, e);
                 }
-                match self.execute_lifecycle(name, em, &builder_objs, &mut steps) {
+                match self.execute_lifecycle(
+                    name,
+                    em,
+                    &builder_objs,
+                    &mut steps,
+                    &mut summary.bakes,
+                ) {
                     Ok(()) => "executed",
                     Err(e) => {
                         self.log.line(Level::Error, e.clone());
@@ -140,13 +147,16 @@ impl Runner<'_> {
     /// A real run's deferred commands, phase by phase, with every builder's
     /// pre/post_finalize_phase around each phase and the run hooks around
     /// the whole. Each command's output is logged as it comes, then its
-    /// wall time; `steps` counts the commands done for the progress.
+    /// wall time; the bakes of a phase run as a graph
+    /// ([`crate::run::apply_bakes`]), what became of each in `bakes`;
+    /// `steps` counts the commands done for the progress.
     fn execute_lifecycle(
         &mut self,
         name: &str,
         em: &Emission,
         builder_objs: &[Box<dyn Builder>],
         steps: &mut Progress,
+        bakes: &mut Vec<BakeRecord>,
     ) -> Result<(), String> {
         let hooks = self.ws.db.registry().run_hooks();
         for h in hooks {
@@ -157,7 +167,14 @@ impl Runner<'_> {
         for (phase, cmds) in by_phase(&em.deferred) {
             let at = format!("{name}/{}", phase.as_str());
             finalize_hooks(builder_objs, phase, true).map_err(|e| format!("[{at}] {e}"))?;
-            for cmd in cmds {
+            for segment in segments(&cmds) {
+                let cmd = match segment {
+                    Segment::Single(cmd) => cmd,
+                    Segment::Bakes(graph) => {
+                        self.execute_bakes((name, &at), &graph, &mirror, steps, bakes)?;
+                        continue;
+                    }
+                };
                 let b = builders(&self.ws.db, self.ws.tree);
                 let line = script::command_line(cmd, &b.executables)?;
                 steps.current = Some(format!("{at}: {line}"));
@@ -193,7 +210,7 @@ impl Runner<'_> {
 /// A step's wall time as the `done in` line gives it: seconds with one
 /// decimal (`0.3s`, `4.0s`), minutes and seconds from a minute on
 /// (`2m05s`).
-fn wall_time(d: Duration) -> String {
+pub(super) fn wall_time(d: Duration) -> String {
     let tenths = d.as_millis() / 100;
     if tenths < 600 {
         format!("{}.{}s", tenths / 10, tenths % 10)

@@ -40,10 +40,7 @@ pub(super) fn core_contribution(
     let system_step = |args: &[&str]| {
         let mut all = vec!["--root-dir", "${CSIS_ROOT}"];
         all.extend(args);
-        Deferred {
-            phase: ExecutionLifecyclePhase::Execution,
-            command: Command::csis(all),
-        }
+        Deferred::new(ExecutionLifecyclePhase::Execution, Command::csis(all))
     };
     match lifecycle {
         "release" => {

@@ -34,7 +34,7 @@ impl Runner<'_> {
 
     /// One command as the process that runs it from `dir`, and its shell
     /// line.
-    fn process(
+    pub(super) fn process(
         &self,
         lifecycle: &str,
         cmd: &csis_plugin_api::Command,

@@ -36,6 +36,39 @@ pub fn lock_tree(
     Ok(Some(lock))
 }
 
+/// The records lock (`meta-state/.csis-records.lock`): held around one
+/// read-modify-write of lineage.yaml and pins.yaml, so that concurrent
+/// bakes' `lineage record`s, which all run under their parent's tree
+/// lock, never lose each other's writes. Waits as long as it takes a
+/// record to write (at most two minutes), then refuses.
+pub fn lock_records(
+    system: &dyn System,
+    root: &Path,
+) -> Result<Box<dyn crate::db::system::HeldLock>, String> {
+    let path = meta_state::path(root, meta_state::RECORDS_LOCK_FILE);
+    ignore_in_git(
+        system,
+        root,
+        &format!("{}/{}", meta_state::DIR, meta_state::RECORDS_LOCK_FILE),
+    )?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        if let Some(held) = system
+            .try_lock(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?
+        {
+            return Ok(held);
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(format!(
+                "{}: another record of this run held it for two minutes; nothing was recorded -- record again (csis lineage record is idempotent)",
+                path.display()
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// In a git repository, `line` is appended to the root's .gitignore unless
 /// a line of it already says so.
 pub(crate) fn ignore_in_git(system: &dyn System, root: &Path, line: &str) -> Result<(), String> {

@@ -20,7 +20,9 @@
 //!    in a real one executed (`execute.rs`, each line the command prints
 //!    logged as it comes, its wall time after it, the [`Progress`] to the
 //!    [`RunLog`]) from the private mirror
-//!    (`mirror.rs`), each phase between the builders' finalize hooks
+//!    (`mirror.rs`); the bakes of a phase as a graph (`bake_graph.rs` cuts
+//!    the phase into commands and graphs of bakes, `apply_bakes.rs` runs a
+//!    graph, several bakes at once), each phase between the builders' finalize hooks
 //!    (`finalize.rs`), then what the apply leaves in meta-state/
 //!    (`records.rs`: storage transitions, launched and ephemeral instances,
 //!    migrated state locations).
@@ -34,6 +36,7 @@
 //! commands on meta-state).
 
 mod apply;
+mod apply_bakes;
 mod bake_plan;
 mod core_contribution;
 mod execute;
@@ -49,6 +52,7 @@ mod steps;
 mod summary;
 mod write_lifecycles;
 
+pub mod bake_graph;
 pub mod commit;
 pub mod explain;
 pub mod generate;

@@ -40,6 +40,10 @@ pub struct RunSummary {
     pub overlays: Vec<String>,
     pub undeclared: Vec<String>,
     pub bake_plan: BTreeMap<String, String>,
+    /// A real run's bakes, in the order they were planned: each one's
+    /// outcome, start and end.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bakes: Vec<crate::run::bake_graph::BakeRecord>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stats: Option<Stats>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -137,6 +137,9 @@ pub fn record_build(
             .unwrap_or_default(),
     };
     let root = &ws.root;
+    // The bakes of one run record at once, each under the run's tree
+    // lock: one read-modify-write at a time.
+    let _records = crate::run::lock::lock_records(system, root)?;
     // Each file is written whole; recording twice is harmless, so a run
     // killed between the two writes is completed by recording again.
     let mut lineage: Lineage = read_json(system, root, "lineage.yaml")?;

@@ -23,6 +23,11 @@ pub struct RunRequest {
     pub explain: bool,
     /// `--no-state-query`: skip asking the runtimes what exists.
     pub no_state_query: bool,
+    /// `--jobs`: at most this many bakes at once (0: the default,
+    /// [`crate::run::apply_bakes::DEFAULT_JOBS`]).
+    pub jobs: usize,
+    /// `--fail-fast`: the first failed bake stops every bake not started.
+    pub fail_fast: bool,
     /// Whether the run leaves its records (run-summary.json, the journal,
     /// the on-summary hooks): `csis watch --generate` does not.
     pub record: bool,

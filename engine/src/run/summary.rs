@@ -25,6 +25,12 @@ impl Runner<'_> {
             "apply": summary.apply,
             "error": summary.error,
         });
+        let mut entry = entry;
+        if !summary.bakes.is_empty()
+            && let Some(m) = entry.as_object_mut()
+        {
+            m.insert("bakes".into(), json!(summary.bakes));
+        }
         if let Err(e) = meta_state::record_run(self.system, &self.ws.root, entry) {
             self.failed_to_write(&mut summary, format!("could not record the run: {e}"));
         }

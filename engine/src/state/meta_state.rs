@@ -17,6 +17,11 @@ pub const RUNS_KEPT: usize = 200;
 /// never committed.
 pub const LOCK_FILE: &str = ".csis.lock";
 
+/// The lock the processes of one run take around a record's
+/// read-modify-write: several `lineage record`s of concurrent bakes run
+/// under their parent's tree lock at once.
+pub const RECORDS_LOCK_FILE: &str = ".csis-records.lock";
+
 /// `meta-state/.csis.lock`, relative to the root.
 pub fn lock_rel() -> String {
     format!("{DIR}/{LOCK_FILE}")

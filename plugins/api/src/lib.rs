@@ -28,8 +28,8 @@ use csis_model::models::{BaseBuilder, BaseModelKind, CloudBuilderModel};
 use csis_model::{Fields, ItemKind, Map, Value, Vct};
 
 pub use builder::{
-    Asset, AssetSet, BakeDecision, BaseTemplate, Builder, CfExecutables, CheckResult, Command,
-    Deferred, Emitted, HookContext, HookResult, ModTestOutcome, Observed, ObservedImage,
+    Asset, AssetSet, BakeDecision, BakeStep, BaseTemplate, Builder, CfExecutables, CheckResult,
+    Command, Deferred, Emitted, HookContext, HookResult, ModTestOutcome, Observed, ObservedImage,
     ObservedInstance, OwnedDirectory, PackerBake, PackerParent, PackerPlugin, PackerValue, Program,
     StateRoot, VendorImage, Verdict, VerifyRequest, is_template_artifact, path_for_phase,
     template_private_file, template_work_dir,

@@ -180,10 +180,7 @@ impl Builder for IctOsBuilder {
                     ["build", "--work-dir", work.as_str(), template.as_str()],
                 ),
             ] {
-                deferred.push(Deferred {
-                    phase: P::PreExecution,
-                    command,
-                });
+                deferred.push(Deferred::new(P::PreExecution, command));
             }
         }
         Ok(CfExecutables {

@@ -19,8 +19,8 @@ mod template;
 use csis_model::models::BaseModelKind;
 use csis_model::{Fields, Map, Value, Vct};
 use csis_plugin_api::{
-    AssetSet, Builder, BuilderDecl, CfExecutables, ExecutionLifecyclePhase as P, HookContext,
-    HookResult, ModelSpec, Plugin,
+    AssetSet, Builder, BuilderDecl, CfExecutables, Deferred, ExecutionLifecyclePhase as P,
+    HookContext, HookResult, ModelSpec, Plugin,
 };
 use std::sync::Arc;
 
@@ -61,10 +61,13 @@ impl Builder for PackerBuilder {
             build_executables: Vec::new(),
             finalize_executables: bakes
                 .into_iter()
-                .flat_map(|b| b.commands)
-                .map(|command| csis_plugin_api::Deferred {
-                    phase: P::Execution,
-                    command,
+                .flat_map(|b| {
+                    let step = b.step;
+                    b.commands.into_iter().map(move |command| Deferred {
+                        phase: P::Execution,
+                        command,
+                        bake: Some(step.clone()),
+                    })
                 })
                 .collect(),
         })

@@ -298,10 +298,7 @@ pub fn sequence(
     }
     commands
         .into_iter()
-        .map(|c| Deferred {
-            phase: P::Execution,
-            command: c.in_dir(dir.clone()),
-        })
+        .map(|c| Deferred::new(P::Execution, c.in_dir(dir.clone())))
         .collect()
 }
 

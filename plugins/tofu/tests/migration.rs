@@ -82,6 +82,8 @@ fn a_migrating_workspace_begins_and_finishes_its_move_where_the_others_init() {
         no_apply: true,
         csis: PathBuf::from("csis"),
         no_state_query: true,
+        jobs: 0,
+        fail_fast: false,
         ..RunRequest::default()
     };
     let MemoryRun { summary, log, sys } = run_in_memory(&parse(TREE), PLUGINS, &req);

@@ -143,6 +143,8 @@ fn dry_run(tree: &str, extra: &[(&str, &str)], lifecycles: &[&str]) -> Outcome {
         csis: PathBuf::from("csis"),
         record: true,
         no_state_query: true,
+        jobs: 0,
+        fail_fast: false,
         ..RunRequest::default()
     };
     run_in_memory(&files, PLUGINS, &req)

@@ -16,7 +16,8 @@ mod template;
 
 pub use context::{BakeDecision, HookContext, StateRoot, base_bake_entries};
 pub use output::{
-    Asset, AssetSet, CfExecutables, Command, Deferred, Emitted, HookResult, Program, path_for_phase,
+    Asset, AssetSet, BakeStep, CfExecutables, Command, Deferred, Emitted, HookResult, Program,
+    path_for_phase,
 };
 pub use packer::{PackerBake, PackerParent, PackerPlugin, PackerValue};
 pub use template::{

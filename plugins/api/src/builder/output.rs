@@ -96,6 +96,45 @@ impl Command {
 pub struct Deferred {
     pub phase: ExecutionLifecyclePhase,
     pub command: Command,
+    /// The bake the command is a step of, if any.
+    pub bake: Option<BakeStep>,
+}
+
+impl Deferred {
+    /// A command that is no bake's step: it runs in its place in the
+    /// phase's order.
+    pub fn new(phase: ExecutionLifecyclePhase, command: Command) -> Deferred {
+        Deferred {
+            phase,
+            command,
+            bake: None,
+        }
+    }
+}
+
+/// The bake a deferred command is a step of. A real run executes the
+/// bakes of a phase as a graph: each bake's steps in order, a bake as soon
+/// as the bakes it comes `after` are done, several at once; a command
+/// that is no bake's step waits for the bakes before it and holds back
+/// those after it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct BakeStep {
+    /// `<series>@<runtime>`.
+    pub key: String,
+    /// The bakes of this lifecycle it starts after: its parent's, when the
+    /// parent bakes in the run and the child starts from the parent's
+    /// newest build.
+    pub after: Vec<String>,
+    /// Whether the bake runs on this machine (the local runtime), bound by
+    /// its cores, rather than on a remote machine.
+    pub local: bool,
+}
+
+impl BakeStep {
+    /// The key of `series` baked on `runtime`.
+    pub fn key(series: &str, runtime: &str) -> String {
+        format!("{series}@{runtime}")
+    }
 }
 
 /// Commands a hook asks for: run now during generation
@@ -111,7 +150,7 @@ impl CfExecutables {
     pub fn deferred(phase: ExecutionLifecyclePhase, command: Command) -> CfExecutables {
         CfExecutables {
             build_executables: Vec::new(),
-            finalize_executables: vec![Deferred { phase, command }],
+            finalize_executables: vec![Deferred::new(phase, command)],
         }
     }
 }

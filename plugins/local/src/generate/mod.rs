@@ -6,7 +6,7 @@
 use csis_model::models::{BaseBuilder, Item, ItemView, OsBuilderModel};
 use csis_model::{Diagnostic, ItemKind, Map, Value, Vct};
 use csis_plugin_api::{
-    Asset, BuilderDecl, CfExecutables, Command, Deferred, ExecutionLifecyclePhase as P,
+    Asset, BakeStep, BuilderDecl, CfExecutables, Command, Deferred, ExecutionLifecyclePhase as P,
     HookContext, HookResult, path_for_phase,
 };
 use serde_json::{Value as J, json};
@@ -22,6 +22,8 @@ pub struct Step {
     pub asset: Asset,
     pub extra_assets: Vec<Asset>,
     pub commands: Vec<Command>,
+    /// The bake it is, when it is one: a step of the run's bake graph.
+    pub bake: Option<BakeStep>,
 }
 
 fn refuse<T>(msg: String) -> HookResult<T> {
@@ -57,14 +59,27 @@ fn step(builder: &str, phase: P, name: &str, spec: J, verb: &str) -> Step {
         asset: Asset::text(path.clone(), pretty(&spec)),
         extra_assets: Vec::new(),
         commands: vec![Command::csis(["local", verb, "--spec", path.as_str()])],
+        bake: None,
     }
 }
 
 /// A bake, then its record in lineage: the build id is only known when the
 /// step runs, so the record step names the manifest through the run's own
-/// variables.
-fn bake_step(builder: &str, phase: P, series: &str, runtime: &str, store: &str, spec: J) -> Step {
+/// variables. It runs after the bakes of `after` (its parent's), on this
+/// machine.
+fn bake_step(
+    builder: &str,
+    phase: P,
+    (series, runtime, store): (&str, &str, &str),
+    spec: J,
+    after: Vec<String>,
+) -> Step {
     let mut s = step(builder, phase, series, spec, "bake");
+    s.bake = Some(BakeStep {
+        key: BakeStep::key(series, runtime),
+        after,
+        local: true,
+    });
     let manifest = format!(
         "{}/images/{}/manifest.json",
         store_in_script(store),
@@ -90,10 +105,12 @@ pub fn commands(steps: &[Step]) -> CfExecutables {
         build_executables: Vec::new(),
         finalize_executables: steps
             .iter()
-            .flat_map(|s| s.commands.iter().cloned())
-            .map(|command| Deferred {
-                phase: P::Execution,
-                command,
+            .flat_map(|s| {
+                s.commands.iter().cloned().map(|command| Deferred {
+                    phase: P::Execution,
+                    command,
+                    bake: s.bake.clone(),
+                })
             })
             .collect(),
     }
@@ -194,10 +211,9 @@ pub fn base_bakes(ctx: &dyn HookContext, me: &BuilderDecl) -> HookResult<Vec<Ste
         steps.push(bake_step(
             me.name(),
             P::ImageGeneration,
-            series,
-            &runtime,
-            &store,
+            (series, &runtime, &store),
             spec,
+            Vec::new(),
         ));
     }
     Ok(steps)
@@ -247,6 +263,19 @@ pub fn image_bake(ctx: &dyn HookContext, me: &BuilderDecl, name: &str) -> HookRe
     if !ctx.bake_decision(name, &runtime).bake {
         return Ok(None);
     }
+    let parent = img
+        .source_image
+        .as_deref()
+        .map(csis_model::naming::safe_name);
+    let pinned = ctx.pinned_parent(name, &runtime);
+    // From the parent series' newest build: after the parent's bake,
+    // when the parent bakes in this run too.
+    let after = match (&parent, &pinned) {
+        (Some(p), None) if ctx.bake_decision(p, &runtime).bake => {
+            vec![BakeStep::key(p, &runtime)]
+        }
+        _ => Vec::new(),
+    };
     let mods = mod_specs(ctx, name, &view)?;
     let variables = mod_variables(name, &img.variables)?;
     let (identity_types, storage_types) = ctx.capabilities(name);
@@ -258,8 +287,8 @@ pub fn image_bake(ctx: &dyn HookContext, me: &BuilderDecl, name: &str) -> HookRe
         "fingerprint": ctx.fingerprint(name, &runtime),
         "identity_types": identity_types,
         "storage_types": storage_types,
-        "parent": img.source_image.as_deref().map(csis_model::naming::safe_name),
-        "parent_build": ctx.pinned_parent(name, &runtime),
+        "parent": parent,
+        "parent_build": pinned,
         "group": img.group,
         "modifications": mods,
         "tags": img.root.tags,
@@ -274,10 +303,9 @@ pub fn image_bake(ctx: &dyn HookContext, me: &BuilderDecl, name: &str) -> HookRe
     Ok(Some(bake_step(
         me.name(),
         P::ImageGeneration,
-        name,
-        &runtime,
-        &store,
+        (name, &runtime, &store),
         spec,
+        after,
     )))
 }
 

@@ -6,7 +6,7 @@
 use csis_hcl::{Block, Body, Expr};
 use csis_model::Value;
 use csis_plugin_api::{
-    Asset, BuilderDecl, Command, ExecutionLifecyclePhase as P, HookContext, HookResult,
+    Asset, BakeStep, BuilderDecl, Command, ExecutionLifecyclePhase as P, HookContext, HookResult,
 };
 
 use super::plans::Plan;
@@ -52,6 +52,7 @@ pub(super) fn render(
         provisioners,
         parent_record,
         in_bake_checks,
+        after,
     } = plan;
     let series = bake.series.clone();
     let runtime = rt.decl.name();
@@ -172,6 +173,11 @@ pub(super) fn render(
     Ok(Bake {
         asset: Asset::text(path, body.render()),
         commands,
+        step: BakeStep {
+            key: BakeStep::key(&series, runtime),
+            after,
+            local: false,
+        },
     })
 }
 

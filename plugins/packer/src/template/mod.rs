@@ -17,13 +17,14 @@ pub use plans::bakes;
 pub use runtime::runtime_problem;
 
 use csis_model::Diagnostic;
-use csis_plugin_api::{Asset, Command, HookResult};
+use csis_plugin_api::{Asset, BakeStep, Command, HookResult};
 
-/// A template and the steps that run it.
+/// A template and the steps that run it, as one bake of the run's graph.
 #[derive(Debug)]
 pub struct Bake {
     pub asset: Asset,
     pub commands: Vec<Command>,
+    pub step: BakeStep,
 }
 
 fn refuse<T>(msg: String) -> HookResult<T> {

@@ -10,7 +10,7 @@ use csis_model::models::{BaseBuilder, Item, OsBuilderModel};
 use csis_model::{ItemKind, Map, Value, Vct};
 use csis_plugin_api::builder::base_bake_entries;
 use csis_plugin_api::{
-    BuilderDecl, HookContext, HookResult, PackerBake, PackerParent, PackerValue,
+    BakeStep, BuilderDecl, HookContext, HookResult, PackerBake, PackerParent, PackerValue,
 };
 
 use super::document::{render, template_path, up_to_root};
@@ -98,6 +98,10 @@ pub(super) struct Plan {
     pub(super) parent_record: Expr,
     /// What its in-bake verification checks, for the build's record.
     pub(super) in_bake_checks: Vec<String>,
+    /// The bakes of this run it waits for: its parent's, when the parent
+    /// bakes too and this bake starts from the parent series' newest
+    /// build.
+    pub(super) after: Vec<String>,
 }
 
 fn is_identifier(s: &str) -> bool {
@@ -210,6 +214,7 @@ pub fn bakes(ctx: &dyn HookContext, me: &BuilderDecl, base: bool) -> HookResult<
                 provisioners,
                 parent_record: Expr::str("vendor"),
                 in_bake_checks,
+                after: Vec::new(),
             });
         }
     } else {
@@ -254,6 +259,12 @@ pub fn bakes(ctx: &dyn HookContext, me: &BuilderDecl, base: bool) -> HookResult<
                 .as_deref()
                 .map(csis_model::naming::safe_name)
                 .unwrap_or_default();
+            let after = match ctx.pinned_parent(&name, &runtime) {
+                None if ctx.bake_decision(&parent, &runtime).bake => {
+                    vec![BakeStep::key(&parent, &runtime)]
+                }
+                _ => Vec::new(),
+            };
             let (packer_parent, parent_record, parent_tag) =
                 match ctx.pinned_parent(&name, &runtime) {
                     Some(build) => (
@@ -305,6 +316,7 @@ pub fn bakes(ctx: &dyn HookContext, me: &BuilderDecl, base: bool) -> HookResult<
                 provisioners,
                 parent_record,
                 in_bake_checks,
+                after,
             });
         }
     }
