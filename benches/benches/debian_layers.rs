@@ -13,25 +13,11 @@
 
 use std::collections::HashSet;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 const LEVELS: [&str; 4] = ["one", "two", "three", "four"];
 const RUN: &str = "2026_12_02T15_53_24";
-
-fn csis_binary() -> PathBuf {
-    if let Some(p) = std::env::var_os("CSIS_BENCH_BIN") {
-        return p.into();
-    }
-    // target/release/deps/debian_layers-HASH -> target/release/csis
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe.parent().unwrap().parent().unwrap().join("csis");
-    assert!(
-        bin.is_file(),
-        "no csis binary: `cargo build --release -p csis` or CSIS_BENCH_BIN"
-    );
-    bin
-}
 
 /// The example tree with a Debian base and a chain of four small levels,
 /// no instances or storages.
@@ -110,7 +96,7 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     write_tree(root);
-    let out = Command::new(csis_binary())
+    let out = Command::new(csis_benches::required_csis_binary())
         .arg("--root-dir")
         .arg(root)
         .args(["run", "base-image", "instance-image", "--no-dry-run"])

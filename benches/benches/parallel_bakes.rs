@@ -11,7 +11,7 @@
 //! parallel_bakes` (needs python3 with python-hcl2 for the doubles).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -20,20 +20,6 @@ const DELAY: f64 = 2.0;
 const CRITICAL_PATH_BAKES: f64 = 4.0;
 const BAKES: f64 = 8.0;
 const RUNS: usize = 3;
-
-fn csis_binary() -> PathBuf {
-    if let Some(p) = std::env::var_os("CSIS_BENCH_BIN") {
-        return p.into();
-    }
-    // target/release/deps/parallel_bakes-HASH -> target/release/csis
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe.parent().unwrap().parent().unwrap().join("csis");
-    assert!(
-        bin.is_file(),
-        "no csis binary: `cargo build --release -p csis` or CSIS_BENCH_BIN"
-    );
-    bin
-}
 
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -70,7 +56,7 @@ fn run(delay: f64, jobs: Option<&str>) -> Duration {
         args.extend(["--jobs", j]);
     }
     let started = Instant::now();
-    let out = Command::new(csis_binary())
+    let out = Command::new(csis_benches::required_csis_binary())
         .arg("--root-dir")
         .arg(&tree)
         .args(&args)

@@ -195,18 +195,6 @@ fn warm(fx: &Fixture, name: &'static str, budget: Budget, kind: Option<EditKind>
     m
 }
 
-/// The `csis` binary the benches run from disk: `CSIS_BENCH_BIN`, or the
-/// one built beside this bench (`cargo build --release -p csis`).
-fn csis_binary() -> Option<std::path::PathBuf> {
-    if let Some(p) = std::env::var_os("CSIS_BENCH_BIN") {
-        return Some(p.into());
-    }
-    // target/release/deps/summary-HASH -> target/release/csis
-    let exe = std::env::current_exe().ok()?;
-    let bin = exe.parent()?.parent()?.join("csis");
-    bin.is_file().then_some(bin)
-}
-
 /// Run `csis --root-dir ROOT ARGS` to completion: its wall time and its
 /// CPU time (user and system, wait4's rusage). Not its peak memory:
 /// wait4's maxrss counts the pages the child had between fork and exec,
@@ -501,7 +489,7 @@ fn main() {
 
     // Last, the binary from disk (when it is built): what `csis plan` and
     // `csis run all --no-apply` cost a user, with their peak memory.
-    let binary = csis_binary();
+    let binary = csis_benches::csis_binary();
     let disk = match (&binary, bench_mode() || runs_from_env().is_some()) {
         (Some(bin), true) => from_disk(&fx, bin, cold_runs),
         _ => Vec::new(),

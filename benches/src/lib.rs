@@ -5,6 +5,25 @@ use std::fmt::Write as _;
 
 pub mod harness;
 
+/// The `csis` binary the benches run from disk: `CSIS_BENCH_BIN`, or the
+/// one built beside the bench running (`cargo build --release -p csis`:
+/// target/release/deps/<bench>-HASH beside target/release/csis).
+pub fn csis_binary() -> Option<std::path::PathBuf> {
+    if let Some(p) = std::env::var_os("CSIS_BENCH_BIN") {
+        return Some(p.into());
+    }
+    let exe = std::env::current_exe().ok()?;
+    let bin = exe.parent()?.parent()?.join("csis");
+    bin.is_file().then_some(bin)
+}
+
+/// [`csis_binary`], or a panic saying how to build it.
+pub fn required_csis_binary() -> std::path::PathBuf {
+    csis_binary().unwrap_or_else(|| {
+        panic!("no csis binary: `cargo build --release -p csis` or CSIS_BENCH_BIN")
+    })
+}
+
 /// The sizes of a synthetic tree.
 #[derive(Clone, Debug)]
 pub struct TreeSize {
