@@ -61,6 +61,16 @@ impl Value {
         }
     }
 
+    /// A scalar's text as one item, a sequence's scalars' texts in order;
+    /// nothing for null and mappings.
+    pub fn texts(&self) -> Vec<&str> {
+        match self {
+            Value::Scalar { text, .. } => vec![text],
+            Value::Seq(items) => items.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The scalar's text; `None` for null, sequences and mappings.
     pub fn as_str(&self) -> Option<&str> {
         match self {

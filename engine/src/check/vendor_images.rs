@@ -118,14 +118,7 @@ fn query_text(query: &Map) -> String {
     let parts: Vec<String> = query
         .iter()
         .map(|(k, v)| match v {
-            csis_model::Value::Seq(items) => format!(
-                "{k}: [{}]",
-                items
-                    .iter()
-                    .filter_map(|i| i.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            csis_model::Value::Seq(_) => format!("{k}: [{}]", v.texts().join(", ")),
             other => format!("{k}: {}", other.as_str().unwrap_or_default()),
         })
         .collect();

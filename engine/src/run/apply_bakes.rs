@@ -97,7 +97,6 @@ impl Runner<'_> {
         let local_jobs = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(jobs);
-        let index = |key: &str| bakes.iter().position(|b| b.key == key);
         let n = bakes.len();
         let mut state = vec![State::Pending; n];
         let mut reason: Vec<Option<String>> = vec![None; n];
@@ -113,13 +112,12 @@ impl Runner<'_> {
                     if state[i] != State::Pending {
                         continue;
                     }
-                    let blocked = bakes[i].after.iter().find(|a| {
-                        index(a).is_some_and(|j| {
-                            matches!(state[j], State::Failed | State::NotAttempted)
-                        })
-                    });
+                    let blocked = bakes[i]
+                        .after
+                        .iter()
+                        .find(|&&j| matches!(state[j], State::Failed | State::NotAttempted));
                     let why = match (blocked, stop) {
-                        (Some(parent), _) => format!("not attempted: {parent} did not bake"),
+                        (Some(&j), _) => format!("not attempted: {} did not bake", bakes[j].key),
                         (None, true) => {
                             "not attempted: the run stops at the first failure (--fail-fast)"
                                 .to_string()
@@ -136,10 +134,7 @@ impl Runner<'_> {
                         break;
                     }
                     let ready = state[i] == State::Pending
-                        && bakes[i]
-                            .after
-                            .iter()
-                            .all(|a| index(a).is_none_or(|j| state[j] == State::Baked))
+                        && bakes[i].after.iter().all(|&j| state[j] == State::Baked)
                         && (!bakes[i].local || running_local < local_jobs);
                     if !ready {
                         continue;

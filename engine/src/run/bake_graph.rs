@@ -5,6 +5,8 @@
 //! once (`run/apply_bakes.rs`). The runner script shows the same
 //! segments, each bake's lines under a comment naming it.
 
+use std::collections::HashMap;
+
 use csis_plugin_api::{Command, Deferred};
 use serde::Serialize;
 
@@ -22,10 +24,10 @@ pub(crate) enum Segment<'a> {
 pub(crate) struct Bake<'a> {
     /// `<series>@<runtime>`.
     pub key: &'a str,
-    /// The bakes of the same segment it starts after (an `after` naming a
-    /// bake that is not in the segment is done already, or not baked in
-    /// this run).
-    pub after: Vec<&'a str>,
+    /// The bakes of the same segment it starts after, by their place in
+    /// it (always before its own: an `after` naming a bake that is not in
+    /// the segment is done already, or not baked in this run).
+    pub after: Vec<usize>,
     pub local: bool,
     pub commands: Vec<&'a Command>,
 }
@@ -33,6 +35,8 @@ pub(crate) struct Bake<'a> {
 /// The commands of one phase, in segments.
 pub(crate) fn segments<'a>(cmds: &[&'a Deferred]) -> Vec<Segment<'a>> {
     let mut out: Vec<Segment<'a>> = Vec::new();
+    // The place of each bake of the last segment, by key.
+    let mut places: HashMap<&'a str, usize> = HashMap::new();
     for d in cmds {
         let Some(step) = &d.bake else {
             out.push(Segment::Single(&d.command));
@@ -40,19 +44,20 @@ pub(crate) fn segments<'a>(cmds: &[&'a Deferred]) -> Vec<Segment<'a>> {
         };
         if !matches!(out.last(), Some(Segment::Bakes(_))) {
             out.push(Segment::Bakes(Vec::new()));
+            places.clear();
         }
         let Some(Segment::Bakes(bakes)) = out.last_mut() else {
             continue;
         };
-        match bakes.iter_mut().find(|b| b.key == step.key) {
-            Some(b) => b.commands.push(&d.command),
+        match places.get(step.key.as_str()) {
+            Some(&i) => bakes[i].commands.push(&d.command),
             None => {
                 let after = step
                     .after
                     .iter()
-                    .map(String::as_str)
-                    .filter(|a| bakes.iter().any(|b| b.key == *a))
+                    .filter_map(|a| places.get(a.as_str()).copied())
                     .collect();
+                places.insert(&step.key, bakes.len());
                 bakes.push(Bake {
                     key: &step.key,
                     after,
@@ -121,7 +126,10 @@ mod tests {
         };
         let keys: Vec<(&str, Vec<&str>, usize)> = bakes
             .iter()
-            .map(|b| (b.key, b.after.clone(), b.commands.len()))
+            .map(|b| {
+                let after = b.after.iter().map(|&j| bakes[j].key).collect();
+                (b.key, after, b.commands.len())
+            })
             .collect();
         // os@aws is not baked here: base@aws waits for nothing.
         assert_eq!(

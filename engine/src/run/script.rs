@@ -156,7 +156,6 @@ pub fn runner_script(
         shell_word(lifecycle),
         shell_word(&format!("{generation_dir}/{lifecycle}"))
     );
-
     for (phase, cmds) in by_phase(deferred) {
         s.push_str(&format!("\n# phase: {}\n", phase.as_str()));
         for segment in segments(&cmds) {
@@ -166,13 +165,14 @@ pub fn runner_script(
                     s.push('\n');
                 }
                 Segment::Bakes(bakes) => {
-                    for b in bakes {
-                        let after = match b.after.as_slice() {
+                    for b in &bakes {
+                        let after: Vec<&str> = b.after.iter().map(|&j| bakes[j].key).collect();
+                        let after = match after.as_slice() {
                             [] => String::new(),
                             a => format!(" (after {})", a.join(", ")),
                         };
                         s.push_str(&format!("# bake {}{after}\n", b.key));
-                        for c in b.commands {
+                        for c in &b.commands {
                             s.push_str(&command_line(c, executables)?);
                             s.push('\n');
                         }

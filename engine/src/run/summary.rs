@@ -17,7 +17,7 @@ impl Runner<'_> {
         if !self.req.record {
             return summary;
         }
-        let entry = json!({
+        let mut entry = json!({
             "run": summary.run_id,
             "requested": summary.requested,
             "dry_run": summary.dry_run,
@@ -25,7 +25,6 @@ impl Runner<'_> {
             "apply": summary.apply,
             "error": summary.error,
         });
-        let mut entry = entry;
         if !summary.bakes.is_empty()
             && let Some(m) = entry.as_object_mut()
         {

@@ -221,13 +221,7 @@ impl BuilderDecl {
     /// One of the plugin's own fields that is a list of text; empty when
     /// absent.
     pub fn extra_strs(&self, key: &str) -> Vec<&str> {
-        self.extra
-            .get(key)
-            .and_then(Value::as_seq)
-            .unwrap_or_default()
-            .iter()
-            .filter_map(Value::as_str)
-            .collect()
+        self.extra.get(key).map(Value::texts).unwrap_or_default()
     }
 
     /// One key of the builder's `config:` as text, trimmed; `None` when

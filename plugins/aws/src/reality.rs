@@ -332,18 +332,7 @@ pub fn vendor_image_known(clients: &Clients, image: &VendorImage<'_>) -> Result<
             }
         }
         VendorImage::Query { query, owners } => {
-            let filters = query
-                .iter()
-                .map(|(k, v)| {
-                    let values: Vec<&str> = match v {
-                        csis_model::Value::Seq(items) => {
-                            items.iter().filter_map(|i| i.as_str()).collect()
-                        }
-                        other => other.as_str().into_iter().collect(),
-                    };
-                    filter(k, &values)
-                })
-                .collect();
+            let filters = query.iter().map(|(k, v)| filter(k, &v.texts())).collect();
             let found = clients
                 .block_on(
                     clients

@@ -133,6 +133,16 @@ pub fn resource_name(name: &str, max: usize) -> String {
     s
 }
 
+/// Whether `s` has the shape of a Compute Engine name: a lowercase letter
+/// first, then lowercase letters, digits and dashes, 63 characters at
+/// most.
+fn is_name_shaped(s: &str) -> bool {
+    s.starts_with(|c: char| c.is_ascii_lowercase())
+        && s.len() <= 63
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
 /// [`resource_name`] at Compute Engine's longest, 63 characters.
 pub fn name(name: &str) -> String {
     resource_name(name, 63)
@@ -411,12 +421,7 @@ impl Builder for GceRuntime {
     /// The googlecompute artifact id is the image name.
     fn build_id_from_artifact(&self, artifact_id: &str) -> Option<String> {
         let id = artifact_id.trim();
-        let valid = id.starts_with(|c: char| c.is_ascii_lowercase())
-            && id.len() <= 63
-            && id
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-        valid.then(|| id.to_string())
+        is_name_shaped(id).then(|| id.to_string())
     }
 
     /// cloud-init, when the image has it, forgets this machine so an
@@ -485,12 +490,7 @@ fn runtime_extra(f: &mut Fields<'_>) -> Map {
     for t in &read_string_list(f, &mut m, "bake_network_tags") {
         // Compute Engine network tags: RFC 1035 labels, 1 to 63
         // characters ("Add network tags").
-        let ok = (1..=63).contains(&t.len())
-            && t.starts_with(|c: char| c.is_ascii_lowercase())
-            && !t.ends_with('-')
-            && t.chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-        if !ok {
+        if !is_name_shaped(t) || t.ends_with('-') {
             f.error_at(
                 "bake_network_tags",
                 format!("network tag '{t}' is not one Compute Engine accepts -- 1 to 63 lowercase letters, digits and dashes, starting with a letter and not ending with a dash"),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use csis_model::models::{ExecutableModel, Item, ItemView};
 use csis_model::{ItemKind, Map, Vct};
 
-use super::{BaseTemplate, Builder};
+use super::{BakeStep, BaseTemplate, Builder};
 use crate::BuilderDecl;
 
 /// How this run decided about baking one image on one runtime.
@@ -132,6 +132,23 @@ pub struct StateRoot {
     /// The location meta-state/state-locations.yaml records: the object
     /// [`crate::state_object::StateObject::of`] names.
     pub location: String,
+}
+
+/// The bakes of this run an image's bake on `runtime` comes after
+/// ([`BakeStep::after`]): its parent series' bake, when the parent bakes in
+/// the run too and the image starts from the parent's newest build (no
+/// `pinned` parent build).
+pub fn parent_bakes(
+    ctx: &dyn HookContext,
+    parent: &str,
+    pinned: Option<&str>,
+    runtime: &str,
+) -> Vec<String> {
+    if pinned.is_none() && ctx.bake_decision(parent, runtime).bake {
+        vec![BakeStep::key(parent, runtime)]
+    } else {
+        Vec::new()
+    }
 }
 
 /// base-image bakes: the OS builders' `runtimes:` entries that name image

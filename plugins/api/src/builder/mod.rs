@@ -14,7 +14,7 @@ mod output;
 mod packer;
 mod template;
 
-pub use context::{BakeDecision, HookContext, StateRoot, base_bake_entries};
+pub use context::{BakeDecision, HookContext, StateRoot, base_bake_entries, parent_bakes};
 pub use output::{
     Asset, AssetSet, BakeStep, CfExecutables, Command, Deferred, Emitted, HookResult, Program,
     path_for_phase,

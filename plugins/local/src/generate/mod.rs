@@ -268,14 +268,12 @@ pub fn image_bake(ctx: &dyn HookContext, me: &BuilderDecl, name: &str) -> HookRe
         .as_deref()
         .map(csis_model::naming::safe_name);
     let pinned = ctx.pinned_parent(name, &runtime);
-    // From the parent series' newest build: after the parent's bake,
-    // when the parent bakes in this run too.
-    let after = match (&parent, &pinned) {
-        (Some(p), None) if ctx.bake_decision(p, &runtime).bake => {
-            vec![BakeStep::key(p, &runtime)]
-        }
-        _ => Vec::new(),
-    };
+    let after = csis_plugin_api::builder::parent_bakes(
+        ctx,
+        parent.as_deref().unwrap_or_default(),
+        pinned.as_deref(),
+        &runtime,
+    );
     let mods = mod_specs(ctx, name, &view)?;
     let variables = mod_variables(name, &img.variables)?;
     let (identity_types, storage_types) = ctx.capabilities(name);

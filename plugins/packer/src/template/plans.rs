@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use csis_hcl::{Block, Expr};
 use csis_model::models::{BaseBuilder, Item, OsBuilderModel};
 use csis_model::{ItemKind, Map, Value, Vct};
-use csis_plugin_api::builder::base_bake_entries;
+use csis_plugin_api::builder::{base_bake_entries, parent_bakes};
 use csis_plugin_api::{
-    BakeStep, BuilderDecl, HookContext, HookResult, PackerBake, PackerParent, PackerValue,
+    BuilderDecl, HookContext, HookResult, PackerBake, PackerParent, PackerValue,
 };
 
 use super::document::{render, template_path, up_to_root};
@@ -259,31 +259,26 @@ pub fn bakes(ctx: &dyn HookContext, me: &BuilderDecl, base: bool) -> HookResult<
                 .as_deref()
                 .map(csis_model::naming::safe_name)
                 .unwrap_or_default();
-            let after = match ctx.pinned_parent(&name, &runtime) {
-                None if ctx.bake_decision(&parent, &runtime).bake => {
-                    vec![BakeStep::key(&parent, &runtime)]
+            let pinned = ctx.pinned_parent(&name, &runtime);
+            let after = parent_bakes(ctx, &parent, pinned.as_deref(), &runtime);
+            let (packer_parent, parent_record, parent_tag) = match pinned {
+                Some(build) => (
+                    PackerParent::Build(build.clone()),
+                    Expr::str(build.as_str()),
+                    build,
+                ),
+                None => {
+                    let record = match rt.hooks.packer_parent_expression() {
+                        Some(e) => Expr::template(e),
+                        None => Expr::str(format!("series:{parent}")),
+                    };
+                    (
+                        PackerParent::Series(parent.clone()),
+                        record,
+                        format!("series:{parent}"),
+                    )
                 }
-                _ => Vec::new(),
             };
-            let (packer_parent, parent_record, parent_tag) =
-                match ctx.pinned_parent(&name, &runtime) {
-                    Some(build) => (
-                        PackerParent::Build(build.clone()),
-                        Expr::str(build.as_str()),
-                        build,
-                    ),
-                    None => {
-                        let record = match rt.hooks.packer_parent_expression() {
-                            Some(e) => Expr::template(e),
-                            None => Expr::str(format!("series:{parent}")),
-                        };
-                        (
-                            PackerParent::Series(parent.clone()),
-                            record,
-                            format!("series:{parent}"),
-                        )
-                    }
-                };
             let variables = image_variables(&name, &img.variables)?;
             let asset_path = template_path(me.name(), &name);
             let mut provisioners =
