@@ -29,6 +29,7 @@ fn main() {
     eprintln!("{}", fx.describe());
     let (sys, mut ws) = fx.warmed();
     let req = RunRequest {
+        shard: None,
         lifecycles: harness::lifecycles(ws.db.registry()),
         options: harness::dry_run_options(),
         no_apply: true,

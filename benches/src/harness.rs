@@ -197,6 +197,7 @@ pub fn watch_generate(ws: &Workspace, sys: &MemorySystem) -> RunSummary {
 /// every lifecycle generated.
 fn generate_all(ws: &Workspace, sys: &MemorySystem, record: bool, stats: bool) -> RunSummary {
     let req = RunRequest {
+        shard: None,
         lifecycles: lifecycles(ws.db.registry()),
         options: dry_run_options(),
         no_apply: true,

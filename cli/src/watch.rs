@@ -283,6 +283,7 @@ fn generate(ws: &Workspace, args: &WatchArgs, explain: bool) {
         no_apply: true,
         csis: PathBuf::from("csis"),
         commit: false,
+        shard: None,
         record: false,
         stats: false,
         no_state_query: true,

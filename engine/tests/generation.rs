@@ -185,6 +185,7 @@ const PLUGINS: &[&dyn Plugin] = &[&csis_plugin_local::LocalPlugin, &ProbePlugin]
 /// commands.
 fn request(lifecycles: &[&str]) -> RunRequest {
     RunRequest {
+        shard: None,
         lifecycles: lifecycles.iter().map(|s| s.to_string()).collect(),
         options: RunOptions {
             dry_run: true,

@@ -155,6 +155,9 @@ fn a_second_real_run_is_refused_while_one_holds_the_tree_and_waits_with_a_timeou
 fn eight_concurrent_lineage_records_keep_every_build() {
     let t = tree("local-run");
     let r = t.path();
+    // Eight builds of the same inputs (a record refuses a fingerprint
+    // that is not the plan's).
+    let fingerprint = crate::support::planned_fingerprint(r, T0, "tiny", "here");
     let manifests = tempfile::tempdir().unwrap();
     let paths: Vec<PathBuf> = (0..8)
         .map(|i| {
@@ -165,7 +168,7 @@ fn eight_concurrent_lineage_records_keep_every_build() {
                 "runtime": "here",
                 "parent": "vendor",
                 "run": format!("r{i}"),
-                "input_fingerprint": format!("{i:064}"),
+                "input_fingerprint": fingerprint,
             });
             std::fs::write(&p, m.to_string()).unwrap();
             p

@@ -5,6 +5,7 @@ mod aws_state;
 mod bounded_commands;
 mod bounds;
 mod cases;
+mod ci_matrix;
 mod cloud_config;
 mod cloud_roots;
 mod clouds;

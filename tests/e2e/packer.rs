@@ -250,7 +250,26 @@ const MANIFEST: &str = r#"{
 #[test]
 fn lineage_record_reads_a_packer_manifest() {
     let t = tree();
+    // Baked from other inputs than the tree's: refused, nothing recorded.
     std::fs::write(t.path().join("m.json"), MANIFEST).unwrap();
+    let out = csis_at(
+        t.path(),
+        NOW,
+        &["lineage", "record", "--manifest", "m.json"],
+    );
+    let fp = crate::support::planned_fingerprint(t.path(), NOW, "debian12", "aws1");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "error: m.json: debian12@aws1 was baked with input fingerprint FP, but this tree plans {}: it is a bake of another commit, or the tree changed after it; bake it again from this tree; nothing is recorded\n",
+            &fp[..16]
+        )
+    );
+    assert!(!t.path().join("meta-state/lineage.yaml").exists());
+
+    let manifest = MANIFEST.replace("\"FP\"", &format!("\"{fp}\""));
+    std::fs::write(t.path().join("m.json"), &manifest).unwrap();
     let out = ok(csis_at(
         t.path(),
         NOW,
@@ -258,7 +277,10 @@ fn lineage_record_reads_a_packer_manifest() {
     ));
     assert_eq!(
         out.trim(),
-        "lineage: recorded ami-0123456789abcdef0 (debian12@aws1, fingerprint FP)"
+        format!(
+            "lineage: recorded ami-0123456789abcdef0 (debian12@aws1, fingerprint {})",
+            &fp[..16]
+        )
     );
     let lineage = read(&t.path().join("meta-state/lineage.yaml"));
     assert!(
@@ -270,7 +292,7 @@ fn lineage_record_reads_a_packer_manifest() {
 
     // An artifact of another runtime, and a child whose parent series has
     // no recorded build on the runtime.
-    let other = MANIFEST.replace("us-east-1:ami-0123456789abcdef0", "web-image");
+    let other = manifest.replace("us-east-1:ami-0123456789abcdef0", "web-image");
     std::fs::write(t.path().join("m2.json"), other).unwrap();
     let out = csis_at(
         t.path(),
@@ -282,7 +304,9 @@ fn lineage_record_reads_a_packer_manifest() {
         String::from_utf8_lossy(&out.stderr).trim(),
         "error: m2.json: artifact id 'web-image' is not a build of runtime 'aws1' (type aws)"
     );
-    let child = MANIFEST
+    let web = crate::support::planned_fingerprint(t.path(), NOW, "web", "gce1");
+    let child = manifest
+        .replace(&fp, &web)
         .replace("\"series\": \"debian12\"", "\"series\": \"web\"")
         .replace("\"runtime\": \"aws1\"", "\"runtime\": \"gce1\"")
         .replace("us-east-1:ami-0123456789abcdef0", "web-2026-12-02t15-53-24")

@@ -143,7 +143,11 @@ fn colour_follows_the_terminal_no_color_and_the_flag() {
 fn plan_help_describes_format_and_offers_no_run_only_flag() {
     let help = String::from_utf8(csis(&["plan", "--help"]).stdout).unwrap();
     assert!(
-        help.contains("text (a line per decision) or json (the plan report on stdout)"),
+        help.contains("text (a line per decision), json (the plan report on stdout) or"),
+        "{help}"
+    );
+    assert!(
+        help.contains("[possible values: text, json, matrix]"),
         "{help}"
     );
     assert!(!help.contains("--allow-unscoped-bakes"), "{help}");

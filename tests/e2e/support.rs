@@ -49,6 +49,21 @@ pub fn spawn_real_run(root: &Path, now: i64) -> std::process::Child {
         .unwrap()
 }
 
+/// The input fingerprint `csis plan` computes for `series@runtime`: the
+/// one a bake's manifest must carry for `lineage record` to take it.
+pub fn planned_fingerprint(root: &Path, now: i64, series: &str, runtime: &str) -> String {
+    let o = csis_at(root, now, &["plan", "--format", "json"]);
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    plan["plan"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["series"] == series && p["runtime"] == runtime)
+        .and_then(|p| p["fingerprint"].as_str())
+        .unwrap_or_else(|| panic!("no fingerprint for {series}@{runtime} in {plan}"))
+        .to_string()
+}
+
 /// Stdout and stderr of a command that must have exited 0.
 pub fn ok(o: Output) -> String {
     let err = String::from_utf8_lossy(&o.stderr).to_string();

@@ -15,11 +15,14 @@ use crate::outcome::outcome;
 pub enum LineageCommand {
     /// Every recorded build as a tree of parent links, per runtime.
     Show,
-    /// Record a baked build from its manifest (runner scripts call this
-    /// after each bake) and bind its image's pin.
+    /// Record baked builds from their manifests (runner scripts call this
+    /// after each bake; a CI job after the shards, over all of theirs)
+    /// and bind each image's pin: parents first, a build already recorded
+    /// left as it is, nothing recorded when a manifest's input
+    /// fingerprint is not this tree's plan.
     Record {
-        #[arg(long, value_name = "FILE")]
-        manifest: PathBuf,
+        #[arg(long, value_name = "FILE", num_args = 1.., required = true)]
+        manifest: Vec<PathBuf>,
     },
     /// Set each head's recorded fingerprint on a runtime to the one
     /// computed now (after the fingerprint's definition moved).
@@ -82,7 +85,7 @@ pub fn lineage(ws: &Workspace, command: &LineageCommand) -> ExitCode {
             }
         }
         LineageCommand::Record { manifest } => outcome(
-            csis_engine::run::record_build::record_build(ws, &OsSystem, manifest),
+            csis_engine::run::record_build::record_builds(ws, &OsSystem, manifest),
         ),
         LineageCommand::Restamp { runtime, commit } => outcome(ops(ws).restamp(runtime, *commit)),
         LineageCommand::Relabel { from, to, commit } => outcome(ops(ws).relabel(from, to, *commit)),

@@ -14,7 +14,9 @@ use super::selection::Selection;
 pub struct PlanArgs {
     #[command(flatten)]
     selection: Selection,
-    /// text (a line per decision) or json (the plan report on stdout).
+    /// text (a line per decision), json (the plan report on stdout) or
+    /// matrix (the bakes in independent groups, one line of JSON a CI
+    /// matrix takes: `{"include":[...]}`).
     #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
     format: PlanFormat,
     /// Under each bake, the chain of inputs that caused it: the input
@@ -31,6 +33,7 @@ pub struct PlanArgs {
 enum PlanFormat {
     Text,
     Json,
+    Matrix,
 }
 
 pub fn plan(ws: &Workspace, args: &PlanArgs) -> ExitCode {
@@ -51,13 +54,16 @@ pub fn plan(ws: &Workspace, args: &PlanArgs) -> ExitCode {
             "{}",
             serde_json::to_string_pretty(&report).unwrap_or_default()
         ),
+        PlanFormat::Matrix => {
+            report_errors(&report);
+            if report.ok {
+                let force = &selection.options(true).force_bake;
+                let m = csis_engine::run::plan_matrix::matrix(ws, &report.plan, force);
+                println!("{}", serde_json::to_string(&m).unwrap_or_default());
+            }
+        }
         PlanFormat::Text => {
-            for e in &report.validation_errors {
-                eprintln!("error: validation: {e}");
-            }
-            if let Some(e) = &report.error {
-                eprintln!("error: {e}");
-            }
+            report_errors(&report);
             // One write for the whole plan: a line each was thousands of
             // system calls for a large tree.
             let mut text = String::new();
@@ -84,5 +90,14 @@ pub fn plan(ws: &Workspace, args: &PlanArgs) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    }
+}
+
+fn report_errors(report: &csis_engine::run::plan_report::PlanReport) {
+    for e in &report.validation_errors {
+        eprintln!("error: validation: {e}");
+    }
+    if let Some(e) = &report.error {
+        eprintln!("error: {e}");
     }
 }

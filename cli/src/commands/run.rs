@@ -58,6 +58,17 @@ pub struct RunArgs {
     /// that do not descend from it still run).
     #[arg(long)]
     fail_fast: bool,
+    /// Bake the selected images and run nothing else, as one job of a CI
+    /// matrix (`csis plan --format matrix`): each bake's manifest is kept
+    /// in DIR as <series>@<runtime>.json and nothing is recorded; one
+    /// `csis lineage record --manifest DIR/*.json` records them all.
+    #[arg(
+        long,
+        value_name = "DIR",
+        requires = "no_dry_run",
+        conflicts_with_all = ["commit", "no_apply"]
+    )]
+    shard: Option<PathBuf>,
     #[command(flatten)]
     selection: Selection,
 }
@@ -77,7 +88,12 @@ pub fn run(
         no_apply: args.no_apply,
         csis: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("csis")),
         commit: args.commit,
-        record: true,
+        // A shard leaves meta-state to the job that records its bakes.
+        record: args.shard.is_none(),
+        shard: args
+            .shard
+            .as_deref()
+            .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.to_path_buf())),
         stats: args.stats,
         explain: args.explain,
         no_state_query: args.no_state_query,

@@ -177,6 +177,11 @@ impl Runner<'_> {
                 };
                 let b = builders(&self.ws.db, self.ws.tree);
                 let line = script::command_line(cmd, &b.executables)?;
+                if self.req.shard.is_some() {
+                    self.info(format!("[{at}] not executed in a shard: {line}"));
+                    steps.done += 1;
+                    continue;
+                }
                 steps.current = Some(format!("{at}: {line}"));
                 self.log.progress(steps);
                 self.info(format!("[{at}] executing {line}"));

@@ -5,8 +5,10 @@
 //! bake prints is logged as `[<series>@<runtime>] line` the moment it
 //! comes. A failed bake stops its descendants (not attempted, with the
 //! reason) and lets the others finish; `--fail-fast` stops starting any.
+//! A shard (`--shard DIR`) keeps each bake's manifest in DIR in place of
+//! its `lineage record` step.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Sender, channel};
 use std::time::{Duration, Instant};
 
@@ -40,10 +42,35 @@ enum State {
     NotAttempted,
 }
 
+/// One step of a bake as this run takes it.
+enum Work {
+    /// Execute the command: its shell line, the process.
+    Run(String, Process),
+    /// A shard's stand-in for the `lineage record` step: copy the bake's
+    /// manifest to where the shard keeps it.
+    Keep { from: PathBuf, to: PathBuf },
+}
+
 /// Run one bake's steps in order; the first that fails ends it.
-fn run_bake(system: &dyn System, i: usize, steps: &[(String, Process)], tx: &Sender<Event>) {
+fn run_bake(system: &dyn System, i: usize, steps: &[Work], tx: &Sender<Event>) {
     let mut result = Ok(());
-    for (line, process) in steps {
+    for step in steps {
+        let (line, process) = match step {
+            Work::Run(line, process) => (line, process),
+            Work::Keep { from, to } => {
+                match keep_manifest(system, from, to) {
+                    Ok(()) => {
+                        let kept = format!("kept {} as {}", from.display(), to.display());
+                        let _ = tx.send(Event::Line(i, kept));
+                    }
+                    Err(e) => {
+                        result = Err(e);
+                        break;
+                    }
+                }
+                continue;
+            }
+        };
         let _ = tx.send(Event::Step(i, line.clone()));
         let started = Instant::now();
         let out = system.run_streaming(process, &mut |_, l| {
@@ -69,6 +96,22 @@ fn run_bake(system: &dyn System, i: usize, steps: &[(String, Process)], tx: &Sen
     let _ = tx.send(Event::Done(i, result));
 }
 
+/// A shard's copy of a bake's manifest, whole or not at all.
+fn keep_manifest(system: &dyn System, from: &Path, to: &Path) -> Result<(), String> {
+    let bytes = system
+        .read_bytes(from)
+        .map_err(|e| format!("reading the bake's manifest {}: {e}", from.display()))?
+        .ok_or_else(|| {
+            format!(
+                "the bake wrote no manifest at {} (a shard keeps it for `csis lineage record`)",
+                from.display()
+            )
+        })?;
+    system
+        .write_atomic(to, &bytes, false)
+        .map_err(|e| format!("keeping the bake's manifest as {}: {e}", to.display()))
+}
+
 impl Runner<'_> {
     /// The bakes of one segment, from `dir` (the lifecycle's mirror); what
     /// became of each is appended to `records`. `Err` names every bake
@@ -86,7 +129,18 @@ impl Runner<'_> {
         for b in bakes {
             let mut cmds = Vec::with_capacity(b.commands.len());
             for c in &b.commands {
-                cmds.push(self.process(lifecycle, c, dir)?);
+                let (line, process) = self.process(lifecycle, c, dir)?;
+                cmds.push(match (&self.req.shard, c.recorded_manifest()) {
+                    (Some(keep), Some(_)) => Work::Keep {
+                        // The step's own argument, expanded, from its
+                        // own directory.
+                        from: process
+                            .cwd
+                            .join(process.args.last().map_or("", String::as_str)),
+                        to: keep.join(format!("{}.json", b.key)),
+                    },
+                    _ => Work::Run(line, process),
+                });
             }
             work.push(cmds);
         }

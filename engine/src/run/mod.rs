@@ -30,7 +30,8 @@
 //!    generated/run-summary.json ([`RunSummary`], in `outcome.rs`, filled
 //!    in by every step) and the on-summary hooks.
 //!
-//! Beside the run: `plan_report.rs` (`csis plan`), `explain.rs` (the causes
+//! Beside the run: `plan_report.rs` (`csis plan`), `plan_matrix.rs` (its
+//! bakes as a CI matrix), `explain.rs` (the causes
 //! `--explain` reports), `record_build.rs` (`lineage record` after a bake)
 //! and `operations/` (upgrade, forget, release, dispose and the lineage
 //! commands on meta-state).
@@ -58,6 +59,7 @@ pub mod explain;
 pub mod generate;
 pub mod lock;
 pub mod operations;
+pub mod plan_matrix;
 pub mod plan_report;
 pub mod plan_summary;
 pub mod record_build;

@@ -27,38 +27,151 @@ fn in_bake_record(manifest: &J, declared: usize) -> J {
     }
 }
 
-/// `csis lineage record --manifest FILE`: after a bake, append the build to
-/// meta-state/lineage.yaml and bind (or, under follow, move) the image's pin
-/// to the parent build it was baked from. Recording a build twice changes
-/// nothing. Returns what was done, for the log.
-pub fn record_build(
+/// A bake's manifest, read and made csis's own shape (`build_id`,
+/// `series`, `runtime`, `parent`, `input_fingerprint`, `run`, `tags`,
+/// `modifications`, `in_bake`). A packer bake's parent found by filter
+/// stays `series:<name>` until its record.
+struct Baked {
+    path: std::path::PathBuf,
+    m: J,
+    /// Whether a packer build made it: it applied every modification of
+    /// the fingerprint it was baked with.
+    packer: bool,
+}
+
+impl Baked {
+    fn get(&self, k: &str) -> String {
+        self.m
+            .get(k)
+            .and_then(J::as_str)
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    fn key(&self) -> String {
+        format!("{}@{}", self.get("series"), self.get("runtime"))
+    }
+}
+
+fn read_manifest(
     ws: &Workspace,
     system: &dyn System,
-    manifest_path: &std::path::Path,
-) -> Result<String, String> {
+    path: &std::path::Path,
+) -> Result<Baked, String> {
     let text = system
-        .read_to_string(manifest_path)
-        .map_err(|e| format!("{}: {e}", manifest_path.display()))?
-        .ok_or_else(|| format!("{}: no such build manifest", manifest_path.display()))?;
-    let m: J =
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", manifest_path.display()))?;
-    // A packer bake applies every modification of the fingerprint it was
-    // baked with; another builder's manifest says each one's operation.
+        .read_to_string(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .ok_or_else(|| format!("{}: no such build manifest", path.display()))?;
+    let m: J = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     let packer = m.get("builds").is_some();
     let m = if packer {
-        from_packer(ws, system, manifest_path, &m)?
+        from_packer(ws, path, &m)?
     } else {
         m
     };
-    let s = |k: &str| m.get(k).and_then(J::as_str).unwrap_or_default().to_string();
-    let (build_id, series, runtime, parent) =
-        (s("build_id"), s("series"), s("runtime"), s("parent"));
-    if build_id.is_empty() || series.is_empty() || runtime.is_empty() {
+    let baked = Baked {
+        path: path.to_path_buf(),
+        m,
+        packer,
+    };
+    if [
+        baked.get("build_id"),
+        baked.get("series"),
+        baked.get("runtime"),
+    ]
+    .iter()
+    .any(String::is_empty)
+    {
         return Err(format!(
             "{}: a build manifest needs build_id, series and runtime",
-            manifest_path.display()
+            path.display()
         ));
     }
+    Ok(baked)
+}
+
+/// The refusal of a bake whose input fingerprint is not the one this
+/// tree's plan computes: it was baked from another commit (a CI shard of
+/// an older plan) or the tree changed after it.
+fn fingerprint_refusal(ws: &Workspace, b: &Baked) -> Option<String> {
+    let key = crate::plan::fingerprint::SeriesKey::new(&ws.db, b.get("series"), b.get("runtime"));
+    let planned = crate::plan::fingerprint::input_fingerprint(&ws.db, ws.tree, key)
+        .as_ref()
+        .map(|f| f.hex.clone());
+    let baked = b.get("input_fingerprint");
+    let short = |s: &str| s.chars().take(16).collect::<String>();
+    let at = b.path.display();
+    match planned {
+        Some(p) if p == baked => None,
+        Some(p) => Some(format!(
+            "{at}: {} was baked with input fingerprint {}, but this tree plans {}: it is a bake of another commit, or the tree changed after it; bake it again from this tree",
+            b.key(),
+            if baked.is_empty() {
+                "(none)".to_string()
+            } else {
+                short(&baked)
+            },
+            short(&p)
+        )),
+        None => Some(format!(
+            "{at}: {} is not in this tree's plan (no such image or OS builder on that runtime)",
+            b.key()
+        )),
+    }
+}
+
+/// `csis lineage record --manifest FILE...`: after bakes, append each
+/// build to meta-state/lineage.yaml and bind (or, under follow, move) its
+/// image's pin to the parent build it was baked from. Every manifest of a
+/// build not yet recorded must carry the input fingerprint this tree's
+/// plan computes, or nothing is recorded. Parents are recorded before
+/// their children (a child baked from its parent's newest build names it
+/// once the parent is recorded), whatever the order of the files.
+/// Recording a build twice changes nothing. Returns what was done, for
+/// the log.
+pub fn record_builds(
+    ws: &Workspace,
+    system: &dyn System,
+    paths: &[std::path::PathBuf],
+) -> Result<String, String> {
+    let mut baked = paths
+        .iter()
+        .map(|p| read_manifest(ws, system, p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let lineage: Lineage = read_json(system, &ws.root, "lineage.yaml")?;
+    let refused: Vec<String> = baked
+        .iter()
+        .filter(|b| lineage.build(&b.get("build_id")).is_none())
+        .filter_map(|b| fingerprint_refusal(ws, b))
+        .collect();
+    match refused.as_slice() {
+        [] => {}
+        [one] => return Err(format!("{one}; nothing is recorded")),
+        all => {
+            return Err(format!(
+                "{} manifests do not match this tree's plan; nothing is recorded:\n  {}",
+                all.len(),
+                all.join("\n  ")
+            ));
+        }
+    }
+    // Stable: manifests of one depth keep the order they were given in.
+    baked.sort_by_cached_key(|b| {
+        crate::plan::fingerprint::chain_root(&ws.db, ws.tree, &b.get("series"))
+            .map_or(0, |(_, chain)| chain.len())
+    });
+    let mut done = Vec::new();
+    for b in &baked {
+        done.push(record(ws, system, b)?);
+    }
+    Ok(done.join("\n"))
+}
+
+/// Record one build and bind its pin.
+fn record(ws: &Workspace, system: &dyn System, b: &Baked) -> Result<String, String> {
+    let (m, packer) = (&b.m, b.packer);
+    let s = |k: &str| b.get(k);
+    let (build_id, series, runtime) = (s("build_id"), s("series"), s("runtime"));
     let db = &ws.db;
     let tree = ws.tree;
     let key = crate::plan::fingerprint::SeriesKey::new(db, series.clone(), runtime.clone());
@@ -112,12 +225,13 @@ pub fn record_build(
         .get("verification")
         .and_then(J::as_object)
         .map_or(0, |v| v.len());
-    let record = BuildRecord {
+    let mut record = BuildRecord {
         build_id: build_id.clone(),
         series: series.clone(),
         runtime: runtime.clone(),
         name: series.clone(),
-        parent: parent.clone(),
+        // Known under the records lock.
+        parent: String::new(),
         input_fingerprint: s("input_fingerprint"),
         run: s("run"),
         capabilities: Capabilities {
@@ -125,7 +239,7 @@ pub fn record_build(
             storage_types: types("csis_storage_types"),
         },
         mods,
-        tests: in_bake_record(&m, assertions),
+        tests: in_bake_record(m, assertions),
         update: fp_fields.get("update").cloned().unwrap_or(J::Null),
         chain: crate::plan::fingerprint::chain_root(db, tree, &series)
             .map(|(_, c)| c)
@@ -144,16 +258,20 @@ pub fn record_build(
     // killed between the two writes is completed by recording again.
     let mut lineage: Lineage = read_json(system, root, "lineage.yaml")?;
     let mut done = Vec::new();
-    if lineage.build(&build_id).is_some() {
+    let parent = if let Some(recorded) = lineage.build(&build_id) {
         done.push(format!("lineage: {build_id} is already recorded"));
+        recorded.parent.clone()
     } else {
+        record.parent = newest_parent(&lineage, b, s("parent"))?;
+        let parent = record.parent.clone();
         lineage.builds.push(record);
         write_json(system, root, "lineage.yaml", &lineage)?;
         done.push(format!(
             "lineage: recorded {build_id} ({series}@{runtime}, fingerprint {})",
             s("input_fingerprint").chars().take(16).collect::<String>()
         ));
-    }
+        parent
+    };
     if parent != "vendor" && !parent.is_empty() {
         let mut pins: Pins = read_json(system, root, "pins.yaml")?;
         let pin_key = format!("{series}@{runtime}");
@@ -199,15 +317,8 @@ pub fn record_build(
 /// `last_run_uuid`) as the build manifest [`record_build`] reads: the last
 /// build of the last run, its `custom_data` (series, runtime, fingerprint,
 /// parent, run, identity_types, storage_types) and its artifact id turned
-/// into the build id by the runtime's `build_id_from_artifact`. A parent
-/// found by filter at bake time (`series:<name>`) is the parent series'
-/// newest recorded build on the runtime.
-fn from_packer(
-    ws: &Workspace,
-    system: &dyn System,
-    path: &std::path::Path,
-    m: &J,
-) -> Result<J, String> {
+/// into the build id by the runtime's `build_id_from_artifact`.
+fn from_packer(ws: &Workspace, path: &std::path::Path, m: &J) -> Result<J, String> {
     let at = path.display();
     let last_run = m
         .get("last_run_uuid")
@@ -252,25 +363,11 @@ fn from_packer(
             decl.model
         )
     })?;
-    let mut parent = s("parent");
-    if let Some(p) = parent.strip_prefix("series:") {
-        let lineage: Lineage = read_json(system, &ws.root, "lineage.yaml")?;
-        parent = lineage
-            .builds
-            .iter()
-            .rfind(|b| b.series == p && b.runtime == runtime)
-            .map(|b| b.build_id.clone())
-            .ok_or_else(|| {
-                format!(
-                    "{at}: '{series}' was baked from the newest build of '{p}', but lineage records no build of '{p}' on runtime '{runtime}'"
-                )
-            })?;
-    }
     let mut manifest = serde_json::json!({
         "build_id": build_id,
         "series": series,
         "runtime": runtime,
-        "parent": parent,
+        "parent": s("parent"),
         "input_fingerprint": s("fingerprint"),
         "run": s("run"),
         "tags": {
@@ -290,4 +387,25 @@ fn from_packer(
         );
     }
     Ok(manifest)
+}
+
+/// The parent build a bake names: a parent found by filter at bake time
+/// (`series:<name>`) is the parent series' newest recorded build on the
+/// runtime, read under the records lock.
+fn newest_parent(lineage: &Lineage, b: &Baked, parent: String) -> Result<String, String> {
+    let Some(p) = parent.strip_prefix("series:") else {
+        return Ok(parent);
+    };
+    let (series, runtime) = (b.get("series"), b.get("runtime"));
+    lineage
+        .builds
+        .iter()
+        .rfind(|x| x.series == p && x.runtime == runtime)
+        .map(|x| x.build_id.clone())
+        .ok_or_else(|| {
+            format!(
+                "{}: '{series}' was baked from the newest build of '{p}', but lineage records no build of '{p}' on runtime '{runtime}'",
+                b.path.display()
+            )
+        })
 }

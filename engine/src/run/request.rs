@@ -28,6 +28,12 @@ pub struct RunRequest {
     pub jobs: usize,
     /// `--fail-fast`: the first failed bake stops every bake not started.
     pub fail_fast: bool,
+    /// `--shard DIR`: bake the selected images and run nothing else (a CI
+    /// matrix job): no `lineage record` step, no other command, nothing
+    /// written to meta-state; each bake's manifest is kept in DIR as
+    /// `<series>@<runtime>.json` for one later `csis lineage record`.
+    /// A shard run does not record itself (`record` is false).
+    pub shard: Option<PathBuf>,
     /// Whether the run leaves its records (run-summary.json, the journal,
     /// the on-summary hooks): `csis watch --generate` does not.
     pub record: bool,

@@ -64,6 +64,7 @@ impl Runner<'_> {
         // Registries are asked only when this run launches machines.
         let launches = !self.req.options.dry_run
             && !self.req.no_apply
+            && self.req.shard.is_none()
             && requested.iter().any(|l| l.name == "instance-image");
         let valid = self.validate(summary, launches);
         self.mark(summary, "validate");

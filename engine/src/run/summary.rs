@@ -14,6 +14,11 @@ impl Runner<'_> {
     /// then call the on-summary hooks. A record or summary csis cannot
     /// write fails the run, naming the file.
     pub(super) fn finish(mut self, mut summary: RunSummary) -> RunSummary {
+        // A shard records nothing, but its bakes' outcomes are the CI
+        // job's to keep.
+        if self.req.shard.is_some() {
+            self.write_summary(&mut summary);
+        }
         if !self.req.record {
             return summary;
         }
@@ -36,18 +41,7 @@ impl Runner<'_> {
         if self.req.commit && summary.ok {
             self.commit(&mut summary);
         }
-        let path = self.gen_dir.join("run-summary.json");
-        let json = serde_json::to_string_pretty(&summary).unwrap_or_else(|_| "{}".into());
-        if let Err(e) = self
-            .system
-            .write_atomic(&path, format!("{json}\n").as_bytes(), false)
-        {
-            // The error names the file.
-            self.failed_to_write(
-                &mut summary,
-                format!("could not write the run summary: {e}"),
-            );
-        }
+        let json = self.write_summary(&mut summary);
         for h in self.ws.db.registry().run_hooks() {
             if let Err(e) = h.on_summary(&json) {
                 self.log.line(
@@ -57,6 +51,20 @@ impl Runner<'_> {
             }
         }
         summary
+    }
+
+    /// generated/run-summary.json; the JSON written.
+    fn write_summary(&mut self, summary: &mut RunSummary) -> String {
+        let path = self.gen_dir.join("run-summary.json");
+        let json = serde_json::to_string_pretty(&summary).unwrap_or_else(|_| "{}".into());
+        if let Err(e) = self
+            .system
+            .write_atomic(&path, format!("{json}\n").as_bytes(), false)
+        {
+            // The error names the file.
+            self.failed_to_write(summary, format!("could not write the run summary: {e}"));
+        }
+        json
     }
 
     fn failed_to_write(&mut self, summary: &mut RunSummary, error: String) {

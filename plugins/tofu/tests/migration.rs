@@ -71,6 +71,7 @@ workspaces:
 #[test]
 fn a_migrating_workspace_begins_and_finishes_its_move_where_the_others_init() {
     let req = RunRequest {
+        shard: None,
         lifecycles: vec!["storage".into()],
         options: RunOptions {
             dry_run: false,

@@ -135,6 +135,7 @@ fn dry_run(tree: &str, extra: &[(&str, &str)], lifecycles: &[&str]) -> Outcome {
         files.insert((*p).to_string(), (*t).to_string());
     }
     let req = RunRequest {
+        shard: None,
         lifecycles: lifecycles.iter().map(|s| s.to_string()).collect(),
         options: RunOptions {
             dry_run: true,

@@ -73,6 +73,20 @@ impl Command {
         ])
     }
 
+    /// The manifest a [`Command::lineage_record`] step records, or `None`
+    /// for any other command: a run that bakes without recording (a CI
+    /// shard) keeps that file instead of running the step.
+    pub fn recorded_manifest(&self) -> Option<&str> {
+        match (&self.program, self.args.as_slice()) {
+            (Program::Csis, [.., lineage, record, flag, manifest])
+                if lineage == "lineage" && record == "record" && flag == "--manifest" =>
+            {
+                Some(manifest)
+            }
+            _ => None,
+        }
+    }
+
     pub fn executable<I, S>(name: &str, args: I) -> Command
     where
         I: IntoIterator<Item = S>,
@@ -178,5 +192,23 @@ pub fn path_for_phase(
     match discriminator {
         Some(d) => format!("{builder}/{p}/{builder}-{p}-{d}{suffix}"),
         None => format!("{builder}/{p}/{builder}-{p}{suffix}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_lineage_record_step_names_a_recorded_manifest() {
+        let record = Command::lineage_record("web.manifest.json").in_dir("pk/image-generation");
+        assert_eq!(record.recorded_manifest(), Some("web.manifest.json"));
+        let bake = Command::csis(["local", "bake", "--spec", "web.json"]);
+        assert_eq!(bake.recorded_manifest(), None);
+        let show = Command::csis(["lineage", "show"]);
+        assert_eq!(show.recorded_manifest(), None);
+        // The same words to another program are not csis's step.
+        let other = Command::executable("echo", ["lineage", "record", "--manifest", "m.json"]);
+        assert_eq!(other.recorded_manifest(), None);
     }
 }
