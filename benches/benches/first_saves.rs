@@ -7,6 +7,7 @@
 //! `cargo bench -p csis-benches --bench first_saves` (the reference tree;
 //! `CSIS_BENCH_SIZE=small` for a quick run).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_macros)] // a report for a person: printed as is
 
 use std::time::Instant;
 

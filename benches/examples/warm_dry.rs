@@ -10,6 +10,7 @@
 //! `CSIS_BENCH_SIZE=reference cargo run --release -p csis-benches --example
 //! warm_dry -- 5`
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_macros)] // a report for a person: printed as is
 
 use std::path::PathBuf;
 use std::time::Instant;

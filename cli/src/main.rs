@@ -38,6 +38,19 @@ use plugins::plugins;
 use root::find_root;
 
 fn main() -> ExitCode {
+    let code = run();
+    // A closed pipe is no failure (stdout.rs); anything else that kept
+    // the output from its reader is.
+    match csis_plugin_api::stdout::failure() {
+        Some(e) => {
+            eprintln!("error: writing to standard output: {e}");
+            ExitCode::from(1)
+        }
+        None => code,
+    }
+}
+
+fn run() -> ExitCode {
     let cli = Cli::parse();
     if let Some(code) = commands::without_tree(&cli) {
         return code;

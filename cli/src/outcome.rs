@@ -7,7 +7,7 @@ use std::process::ExitCode;
 /// A terraform step's lines (stdout, then stderr) and its exit code.
 pub fn print_outcome(o: csis_engine::terraform::Outcome) -> ExitCode {
     for line in &o.out {
-        println!("{line}");
+        csis_plugin_api::outln!("{line}");
     }
     for line in &o.err {
         eprintln!("error: {line}");
@@ -24,7 +24,7 @@ pub fn outcome(result: Result<String, String>) -> ExitCode {
                 if line.starts_with("warning: ") {
                     eprintln!("{line}");
                 } else {
-                    println!("{line}");
+                    csis_plugin_api::outln!("{line}");
                 }
             }
             ExitCode::SUCCESS

@@ -6,6 +6,7 @@ mod bounded_commands;
 mod bounds;
 mod cases;
 mod ci_matrix;
+mod closed_stdout;
 mod cloud_config;
 mod cloud_roots;
 mod clouds;

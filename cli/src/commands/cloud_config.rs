@@ -60,9 +60,9 @@ fn cloud_config_check(files: &[PathBuf], offline: bool, max_file_size: u64) -> E
                 Severity::Refused => "error",
                 Severity::Skipped => "warning",
             };
-            println!("{shown}:{}:{}: {level}: {}", f.line, f.col, f.message);
+            csis_plugin_api::outln!("{shown}:{}:{}: {level}: {}", f.line, f.col, f.message);
         }
-        println!(
+        csis_plugin_api::outln!(
             "{shown}: {} ({refused} refused, {} reported)",
             if refused == 0 { "ok" } else { "refused" },
             findings.len() - refused

@@ -14,18 +14,21 @@ pub struct CompletionsArgs {
 }
 
 pub fn completions(args: &CompletionsArgs) -> ExitCode {
-    clap_complete::generate(
-        args.shell,
-        &mut Cli::command(),
-        "csis",
-        &mut std::io::stdout(),
-    );
+    // Written whole through the one stdout writer: clap_complete panics
+    // on a write error, a closed pipe included.
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut Cli::command(), "csis", &mut script);
+    csis_plugin_api::stdout::write(&script);
     ExitCode::SUCCESS
 }
 
 pub fn man() -> ExitCode {
-    match clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()) {
-        Ok(()) => ExitCode::SUCCESS,
+    let mut page = Vec::new();
+    match clap_mangen::Man::new(Cli::command()).render(&mut page) {
+        Ok(()) => {
+            csis_plugin_api::stdout::write(&page);
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("error: writing the man page: {e}");
             ExitCode::from(1)

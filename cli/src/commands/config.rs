@@ -47,12 +47,12 @@ fn render(ws: &Workspace, style: report::Style, raw: bool, format: Format) -> Ex
     };
     match format {
         Format::Json => {
-            println!(
+            csis_plugin_api::outln!(
                 "{}",
                 serde_json::to_string_pretty(&tree).unwrap_or_default()
             );
         }
-        Format::Yaml => print!("{}", csis_yaml::emit::to_yaml(&tree)),
+        Format::Yaml => csis_plugin_api::out!("{}", csis_yaml::emit::to_yaml(&tree)),
     }
     ExitCode::SUCCESS
 }

@@ -24,7 +24,7 @@ pub enum GraphFormat {
 
 pub fn graph(ws: &Workspace, args: &GraphArgs) -> ExitCode {
     let g = csis_engine::plan::graph::graph(&ws.db, ws.tree, args.lineage);
-    print!(
+    csis_plugin_api::out!(
         "{}",
         match args.format {
             GraphFormat::Dot => g.dot(),

@@ -77,7 +77,7 @@ pub fn lineage(ws: &Workspace, command: &LineageCommand) -> ExitCode {
             for d in &record.diags {
                 eprintln!("error: {}", ws.describe(d));
             }
-            print!("{}", csis_engine::state::lineage::show(&record.value));
+            csis_plugin_api::out!("{}", csis_engine::state::lineage::show(&record.value));
             if record.diags.is_empty() {
                 ExitCode::SUCCESS
             } else {

@@ -99,7 +99,7 @@ pub fn test_mods(ws: &Workspace, args: &TestModsArgs) -> ExitCode {
     match ops(ws).test_mods(&args.images) {
         Ok(report) => {
             for line in &report.lines {
-                println!("{line}");
+                csis_plugin_api::outln!("{line}");
             }
             if report.failed == 0 {
                 ExitCode::SUCCESS

@@ -50,7 +50,7 @@ pub fn plan(ws: &Workspace, args: &PlanArgs) -> ExitCode {
     let report =
         csis_engine::run::plan_report::plan_report(ws, &OsSystem, selection.options(true), ask);
     match format {
-        PlanFormat::Json => println!(
+        PlanFormat::Json => csis_plugin_api::outln!(
             "{}",
             serde_json::to_string_pretty(&report).unwrap_or_default()
         ),
@@ -59,7 +59,7 @@ pub fn plan(ws: &Workspace, args: &PlanArgs) -> ExitCode {
             if report.ok {
                 let force = &selection.options(true).force_bake;
                 let m = csis_engine::run::plan_matrix::matrix(ws, &report.plan, force);
-                println!("{}", serde_json::to_string(&m).unwrap_or_default());
+                csis_plugin_api::outln!("{}", serde_json::to_string(&m).unwrap_or_default());
             }
         }
         PlanFormat::Text => {
@@ -76,7 +76,7 @@ pub fn plan(ws: &Workspace, args: &PlanArgs) -> ExitCode {
             for line in report.summary.iter().flat_map(|s| s.lines()) {
                 let _ = writeln!(text, "{line}");
             }
-            print!("{text}");
+            csis_plugin_api::out!("{text}");
             for line in report
                 .stats
                 .iter()

@@ -41,10 +41,10 @@ pub fn preflight(
         max_bytes,
     );
     for line in found.lines() {
-        println!("{line}");
+        csis_plugin_api::outln!("{line}");
     }
     let blocking = found.blocking();
-    println!(
+    csis_plugin_api::outln!(
         "preflight: {} session{}, {} blocking (expected run: {} minutes)",
         found.sessions.len(),
         if found.sessions.len() == 1 { "" } else { "s" },

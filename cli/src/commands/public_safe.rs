@@ -54,7 +54,7 @@ enum PublicSafeFormat {
 fn public_safe_explain(rule: &str) -> ExitCode {
     match csis_public_safe::explain(rule) {
         Some(text) => {
-            print!("{text}");
+            csis_plugin_api::out!("{text}");
             ExitCode::SUCCESS
         }
         None => {
@@ -176,7 +176,7 @@ fn public_safe(
     };
     if let Some(rule) = explain {
         // The rule, then why each of its findings matched, file by file.
-        print!("{}", csis_public_safe::explain(rule).unwrap_or_default());
+        csis_plugin_api::out!("{}", csis_public_safe::explain(rule).unwrap_or_default());
         let read = |p: &std::path::Path| {
             OsSystem
                 .read_bytes(p)
@@ -191,7 +191,7 @@ fn public_safe(
         // finding's reason is its whole explanation.
         if [csis_public_safe::UNINSPECTABLE, "archive-bound"].contains(&rule) {
             for f in findings.iter().filter(|f| f.rule == rule) {
-                println!("{}: {}", f.path, f.excerpt);
+                csis_plugin_api::outln!("{}: {}", f.path, f.excerpt);
             }
         }
         let mut files: Vec<&str> = findings
@@ -203,7 +203,7 @@ fn public_safe(
         for file in files {
             let text = read(&ws.root.join(file));
             for why in csis_public_safe::reasons(file, &text, &allow, rule) {
-                println!("{file}: {why}");
+                csis_plugin_api::outln!("{file}: {why}");
             }
         }
         return if findings.is_empty() {
@@ -219,17 +219,17 @@ fn public_safe(
     };
     match format {
         PublicSafeFormat::Json => {
-            println!("{:#}", public_safe_json(n, &findings));
+            csis_plugin_api::outln!("{:#}", public_safe_json(n, &findings));
             return code;
         }
         PublicSafeFormat::Sarif => {
-            println!("{:#}", public_safe_sarif(&findings));
+            csis_plugin_api::outln!("{:#}", public_safe_sarif(&findings));
             return code;
         }
         PublicSafeFormat::Text => {}
     }
     if findings.is_empty() {
-        println!("public-safe: {n} file(s) scanned, no findings");
+        csis_plugin_api::outln!("public-safe: {n} file(s) scanned, no findings");
         return code;
     }
     for f in &findings {

@@ -59,14 +59,14 @@ pub fn state_query(ws: &Workspace, strict: bool) -> ExitCode {
     };
     let sessions = csis_engine::workspace::preflight::sessions(ws, &OsSystem);
     for line in sessions.lines() {
-        println!("{line}");
+        csis_plugin_api::outln!("{line}");
     }
     for line in report.lines() {
-        println!("{line}");
+        csis_plugin_api::outln!("{line}");
     }
     let counts = report.counts();
     let n = |k: &str| counts.get(k).copied().unwrap_or(0);
-    println!(
+    csis_plugin_api::outln!(
         "state query: {} missing, {} foreign, {} changed, {} stale, {} hard, {} unavailable",
         n("missing"),
         n("foreign"),

@@ -220,7 +220,7 @@ fn validate(fs: &BoundedFs, opts: &TemplateOpts, files: &[PathBuf]) -> ExitCode 
         if problems.iter().any(Problem::is_error) {
             refused_any = true;
         } else {
-            println!("{}: ok", file.display());
+            csis_plugin_api::outln!("{}: ok", file.display());
         }
     }
     ExitCode::from(u8::from(refused_any))
@@ -317,8 +317,8 @@ fn resolve(
         chain.fold()
     };
     match format {
-        TemplateFormat::Yaml => print!("{}", to_yaml(&t, true)),
-        TemplateFormat::Json => print!("{}", to_json(&t, true)),
+        TemplateFormat::Yaml => csis_plugin_api::out!("{}", to_yaml(&t, true)),
+        TemplateFormat::Json => csis_plugin_api::out!("{}", to_json(&t, true)),
     }
     ExitCode::SUCCESS
 }

@@ -31,7 +31,7 @@ pub fn validate(ws: &Workspace, style: report::Style, args: &ValidateArgs) -> Ex
     let prefix = ws.tree.root_display(&ws.db).to_string();
     let show = |d: &csis_model::Diagnostic| match format {
         report::DiagnosticFormat::Human => print_diagnostic(ws, d, style),
-        machine => println!("{}", report::machine_line(ws, d, machine, &prefix)),
+        machine => csis_plugin_api::outln!("{}", report::machine_line(ws, d, machine, &prefix)),
     };
     load.iter().for_each(show);
     let (mut infos, executables) =

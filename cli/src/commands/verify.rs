@@ -31,7 +31,7 @@ pub fn verify(ws: &Workspace, command: &VerifyCommand) -> ExitCode {
     match command {
         VerifyCommand::Instance { name, record_only } => match ops(ws).verify_instance(name) {
             Ok(VerifyOutcome::Passed(line)) | Ok(VerifyOutcome::Skipped(line)) => {
-                println!("{line}");
+                csis_plugin_api::outln!("{line}");
                 ExitCode::SUCCESS
             }
             Ok(VerifyOutcome::Failed(why)) if *record_only => {

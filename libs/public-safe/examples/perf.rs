@@ -2,6 +2,7 @@
 //! pattern rule alone, the set, the entropy pass and the whole scan.
 //! `cargo run --release -p csis-public-safe --example perf -- FILE`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+#![allow(clippy::disallowed_macros)] // a report for a person: printed as is
 
 use std::time::Instant;
 

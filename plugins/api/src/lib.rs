@@ -22,6 +22,7 @@ pub mod phase;
 pub mod runtime_fields;
 pub mod sessions;
 pub mod state_object;
+pub mod stdout;
 pub mod verify_step;
 
 use csis_model::models::{BaseBuilder, BaseModelKind, CloudBuilderModel};

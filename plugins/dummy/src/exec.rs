@@ -25,7 +25,7 @@ pub fn main(args: &[String]) -> u8 {
         }
     };
     let items = spec["items"].as_array().map_or(0, Vec::len);
-    println!(
+    csis_plugin_api::outln!(
         "dummy {} {}: {} item(s) in {}",
         spec["builder"].as_str().unwrap_or("?"),
         spec["phase"].as_str().unwrap_or("?"),

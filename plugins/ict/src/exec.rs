@@ -20,7 +20,7 @@ use serde_json::Value as J;
 pub fn main(args: &[String], files: &dyn TemplateFs) -> u8 {
     match run(args, files) {
         Ok(msg) => {
-            println!("{msg}");
+            csis_plugin_api::outln!("{msg}");
             0
         }
         Err(e) => {

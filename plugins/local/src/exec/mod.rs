@@ -63,7 +63,7 @@ use serde_json::Value as J;
 pub fn main(args: &[String]) -> u8 {
     match run(args) {
         Ok(msg) => {
-            println!("{msg}");
+            csis_plugin_api::outln!("{msg}");
             0
         }
         Err(e) => {

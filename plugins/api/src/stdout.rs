@@ -1,0 +1,57 @@
+//! The one writer of the `csis` process's standard output, for the cli's
+//! commands and the plugins' deferred steps alike (`print!`/`println!`
+//! are refused by clippy.toml). A reader that goes away (`csis man | head
+//! -1`) is no error: the rest of the output is dropped and the command
+//! finishes its work and ends as it would have. Any other failure to
+//! write (a full disk under `> file`) is kept for [`failure`], which the
+//! cli turns into an error and exit 1.
+
+use std::io::{ErrorKind, Write};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set once stdout failed: nothing more is written.
+static CLOSED: AtomicBool = AtomicBool::new(false);
+/// The first failure that was not a closed pipe.
+static FAILED: OnceLock<String> = OnceLock::new();
+
+/// Write `bytes` to stdout whole, flushed.
+pub fn write(bytes: &[u8]) {
+    if CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(bytes).and_then(|()| out.flush()) {
+        CLOSED.store(true, Ordering::Relaxed);
+        if e.kind() != ErrorKind::BrokenPipe {
+            let _ = FAILED.set(e.to_string());
+        }
+    }
+}
+
+/// Why stdout could not be written, unless it was only closed by its
+/// reader.
+pub fn failure() -> Option<&'static str> {
+    FAILED.get().map(String::as_str)
+}
+
+/// `print!` through [`write`].
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::stdout::write(::std::format!($($arg)*).as_bytes())
+    };
+}
+
+/// `println!` through [`write`].
+#[macro_export]
+macro_rules! outln {
+    () => {
+        $crate::stdout::write(b"\n")
+    };
+    ($($arg:tt)*) => {{
+        let mut line = ::std::format!($($arg)*);
+        line.push('\n');
+        $crate::stdout::write(line.as_bytes())
+    }};
+}
