@@ -44,6 +44,7 @@ mod orphans;
 mod packer;
 mod parallel_bakes;
 mod path_confinement;
+mod plan_output;
 mod preflight;
 mod public_safe;
 mod public_safe_closed;

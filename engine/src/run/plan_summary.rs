@@ -3,7 +3,7 @@
 //! for a parent that re-bakes, what stays on its old build under
 //! `parent_policy: pinned` with the `csis upgrade` that moves it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use csis_model::ItemKind;
 use serde::Serialize;
@@ -15,7 +15,7 @@ use crate::load::items::{ItemId, item_index};
 use crate::plan::bakes::{bake_plan, image_series};
 use crate::plan::user_data::user_data_sha256;
 use crate::state::launch_params::{launch_record, user_data_moved};
-use crate::state::lineage::pins;
+use crate::state::lineage::{lineage, pins};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct PlanSummary {
@@ -122,6 +122,8 @@ pub fn plan_summary(db: &dyn Db, tree: Tree, run: RunInput) -> PlanSummary {
         }
     }
     let instances = instances_by_image(db, tree);
+    let lineage = &lineage(db, tree).value;
+    let mut reported = BTreeSet::new();
     for (series, runtime, _) in decisions.iter().filter(|(_, _, d)| d.bake) {
         for (child, policy) in pinned_children.get(series.as_str()).into_iter().flatten() {
             if let Some(build) = pins.images.get(&format!("{child}@{runtime}")) {
@@ -134,8 +136,16 @@ pub fn plan_summary(db: &dyn Db, tree: Tree, run: RunInput) -> PlanSummary {
                 });
             }
         }
+        // An instance stays where its build's runtime re-bakes the
+        // series: once, though the series bakes on several runtimes.
         for instance in instances.get(series).into_iter().flatten() {
-            if let Some(build) = pins.instances.get(instance) {
+            if let Some(build) = pins.instances.get(instance)
+                && lineage
+                    .build(build)
+                    .is_none_or(|b| b.runtime == *runtime)
+                && !reported.contains(instance.as_str())
+            {
+                reported.insert(instance.as_str());
                 summary.stays.push(Stay {
                     what: format!("instance '{instance}'"),
                     build: build.clone(),

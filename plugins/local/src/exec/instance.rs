@@ -53,6 +53,18 @@ pub(super) fn launch(env: &Env, spec: &J) -> Result<String, String> {
         ));
     }
     let dir = entry(&store, "instances", "instance name", name)?;
+    // Like the spec, the cloud-config path is relative to the lifecycle
+    // directory the step runs in.
+    let doc_path = Path::new(field(spec, "cloud_config")?);
+    let text = fs::read_to_string(doc_path).map_err(io_err(doc_path))?;
+    let user_data = blake3::hash(text.as_bytes()).to_hex().to_string();
+    // A machine that runs this build, launched from this spec and this
+    // user-data, is left running: a run launches only what changed.
+    if let Some(run) = running_as_launched(&dir, build.as_str(), spec, &user_data) {
+        return Ok(format!(
+            "instance {name} runs {build} as run {run} launched it; nothing to launch"
+        ));
+    }
     fs::create_dir_all(&dir).map_err(io_err(&dir))?;
     let link = |target: &Path, at: &Path| -> Result<(), String> {
         if let Some(parent) = at.parent() {
@@ -96,14 +108,14 @@ pub(super) fn launch(env: &Env, spec: &J) -> Result<String, String> {
         fs::remove_dir_all(&root).map_err(io_err(&root))?;
     }
     copy_tree(&store.join("images").join(&build).join("root"), &root)?;
-    // Like the spec, the cloud-config path is relative to the lifecycle
-    // directory the step runs in.
-    let doc_path = Path::new(field(spec, "cloud_config")?);
-    let text = fs::read_to_string(doc_path).map_err(io_err(doc_path))?;
     let doc = read_document(&text).map_err(|e| format!("{}: {e}", doc_path.display()))?;
-    let text = serde_json::to_string_pretty(
-        &json!({"name": name, "build": build, "run": env.run_id, "spec": spec}),
-    )
+    let text = serde_json::to_string_pretty(&json!({
+        "name": name,
+        "build": build,
+        "run": env.run_id,
+        "spec": spec,
+        "user_data_blake3": user_data,
+    }))
     .map_err(|e| e.to_string())?;
     write_atomic(&dir.join("instance.json"), format!("{text}\n").as_bytes())?;
     let machine = Machine {
@@ -115,6 +127,34 @@ pub(super) fn launch(env: &Env, spec: &J) -> Result<String, String> {
     };
     boot(&machine, &doc)?;
     Ok(format!("launched {name} from {build}"))
+}
+
+/// The run that launched the machine in `dir`, when it runs `build` from
+/// the same spec and user-data and its root is there: nothing to launch.
+/// A record from before the user-data digest never matches.
+fn running_as_launched(dir: &Path, build: &str, spec: &J, user_data: &str) -> Option<String> {
+    let text = fs::read_to_string(dir.join("instance.json")).ok()?;
+    let launched: J = serde_json::from_str(&text).ok()?;
+    // The first launch's spec names no build (the head then); the
+    // launches after it name the pinned one: the build is compared alone.
+    let unpinned = |s: &J| {
+        let mut s = s.clone();
+        if let Some(m) = s.as_object_mut() {
+            m.remove("build");
+        }
+        s
+    };
+    let same = launched.get("build").and_then(J::as_str) == Some(build)
+        && launched.get("spec").map(unpinned) == Some(unpinned(spec))
+        && launched.get("user_data_blake3").and_then(J::as_str) == Some(user_data)
+        && dir.join("root").is_dir();
+    same.then(|| {
+        launched
+            .get("run")
+            .and_then(J::as_str)
+            .unwrap_or_default()
+            .to_string()
+    })
 }
 
 /// Unmount `mount_point` of a launched instance: remove the link its
