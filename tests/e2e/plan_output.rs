@@ -1,6 +1,7 @@
 //! What `plan` and a real run say about instances: each instance once,
 //! though its image bakes on several runtimes, and "launched" only for a
-//! machine that was launched.
+//! machine that was launched; a tree with no local runtime runs no local
+//! step.
 
 use serde_json::Value as J;
 
@@ -14,6 +15,9 @@ fn plan_names_each_instance_that_stays_once() {
     let root = t.path();
     let (code, out) = moto.csis(root, d.path(), NOW, &["run", "all", "--no-dry-run"]);
     assert_eq!(code, Some(0), "{out}");
+    // No local runtime here: nothing of the local identity step.
+    assert!(!out.contains("local identity"), "{out}");
+    assert!(!root.join(".csis-local").exists(), "{out}");
     // web re-bakes on both clouds; each instance is pinned to its own
     // cloud's build.
     crate::support::append(root, "scripts/site.sh", "echo moved\n");

@@ -411,7 +411,22 @@ pub fn identity(
     kind: ItemKind,
     phase: P,
 ) -> HookResult<Vec<Step>> {
-    let store = store_of(ctx.builder(Vct::RuntimeBuilderModel, "default").as_deref());
+    // The users and groups are recorded in a local runtime's store for its
+    // machines; a tree with no local runtime (its clouds take them from
+    // user-data) has no store to record them in.
+    let is_local = |d: &std::sync::Arc<BuilderDecl>| d.model == "local";
+    let Some(local) = ctx
+        .builder(Vct::RuntimeBuilderModel, "default")
+        .filter(is_local)
+        .or_else(|| {
+            ctx.builders(Vct::RuntimeBuilderModel)
+                .into_iter()
+                .find(is_local)
+        })
+    else {
+        return Ok(Vec::new());
+    };
+    let store = store_of(Some(&local));
     let vct = kind.builder_vct();
     let mut entries = Vec::new();
     for view in ctx.items(kind) {
