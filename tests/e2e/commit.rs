@@ -160,3 +160,37 @@ fn public_safe_scans_the_tree_the_index_and_guards_commits_with_a_hook() {
         .unwrap();
     assert!(!commit.status.success(), "the hook refused the commit");
 }
+
+/// A tree that keeps its generated tree out of git commits its
+/// meta-state and says so, as spec 000 has it; `--dry-run` and
+/// `--no-commit` are the defaults, spelled out.
+#[test]
+fn a_gitignored_generated_tree_is_left_out_of_the_commit_with_a_warning() {
+    let t = repo();
+    let r = t.path();
+    std::fs::write(r.join(".gitignore"), "generated/\n").unwrap();
+    git(r, &["add", ".gitignore"]);
+    git(r, &["commit", "-q", "-m", "ignore generated"]);
+    let out = csis(r, &["run", "all", "--dry-run", "--commit"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "warning: Meta-state commit: generated is gitignored here; not committing it\n"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let files = git(r, &["show", "--name-only", "--format=", "HEAD"]);
+    assert!(files.contains("meta-state/runs.yaml"), "{files}");
+    assert!(!files.contains("generated/"), "{files}");
+
+    let before = git(r, &["rev-parse", "HEAD"]);
+    let out = csis(r, &["run", "all", "--dry-run", "--no-commit"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(git(r, &["rev-parse", "HEAD"]), before);
+    for clash in [["--dry-run", "--no-dry-run"], ["--commit", "--no-commit"]] {
+        let mut args = vec!["run", "all"];
+        args.extend(clash);
+        assert_eq!(csis(r, &args).status.code(), Some(2), "{args:?}");
+    }
+}

@@ -204,7 +204,8 @@ fn encrypt_then_reencrypt_to_a_new_recipient() {
             "id: s\nencryption:\n  recipients: [{recipient}]\nruntime_builders:\n  - {{name: here, type: local, is_default: true, default_machine_type: s}}\nuser_builders:\n  - {{name: people, type: basic, is_default: true, email_as_username: false}}\n"
         ),
     );
-    let roster = "users:\n  - name: quinn.q  # the login\n    first_name: Quinn\n    last_name: 'Q'\n    email: quinn@example.com\n";
+    // Block and flow style alike.
+    let roster = "users:\n  - name: quinn.q  # the login\n    first_name: Quinn\n    last_name: 'Q'\n    email: quinn@example.com\n  - {name: rae.r, first_name: Rae, last_name: Romero, email: rae@example.com}\n";
     write_file(r, "groups/people.yml", roster);
     let out = csis(
         r,
@@ -223,7 +224,7 @@ fn encrypt_then_reencrypt_to_a_new_recipient() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("groups/people.yml: 3 value(s) encrypted")
+        String::from_utf8_lossy(&out.stdout).contains("groups/people.yml: 6 value(s) encrypted")
     );
     let text = std::fs::read_to_string(r.join("groups/people.yml")).unwrap();
     assert!(
@@ -232,6 +233,14 @@ fn encrypt_then_reencrypt_to_a_new_recipient() {
     );
     assert!(
         !text.contains("Quinn") && !text.contains("quinn@example.com"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n  - {name: rae.r, first_name: \"ENC[age:"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("Rae") && !text.contains("Romero") && !text.contains("rae@example.com"),
         "{text}"
     );
     assert_eq!(csis(r, Some(&key), &["validate"]).status.code(), Some(0));
@@ -265,7 +274,7 @@ fn encrypt_then_reencrypt_to_a_new_recipient() {
     );
     assert!(
         String::from_utf8_lossy(&out.stdout)
-            .contains("reencrypt: 3 marker(s) in 1 file(s) now encrypted to 1 recipient(s)")
+            .contains("reencrypt: 6 marker(s) in 1 file(s) now encrypted to 1 recipient(s)")
     );
     let check = csis(r, Some(&new_key), &["decrypt-check"]);
     assert_eq!(
@@ -275,7 +284,7 @@ fn encrypt_then_reencrypt_to_a_new_recipient() {
         String::from_utf8_lossy(&check.stderr)
     );
     assert!(
-        String::from_utf8_lossy(&check.stdout).contains("decrypt-check: every marker opens (3)")
+        String::from_utf8_lossy(&check.stdout).contains("decrypt-check: every marker opens (6)")
     );
     let old = csis(r, Some(&key), &["decrypt-check"]);
     assert_eq!(old.status.code(), Some(1));

@@ -21,6 +21,10 @@ pub struct RunArgs {
     /// Execute the deferred commands (the default only logs them).
     #[arg(long)]
     no_dry_run: bool,
+    /// Only log the deferred commands: the default, accepted as spec 000
+    /// spells it.
+    #[arg(long, conflicts_with = "no_dry_run")]
+    dry_run: bool,
     /// Let a real run bake outside its apply scope.
     #[arg(long)]
     allow_unscoped_bakes: bool,
@@ -31,6 +35,10 @@ pub struct RunArgs {
     /// (in a git repository, after the public-safe gate).
     #[arg(long)]
     commit: bool,
+    /// Leave meta-state/ and the generated tree uncommitted: the default,
+    /// accepted as spec 000 spells it.
+    #[arg(long, conflicts_with = "commit")]
+    no_commit: bool,
     /// Print time, executed and reused queries per stage and peak memory;
     /// the same under `stats` in run-summary.json.
     #[arg(long)]

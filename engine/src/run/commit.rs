@@ -273,9 +273,18 @@ pub fn commit_meta_state(
     }
     let mut pathspecs = Vec::new();
     for p in [crate::state::meta_state::DIR, generation_dir] {
-        if system.is_dir(&root.join(p)) {
-            pathspecs.push(p.to_string());
+        if !system.is_dir(&root.join(p)) {
+            continue;
         }
+        // `git add` refuses an ignored path outright; a tree that keeps
+        // one out of git on purpose commits the other.
+        if git(system, root, &["check-ignore", "-q", "--", p]).is_ok() {
+            warn(format!(
+                "Meta-state commit: {p} is gitignored here; not committing it"
+            ));
+            continue;
+        }
+        pathspecs.push(p.to_string());
     }
     if pathspecs.is_empty() {
         return Ok(CommitOutcome::NothingChanged);

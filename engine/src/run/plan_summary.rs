@@ -140,9 +140,7 @@ pub fn plan_summary(db: &dyn Db, tree: Tree, run: RunInput) -> PlanSummary {
         // series: once, though the series bakes on several runtimes.
         for instance in instances.get(series).into_iter().flatten() {
             if let Some(build) = pins.instances.get(instance)
-                && lineage
-                    .build(build)
-                    .is_none_or(|b| b.runtime == *runtime)
+                && lineage.build(build).is_none_or(|b| b.runtime == *runtime)
                 && !reported.contains(instance.as_str())
             {
                 reported.insert(instance.as_str());

@@ -14,6 +14,10 @@ use base64::engine::general_purpose::STANDARD as B64;
 use csis_model::path::Step;
 use csis_model::{Diagnostic, DocPath, Origin, Value};
 
+mod encrypt_fields;
+
+pub use encrypt_fields::encrypt_fields_in_text;
+
 pub const PREFIX: &str = "ENC[age:";
 
 /// The ciphertext of a whole-value marker.
@@ -297,90 +301,6 @@ pub fn recipients_from_config(text: &str) -> Result<Vec<String>, String> {
         .unwrap_or_default())
 }
 
-/// The plaintext a YAML scalar written on one line stands for, when it is
-/// one this encryptor handles (plain or simply quoted).
-fn scalar_text(raw: &str) -> Option<String> {
-    let raw = raw.trim();
-    let raw = raw.split(" #").next().unwrap_or(raw).trim_end();
-    if raw.is_empty() || raw.starts_with(['|', '>', '[', '{', '&', '*', '!']) {
-        return None;
-    }
-    if let Some(inner) = raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
-        return (!inner.contains('\\')).then(|| inner.to_string());
-    }
-    if let Some(inner) = raw.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')) {
-        return Some(inner.replace("''", "'"));
-    }
-    Some(raw.to_string())
-}
-
-fn encryptable(plain: &str) -> bool {
-    !plain.is_empty() && !is_marker(plain) && !plain.contains("{{")
-}
-
-/// Encrypt, in place and byte-preserving, every scalar under one of
-/// `fields` and every element of a block list under one; values already
-/// encrypted, templated, empty or starting a nested block are left alone.
-/// Returns the new text and how many values were encrypted.
-pub fn encrypt_fields_in_text(
-    text: &str,
-    fields: &[String],
-    encrypt_one: &mut dyn FnMut(&str) -> Result<String, String>,
-) -> Result<(String, usize), String> {
-    let mut out = String::with_capacity(text.len());
-    let mut count = 0;
-    // The indentation of a field whose value is a block list below it.
-    let mut list_under: Option<usize> = None;
-    for line in text.split_inclusive('\n') {
-        let body = line.trim_end_matches(['\n', '\r']);
-        let ending = &line[body.len()..];
-        let indent = body.len() - body.trim_start().len();
-        let trimmed = body.trim_start();
-        if let Some(field_indent) = list_under {
-            if let Some(item) = trimmed.strip_prefix("- ")
-                && indent >= field_indent
-                && !item.contains(": ")
-            {
-                if let Some(plain) = scalar_text(item).filter(|p| encryptable(p)) {
-                    out.push_str(&body[..indent]);
-                    out.push_str(&format!("- \"{}\"", encrypt_one(&plain)?));
-                    out.push_str(ending);
-                    count += 1;
-                    continue;
-                }
-                out.push_str(line);
-                continue;
-            }
-            if !trimmed.is_empty() && !trimmed.starts_with('#') {
-                list_under = None;
-            }
-        }
-        // `key: value` or `- key: value`
-        let (prefix_len, rest) = match trimmed.strip_prefix("- ") {
-            Some(r) => (indent + 2, r),
-            None => (indent, trimmed),
-        };
-        if let Some((key, value)) = rest.split_once(':')
-            && fields.iter().any(|f| f == key.trim())
-            && !key.contains(' ')
-        {
-            if value.trim().is_empty() {
-                list_under = Some(prefix_len);
-            } else if let Some(plain) = scalar_text(value).filter(|p| encryptable(p)) {
-                let marker = encrypt_one(&plain)?;
-                let comment = value.find(" #").map_or("", |i| &value[i..]);
-                out.push_str(&body[..prefix_len]);
-                out.push_str(&format!("{}: \"{marker}\"{comment}", key));
-                out.push_str(ending);
-                count += 1;
-                continue;
-            }
-        }
-        out.push_str(line);
-    }
-    Ok((out, count))
-}
-
 /// Every marker in a text, with its 1-based line.
 pub fn markers_in(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
@@ -425,29 +345,6 @@ pub fn rotate_text(
 #[cfg(test)]
 mod text_tests {
     use super::*;
-
-    #[test]
-    fn encrypt_fields_is_byte_preserving_and_skips_what_it_must() {
-        let text = "users:\n  - name: avery # the login\n    first_name: 'Avery'\n    email: \"{{ user.name }}@x\"\n    last_name:\n    nick: keep\n  - {name: inline}\ngroups:\n  - name: ops\n    members:\n      - avery\n      - \"ENC[age:AAAA]\"\n      - blake\n    admins: [flow, list]\n";
-        let fields = vec![
-            "name".to_string(),
-            "first_name".into(),
-            "email".into(),
-            "last_name".into(),
-            "members".into(),
-        ];
-        let mut n = 0;
-        let (out, count) = encrypt_fields_in_text(text, &fields, &mut |p| {
-            n += 1;
-            Ok(format!("ENC[age:{p}{n}]"))
-        })
-        .unwrap();
-        assert_eq!(
-            out,
-            "users:\n  - name: \"ENC[age:avery1]\" # the login\n    first_name: \"ENC[age:Avery2]\"\n    email: \"{{ user.name }}@x\"\n    last_name:\n    nick: keep\n  - {name: inline}\ngroups:\n  - name: \"ENC[age:ops3]\"\n    members:\n      - \"ENC[age:avery4]\"\n      - \"ENC[age:AAAA]\"\n      - \"ENC[age:blake5]\"\n    admins: [flow, list]\n"
-        );
-        assert_eq!(count, 5);
-    }
 
     #[test]
     fn markers_are_found_with_their_lines() {
