@@ -5,7 +5,6 @@
 //! span the parser gives it.
 
 use csis_model::{DocPath, Seg, Value};
-use csis_yaml::Positions;
 
 use crate::is_marker;
 
@@ -27,7 +26,7 @@ pub fn encrypt_fields_in_text(
     let (doc, positions) = csis_yaml::parse(text)
         .map_err(|e| format!("{}:{}: {}", e.span.line, e.span.col, e.message))?;
     let mut found = Vec::new();
-    collect(&doc, &mut DocPath::root(), fields, &positions, &mut found);
+    collect(&doc, &mut DocPath::root(), fields, &mut found);
     // Where each value is written: the quotes of a quoted scalar are part
     // of it.
     let mut edits = Vec::new();
@@ -53,7 +52,6 @@ fn collect(
     v: &Value,
     path: &mut DocPath,
     fields: &[String],
-    positions: &Positions,
     out: &mut Vec<(DocPath, String)>,
 ) {
     let scalar_at = |v: &Value, path: &DocPath, out: &mut Vec<(DocPath, String)>| {
@@ -79,14 +77,14 @@ fn collect(
                         other => scalar_at(other, path, out),
                     }
                 }
-                collect(child, path, fields, positions, out);
+                collect(child, path, fields, out);
                 path.0.pop();
             }
         }
         Value::Seq(items) => {
             for (i, item) in items.iter().enumerate() {
                 path.0.push(Seg::Index(i));
-                collect(item, path, fields, positions, out);
+                collect(item, path, fields, out);
                 path.0.pop();
             }
         }
