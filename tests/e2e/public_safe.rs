@@ -116,3 +116,38 @@ fn sarif_is_what_code_scanning_reads() {
     );
     assert!(!stdout(&out).contains("Orchid"));
 }
+
+/// Every example tree the repository publishes passes its own gate.
+#[test]
+fn every_public_fixture_tree_passes_public_safe() {
+    for name in ["config", "clouds", "local-run"] {
+        let t = plain_tree(name);
+        let out = csis(Some(t.path()), &["public-safe"]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "fixtures/{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            stdout(&out).ends_with(" file(s) scanned, no findings\n"),
+            "{name}"
+        );
+    }
+}
+
+/// A file refused by its name says the rule, not an excerpt of the name,
+/// and never suggests allowing a value in it.
+#[test]
+fn a_refused_name_says_its_rule() {
+    let t = plain_tree("local-run");
+    std::fs::create_dir_all(t.path().join("state")).unwrap();
+    std::fs::write(t.path().join("state/network.tfstate"), "{}\n").unwrap();
+    let out = csis(Some(t.path()), &["public-safe"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "state/network.tfstate: refused-name: *.tfstate files are never public: keep them out of the tree or gitignored\n\
+         error: Refusing the tree: material that must not be public -- state/network.tfstate: refused-name: *.tfstate files are never public: keep them out of the tree or gitignored; a file refused by its name is never read, so no value in it can be allowed: move it out of the tree or gitignore it\n"
+    );
+}

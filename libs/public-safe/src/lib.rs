@@ -125,11 +125,18 @@ pub const KEY_STORES: [&str; 4] = ["*.p12", "*.pfx", "*.jks", "*.keystore"];
 
 /// Whether a path's name is refused at any depth.
 pub fn refused_name(path: &str) -> bool {
-    path.split('/').any(|seg| {
+    refused_by(path).is_some()
+}
+
+/// The refused name (a glob of [`REFUSED_PATHS`] or [`KEY_STORES`]) a
+/// path's segment matches, if any.
+pub fn refused_by(path: &str) -> Option<&'static str> {
+    path.split('/').find_map(|seg| {
         REFUSED_PATHS
             .iter()
             .chain(KEY_STORES.iter())
-            .any(|g| glob(g, seg))
+            .find(|g| glob(g, seg))
+            .copied()
     })
 }
 
@@ -398,11 +405,16 @@ fn scan_nested(
 ) -> Vec<Finding> {
     let mut out = Vec::new();
     let base = path.rsplit(['/', '!']).next().unwrap_or(path);
-    if refused_name(path) && !allow.accepts_file(path) {
+    if let Some(name) = refused_by(path)
+        && !allow.accepts_file(path)
+    {
+        // The name is the whole finding: say the rule, not an excerpt.
         out.push(Finding {
             path: path.to_string(),
             rule: "refused-name",
-            excerpt: excerpt(path.rsplit('/').next().unwrap_or(path)),
+            excerpt: format!(
+                "{name} files are never public: keep them out of the tree or gitignored"
+            ),
         });
         return out;
     }
@@ -454,13 +466,21 @@ pub fn refusal(what: &str, findings: &[Finding]) -> String {
     let more = findings.len().saturating_sub(12);
     // An archive that cannot be read has no value to allow: say what to
     // do instead.
-    let unread = if findings.iter().any(|f| f.rule == UNINSPECTABLE) {
-        "; an archive public-safe cannot read is refused: keep it out of the tree, store it unencrypted as zip (stored or deflate), gzip, tar, xz, zstd or 7z, or accept it by decision with a `path:<glob>` entry in public_safe.allow"
+    let mut unread = if findings.iter().any(|f| f.rule == UNINSPECTABLE) {
+        "; an archive public-safe cannot read is refused: keep it out of the tree, store it unencrypted as zip (stored or deflate), gzip, tar, xz, zstd or 7z, or accept it by decision with a `path:<glob>` entry in public_safe.allow".to_string()
     } else {
+        String::new()
+    };
+    if findings.iter().any(|f| f.rule == "refused-name") {
+        unread.push_str("; a file refused by its name is never read, so no value in it can be allowed: move it out of the tree or gitignore it");
+    }
+    let allow_hint = if findings.iter().all(|f| f.rule == "refused-name") {
         ""
+    } else {
+        " (public-safe by construction; allow a value by decision in cfg/_config.yml public_safe.allow)"
     };
     format!(
-        "Refusing {what}: material that must not be public -- {}{} (public-safe by construction; allow a value by decision in cfg/_config.yml public_safe.allow){unread}",
+        "Refusing {what}: material that must not be public -- {}{}{allow_hint}{unread}",
         listed.join("; "),
         if more > 0 {
             format!("; and {more} more")
@@ -500,7 +520,12 @@ mod tests {
         assert!(!refused_name("terraform.tf"));
         let f = scan_bytes("deploy/prod.tfvars", b"region = \"x\"", &Allow::default());
         assert_eq!(f[0].rule, "refused-name");
-        assert_eq!(f[0].excerpt, "prod.t");
+        assert_eq!(
+            f[0].excerpt,
+            "*.tfvars files are never public: keep them out of the tree or gitignored"
+        );
+        assert_eq!(refused_by("a/.envrc/x"), Some(".envrc"));
+        assert_eq!(refused_by("keys/app.p12"), Some("*.p12"));
     }
 
     #[test]

@@ -48,12 +48,7 @@ pub fn encrypt_fields_in_text(
 }
 
 /// The values to encrypt, in document order, each with its path.
-fn collect(
-    v: &Value,
-    path: &mut DocPath,
-    fields: &[String],
-    out: &mut Vec<(DocPath, String)>,
-) {
+fn collect(v: &Value, path: &mut DocPath, fields: &[String], out: &mut Vec<(DocPath, String)>) {
     let scalar_at = |v: &Value, path: &DocPath, out: &mut Vec<(DocPath, String)>| {
         if let Value::Scalar { text, .. } = v
             && encryptable(text)
