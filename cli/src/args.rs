@@ -81,6 +81,8 @@ pub const UNDECLARE_ENV: &str = "CSIS_UNDECLARE";
 
 #[derive(Subcommand)]
 pub enum Command {
+    /// Write a first tree that validates (and, on local, runs) into DIR.
+    Init(commands::init::InitArgs),
     /// Load the tree and print every refusal; exit 1 on any.
     Validate(commands::validate::ValidateArgs),
     /// Validate, plan, generate the tree under generated/, and apply it

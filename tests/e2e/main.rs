@@ -29,6 +29,7 @@ mod ict;
 mod identity;
 mod import_graph;
 mod in_bake;
+mod init;
 mod interpolation;
 mod interpolation_remote;
 mod launch;

@@ -18,6 +18,7 @@ pub mod cloud_config;
 pub mod completions;
 pub mod config;
 pub mod graph;
+pub mod init;
 pub mod lineage;
 pub mod operations;
 pub mod plan;
@@ -49,6 +50,7 @@ pub fn without_tree(cli: &Cli) -> Option<ExitCode> {
         Command::PublicSafe(args) => public_safe::without_tree(args),
         Command::Completions(args) => Some(completions::completions(args)),
         Command::Man => Some(completions::man()),
+        Command::Init(args) => Some(init::init(args)),
         _ => None,
     }
 }
@@ -121,6 +123,7 @@ pub fn with_tree(
         | Command::Template { .. }
         | Command::Completions(_)
         | Command::Preflight(_)
-        | Command::Man => ExitCode::from(2),
+        | Command::Man
+        | Command::Init(_) => ExitCode::from(2),
     }
 }
