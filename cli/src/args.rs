@@ -13,7 +13,10 @@ use crate::{commands, report};
 #[command(
     name = "csis",
     version,
-    about = "Plan and run machine-image builds from a declarative configuration tree"
+    about = "Plan and run machine-image builds from a declarative configuration tree",
+    // Every subcommand's --help shows these apart from its own options.
+    next_help_heading = "Global options",
+    after_help = PLUMBING
 )]
 pub struct Cli {
     /// The configuration root (holds cfg/) [default: the nearest directory
@@ -74,6 +77,17 @@ pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("'{text}' is not a positive number of bytes"))
 }
 
+/// The commands a run's runner scripts call, hidden from the list above
+/// them: named here, each with its own --help.
+const PLUMBING: &str = "\
+Plumbing (the runner scripts call these; `csis <command> --help` describes each):
+  gate-plan        The apply gate over a tofu plan
+  apply-check      The last step before a root's apply
+  state-migration  Move a workspace's terraform state
+  unmount          Unmount a storage on an instance before its detach
+  lineage record, lineage bind-instance
+                   Record a bake, bind a launched instance";
+
 /// The variables a run's csis steps read its overlays and `--undeclare`
 /// flags from (main.rs `carried_env`).
 pub const OVERLAYS_ENV: &str = "CSIS_OVERLAYS";
@@ -116,7 +130,9 @@ pub enum Command {
     Watch {
         /// Lifecycles --generate keeps current.
         lifecycles: Vec<String>,
-        #[arg(long)]
+        /// Also regenerate generated/ for LIFECYCLE... after every change
+        /// (a dry run's generation: nothing is executed or recorded).
+        #[arg(long, requires = "lifecycles")]
         generate: bool,
         #[command(flatten)]
         selection: commands::selection::Selection,
@@ -140,8 +156,8 @@ pub enum Command {
     /// meta-state/mod-tests.yaml, which release reads
     TestMods(commands::operations::TestModsArgs),
     /// Encrypt, in place, every value under the named keys of each file to
-    /// encryption.recipients (byte-preserving; markers, templates, empty
-    /// values and nested blocks are left alone).
+    /// encryption.recipients (byte-preserving, block and flow style alike;
+    /// markers, templates, empty values and mappings are left alone).
     Encrypt(commands::secrets::EncryptArgs),
     /// Re-encrypt every marker in the tree to the current recipients; the
     /// first marker no identity opens stops it, changing nothing.
@@ -184,22 +200,23 @@ pub enum Command {
     /// planned destroy whitelisted, the planfile fresher than every file
     /// of its root, (with --require-unmounted) every detach unmounted;
     /// exit 3 on a refusal, and on a plan it does not understand.
-    #[command(name = "gate-plan")]
+    #[command(name = "gate-plan", hide = true)]
     GatePlan(commands::terraform::GatePlanArgs),
     /// The last step before a root's apply: exit 3 unless the lifecycle's
     /// apply flag, read from the tree now, lets this root apply (and
     /// when the tree does not load whole).
-    #[command(name = "apply-check")]
+    #[command(name = "apply-check", hide = true)]
     ApplyCheck(commands::terraform::ApplyCheckArgs),
     /// Move a workspace's terraform state (the runner steps of a real
     /// run's --migrate-state), run from the OpenTofu root.
-    #[command(name = "state-migration")]
+    #[command(name = "state-migration", hide = true)]
     StateMigration {
         #[command(subcommand)]
         step: commands::state::MigrationStep,
     },
     /// Unmount a storage on an instance before its detach, leaving the
     /// receipt `gate-plan --require-unmounted` reads.
+    #[command(hide = true)]
     Unmount(commands::terraform::UnmountArgs),
     /// Show the configuration as csis sees it.
     Config {
@@ -212,6 +229,7 @@ pub enum Command {
     /// Print a shell completion script for csis (bash, zsh, fish,
     /// powershell, elvish) on stdout.
     Completions(commands::completions::CompletionsArgs),
-    /// Print csis's man page (roff) on stdout.
-    Man,
+    /// Print csis's man page, or a command's (roff), on stdout; --dir
+    /// writes them all.
+    Man(commands::completions::ManArgs),
 }

@@ -61,7 +61,7 @@ pub fn writes_tree(command: &Command) -> bool {
         | Command::CloudConfig { .. }
         | Command::Template { .. }
         | Command::Completions(_)
-        | Command::Man
+        | Command::Man(_)
         // Writes a new tree only: no tree to lock yet.
         | Command::Init(_) => false,
     }

@@ -211,3 +211,70 @@ fn the_graph_with_lineage_draws_builds_and_pins() {
         assert!(dot.lines().any(|l| l == line), "no {line} in:\n{dot}");
     }
 }
+
+/// A command's --help keeps the global options apart; the top-level list
+/// leaves the plumbing out and names it after the list.
+#[test]
+fn help_sets_the_global_options_and_the_plumbing_apart() {
+    let plan = String::from_utf8(csis(&["plan", "--help"]).stdout).unwrap();
+    let (own, global) = plan.split_once("\nGlobal options:\n").unwrap();
+    assert!(own.contains("--format <FORMAT>"), "{plan}");
+    assert!(!own.contains("--root-dir"), "{plan}");
+    assert!(global.contains("--root-dir <ROOT_DIR>"), "{plan}");
+    let top = String::from_utf8(csis(&["--help"]).stdout).unwrap();
+    let (list, after) = top.split_once("\nPlumbing").unwrap();
+    for plumbing in ["gate-plan", "apply-check", "state-migration", "unmount"] {
+        assert!(!list.contains(&format!("\n  {plumbing} ")), "{top}");
+        assert!(after.contains(&format!("\n  {plumbing} ")), "{top}");
+        // Still there, with its own help.
+        assert_eq!(csis(&[plumbing, "--help"]).status.code(), Some(0));
+    }
+    let lineage = String::from_utf8(csis(&["lineage", "--help"]).stdout).unwrap();
+    assert!(!lineage.contains("  record "), "{lineage}");
+    let watch = csis(&["watch", "--generate"]);
+    assert_eq!(watch.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&watch.stderr).contains("<LIFECYCLES>..."),
+        "{}",
+        String::from_utf8_lossy(&watch.stderr)
+    );
+}
+
+/// `csis man --dir` writes a page for every command, and every page a
+/// page names is among them.
+#[test]
+fn every_man_page_named_exists() {
+    let t = tempfile::tempdir().unwrap();
+    let out = csis(&["man", "--dir", t.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let pages: Vec<String> = std::fs::read_dir(t.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    for page in ["csis.1", "csis-run.1", "csis-lineage-show.1", "csis-init.1"] {
+        assert!(pages.iter().any(|p| p == page), "{page}: {pages:?}");
+    }
+    for page in &pages {
+        let text = std::fs::read_to_string(t.path().join(page)).unwrap();
+        for named in text
+            .split("(1)")
+            .filter_map(|s| s.rsplit([' ', '\n']).next())
+        {
+            let named = named.replace("\\-", "-").replace("\\fB", "");
+            if named.starts_with("csis-") {
+                assert!(
+                    pages.contains(&format!("{named}.1")),
+                    "{page} names {named}"
+                );
+            }
+        }
+    }
+    let run = csis(&["man", "run"]);
+    assert!(String::from_utf8_lossy(&run.stdout).contains(".TH csis-run 1"));
+    let nope = csis(&["man", "nope"]);
+    assert_eq!(nope.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&nope.stderr),
+        "error: man: no page for 'csis nope'; `csis --help` lists the commands\n"
+    );
+}

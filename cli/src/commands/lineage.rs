@@ -20,6 +20,7 @@ pub enum LineageCommand {
     /// and bind each image's pin: parents first, a build already recorded
     /// left as it is, nothing recorded when a manifest's input
     /// fingerprint is not this tree's plan.
+    #[command(hide = true)]
     Record {
         #[arg(long, value_name = "FILE", num_args = 1.., required = true)]
         manifest: Vec<PathBuf>,
@@ -44,6 +45,7 @@ pub enum LineageCommand {
     },
     /// Bind a launched instance to the build it runs (runner scripts call
     /// this after each launch).
+    #[command(hide = true)]
     BindInstance {
         #[arg(long)]
         instance: String,

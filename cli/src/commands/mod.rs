@@ -49,7 +49,7 @@ pub fn without_tree(cli: &Cli) -> Option<ExitCode> {
         Command::Template { command } => Some(template::run(command, max_file_size(cli))),
         Command::PublicSafe(args) => public_safe::without_tree(args),
         Command::Completions(args) => Some(completions::completions(args)),
-        Command::Man => Some(completions::man()),
+        Command::Man(args) => Some(completions::man(args)),
         Command::Init(args) => Some(init::init(args)),
         _ => None,
     }
@@ -123,7 +123,7 @@ pub fn with_tree(
         | Command::Template { .. }
         | Command::Completions(_)
         | Command::Preflight(_)
-        | Command::Man
+        | Command::Man(_)
         | Command::Init(_) => ExitCode::from(2),
     }
 }

@@ -312,22 +312,38 @@ pub fn check_selection(db: &dyn Db, tree: Tree, opts: &RunOptions) -> Result<(),
     let known_image = |i: &str| {
         index.contains(ItemKind::IMAGES, i) || b.resolve(Vct::OsBuilderModel, i).is_some()
     };
-    let named = opts
-        .only
-        .iter()
-        .flatten()
-        .map(|s| s.split_once('@').map_or(s.as_str(), |(i, _)| i))
-        .chain(opts.force_bake.iter().map(String::as_str));
-    let unknown: Vec<&str> = named.filter(|i| !known_image(i)).collect();
-    if unknown.is_empty() {
+    // Each flag's unknown names, once each, in the order given.
+    let unknown = |names: &mut dyn Iterator<Item = &str>| {
+        let mut out: Vec<String> = Vec::new();
+        for n in names {
+            if !known_image(n) && !out.iter().any(|o| o == n) {
+                out.push(n.to_string());
+            }
+        }
+        out
+    };
+    let only = unknown(
+        &mut opts
+            .only
+            .iter()
+            .flatten()
+            .map(|s| s.split_once('@').map_or(s.as_str(), |(i, _)| i)),
+    );
+    let forced = unknown(&mut opts.force_bake.iter().map(String::as_str));
+    let mut said: Vec<String> = Vec::new();
+    for (flag, names) in [("--only", only), ("--force-bake", forced)] {
+        if !names.is_empty() {
+            said.push(format!(
+                "{flag} names unknown image(s): {}",
+                names.join(", ")
+            ));
+        }
+    }
+    if said.is_empty() {
         return Ok(());
     }
     let known: Vec<&str> = index.names(ItemKind::IMAGES).map(String::as_str).collect();
-    Err(format!(
-        "--only names unknown image(s): {}; known: {}",
-        unknown.join(", "),
-        known.join(", ")
-    ))
+    Err(format!("{}; known: {}", said.join("; "), known.join(", ")))
 }
 
 /// The runtimes a run applies to, when that is a proper subset of the
