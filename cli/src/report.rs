@@ -259,7 +259,7 @@ mod tests {
             rule_code("belongs to exactly one group (Q4); fix it"),
             Some("Q4")
         );
-        assert_eq!(rule_code("Extra inputs are not permitted (Extra)"), None);
+        assert_eq!(rule_code("a word in parentheses (Word)"), None);
         assert_eq!(rule_code("no code here"), None);
         assert_eq!(github_data("50% done\nnext"), "50%25 done%0Anext");
         assert_eq!(github_property("a:b,c"), "a%3Ab%2Cc");

@@ -54,7 +54,7 @@ fn a_plugin_item_kind_loads_validates_and_renders() {
         [
             ("cidr '192.0.2.1' needs a prefix length (/NN)".to_string(), None),
             (
-                "network 'odd': unknown key 'colour' (Extra inputs are not permitted)".to_string(),
+                "network 'odd': unknown key 'colour'".to_string(),
                 Some("unknown key 'colour' in network 'odd'; allowed: [aliases, cidr, description, name, type]".to_string())
             ),
         ]

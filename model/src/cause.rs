@@ -112,11 +112,13 @@ mod tests {
     #[test]
     fn consequences_fold_under_their_cause() {
         let diags = vec![
-            Diagnostic::error("KeyError: lcoal").refusing(runtime("here")),
+            Diagnostic::error("runtime builder 'here': type 'lcoal' is no registered model")
+                .refusing(runtime("here")),
             Diagnostic::error("No runtime builders found")
                 .following(Subject::Builder(Vct::RuntimeBuilderModel, None)),
-            Diagnostic::error("names 'default', which is no runtime").following(runtime("default")),
-            Diagnostic::error("names 'there', which is no image builder")
+            Diagnostic::error("names runtime 'default', which is not declared")
+                .following(runtime("default")),
+            Diagnostic::error("names image builder 'there', which is not declared")
                 .following(Subject::builder(Vct::ImageBuilderModel, "there")),
             Diagnostic::warning("a warning that follows").following(runtime("here")),
         ];
@@ -128,8 +130,11 @@ mod tests {
         assert_eq!(
             shown,
             [
-                ("KeyError: lcoal", 2),
-                ("names 'there', which is no image builder", 0),
+                (
+                    "runtime builder 'here': type 'lcoal' is no registered model",
+                    2
+                ),
+                ("names image builder 'there', which is not declared", 0),
                 ("a warning that follows", 0),
             ]
         );
@@ -144,7 +149,7 @@ mod tests {
         let diags = vec![
             Diagnostic::error("file does not parse")
                 .refusing(Subject::Item(ItemKind::IMAGES, None)),
-            Diagnostic::error("names 'top', which is no image")
+            Diagnostic::error("names image 'top', which is not declared")
                 .following(Subject::item(ItemKind::IMAGES, "top"))
                 .refusing(Subject::item(ItemKind::INSTANCES, "box")),
             Diagnostic::error("instance box is refused")

@@ -20,8 +20,7 @@ pub fn did_you_mean<'a>(
     best.map(|(_, c)| c)
 }
 
-/// The plain sentence beside a message in the spec's internal names
-/// (`which is no image_model`): `<referrer> names <what> '<value>', which
+/// The sentence for a reference to a name nothing declares: `<referrer> names <what> '<value>', which
 /// is not declared (declared: [...])`, then `; did you mean '<name>'?` when
 /// a declared name is one slip away.
 pub fn undeclared<'a>(

@@ -148,7 +148,7 @@ fn an_undeclared_storage_is_destroyed_from_its_record_and_comes_back_as_a_new_ge
     // Said once, where the mapping is (no second, placeless line).
     let err = String::from_utf8_lossy(&v.stderr);
     assert!(
-        err.contains("instances/box.yml:6:16: StorageMapping 'data': field 'name' names 'data', which is no storage_model\n  help: instance 'box' (storages[0]) names storage 'data', which is not declared (declared: [])\n"),
+        err.contains("instances/box.yml:6:16: instance 'box' (storages[0]) names storage 'data', which is not declared (declared: [])\n"),
         "{err}"
     );
     assert!(!err.contains("attach unknown storage"), "{err}");

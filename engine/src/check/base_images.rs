@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 
 use csis_model::models::BaseBuilder;
-use csis_model::{Value, Vct};
+use csis_model::{Subject, Value, Vct};
 
 use crate::check::context::Checks;
 use crate::check::formats::public_key_problem;
@@ -60,12 +60,14 @@ impl Checks<'_> {
             }
             for t in &os.identity_types {
                 if !identity_types.contains(t) {
-                    self.err(
+                    // No group builder at all is its own error.
+                    self.err_following(
                         format!(
                             "base image '{n}' declares identity type '{t}' but no identity plugin of that type is configured (known: {:?})",
                             identity_types.iter().collect::<Vec<_>>()
                         ),
                         at("identity_types"),
+                        Subject::Builder(Vct::GroupBuilderModel.sanitize(), None),
                     );
                 }
             }

@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use csis_model::models::{BaseBuilder, Item};
-use csis_model::{Diagnostic, ItemKind, Vct};
+use csis_model::{Diagnostic, ItemKind, Subject, Vct};
 
 use crate::check::context::Checks;
 use crate::db::{Db, Tree};
@@ -36,7 +36,9 @@ pub(super) fn capability_report(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
             .origin
             .clone();
             out.push(
-                Diagnostic::error(format!("group '{g}' has no identity builder")).at_opt(origin),
+                Diagnostic::error(format!("group '{g}' has no identity builder"))
+                    .at_opt(origin)
+                    .following(Subject::Builder(Vct::GroupBuilderModel.sanitize(), None)),
             );
         }
         out.extend(found.diagnostics.iter().cloned());
@@ -141,9 +143,18 @@ impl Checks<'_> {
             match identity {
                 None => group_without_identity = Some(g.to_string()),
                 Some(t) if !ids.contains(&t) => {
+                    // A chain not baked yet needs the declaration only; a
+                    // baked one carries the types it was baked with.
+                    let remedy = if source == "declaration" {
+                        format!("add '{t}' to identity_types of OS builder '{root}'")
+                    } else {
+                        format!(
+                            "add '{t}' to identity_types of OS builder '{root}' and re-bake the chain (its pinned build was baked without it)"
+                        )
+                    };
                     self.err(
                         format!(
-                            "image '{name}' uses an identity type its base '{root}' does not declare: '{t}' (declared: [{}], via {source}); the cycle is broken -- declare the type on the OS builder and re-bake the chain",
+                            "image '{name}' uses an identity type its base '{root}' does not declare: '{t}' (declared: [{}], via {source}) -- {remedy}",
                             ids.join(", ")
                         ),
                         self.origin_of(ItemKind::IMAGES, name).map(|o| o.key("group")),

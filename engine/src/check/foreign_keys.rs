@@ -15,11 +15,6 @@ use crate::load::builder_labels::label_in_sentence;
 use crate::load::items::{ItemId, item_index};
 use crate::load::items_model::structured_item;
 
-/// The classification names messages use for a foreign key's target.
-fn target_name(vct: Vct) -> &'static str {
-    vct.sanitize().as_str()
-}
-
 impl Checks<'_> {
     /// A foreign key to a builder: `default` resolves to the registered
     /// default, `none` names nothing.
@@ -32,25 +27,24 @@ impl Checks<'_> {
         vct: Vct,
         at: impl FnOnce() -> Option<Origin>,
     ) {
+        let referrer = format!("{} '{obj}' ({field})", class.to_lowercase());
         if csis_model::naming::reserved_word(value) == Some("none") {
             self.err(
                 format!(
-                    "{class} '{obj}': field '{field}' names '{value}', which is no {} -- `none` names nothing and is not this field's default; leave the field out, or write default, for the default",
-                    target_name(vct)
+                    "{referrer} names '{value}', which names nothing and is not this field's default -- leave the field out, or write default, for the default"
                 ),
                 at(),
             );
         } else if self.b.resolve(vct, value).is_none() {
             let what = label_in_sentence(vct);
-            let referrer = format!("{} '{obj}'", class.to_lowercase());
-            let help = csis_model::suggest::undeclared(&referrer, &what, value, self.b.names(vct));
             self.out.push(
-                Diagnostic::error(format!(
-                    "{class} '{obj}': field '{field}' names '{value}', which is no {}",
-                    target_name(vct),
+                Diagnostic::error(csis_model::suggest::undeclared(
+                    &referrer,
+                    &what,
+                    value,
+                    self.b.names(vct),
                 ))
                 .at_opt(at())
-                .help(help)
                 .following(Subject::builder(vct, value)),
             );
         }
@@ -74,23 +68,21 @@ impl Checks<'_> {
         if csis_model::naming::reserved_word(value) == Some("none") {
             self.err(
                 format!(
-                    "{class} '{obj}': field '{field}' names '{value}', which is no {} -- `none` names nothing; name a declared {}",
-                    kind.model_vct(),
+                    "{class} '{obj}': field '{field}' names '{value}', which names nothing -- name a declared {}",
                     kind.singular()
                 ),
                 at(),
             );
         } else if !index.contains(kind, &safe) {
             let declared = index.names(kind).map(String::as_str);
-            let help =
-                csis_model::suggest::undeclared(&referrer(), kind.singular(), value, declared);
             self.out.push(
-                Diagnostic::error(format!(
-                    "{class} '{obj}': field '{field}' names '{value}', which is no {}",
-                    kind.model_vct(),
+                Diagnostic::error(csis_model::suggest::undeclared(
+                    &referrer(),
+                    kind.singular(),
+                    value,
+                    declared,
                 ))
                 .at_opt(at())
-                .help(help)
                 .following(Subject::item(kind, value)),
             );
         }
@@ -115,12 +107,25 @@ impl Checks<'_> {
         if let Some(parent) = img.source_image.as_deref() {
             let safe = csis_model::naming::safe_name(parent);
             let is_base = self.b.resolve(Vct::OsBuilderModel, &safe).is_some();
-            if !is_base && !item_index(self.db, self.tree).contains(ItemKind::IMAGES, &safe) {
+            let index = item_index(self.db, self.tree);
+            if !is_base && !index.contains(ItemKind::IMAGES, &safe) {
+                let mut declared: Vec<&str> = index
+                    .names(ItemKind::IMAGES)
+                    .map(String::as_str)
+                    .chain(self.b.names(Vct::OsBuilderModel))
+                    .collect();
+                declared.sort_unstable();
                 self.out.push(
                     Diagnostic::error(format!(
                         "image '{name}' does not chain to a base image (source_image={parent})"
                     ))
                     .at_opt(at("source_image"))
+                    .help(csis_model::suggest::undeclared(
+                        &format!("image '{name}' (source_image)"),
+                        "image or OS builder",
+                        parent,
+                        declared,
+                    ))
                     .following(Subject::item(ItemKind::IMAGES, parent))
                     .following(Subject::builder(Vct::OsBuilderModel, parent)),
                 );

@@ -38,15 +38,29 @@ pub fn check_groups(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
         if g.is_root {
             roots += 1;
         }
-        for member in g.members.iter().chain(g.admins.iter()) {
+        let listed = g
+            .members
+            .iter()
+            .map(|m| ("members", "member", m))
+            .chain(g.admins.iter().map(|m| ("admins", "admin", m)));
+        for (key, role, member) in listed {
             let m = csis_model::naming::safe_name(member);
             if !users.contains(m.as_str()) {
+                // What follows from an account that is not there (its
+                // user-data account, its login) is this error's.
                 out.push(
                     Diagnostic::error(format!(
-                        "Group {} has member {member} which is not in the list of defined users.",
+                        "Group {} has {role} {member} which is not in the list of defined users.",
                         g.root.name()
                     ))
-                    .at_opt(si.origin.clone().map(|o| o.key("members")))
+                    .at_opt(si.origin.clone().map(|o| o.key(key)))
+                    .help(csis_model::suggest::undeclared(
+                        &format!("group '{}' ({key})", g.root.name()),
+                        "user",
+                        member,
+                        users.iter().copied(),
+                    ))
+                    .refusing(Subject::item(ItemKind::USERS, member))
                     .following(Subject::item(ItemKind::USERS, member)),
                 );
             }

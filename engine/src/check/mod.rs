@@ -9,6 +9,7 @@
 mod aliases;
 pub mod bake_users;
 mod base_images;
+mod builder_lists;
 pub(crate) mod capabilities;
 pub mod cloud_names;
 mod context;

@@ -27,6 +27,11 @@ pub fn load_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
         out.extend(overlay_document(db, *file).diags.iter().cloned());
     }
     out.extend(builders(db, tree).diags.iter().cloned());
+    out.extend(
+        crate::check::builder_lists::missing_builder_lists(db, tree)
+            .iter()
+            .cloned(),
+    );
     out.extend(crate::check::item_checks::entries_diagnostics(db, tree));
     let index = item_index(db, tree);
     out.extend(index.diags.iter().cloned());

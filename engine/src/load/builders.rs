@@ -271,19 +271,19 @@ fn read_builder_list(
         let Some(spec) = db.registry().model(vct, type_name) else {
             failed = true;
             out.diags.push(
-                Diagnostic::error(format!("KeyError: {type_name}"))
-                    .at(origin.key("type"))
-                    .refusing(Subject::builder(vct, &name))
-                    .help({
-                        let known = db.registry().model_names(vct);
-                        let hint = csis_model::suggest::did_you_mean(type_name, known.iter().copied())
-                            .map(|m| format!("; did you mean '{m}'?"))
-                            .unwrap_or_default();
-                        format!(
-                            "{label} '{name}': type '{type_name}' names no registered model (the plugin is not installed or the name is misspelt); known: [{}]{hint}",
-                            known.join(", ")
-                        )
-                    }),
+                Diagnostic::error({
+                    let known = db.registry().model_names(vct);
+                    let hint = csis_model::suggest::did_you_mean(type_name, known.iter().copied())
+                        .map(|m| format!("; did you mean '{m}'?"))
+                        .unwrap_or_default();
+                    format!(
+                        "{label} '{name}': type '{type_name}' is no registered model (known: [{}]){hint}",
+                        known.join(", ")
+                    )
+                })
+                .at(origin.key("type"))
+                .refusing(Subject::builder(vct, &name))
+                .help("a misspelt type, or the type of a plugin this csis was not built with"),
             );
             continue;
         };
@@ -351,12 +351,21 @@ fn check_builder_runtimes(out: &mut Builders) {
             };
             match out.resolve(Vct::RuntimeBuilderModel, rt) {
                 Some(runtime) => moves.push((*vct, name.clone(), runtime.name().to_string())),
+                // What the builder's runtime would have answered (its
+                // bake users, its sources) follows from this error.
                 None => out.diags.push(
-                    Diagnostic::error(format!(
-                        "{} '{name}': field 'runtime' names '{rt}', which is no runtime_builder_model (declared: {})",
-                        list_label(*vct),
-                        out.declared(Vct::RuntimeBuilderModel)
+                    Diagnostic::error(csis_model::suggest::undeclared(
+                        &format!("{} '{name}' (runtime)", list_label(*vct)),
+                        "runtime builder",
+                        rt,
+                        out.names(Vct::RuntimeBuilderModel),
                     ))
+                    .at_opt(
+                        out.origins
+                            .get(&(*vct, name.clone()))
+                            .map(|o| o.key("runtime")),
+                    )
+                    .refusing(Subject::builder(Vct::RuntimeBuilderModel, rt))
                     .following(Subject::builder(Vct::RuntimeBuilderModel, rt)),
                 ),
             }

@@ -47,7 +47,7 @@ impl Image {
         let root = RootItem::read(f, "default");
         let name = root.name().to_string();
         let source_image = f.opt_str("source_image").filter(|s| !s.trim().is_empty());
-        if source_image.is_none() {
+        if source_image.is_none() && !f.misspells("source_image") {
             let msg = format!("Image {name} must have either 'os' or 'source_image' specified.");
             refuse(f, "source_image", msg);
         }

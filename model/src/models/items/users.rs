@@ -10,14 +10,6 @@ use crate::fields::Fields;
 use crate::models::common::RootItem;
 use crate::value::Value;
 
-/// A value quoted the way Python's repr() would in a message.
-fn py_repr(v: Option<&str>) -> String {
-    match v {
-        None => "None".to_string(),
-        Some(s) => format!("'{s}'"),
-    }
-}
-
 /// A user (groups/, key `users`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct User {
@@ -157,9 +149,12 @@ fn required_name_part(f: &mut Fields<'_>, user: &str, key: &'static str) -> Stri
             s
         }
         other => {
+            let got = match other.as_deref() {
+                None => String::new(),
+                Some(s) => format!(" (it is '{s}')"),
+            };
             let msg = format!(
-                "User {user} requires a non-blank {key} (got {}); names are never derived from the user name.",
-                py_repr(other.as_deref())
+                "User {user} requires a non-blank {key}{got}; names are never derived from the user name."
             );
             refuse(f, key, msg);
             other.unwrap_or_default()
@@ -216,7 +211,7 @@ mod tests {
         assert_eq!(
             errors(&diags),
             [(
-                "Owner 'x': unknown key 'citty' (Extra inputs are not permitted)".to_string(),
+                "Owner 'x': unknown key 'citty'".to_string(),
                 "things[0].citty".to_string()
             )]
         );
@@ -262,11 +257,11 @@ mod tests {
                     "things[0].aliases"
                 ),
                 e(
-                    "User bob requires a non-blank first_name (got None); names are never derived from the user name.",
+                    "User bob requires a non-blank first_name; names are never derived from the user name.",
                     "things[0]"
                 ),
                 e(
-                    "User bob requires a non-blank last_name (got ' '); names are never derived from the user name.",
+                    "User bob requires a non-blank last_name (it is ' '); names are never derived from the user name.",
                     "things[0].last_name"
                 ),
             ]
