@@ -294,3 +294,28 @@ fn every_reference_kind_suggests_the_name_meant() {
         assert!(out.contains(want), "{to}:\n{out}");
     }
 }
+
+/// A tab is refused where it is, the line shown with the tab as `→`, and
+/// a cfg/ file it breaks adds no error about the keys it hid.
+#[test]
+fn a_tab_is_refused_at_the_tab() {
+    let (code, out) = validate_with(
+        "images/chain.yml",
+        "\n    group: ops\n    runtimes",
+        "\n\tgroup: ops\n    runtimes",
+    );
+    assert_eq!(code, Some(1));
+    assert!(
+        out.starts_with("images/chain.yml:4:1: images/chain.yml: invalid YAML: a tab at line 4, column 1 (`→group: ops`, the tab shown as →): YAML indents and separates with spaces only -- replace the tab with spaces\n"),
+        "{out}"
+    );
+    let (_, out) = validate_with(
+        "cfg/_config.yml",
+        "\n  admin_public_keys:",
+        "\n\tadmin_public_keys:",
+    );
+    assert_eq!(
+        out,
+        "cfg/_config.yml:5:1: cfg/_config.yml: invalid YAML: a tab at line 5, column 1 (`→admin_public_keys:`, the tab shown as →): YAML indents and separates with spaces only -- replace the tab with spaces\n  note: 1 more error follows from this; fix it first\nvalidate: 1 error(s)\n"
+    );
+}

@@ -514,7 +514,9 @@ fn read_ia_config(top: &Map, doc: &CfgDocument, out: &mut Builders) {
         {
             d.origin = Some(real);
         }
-        out.diags.push(d);
+        // A cfg/ file that does not parse leaves its keys missing: what
+        // is missing then is that refusal's.
+        out.diags.push(d.following(Subject::Declarations));
     }
     out.config = Some(Arc::new(config));
 }

@@ -209,14 +209,17 @@ fn parse_documents(
             } else {
                 format!("invalid YAML: {}", e.info())
             };
-            YamlError {
-                message,
-                span: Span {
-                    offset,
-                    len: 0,
-                    line: m.line(),
-                    col: m.col() + 1,
-                },
+            let span = Span {
+                offset,
+                len: 0,
+                line: m.line(),
+                col: m.col() + 1,
+            };
+            // The scanner reports a tab where the token it was reading
+            // began, often a line before: point at the tab itself.
+            match (e.info().contains("tab"), &offsets) {
+                (true, Some(_)) => tab_error(text, offset).unwrap_or(YamlError { message, span }),
+                _ => YamlError { message, span },
             }
         })?;
         if matches!(event, Event::StreamEnd) {
@@ -237,6 +240,38 @@ fn parse_documents(
         builder.positions.unwrap_or_default(),
         None,
     ))
+}
+
+/// The refusal of a tab in YAML's indentation or separation, at the first
+/// tab from `from` on (else the document's first), with its line shown,
+/// the tab as `→` (a terminal renders a tab as spaces).
+fn tab_error(text: &str, from: usize) -> Option<YamlError> {
+    let at = text
+        .get(from..)
+        .and_then(|rest| rest.find('\t'))
+        .map(|i| from + i)
+        .or_else(|| text.find('\t'))?;
+    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+    let shown: String = text[line_start..line_end]
+        .trim_end_matches('\r')
+        .replace('\t', "→")
+        .chars()
+        .take(60)
+        .collect();
+    let line = text[..at].matches('\n').count() + 1;
+    let col = text[line_start..at].chars().count() + 1;
+    Some(YamlError {
+        message: format!(
+            "invalid YAML: a tab at line {line}, column {col} (`{shown}`, the tab shown as →): YAML indents and separates with spaces only -- replace the tab with spaces"
+        ),
+        span: Span {
+            offset: at,
+            len: 1,
+            line,
+            col,
+        },
+    })
 }
 
 /// The span of every node when positions are not recorded.
@@ -588,6 +623,16 @@ mod tests {
         let below = deep.key("nothing").index(3);
         assert_eq!(pos.nearest(&below, true), Some(k));
         assert_eq!(pos.value(&below), None);
+    }
+
+    #[test]
+    fn a_tab_is_refused_where_it_is_with_the_line_shown() {
+        let e = parse("a:\n  b: x\n\tc: y\n").unwrap_err();
+        assert_eq!((e.span.line, e.span.col, e.span.offset), (3, 1, 10));
+        assert_eq!(
+            e.message,
+            "invalid YAML: a tab at line 3, column 1 (`→c: y`, the tab shown as →): YAML indents and separates with spaces only -- replace the tab with spaces"
+        );
     }
 
     #[test]
