@@ -425,9 +425,7 @@ impl<'a> Fields<'a> {
         for key in self.map.keys() {
             if !self.known.iter().any(|k| k == key) {
                 let allowed = allowed();
-                let hint = crate::suggest::did_you_mean(key, allowed.iter().copied())
-                    .map(|m| format!("; did you mean '{m}'?"))
-                    .unwrap_or_default();
+                let hint = crate::suggest::hint(key, allowed.iter().copied());
                 let msg = format!("{}: unknown key '{key}'", self.owner);
                 let help = format!(
                     "unknown key '{key}' in {}; allowed: [{}]{hint}",

@@ -20,6 +20,14 @@ pub fn did_you_mean<'a>(
     best.map(|(_, c)| c)
 }
 
+/// `; did you mean '<name>'?` when a candidate is one slip from `word`,
+/// else nothing: the tail every refusal of an unknown name ends with.
+pub fn hint<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
+    did_you_mean(word, candidates)
+        .map(|m| format!("; did you mean '{m}'?"))
+        .unwrap_or_default()
+}
+
 /// The sentence for a reference to a name nothing declares: `<referrer> names <what> '<value>', which
 /// is not declared (declared: [...])`, then `; did you mean '<name>'?` when
 /// a declared name is one slip away.
@@ -30,9 +38,7 @@ pub fn undeclared<'a>(
     names: impl IntoIterator<Item = &'a str>,
 ) -> String {
     let names: Vec<&str> = names.into_iter().collect();
-    let hint = did_you_mean(value, names.iter().copied())
-        .map(|m| format!("; did you mean '{m}'?"))
-        .unwrap_or_default();
+    let hint = hint(value, names.iter().copied());
     format!(
         "{referrer} names {what} '{value}', which is not declared (declared: [{}]){hint}",
         names.join(", ")

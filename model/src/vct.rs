@@ -113,6 +113,15 @@ pub const BUILDER_KEYS: [(&str, Vct); 9] = [
     ("instance_builders", Vct::InstanceBuilderModel),
 ];
 
+/// The cfg/ list a classification's builders are declared under
+/// (`group_builders` for group builders).
+pub fn builder_list_key(vct: Vct) -> Option<&'static str> {
+    BUILDER_KEYS
+        .iter()
+        .find(|(_, v)| *v == vct.sanitize())
+        .map(|(key, _)| *key)
+}
+
 /// The OS families (OSFamilies).
 pub const OS_FAMILIES: [&str; 10] = [
     "rhel",

@@ -47,8 +47,9 @@ pub fn plan(ws: &Workspace, args: &PlanArgs) -> ExitCode {
         explain: *explain,
         stats: *stats,
     };
-    let report =
-        csis_engine::run::plan_report::plan_report(ws, &OsSystem, selection.options(true), ask);
+    let options = selection.options(true);
+    let force_bake = options.force_bake.clone();
+    let report = csis_engine::run::plan_report::plan_report(ws, &OsSystem, options, ask);
     match format {
         PlanFormat::Json => csis_plugin_api::outln!(
             "{}",
@@ -57,8 +58,7 @@ pub fn plan(ws: &Workspace, args: &PlanArgs) -> ExitCode {
         PlanFormat::Matrix => {
             report_errors(&report);
             if report.ok {
-                let force = &selection.options(true).force_bake;
-                let m = csis_engine::run::plan_matrix::matrix(ws, &report.plan, force);
+                let m = csis_engine::run::plan_matrix::matrix(ws, &report.plan, &force_bake);
                 csis_plugin_api::outln!("{}", serde_json::to_string(&m).unwrap_or_default());
             }
         }

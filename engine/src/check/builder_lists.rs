@@ -17,18 +17,12 @@ pub fn missing_builder_lists(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     let b = builders(db, tree);
     let index = item_index(db, tree);
     let mut out = Vec::new();
-    let key_of = |vct: Vct| {
-        csis_model::vct::BUILDER_KEYS
-            .iter()
-            .find(|(_, v)| *v == vct.sanitize())
-            .map_or("its builder list", |(key, _)| *key)
-    };
     let mut refuse = |vct: Vct, needs: String, at: Option<csis_model::Origin>| {
         out.push(
             Diagnostic::error(format!(
                 "{needs} a {what}, and cfg/ declares none -- declare one under {key}: with is_default: true",
                 what = label_in_sentence(vct),
-                key = key_of(vct),
+                key = csis_model::vct::builder_list_key(vct).unwrap_or("its builder list"),
             ))
             .at_opt(at)
             .refusing(Subject::Builder(vct.sanitize(), None)),

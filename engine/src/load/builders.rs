@@ -273,9 +273,7 @@ fn read_builder_list(
             out.diags.push(
                 Diagnostic::error({
                     let known = db.registry().model_names(vct);
-                    let hint = csis_model::suggest::did_you_mean(type_name, known.iter().copied())
-                        .map(|m| format!("; did you mean '{m}'?"))
-                        .unwrap_or_default();
+                    let hint = csis_model::suggest::hint(type_name, known.iter().copied());
                     format!(
                         "{label} '{name}': type '{type_name}' is no registered model (known: [{}]){hint}",
                         known.join(", ")

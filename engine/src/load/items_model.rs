@@ -437,10 +437,7 @@ fn check_builder(
     let help = if type_name == "default" && b.names(vct).is_empty() {
         format!(
             "no {what} is declared: declare one in cfg/ under {}: with is_default: true",
-            csis_model::vct::BUILDER_KEYS
-                .iter()
-                .find(|(_, v)| *v == vct.sanitize())
-                .map_or("its builder list", |(key, _)| *key)
+            csis_model::vct::builder_list_key(vct).unwrap_or("its builder list")
         )
     } else if type_name == "default" {
         format!(

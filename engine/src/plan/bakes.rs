@@ -17,7 +17,7 @@ use crate::load::builders::builders;
 use crate::load::items::{ItemId, item_index};
 use crate::load::items_model::structured_item;
 use crate::plan::fingerprint::{SeriesKey, input_fingerprint};
-use crate::state::lineage::{Lineage, Pins, lineage, pins, run_time};
+use crate::state::lineage::{Lineage, Pins, lineage, pins, run_time, short_fingerprint};
 
 /// Images in bake order (every parent before its children), and the cycle
 /// refusal when there is no such order.
@@ -273,11 +273,10 @@ fn decide(
     if let Some(fp) = input_fingerprint(db, tree, key)
         && fp.hex != head.input_fingerprint
     {
-        let short = |s: &str| s.chars().take(16).collect::<String>();
         return format!(
             "bake: inputs changed (fingerprint {} -> {})",
-            short(&head.input_fingerprint),
-            short(&fp.hex)
+            short_fingerprint(&head.input_fingerprint),
+            short_fingerprint(&fp.hex)
         );
     }
     if let Some(days) = refresh_days(db, tree, series)

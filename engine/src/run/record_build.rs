@@ -8,7 +8,7 @@ use serde_json::Value as J;
 use crate::db::system::System;
 use crate::load::builders::builders;
 use crate::state::lineage::{
-    BuildRecord, Capabilities, Lineage, PinMove, Pins, read_json, write_json,
+    BuildRecord, Capabilities, Lineage, PinMove, Pins, read_json, short_fingerprint, write_json,
 };
 use crate::workspace::Workspace;
 
@@ -99,7 +99,6 @@ fn fingerprint_refusal(ws: &Workspace, b: &Baked) -> Option<String> {
         .as_ref()
         .map(|f| f.hex.clone());
     let baked = b.get("input_fingerprint");
-    let short = |s: &str| s.chars().take(16).collect::<String>();
     let at = b.path.display();
     match planned {
         Some(p) if p == baked => None,
@@ -109,9 +108,9 @@ fn fingerprint_refusal(ws: &Workspace, b: &Baked) -> Option<String> {
             if baked.is_empty() {
                 "(none)".to_string()
             } else {
-                short(&baked)
+                short_fingerprint(&baked)
             },
-            short(&p)
+            short_fingerprint(&p)
         )),
         None => Some(format!(
             "{at}: {} is not in this tree's plan (no such image or OS builder on that runtime)",
@@ -268,7 +267,7 @@ fn record(ws: &Workspace, system: &dyn System, b: &Baked) -> Result<String, Stri
         write_json(system, root, "lineage.yaml", &lineage)?;
         done.push(format!(
             "lineage: recorded {build_id} ({series}@{runtime}, fingerprint {})",
-            s("input_fingerprint").chars().take(16).collect::<String>()
+            short_fingerprint(&s("input_fingerprint"))
         ));
         parent
     };
@@ -314,7 +313,7 @@ fn record(ws: &Workspace, system: &dyn System, b: &Baked) -> Result<String, Stri
 }
 
 /// A packer manifest (the manifest post-processor's `builds[]` and
-/// `last_run_uuid`) as the build manifest [`record_build`] reads: the last
+/// `last_run_uuid`) as the build manifest [`record_builds`] reads: the last
 /// build of the last run, its `custom_data` (series, runtime, fingerprint,
 /// parent, run, identity_types, storage_types) and its artifact id turned
 /// into the build id by the runtime's `build_id_from_artifact`.

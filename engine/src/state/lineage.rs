@@ -10,6 +10,11 @@ use serde_json::Value as J;
 
 use crate::db::{Db, SourceFile, Tree};
 
+/// An input fingerprint as messages show it: its first 16 hex digits.
+pub fn short_fingerprint(fingerprint: &str) -> String {
+    fingerprint.chars().take(16).collect()
+}
+
 /// One recorded build.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -229,7 +234,7 @@ pub fn show(lineage: &Lineage) -> String {
                 if head { "*" } else { "-" },
                 b.build_id,
                 b.series,
-                b.input_fingerprint.chars().take(16).collect::<String>(),
+                short_fingerprint(&b.input_fingerprint),
                 if b.run.is_empty() {
                     String::new()
                 } else {

@@ -464,15 +464,15 @@ fn scan_nested(
 pub fn refusal(what: &str, findings: &[Finding]) -> String {
     let listed: Vec<String> = findings.iter().take(12).map(Finding::to_string).collect();
     let more = findings.len().saturating_sub(12);
-    // An archive that cannot be read has no value to allow: say what to
-    // do instead.
-    let mut unread = if findings.iter().any(|f| f.rule == UNINSPECTABLE) {
+    // A file that is never read (an archive public-safe cannot open, a
+    // refused name) has no value to allow: say what to do instead.
+    let mut remedies = if findings.iter().any(|f| f.rule == UNINSPECTABLE) {
         "; an archive public-safe cannot read is refused: keep it out of the tree, store it unencrypted as zip (stored or deflate), gzip, tar, xz, zstd or 7z, or accept it by decision with a `path:<glob>` entry in public_safe.allow".to_string()
     } else {
         String::new()
     };
     if findings.iter().any(|f| f.rule == "refused-name") {
-        unread.push_str("; a file refused by its name is never read, so no value in it can be allowed: move it out of the tree or gitignore it");
+        remedies.push_str("; a file refused by its name is never read, so no value in it can be allowed: move it out of the tree or gitignore it");
     }
     let allow_hint = if findings.iter().all(|f| f.rule == "refused-name") {
         ""
@@ -480,7 +480,7 @@ pub fn refusal(what: &str, findings: &[Finding]) -> String {
         " (public-safe by construction; allow a value by decision in cfg/_config.yml public_safe.allow)"
     };
     format!(
-        "Refusing {what}: material that must not be public -- {}{}{allow_hint}{unread}",
+        "Refusing {what}: material that must not be public -- {}{}{allow_hint}{remedies}",
         listed.join("; "),
         if more > 0 {
             format!("; and {more} more")

@@ -7,7 +7,7 @@ use csis_model::models::Item;
 use csis_model::{Value, Vct};
 
 use crate::load::builders::builders;
-use crate::state::lineage::{Lineage, Pins, Releases, read_json, write_json};
+use crate::state::lineage::{Lineage, Pins, Releases, read_json, short_fingerprint, write_json};
 
 use super::Ops;
 
@@ -235,8 +235,8 @@ impl Ops<'_> {
                 out.push(format!(
                     "lineage restamp: {id} ({}@{runtime}): {} -> {}",
                     rec.series,
-                    rec.input_fingerprint.chars().take(16).collect::<String>(),
-                    now.chars().take(16).collect::<String>()
+                    short_fingerprint(&rec.input_fingerprint),
+                    short_fingerprint(&now)
                 ));
                 rec.input_fingerprint = now;
             }
