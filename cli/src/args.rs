@@ -129,6 +129,7 @@ pub enum Command {
     /// what changed; --generate also keeps generated/ current.
     Watch {
         /// Lifecycles --generate keeps current.
+        #[arg(value_name = "LIFECYCLE", add = crate::complete::lifecycle_names())]
         lifecycles: Vec<String>,
         /// Also regenerate generated/ for LIFECYCLE... after every change
         /// (a dry run's generation: nothing is executed or recorded).
@@ -227,7 +228,8 @@ pub enum Command {
     /// --lineage, the recorded builds and pins) on stdout.
     Graph(commands::graph::GraphArgs),
     /// Print a shell completion script for csis (bash, zsh, fish,
-    /// powershell, elvish) on stdout.
+    /// powershell, elvish) on stdout: it completes lifecycles and the
+    /// tree's image, instance and runtime names too.
     Completions(commands::completions::CompletionsArgs),
     /// Print csis's man page, or a command's (roff), on stdout; --dir
     /// writes them all.

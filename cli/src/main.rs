@@ -14,6 +14,7 @@ static GLOBAL: csis_alloc::Allocator = csis_alloc::Allocator;
 
 mod args;
 mod commands;
+mod complete;
 mod lock;
 mod outcome;
 mod plugins;
@@ -51,6 +52,9 @@ fn main() -> ExitCode {
 }
 
 fn run() -> ExitCode {
+    if let Some(code) = complete::answer_if_asked() {
+        return code;
+    }
     let cli = Cli::parse();
     if let Some(code) = commands::without_tree(&cli) {
         return code;
@@ -74,6 +78,7 @@ fn run() -> ExitCode {
         query_log: matches!(&cli.command, Command::Watch { .. })
             || matches!(&cli.command, Command::Plan(args) if args.stats)
             || matches!(&cli.command, Command::Run(args) if args.stats),
+        declarations_only: false,
     };
     // Deferred steps run from generated/<lifecycle>/ with CSIS_ROOT set:
     // an absolute root keeps them pointing at the tree.

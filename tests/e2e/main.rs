@@ -11,6 +11,7 @@ mod cloud_config;
 mod cloud_roots;
 mod clouds;
 mod commit;
+mod completion;
 mod concurrency;
 mod control_chars;
 mod crash;

@@ -14,12 +14,18 @@ pub struct CompletionsArgs {
 }
 
 pub fn completions(args: &CompletionsArgs) -> ExitCode {
-    // Written whole through the one stdout writer: clap_complete panics
-    // on a write error, a closed pipe included.
-    let mut script = Vec::new();
-    clap_complete::generate(args.shell, &mut Cli::command(), "csis", &mut script);
-    csis_plugin_api::stdout::write(&script);
-    ExitCode::SUCCESS
+    // Written whole through the one stdout writer: a closed pipe is no
+    // failure.
+    match crate::complete::registration(args.shell) {
+        Ok(script) => {
+            csis_plugin_api::stdout::write(&script);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: completions: {e}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 #[derive(Args)]

@@ -28,7 +28,7 @@ pub enum LineageCommand {
     /// Set each head's recorded fingerprint on a runtime to the one
     /// computed now (after the fingerprint's definition moved).
     Restamp {
-        #[arg(long, value_name = "RUNTIME")]
+        #[arg(long, value_name = "RUNTIME", add = crate::complete::runtime_names())]
         runtime: String,
         /// Write the change (without it, only say what would change).
         #[arg(long)]

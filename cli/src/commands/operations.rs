@@ -15,8 +15,9 @@ use crate::outcome::outcome;
 pub struct UpgradeArgs {
     #[arg(value_parser = ["image", "instance"])]
     kind: String,
+    #[arg(add = crate::complete::upgrade_names())]
     name: String,
-    #[arg(long, value_name = "RUNTIME")]
+    #[arg(long, value_name = "RUNTIME", add = crate::complete::runtime_names())]
     runtime: Option<String>,
     #[arg(long, value_name = "BUILD")]
     to: Option<String>,
@@ -36,6 +37,7 @@ pub fn upgrade(ws: &Workspace, args: &UpgradeArgs) -> ExitCode {
 pub struct ForgetArgs {
     #[arg(value_parser = ["instance"])]
     kind: String,
+    #[arg(add = crate::complete::instance_names())]
     name: String,
 }
 
@@ -45,7 +47,7 @@ pub fn forget(ws: &Workspace, args: &ForgetArgs) -> ExitCode {
 
 #[derive(Args)]
 pub struct ReleaseArgs {
-    #[arg(required_unless_present_any = ["declared", "tag_runtime"])]
+    #[arg(required_unless_present_any = ["declared", "tag_runtime"], add = crate::complete::image_names())]
     image: Option<String>,
     #[arg(long, value_name = "BUILD", required_unless_present_any = ["declared", "tag_runtime"])]
     build: Option<String>,
@@ -58,7 +60,7 @@ pub struct ReleaseArgs {
     /// Mark the current releases on RUNTIME's builds with
     /// `csis_release_<model>` tags (and take them off builds no longer
     /// released): the release runner's step under config.apply_release.
-    #[arg(long, value_name = "RUNTIME", conflicts_with_all = ["image", "build"])]
+    #[arg(long, value_name = "RUNTIME", conflicts_with_all = ["image", "build"], add = crate::complete::runtime_names())]
     tag_runtime: Option<String>,
 }
 
@@ -90,6 +92,7 @@ pub fn release(ws: &Workspace, args: &ReleaseArgs) -> ExitCode {
 pub struct TestModsArgs {
     /// The images whose modifications to test (default: every instance
     /// image).
+    #[arg(value_name = "IMAGE", add = crate::complete::image_names())]
     images: Vec<String>,
 }
 
@@ -122,7 +125,7 @@ pub struct DisposeArgs {
     builds: Vec<String>,
     #[arg(long)]
     all: bool,
-    #[arg(long, value_name = "RUNTIME")]
+    #[arg(long, value_name = "RUNTIME", add = crate::complete::runtime_names())]
     runtime: Option<String>,
     #[arg(long)]
     retention: bool,

@@ -16,7 +16,7 @@ use crate::progress;
 pub struct RunArgs {
     /// Lifecycles to run (identity, storage, base-image, instance-image,
     /// release, retention, or all); they run in declared order.
-    #[arg(value_name = "LIFECYCLE", required = true)]
+    #[arg(value_name = "LIFECYCLE", required = true, add = crate::complete::lifecycle_names())]
     lifecycles: Vec<String>,
     /// Execute the deferred commands (the default only logs them).
     #[arg(long)]

@@ -9,18 +9,18 @@ use csis_engine::db::run_input::RunOptions;
 pub struct Selection {
     /// Bake only these images (`image` or `image@runtime`; `none` for an
     /// empty bake surface). Repeatable.
-    #[arg(long, value_name = "IMAGE")]
+    #[arg(long, value_name = "IMAGE", add = crate::complete::image_names())]
     only: Vec<String>,
     /// Scope to one runtime: other runtimes' builder directories are kept
     /// as they are.
-    #[arg(long, value_name = "RUNTIME")]
+    #[arg(long, value_name = "RUNTIME", add = crate::complete::runtime_names())]
     only_runtime: Option<String>,
     /// Bake these images whatever the plan says. Repeatable.
-    #[arg(long, value_name = "IMAGE")]
+    #[arg(long, value_name = "IMAGE", add = crate::complete::image_names())]
     force_bake: Vec<String>,
     /// Apply storage and instance roots on this runtime only; implies
     /// --only-runtime unless --only selects images.
-    #[arg(long, value_name = "RUNTIME")]
+    #[arg(long, value_name = "RUNTIME", add = crate::complete::runtime_names())]
     apply_runtime: Option<String>,
 }
 

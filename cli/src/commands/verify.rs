@@ -17,6 +17,7 @@ pub enum VerifyCommand {
     /// goes to meta-state/verifications.yaml (and image-tests.yaml). Exit 1
     /// when a check fails, unless --record-only.
     Instance {
+        #[arg(add = crate::complete::instance_names())]
         name: String,
         /// Record the verdict and exit 0 even when a check failed.
         #[arg(long)]

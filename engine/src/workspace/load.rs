@@ -233,6 +233,19 @@ files inside the tree",
         tree.set_index(&mut db)
             .with_durability(Durability::MEDIUM)
             .to(index);
+        let loaded = |db, files, read_diags, remote_tried| Workspace {
+            db,
+            tree,
+            root: root.to_path_buf(),
+            files,
+            read_diags,
+            run_inputs: Default::default(),
+            prewarmed: Default::default(),
+            remote_tried,
+        };
+        if options.declarations_only {
+            return Ok(loaded(db, files, read_diags, Vec::new()));
+        }
         // The files the configuration names (modification scripts) are
         // known only once it is read: read them now, absent ones stay out.
         let mut aux = Vec::new();
@@ -370,15 +383,6 @@ files inside the tree",
                 .with_durability(Durability::MEDIUM)
                 .to(Arc::new(facts.clone()));
         }
-        Ok(Workspace {
-            db,
-            tree,
-            root: root.to_path_buf(),
-            files,
-            read_diags,
-            run_inputs: Default::default(),
-            prewarmed: Default::default(),
-            remote_tried,
-        })
+        Ok(loaded(db, files, read_diags, remote_tried))
     }
 }

@@ -63,6 +63,11 @@ pub struct LoadOptions {
     /// Count and log the queries salsa executes (`--stats`, `watch`,
     /// tests of incrementality); off, salsa builds no event per query.
     pub query_log: bool,
+    /// Read the tree's own files and index what they declare, nothing
+    /// they name (interpolation's files and remote state, scripts,
+    /// templates): enough for shell completion to list names, without a
+    /// command run or a file outside the tree read.
+    pub declarations_only: bool,
 }
 
 /// 16 MiB: far above any hand-written configuration file, far below what
@@ -78,6 +83,7 @@ impl Default for LoadOptions {
             max_file_size: DEFAULT_MAX_FILE_SIZE,
             tolerate_missing_env: false,
             query_log: false,
+            declarations_only: false,
         }
     }
 }
