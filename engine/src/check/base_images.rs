@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 
 use csis_model::models::BaseBuilder;
-use csis_model::{Subject, Value, Vct};
+use csis_model::{Diagnostic, Subject, Value, Vct};
 
 use crate::check::context::Checks;
 use crate::check::formats::public_key_problem;
@@ -61,24 +61,26 @@ impl Checks<'_> {
             for t in &os.identity_types {
                 if !identity_types.contains(t) {
                     // No group builder at all is its own error.
-                    self.err_following(
-                        format!(
+                    self.out.push(
+                        Diagnostic::error(format!(
                             "base image '{n}' declares identity type '{t}' but no identity plugin of that type is configured (known: {:?})",
                             identity_types.iter().collect::<Vec<_>>()
-                        ),
-                        at("identity_types"),
-                        Subject::Builder(Vct::GroupBuilderModel.sanitize(), None),
+                        ))
+                        .at_opt(at("identity_types"))
+                        .help(unprovided_type_help(t, "group", "identity_types"))
+                        .following(Subject::Builder(Vct::GroupBuilderModel.sanitize(), None)),
                     );
                 }
             }
             for t in &os.storage_types {
                 if !storage_types.contains(t) {
-                    self.err(
-                        format!(
+                    self.out.push(
+                        Diagnostic::error(format!(
                             "base image '{n}' declares storage type '{t}' but no storage plugin of that type is configured (known: {:?})",
                             storage_types.iter().collect::<Vec<_>>()
-                        ),
-                        at("storage_types"),
+                        ))
+                        .at_opt(at("storage_types"))
+                        .help(unprovided_type_help(t, "storage", "storage_types")),
                     );
                 }
             }
@@ -130,4 +132,11 @@ impl Checks<'_> {
             }
         }
     }
+}
+
+/// The two ways out of a capability type no builder provides.
+fn unprovided_type_help(t: &str, class: &str, key: &str) -> String {
+    format!(
+        "declare a {class} builder that provides '{t}' under {class}_builders: in cfg/, or leave '{t}' out of {key}"
+    )
 }
