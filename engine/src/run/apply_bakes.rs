@@ -55,13 +55,16 @@ enum Work {
 fn run_bake(system: &dyn System, i: usize, steps: &[Work], tx: &Sender<Event>) {
     let mut result = Ok(());
     for step in steps {
+        let started = Instant::now();
         let (line, process) = match step {
             Work::Run(line, process) => (line, process),
             Work::Keep { from, to } => {
                 match keep_manifest(system, from, to) {
                     Ok(()) => {
+                        // A step of the bake like the one it stands in
+                        // for: the progress counts it done.
                         let kept = format!("kept {} as {}", from.display(), to.display());
-                        let _ = tx.send(Event::Line(i, kept));
+                        let _ = tx.send(Event::StepDone(i, kept, started.elapsed()));
                     }
                     Err(e) => {
                         result = Err(e);
@@ -72,7 +75,6 @@ fn run_bake(system: &dyn System, i: usize, steps: &[Work], tx: &Sender<Event>) {
             }
         };
         let _ = tx.send(Event::Step(i, line.clone()));
-        let started = Instant::now();
         let out = system.run_streaming(process, &mut |_, l| {
             let _ = tx.send(Event::Line(i, l.to_string()));
         });
