@@ -66,6 +66,11 @@ fn run() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if let Command::Run(args) = &cli.command
+        && let Some(code) = commands::run::without_lifecycles(args, &registry)
+    {
+        return code;
+    }
     let root_dir = cli.root_dir.clone().unwrap_or_else(find_root);
     let options = LoadOptions {
         overlays: cli.overlays.clone(),

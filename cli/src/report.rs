@@ -70,9 +70,10 @@ pub fn render(ws: &Workspace, d: &Diagnostic, style: Style) -> String {
     let result = match ws.locate(d) {
         Some(loc) => {
             let file = escape_controls(&loc.file).into_owned();
-            let label = format!("{file}:{}:{}", loc.span.line, loc.span.col);
+            // The header names the place already; the span is marked
+            // without repeating it.
             md = md.with_label(LabeledSpan::new(
-                Some(label),
+                None,
                 loc.span.offset,
                 loc.span
                     .len
@@ -141,12 +142,20 @@ fn placed<'a>(ws: &Workspace, d: &'a Diagnostic) -> Placed<'a> {
 /// Where the spec numbers the rule a message states (`... (N26)`,
 /// `(Q4)`), that number is the diagnostic's code.
 fn rule_code(message: &str) -> Option<&str> {
-    let (_, tail) = message.rsplit_once('(')?;
-    let code = tail.split(')').next()?;
-    (code.len() > 1
-        && code.starts_with(|x: char| x.is_ascii_uppercase())
-        && code[1..].chars().all(|x| x.is_ascii_digit()))
-    .then_some(code)
+    let is_code = |w: &&str| {
+        w.len() > 1
+            && w.starts_with(|x: char| x.is_ascii_uppercase())
+            && w[1..].chars().all(|x| x.is_ascii_digit())
+    };
+    // The last parenthesis that names one: `(N26)`, `(N9 dead end)`,
+    // `(... in the next; N21)`.
+    let groups: Vec<&str> = message.split('(').skip(1).collect();
+    groups.into_iter().rev().find_map(|tail| {
+        let inside = tail.split(')').next()?;
+        inside
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .find(is_code)
+    })
 }
 
 /// One line for `format`: a JSON object, or a GitHub workflow command.
@@ -258,6 +267,14 @@ mod tests {
         assert_eq!(
             rule_code("belongs to exactly one group (Q4); fix it"),
             Some("Q4")
+        );
+        assert_eq!(
+            rule_code("has NO debug path: no admin public key (N9 dead end)"),
+            Some("N9")
+        );
+        assert_eq!(
+            rule_code("cannot move a -> b while attached by [x] (detach in one run; N21)"),
+            Some("N21")
         );
         assert_eq!(rule_code("a word in parentheses (Word)"), None);
         assert_eq!(rule_code("no code here"), None);

@@ -113,9 +113,23 @@ impl<'a> Fields<'a> {
         let msg = format!(
             "{}: field '{key}' must be {want}, got {}",
             self.owner,
-            got.kind_name()
+            got.described()
         );
-        self.error_at(key, msg);
+        // A lone value where a list goes: the one slip worth spelling out.
+        let help = match (want, got) {
+            ("a list of strings", Value::Scalar { text, .. }) => {
+                Some(format!("write a list, even of one: `{key}: [{text}]`"))
+            }
+            ("a list of mappings", Value::Scalar { .. }) => Some(format!(
+                "write a list of mappings: each entry a `- key: value` line below `{key}:`, or `{key}: [{{key: value}}]`"
+            )),
+            _ => None,
+        };
+        let d = Diagnostic::error(msg).at(self.origin.key(key));
+        self.diags.push(match help {
+            Some(h) => d.help(h),
+            None => d,
+        });
     }
 
     pub fn opt_str(&mut self, key: &'static str) -> Option<String> {
@@ -250,7 +264,7 @@ impl<'a> Fields<'a> {
                     let msg = format!(
                         "{}: {key}[{i}] must be a string, got {}",
                         self.owner,
-                        item.kind_name()
+                        item.described()
                     );
                     let d = Diagnostic::error(msg).at(self.origin.key(key).index(i));
                     self.diags.push(d);
@@ -323,7 +337,7 @@ impl<'a> Fields<'a> {
                     let msg = format!(
                         "{}: {key}.{k} must be a string, got {}",
                         self.owner,
-                        other.kind_name()
+                        other.described()
                     );
                     let d = Diagnostic::error(msg).at(self.origin.key(key).key(k));
                     self.diags.push(d);
@@ -388,7 +402,7 @@ impl<'a> Fields<'a> {
                     let msg = format!(
                         "{}: {key}[{i}] must be a mapping, got {}",
                         self.owner,
-                        item.kind_name()
+                        item.described()
                     );
                     let d = Diagnostic::error(msg).at(self.origin.key(key).index(i));
                     self.diags.push(d);

@@ -88,6 +88,21 @@ impl Value {
     }
 
     /// What YAML calls this node's kind, for messages.
+    /// The value as a message names what was written: a scalar by its
+    /// text (quoted, cut after 40 characters), else what kind it is.
+    pub fn described(&self) -> String {
+        match self {
+            Value::Null => "nothing".to_string(),
+            Value::Scalar { text, .. } => {
+                let shown: String = text.chars().take(40).collect();
+                let cut = if shown.len() < text.len() { "..." } else { "" };
+                format!("'{shown}{cut}'")
+            }
+            Value::Seq(_) => "a list".to_string(),
+            Value::Map(_) => "a mapping".to_string(),
+        }
+    }
+
     pub fn kind_name(&self) -> &'static str {
         match self {
             Value::Null => "null",

@@ -136,7 +136,7 @@ fn a_broken_file_is_the_one_error() {
         crate::support::brief_validate(t.path()),
         (
             Some(1),
-            "images/chain.yml:10:4: images/chain.yml: invalid YAML: while parsing a block collection, did not find expected '-' indicator
+            "images/chain.yml:10:4: invalid YAML: while parsing a block collection, did not find expected '-' indicator: usually a list entry indented unlike the entries before it -- line up its '- ' with theirs
   note: 1 more error follows from this; fix it first
 validate: 1 error(s)
 "
@@ -245,6 +245,47 @@ fn one_cause_is_one_error() {
         "{out}"
     );
     assert!(out.ends_with("validate: 1 error(s)\n"), "{out}");
+
+    // Each of these is its one error, with what to write, and what
+    // follows from it counted.
+    for (file, from, to, want) in [
+        (
+            "cfg/builders.yml",
+            "mod_builders:",
+            "mod_builder:",
+            "cfg/builders.yml:9:1: cfg/: unknown key 'mod_builder'\n",
+        ),
+        (
+            "images/chain.yml",
+            "runtimes: [{image_builder: bake}]",
+            "runtimes: bake",
+            "images/chain.yml:5:15: Image 'base': field 'runtimes' must be a list of mappings, got 'bake'\n  help: write a list of mappings: each entry a `- key: value` line below `runtimes:`, or `runtimes: [{key: value}]`\n",
+        ),
+        (
+            "groups/people.yml",
+            "is_root: true",
+            "is_root: maybe",
+            "groups/people.yml:9:26: Group 'ops': field 'is_root' must be a boolean (true/false, yes/no, on/off), got 'maybe'\n",
+        ),
+        (
+            "images/chain.yml",
+            "  - name: base",
+            "  - description: base",
+            "images/chain.yml:2:5: images[0]: every entry needs a name\n  note: 1 more error follows from this; fix it first\n",
+        ),
+    ] {
+        let (code, out) = validate_with(file, from, to);
+        assert_eq!(code, Some(1), "{to}: {out}");
+        assert!(out.starts_with(want), "{to}:\n{out}");
+        assert!(out.ends_with("validate: 1 error(s)\n"), "{to}:\n{out}");
+    }
+    let (_, out) = validate_with("cfg/builders.yml", "mod_builders:", "mod_builder:");
+    assert!(
+        out.contains(
+            "did you mean 'mod_builders'?\n  note: 4 more errors follow from this; fix it first\n"
+        ),
+        "{out}"
+    );
 }
 
 /// Every reference to a name nothing declares says what is declared and,
@@ -268,7 +309,7 @@ fn every_reference_kind_suggests_the_name_meant() {
             "groups/people.yml",
             "admins: [avery.alpha@example.com",
             "admins: [avery.alpah@example.com",
-            "groups/people.yml:9:101: Group ops has admin avery.alpah@example.com which is not in the list of defined users.\n  help: group 'ops' (admins) names user 'avery.alpah@example.com', which is not declared",
+            "groups/people.yml:9:102: Group ops has admin avery.alpah@example.com which is not in the list of defined users.\n  help: group 'ops' (admins) names user 'avery.alpah@example.com', which is not declared",
         ),
         (
             "instances/box.yml",
@@ -306,7 +347,7 @@ fn a_tab_is_refused_at_the_tab() {
     );
     assert_eq!(code, Some(1));
     assert!(
-        out.starts_with("images/chain.yml:4:1: images/chain.yml: invalid YAML: a tab at line 4, column 1 (`→group: ops`, the tab shown as →): YAML indents and separates with spaces only -- replace the tab with spaces\n"),
+        out.starts_with("images/chain.yml:4:1: invalid YAML: a tab at line 4, column 1 (`→group: ops`, the tab shown as →): YAML indents and separates with spaces only -- replace the tab with spaces\n"),
         "{out}"
     );
     let (_, out) = validate_with(
@@ -316,6 +357,6 @@ fn a_tab_is_refused_at_the_tab() {
     );
     assert_eq!(
         out,
-        "cfg/_config.yml:5:1: cfg/_config.yml: invalid YAML: a tab at line 5, column 1 (`→admin_public_keys:`, the tab shown as →): YAML indents and separates with spaces only -- replace the tab with spaces\n  note: 1 more error follows from this; fix it first\nvalidate: 1 error(s)\n"
+        "cfg/_config.yml:5:1: invalid YAML: a tab at line 5, column 1 (`→admin_public_keys:`, the tab shown as →): YAML indents and separates with spaces only -- replace the tab with spaces\n  note: 1 more error follows from this; fix it first\nvalidate: 1 error(s)\n"
     );
 }

@@ -41,6 +41,23 @@ fn init_then_validate_then_a_real_local_run() {
     let motd = root.join(".csis-local/instances/box/root/etc/motd");
     assert_eq!(crate::support::read(&motd), "baked by csis\n");
 
+    // A misspelt runtime type in the tree init wrote is one error: the
+    // base image's debug path follows from the runtime it names.
+    let copy = t.path().join("lcoal");
+    for dir in ["cfg", "groups", "images", "instances"] {
+        csis_test_support::copy_tree(&root.join(dir), &copy.join(dir));
+    }
+    crate::support::edit(
+        &copy,
+        "cfg/builders.yml",
+        "type: local, is_default: true, default_machine_type",
+        "type: lcoal, is_default: true, default_machine_type",
+    );
+    let (code, v) = csis_text(&copy, NOW, &["--brief", "validate"]);
+    assert_eq!(code, Some(1), "{v}");
+    assert!(!v.contains("debug path"), "{v}");
+    assert!(v.ends_with("validate: 1 error(s)\n"), "{v}");
+
     // Over a tree: nothing written, every file it would write named.
     let before = crate::support::read(&root.join("cfg/builders.yml"));
     let again = init(&root, "aws");
@@ -66,6 +83,28 @@ fn init_on_a_cloud_validates_with_its_values_to_fill_in_marked() {
         let (code, v) = csis_text(&root, NOW, &["--brief", "validate", "--offline"]);
         assert_eq!(code, Some(0), "{runtime}: {v}");
         assert!(v.ends_with("validate: ok\n"), "{runtime}: {v}");
+        // Each value left to fill in is a warning at its place.
+        let unfilled: Vec<&str> = v
+            .lines()
+            .filter(|l| {
+                l.contains(": warning: ")
+                    && l.contains("a value `csis init` left for you to fill in")
+            })
+            .collect();
+        let expected = if runtime == "aws" {
+            vec![
+                "cfg/builders.yml:10:14: warning: runtime_builders[0].profile is still 'CHANGE-ME': a value `csis init` left for you to fill in",
+                "cfg/builders.yml:13:16: warning: runtime_builders[0].networking.network is still 'vpc-CHANGE-ME': a value `csis init` left for you to fill in",
+                "cfg/builders.yml:15:23: warning: runtime_builders[0].networking.subnets[0].subnet_id is still 'subnet-CHANGE-ME': a value `csis init` left for you to fill in",
+                "cfg/builders.yml:26:22: warning: state_backends[0].config.bucket is still 'CHANGE-ME-tofu-state': a value `csis init` left for you to fill in",
+            ]
+        } else {
+            vec![
+                "cfg/builders.yml:9:14: warning: runtime_builders[0].project is still 'CHANGE-ME': a value `csis init` left for you to fill in",
+                "cfg/builders.yml:27:22: warning: state_backends[0].config.bucket is still 'CHANGE-ME-tofu-state': a value `csis init` left for you to fill in",
+            ]
+        };
+        assert_eq!(unfilled, expected, "{runtime}: {v}");
         // A dry run writes the engines' files.
         let (code, run) = csis_text(&root, NOW, &["run", "all", "--no-state-query"]);
         assert_eq!(code, Some(0), "{runtime}: {run}");

@@ -69,4 +69,45 @@ fn a_real_run_launches_only_what_changed() {
         )),
         "{second}"
     );
+    // A new build of top, then the instance's pin moved to it: the plan
+    // names the replacement the next run makes.
+    crate::support::ok(crate::support::csis_at(
+        root,
+        NOW + 120,
+        &["run", "all", "--no-dry-run", "--force-bake", "top"],
+    ));
+    let upgraded = crate::support::ok(crate::support::csis_at(
+        root,
+        NOW + 180,
+        &["upgrade", "instance", "box"],
+    ));
+    let new_build = upgraded.trim().rsplit(" -> ").next().unwrap().to_string();
+    let (_, plan) = crate::support::csis_text(root, NOW + 180, &["plan"]);
+    assert!(
+        plan.contains("Plan: 0 to bake, 4 current, 0 instances to launch, 1 to replace.\n"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains(&format!(
+            "instance 'box' is replaced by the next apply: its pin moved from {build} to {new_build} since run 2026_12_02T15_53_24 launched it, and a machine runs the build it was launched from\n"
+        )),
+        "{plan}"
+    );
+    let third = crate::support::ok(crate::support::csis_at(
+        root,
+        NOW + 240,
+        &["run", "all", "--no-dry-run"],
+    ));
+    assert!(
+        third.contains(&format!("{launched}{new_build}\n")),
+        "{third}"
+    );
+    assert!(
+        third.contains(&format!(
+            "pins: instance box is pinned to {new_build} already\n"
+        )),
+        "{third}"
+    );
+    let (_, plan) = crate::support::csis_text(root, NOW + 300, &["plan"]);
+    assert!(plan.contains(", 0 instances to launch.\n"), "{plan}");
 }

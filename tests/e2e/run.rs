@@ -323,7 +323,8 @@ fn only_names_images_and_unknown_ones_are_refused() {
     let out = csis(t.path(), &["run", "instance-image", "--only", "nope"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stderr(&out).contains("error: --only names unknown image(s): nope; known: base, mid, top"),
+        stderr(&out)
+            .contains("error: --only names unknown image(s): nope; known: base, mid, tiny, top"),
         "{}",
         stderr(&out)
     );
@@ -343,6 +344,23 @@ fn only_names_images_and_unknown_ones_are_refused() {
             .join("generated/instance-image/bake/image-generation/bake-image-generation-top.json")
             .exists()
     );
+    // A runtime scope that names no runtime is refused, by the flag given.
+    for (args, want) in [
+        (
+            &["--only-runtime", "nowhere"][..],
+            "error: --only-runtime names unknown runtime 'nowhere'; declared: here\n",
+        ),
+        (
+            &["--apply-runtime", "hree"],
+            "error: --apply-runtime names unknown runtime 'hree'; declared: here; did you mean 'here'?\n",
+        ),
+    ] {
+        let mut all = vec!["run", "all"];
+        all.extend_from_slice(args);
+        let out = csis(t.path(), &all);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert!(stderr(&out).contains(want), "{}", stderr(&out));
+    }
 }
 
 #[test]

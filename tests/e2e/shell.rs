@@ -273,3 +273,16 @@ fn every_man_page_named_exists() {
         "error: man: no page for 'csis nope'; `csis --help` lists the commands\n"
     );
 }
+
+/// `csis run` alone names the lifecycles it could run (exit 2, before any
+/// tree is read).
+#[test]
+fn run_without_a_lifecycle_lists_them() {
+    let out = csis(&["--root-dir", "/nonexistent", "run"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("error: csis run needs the lifecycles to run: `all`, or one or more of identity, storage, base-image, instance-image, release, retention\n"),
+        "{err}"
+    );
+}

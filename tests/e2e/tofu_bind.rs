@@ -68,7 +68,7 @@ fn an_instance_is_pinned_to_the_build_its_root_says_it_booted() {
     // Bound once; a later move is an upgrade.
     let again = ok(bind(r, &tofu, "box"));
     assert!(
-        again.contains("pins: instance box stays on ami-0abc"),
+        again.contains("pins: instance box is pinned to ami-0abc already"),
         "{again}"
     );
 }

@@ -16,13 +16,13 @@ use crate::progress;
 pub struct RunArgs {
     /// Lifecycles to run (identity, storage, base-image, instance-image,
     /// release, retention, or all); they run in declared order.
-    #[arg(value_name = "LIFECYCLE", required = true, add = crate::complete::lifecycle_names())]
+    #[arg(value_name = "LIFECYCLE", add = crate::complete::lifecycle_names())]
     lifecycles: Vec<String>,
     /// Execute the deferred commands (the default only logs them).
     #[arg(long)]
     no_dry_run: bool,
-    /// Only log the deferred commands: the default, accepted as spec 000
-    /// spells it.
+    /// Only log the deferred commands: the default, accepted for scripts
+    /// that spell it out.
     #[arg(long, conflicts_with = "no_dry_run")]
     dry_run: bool,
     /// Let a real run bake outside its apply scope.
@@ -36,7 +36,7 @@ pub struct RunArgs {
     #[arg(long)]
     commit: bool,
     /// Leave meta-state/ and the generated tree uncommitted: the default,
-    /// accepted as spec 000 spells it.
+    /// accepted for scripts that spell it out.
     #[arg(long, conflicts_with = "commit")]
     no_commit: bool,
     /// Print time, executed and reused queries per stage and peak memory;
@@ -79,6 +79,23 @@ pub struct RunArgs {
     shard: Option<PathBuf>,
     #[command(flatten)]
     selection: Selection,
+}
+
+/// `csis run` with no lifecycle: which there are, before any tree is read
+/// (exit 2, as clap's own usage errors).
+pub fn without_lifecycles(
+    args: &RunArgs,
+    registry: &csis_engine::registry::Registry,
+) -> Option<ExitCode> {
+    if !args.lifecycles.is_empty() {
+        return None;
+    }
+    let names: Vec<&str> = registry.lifecycles().iter().map(|l| l.name).collect();
+    eprintln!(
+        "error: csis run needs the lifecycles to run: `all`, or one or more of {}\n\nUsage: csis run [OPTIONS] <LIFECYCLE>...\n\nFor more information, try 'csis run --help'.",
+        names.join(", ")
+    );
+    Some(ExitCode::from(2))
 }
 
 pub fn run(

@@ -11,15 +11,15 @@ pub struct Selection {
     /// empty bake surface). Repeatable.
     #[arg(long, value_name = "IMAGE", add = crate::complete::image_names())]
     only: Vec<String>,
-    /// Scope to one runtime: other runtimes' builder directories are kept
-    /// as they are.
+    /// Bake on this runtime only: the other runtimes' bakes are skipped
+    /// (a run keeps their generated builder directories as they are).
     #[arg(long, value_name = "RUNTIME", add = crate::complete::runtime_names())]
     only_runtime: Option<String>,
     /// Bake these images whatever the plan says. Repeatable.
     #[arg(long, value_name = "IMAGE", add = crate::complete::image_names())]
     force_bake: Vec<String>,
-    /// Apply storage and instance roots on this runtime only; implies
-    /// --only-runtime unless --only selects images.
+    /// A run applies storage and instance roots on this runtime only;
+    /// implies --only-runtime unless --only selects images.
     #[arg(long, value_name = "RUNTIME", add = crate::complete::runtime_names())]
     apply_runtime: Option<String>,
 }

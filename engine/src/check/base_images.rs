@@ -123,12 +123,25 @@ impl Checks<'_> {
                     .is_some_and(|builder| builder.session_mechanism().is_some())
             });
             if keys.is_empty() && !session {
-                self.err(
-                    format!(
-                        "base image '{n}' has NO debug path: no admin public key (config.admin_public_keys / admin_public_keys) and no session mechanism on the runtime (N9 dead end)"
-                    ),
-                    here.clone(),
+                // A runtime (or image builder) that was refused has no
+                // session mechanism to ask: that refusal is the cause.
+                let mut d = Diagnostic::error(format!(
+                    "base image '{n}' has NO debug path: no admin public key (config.admin_public_keys / admin_public_keys) and no session mechanism on the runtime (N9 dead end)"
+                ))
+                .at_opt(here.clone())
+                .help(
+                    "give it an admin public key (admin_public_keys: on the OS builder, or config.admin_public_keys in cfg/), or bake it on a runtime with a session mechanism",
                 );
+                for e in &os.runtimes {
+                    d = d.following(Subject::builder(Vct::ImageBuilderModel, &e.image_builder));
+                    if let Some(rt) = b
+                        .resolve(Vct::ImageBuilderModel, &e.image_builder)
+                        .and_then(|ib| ib.base.runtime())
+                    {
+                        d = d.following(Subject::builder(Vct::RuntimeBuilderModel, rt));
+                    }
+                }
+                self.out.push(d);
             }
         }
     }

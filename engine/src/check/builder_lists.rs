@@ -25,7 +25,9 @@ pub fn missing_builder_lists(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
                 key = csis_model::vct::builder_list_key(vct).unwrap_or("its builder list"),
             ))
             .at_opt(at)
-            .refusing(Subject::Builder(vct.sanitize(), None)),
+            .refusing(Subject::Builder(vct.sanitize(), None))
+            // A list written under a misspelt key is refused there.
+            .following(Subject::Builder(vct.sanitize(), None)),
         );
     };
     for (kind, vct) in [

@@ -131,14 +131,20 @@ impl Checks<'_> {
                 );
             }
         }
+        let index = item_index(self.db, self.tree);
         if let Some(g) = img.group.as_deref()
-            && !item_index(self.db, self.tree)
-                .contains(ItemKind::GROUPS, &csis_model::naming::safe_name(g))
+            && !index.contains(ItemKind::GROUPS, &csis_model::naming::safe_name(g))
         {
-            self.err_following(
-                format!("image '{name}' names unknown owning group '{g}'"),
-                at("group"),
-                Subject::item(ItemKind::GROUPS, g),
+            self.out.push(
+                Diagnostic::error(format!("image '{name}' names unknown owning group '{g}'"))
+                    .at_opt(at("group"))
+                    .help(csis_model::suggest::undeclared(
+                        &format!("image '{name}' (group)"),
+                        "group",
+                        g,
+                        index.names(ItemKind::GROUPS).map(String::as_str),
+                    ))
+                    .following(Subject::item(ItemKind::GROUPS, g)),
             );
         }
     }

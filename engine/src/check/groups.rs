@@ -11,11 +11,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use csis_model::models::Item;
-use csis_model::{Diagnostic, ItemKind, Subject};
+use csis_model::{Diagnostic, ItemKind, Subject, Value};
 use serde::Deserialize;
 
 use crate::db::{Db, Tree};
-use crate::load::items::{ItemId, item_index};
+use crate::load::items::{ItemId, item_index, raw_item};
 use crate::load::items_model::structured_item;
 use crate::state::lineage::{Record, read_record};
 use crate::state::read_models::IDENTITY;
@@ -28,6 +28,9 @@ pub fn check_groups(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     let users: BTreeSet<&str> = index.names(ItemKind::USERS).map(String::as_str).collect();
     let mut roots = 0;
     let mut any_group = false;
+    // A group whose is_root is no boolean was refused for it; counting
+    // the roots again would only repeat that.
+    let mut unreadable_root = false;
     for name in index.names(ItemKind::GROUPS) {
         let id = ItemId::new(db, tree, ItemKind::GROUPS, name.as_str());
         let si = structured_item(db, id);
@@ -35,15 +38,27 @@ pub fn check_groups(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
             continue;
         };
         any_group = true;
+        unreadable_root |= raw_item(db, tree, id).is_some_and(|r| {
+            r.value
+                .get("is_root")
+                .and_then(Value::as_str)
+                .is_some_and(|v| csis_model::fields::parse_bool(v).is_none())
+        });
         if g.is_root {
             roots += 1;
         }
         let listed = g
             .members
             .iter()
-            .map(|m| ("members", "member", m))
-            .chain(g.admins.iter().map(|m| ("admins", "admin", m)));
-        for (key, role, member) in listed {
+            .enumerate()
+            .map(|(i, m)| ("members", "member", i, m))
+            .chain(
+                g.admins
+                    .iter()
+                    .enumerate()
+                    .map(|(i, m)| ("admins", "admin", i, m)),
+            );
+        for (key, role, i, member) in listed {
             let m = csis_model::naming::safe_name(member);
             if !users.contains(m.as_str()) {
                 // What follows from an account that is not there (its
@@ -53,7 +68,7 @@ pub fn check_groups(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
                         "Group {} has {role} {member} which is not in the list of defined users.",
                         g.root.name()
                     ))
-                    .at_opt(si.origin.clone().map(|o| o.key(key)))
+                    .at_opt(si.origin.clone().map(|o| o.key(key).index(i)))
                     .help(csis_model::suggest::undeclared(
                         &format!("group '{}' ({key})", g.root.name()),
                         "user",
@@ -66,7 +81,7 @@ pub fn check_groups(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
             }
         }
     }
-    if any_group && roots != 1 {
+    if any_group && roots != 1 && !unreadable_root {
         out.push(
             Diagnostic::error(format!(
                 "Expected exactly one root group (is_root: true), found {roots}"

@@ -34,6 +34,7 @@ pub mod state_locations;
 mod storages;
 pub mod templates;
 mod test_specs;
+pub mod unfilled;
 pub mod user_data;
 pub mod validate;
 pub mod vendor_images;

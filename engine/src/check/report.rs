@@ -49,6 +49,11 @@ pub fn load_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     }
     out.extend(check_released_pins(db, tree).iter().cloned());
     out.extend(
+        crate::check::unfilled::unfilled_values(db, tree)
+            .iter()
+            .cloned(),
+    );
+    out.extend(
         crate::check::validate::validation_diagnostics(db, tree)
             .iter()
             .cloned(),

@@ -29,7 +29,6 @@ pub struct ParsedFile {
 
 #[salsa::tracked(returns(ref))]
 pub fn parse_file(db: &dyn Db, file: SourceFile) -> ParsedFile {
-    let path = file.path(db).clone();
     match yaml::parse(file.text(db)) {
         Ok((value, positions)) => ParsedFile {
             value: Some(Arc::new(value)),
@@ -40,7 +39,8 @@ pub fn parse_file(db: &dyn Db, file: SourceFile) -> ParsedFile {
         Err(e) => ParsedFile {
             value: None,
             positions: Arc::new(Positions::default()),
-            error: Some(Diagnostic::error(format!("{path}: {}", e.message))),
+            // Located at the parser's position: the place names the file.
+            error: Some(Diagnostic::error(e.message.clone())),
             error_span: Some(e.span),
         },
     }
@@ -72,8 +72,7 @@ pub fn document(db: &dyn Db, file: SourceFile) -> FileDocument {
             return FileDocument {
                 value: None,
                 diags: vec![
-                    Diagnostic::error(format!("{path}: {}", e.message))
-                        .at(Origin::new(path.clone(), DocPath::root())),
+                    Diagnostic::error(e.message).at(Origin::new(path.clone(), DocPath::root())),
                 ],
             };
         }
@@ -91,8 +90,8 @@ pub fn document(db: &dyn Db, file: SourceFile) -> FileDocument {
             value: None,
             diags: vec![
                 Diagnostic::error(format!(
-                    "{path}: the document must be a mapping at the top level, got a {}",
-                    other.kind_name()
+                    "the document must be a mapping at the top level, got {}",
+                    other.described()
                 ))
                 .at(Origin::new(path.clone(), DocPath::root()))
                 .help("write `key: value` pairs at the top level"),

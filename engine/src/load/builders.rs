@@ -490,27 +490,48 @@ fn distribution_key_problems(
 }
 
 fn read_ia_config(top: &Map, doc: &CfgDocument, out: &mut Builders) {
-    let rest: Map = top
-        .iter()
-        .filter(|(k, _)| *k != "executables" && !BUILDER_KEYS.iter().any(|(b, _)| b == k))
-        // Read by load/interp.rs.
-        .filter(|(k, _)| *k != "interpolation" && *k != "tolerate_missing_env")
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
     let origin = doc
         .origin(&DocPath::root().key("id"))
         .map(|o| Origin::new(o.file, DocPath::root()))
         .unwrap_or_else(|| Origin::new("cfg/_config.yml", DocPath::root()));
-    // Keys come from several files: report each at the file it came from.
+    // Keys come from every cfg/ file: each is reported at the file it
+    // came from, under the name of all of them.
     let mut diags = Vec::new();
-    let mut f = Fields::new(&rest, origin, "cfg/_config.yml", &mut diags);
+    let mut f = Fields::new(top, origin, "cfg/", &mut diags);
     let config = IAConfig::read(&mut f);
+    // Read elsewhere (the builder lists above, interpolation by
+    // load/interp.rs), and the keys a misspelt one is told it meant.
+    for key in ["executables", "interpolation", "tolerate_missing_env"]
+        .into_iter()
+        .chain(BUILDER_KEYS.iter().map(|(k, _)| *k))
+    {
+        f.skip(key);
+    }
     f.finish();
+    let misspelt: Vec<(&String, Vct)> = top
+        .keys()
+        .filter(|k| !BUILDER_KEYS.iter().any(|(b, _)| b == k))
+        .filter_map(|k| {
+            let meant = csis_model::suggest::did_you_mean(k, BUILDER_KEYS.iter().map(|(b, _)| *b))?;
+            BUILDER_KEYS
+                .iter()
+                .find(|(b, _)| *b == meant)
+                .map(|(_, vct)| (k, *vct))
+        })
+        .collect();
     for mut d in diags {
         if let Some(o) = &d.origin
             && let Some(real) = doc.origin(&o.path)
         {
             d.origin = Some(real);
+        }
+        // A misspelt builder list: the list it meant is missing, and what
+        // needs one of its builders follows from the misspelling.
+        if let Some((_, vct)) = misspelt
+            .iter()
+            .find(|(key, _)| d.origin.as_ref().map(|o| &o.path) == Some(&DocPath::root().key(key)))
+        {
+            d = d.refusing(Subject::Builder(vct.sanitize(), None));
         }
         // A cfg/ file that does not parse leaves its keys missing: what
         // is missing then is that refusal's.

@@ -93,7 +93,7 @@ pub fn item_file_entries(db: &dyn Db, tree: Tree, file: SourceFile) -> ItemFileE
             let holds: Vec<String> = kinds.iter().map(|k| format!("{}:", k.key())).collect();
             out.diags.push(
                 Diagnostic::error(format!(
-                    "{path}: unknown top-level key '{key}'; a file under {dir}/ holds {}",
+                    "unknown top-level key '{key}'; a file under {dir}/ holds {}",
                     holds.join(" and ")
                 ))
                 .at(root.key(key))
@@ -106,7 +106,7 @@ pub fn item_file_entries(db: &dyn Db, tree: Tree, file: SourceFile) -> ItemFileE
             Value::Null => Vec::new(),
             _ => {
                 out.diags.push(
-                    Diagnostic::error(format!("{path}: '{key}' must be a list of named entries"))
+                    Diagnostic::error(format!("'{key}' must be a list of named entries"))
                         .at(root.key(key)),
                 );
                 continue;
@@ -119,8 +119,8 @@ pub fn item_file_entries(db: &dyn Db, tree: Tree, file: SourceFile) -> ItemFileE
                 _ => {
                     out.diags.push(
                         Diagnostic::error(format!(
-                            "{path}: {key}[{i}] must be a mapping, got a {}",
-                            item.kind_name()
+                            "{key}[{i}] must be a mapping, got {}",
+                            item.described()
                         ))
                         .at(origin),
                     );
@@ -131,8 +131,11 @@ pub fn item_file_entries(db: &dyn Db, tree: Tree, file: SourceFile) -> ItemFileE
                 // A null name is already refused as a reserved word.
                 if item.get("name").is_none() {
                     out.diags.push(
-                        Diagnostic::error(format!("{path}: {key}[{i}]: every entry needs a name"))
-                            .at(origin),
+                        // A reference to a name of this kind may mean
+                        // this entry: it is this error's until it has one.
+                        Diagnostic::error(format!("{key}[{i}]: every entry needs a name"))
+                            .at(origin)
+                            .refusing(Subject::Item(kind, None)),
                     );
                 }
                 continue;

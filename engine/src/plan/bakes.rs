@@ -338,11 +338,44 @@ pub fn check_selection(db: &dyn Db, tree: Tree, opts: &RunOptions) -> Result<(),
             ));
         }
     }
-    if said.is_empty() {
-        return Ok(());
+    // Known: what --only and --force-bake accept, the images and the OS
+    // builders whose base images bake.
+    let mut known: Vec<&str> = index
+        .names(ItemKind::IMAGES)
+        .map(String::as_str)
+        .chain(b.names(Vct::OsBuilderModel))
+        .collect();
+    known.sort_unstable();
+    let mut problems = Vec::new();
+    if !said.is_empty() {
+        problems.push(format!("{}; known: {}", said.join("; "), known.join(", ")));
     }
-    let known: Vec<&str> = index.names(ItemKind::IMAGES).map(String::as_str).collect();
-    Err(format!("{}; known: {}", said.join("; "), known.join(", ")))
+    // A runtime scope that names no runtime would plan nothing and say
+    // nothing of why. --apply-runtime first: it implies --only-runtime,
+    // and the name is said once, by the flag the user gave.
+    let runtimes = b.names(Vct::RuntimeBuilderModel);
+    for (flag, rt) in [
+        ("--apply-runtime", &opts.apply_runtime),
+        ("--only-runtime", &opts.only_runtime),
+    ] {
+        if let Some(rt) = rt
+            && !runtimes.contains(&rt.as_str())
+            && !problems
+                .iter()
+                .any(|p| p.contains(&format!("runtime '{rt}'")))
+        {
+            let hint = csis_model::suggest::hint(rt, runtimes.iter().copied());
+            problems.push(format!(
+                "{flag} names unknown runtime '{rt}'; declared: {}{hint}",
+                runtimes.join(", ")
+            ));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
 }
 
 /// The runtimes a run applies to, when that is a proper subset of the

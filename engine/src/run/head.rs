@@ -109,12 +109,20 @@ pub fn validation(
         .filter(|d| !d.is_error())
         .map(|d| ws.describe(d).replacen("warning: ", "", 1))
         .collect();
+    // As `validate --brief` has them: what to write instead on a line of
+    // its own.
     let mut errors: Vec<String> = diags
         .iter()
         .filter(|d| d.is_error())
-        .map(|d| match d.consequences_note() {
-            Some(note) => format!("{} ({note})", ws.describe(d)),
-            None => ws.describe(d),
+        .map(|d| {
+            let mut line = match d.consequences_note() {
+                Some(note) => format!("{} ({note})", ws.describe(d)),
+                None => ws.describe(d),
+            };
+            if let Some(help) = &d.help {
+                line.push_str(&format!("\n  help: {}", csis_model::escape_controls(help)));
+            }
+            line
         })
         .collect();
     errors.extend(

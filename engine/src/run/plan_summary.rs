@@ -34,13 +34,15 @@ pub struct PlanSummary {
     pub stays: Vec<Stay>,
 }
 
-/// A launched machine whose user-data changed since its launch: a running
-/// machine never reads its user-data again, so the roots replace it.
+/// A launched machine the next apply replaces: its pin moved (`csis
+/// upgrade`, a follow target), or its user-data changed, which a running
+/// machine never reads again.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Replace {
     pub instance: String,
     /// The run that launched the machine standing now.
     pub launched_run: String,
+    /// What changed since, and why that replaces the machine.
     pub why: String,
 }
 
@@ -90,17 +92,32 @@ pub fn plan_summary(db: &dyn Db, tree: Tree, run: RunInput) -> PlanSummary {
         let Some(r) = record.instances.get(name).filter(|r| r.launched) else {
             continue;
         };
+        let launched_run = r.launched_run.clone().unwrap_or_else(|| r.run.clone());
+        let launched_on = r.params.get("build").and_then(serde_json::Value::as_str);
+        let pin = pins.instances.get(name);
         let id = ItemId::new(db, tree, ItemKind::INSTANCES, name.as_str());
-        if user_data_moved(
+        let why = if let (Some(was), Some(now)) = (launched_on, pin)
+            && was != now
+            && !crate::state::launch_params::bound_only(&r.params)
+        {
+            format!(
+                "its pin moved from {was} to {now} since run {launched_run} launched it, and a machine runs the build it was launched from"
+            )
+        } else if user_data_moved(
             r.user_data_sha256.as_deref(),
             user_data_sha256(db, id).as_deref(),
         ) {
-            summary.replaces.push(Replace {
-                instance: name.clone(),
-                launched_run: r.launched_run.clone().unwrap_or_else(|| r.run.clone()),
-                why: "its user-data changed".into(),
-            });
-        }
+            format!(
+                "its user-data changed since run {launched_run} launched it, and a running machine never reads its user-data again"
+            )
+        } else {
+            continue;
+        };
+        summary.replaces.push(Replace {
+            instance: name.clone(),
+            launched_run,
+            why,
+        });
     }
     // Images pinned to their parent's build, by parent series.
     let mut pinned_children: BTreeMap<&str, Vec<(&String, &String)>> = BTreeMap::new();
@@ -182,8 +199,8 @@ impl PlanSummary {
         )];
         for r in &self.replaces {
             out.push(format!(
-                "instance '{}' is replaced by the next apply: {} since run {} launched it, and a running machine never reads its user-data again",
-                r.instance, r.why, r.launched_run
+                "instance '{}' is replaced by the next apply: {}",
+                r.instance, r.why
             ));
         }
         for s in &self.stays {

@@ -48,7 +48,7 @@ fn whole_document_refusals() {
             false
         ),
         [
-            "3:29 error invalid YAML: mapping values are not allowed in this context; the whole document is refused"
+            "3:29 error invalid YAML: mapping values are not allowed in this context: usually a key indented deeper than the keys beside it, or a plain value holding ': ' -- line the key up with its neighbours, or quote the value; the whole document is refused"
         ]
     );
     assert_eq!(

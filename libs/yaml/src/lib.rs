@@ -207,7 +207,10 @@ fn parse_documents(
             let message = if e.info() == "recursion limit exceeded" {
                 depth_message()
             } else {
-                format!("invalid YAML: {}", e.info())
+                match remedy(e.info()) {
+                    Some(remedy) => format!("invalid YAML: {}: {remedy}", e.info()),
+                    None => format!("invalid YAML: {}", e.info()),
+                }
             };
             let span = Span {
                 offset,
@@ -240,6 +243,29 @@ fn parse_documents(
         builder.positions.unwrap_or_default(),
         None,
     ))
+}
+
+/// What the parser's words usually mean in a hand-written file, and what
+/// to write instead: most are a line indented unlike its neighbours.
+fn remedy(info: &str) -> Option<&'static str> {
+    Some(match info {
+        "mapping values are not allowed in this context" => {
+            "usually a key indented deeper than the keys beside it, or a plain value holding ': ' -- line the key up with its neighbours, or quote the value"
+        }
+        "while parsing a block mapping, did not find expected key" => {
+            "usually a line indented less than the keys of its mapping, or an unclosed quote -- line it up with the keys above it"
+        }
+        "while parsing a block collection, did not find expected '-' indicator" => {
+            "usually a list entry indented unlike the entries before it -- line up its '- ' with theirs"
+        }
+        "block sequence entries are not allowed in this context" => {
+            "a '- ' entry on the same line as its key -- put the list on the lines below the key, indented"
+        }
+        "simple key expect ':'" | "simple key expected" => {
+            "a key without ':' after it -- write `key: value`"
+        }
+        _ => return None,
+    })
 }
 
 /// The refusal of a tab in YAML's indentation or separation, at the first

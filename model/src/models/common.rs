@@ -171,7 +171,7 @@ pub(crate) fn raw_list(f: &mut Fields<'_>, key: &'static str) -> Vec<Value> {
             let msg = format!(
                 "{}: field '{key}' must be a list, got {}",
                 f.owner(),
-                v.kind_name()
+                v.described()
             );
             f.error_at(key, msg);
             Vec::new()

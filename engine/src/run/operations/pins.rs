@@ -87,7 +87,7 @@ impl Ops<'_> {
         let mut pins = self.pins()?;
         if pins.instances.contains_key(instance) {
             return Ok(format!(
-                "pins: instance {instance} stays on {}",
+                "pins: instance {instance} is pinned to {} already",
                 pins.instances[instance]
             ));
         }

@@ -56,7 +56,9 @@ impl Image {
             let owner = format!("{} runtimes[{i}]", f.owner());
             runtimes.push(f.nested(m, origin, owner, ImageImageBuilderSubconfig::read));
         }
-        if runtimes.is_empty() {
+        // A `runtimes:` that is not a list was refused as such already.
+        let not_a_list = f.raw("runtimes").is_some_and(|v| v.as_seq().is_none());
+        if runtimes.is_empty() && !not_a_list {
             let msg = format!(
                 "Image {name} must have at least one runtime specified in the 'runtimes' field"
             );
@@ -169,7 +171,9 @@ impl BaseImage {
             let owner = format!("{} runtimes[{i}]", f.owner());
             runtimes.push(f.nested(m, origin, owner, BaseImageImageBuilderSubconfig::read));
         }
-        if runtimes.is_empty() {
+        // A `runtimes:` that is not a list was refused as such already.
+        let not_a_list = f.raw("runtimes").is_some_and(|v| v.as_seq().is_none());
+        if runtimes.is_empty() && !not_a_list {
             let msg = format!(
                 "Image {name} must have at least one runtime specified in the 'runtimes' field"
             );

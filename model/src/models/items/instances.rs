@@ -50,8 +50,14 @@ impl Instance {
                 "Instance '{name}' does not have an image specified; the load refuses it when the configuration finalizes."
             );
             f.error(Diagnostic::warning(warn).at(at.clone()));
+            // The spec's warning and error both; the error says what to
+            // write.
             let msg = format!("Instance '{name}' cannot be finalized without an image specified.");
-            f.error(Diagnostic::error(msg).at(at));
+            f.error(
+                Diagnostic::error(msg)
+                    .at(at)
+                    .help("name the image it launches: `image: <name>`"),
+            );
         }
         Instance {
             image,
