@@ -63,6 +63,12 @@ fn check_text(check: Check) -> &'static str {
         }
         Check::PemBody => "a block whose body is empty, ... or words is let through",
         Check::Base64PrivateKey => "a finding only when the base64 decodes to a PRIVATE KEY block",
+        Check::EitherPlaceholder => {
+            "a placeholder (EXAMPLE, sample, dummy, xxxx, <...>, ...) or a run of one character, in whichever form of the value matched, is let through"
+        }
+        Check::EitherLiteral => {
+            "the value (whichever of its forms matched) must be a literal: a ${...}, {{ ... }}, $VAR or %VAR% reference, ENC[...] ciphertext, an empty value or a placeholder is let through"
+        }
     }
 }
 
@@ -173,8 +179,7 @@ mod tests {
 
     #[test]
     fn reasons_show_the_shape_never_the_value() {
-        let text =
-            "DB_PASSWORD=Falcon_06falcon$\nk: Zx9Qw3Er5Ty7Ui9Op1As3Df5Gh7Jk9Lz2Xc4Vb6Nm8Qw0\n";
+        let text = "DB_PASSWORD=Falcon_06falcon$\nsession: Zx9Qw3Er5Ty7Ui9Op1As3Df5Gh7Jk9Lz2Xc4Vb6Nm8Qw0\n";
         let r = reasons("a.env", text, &Allow::default(), "secret-assignment");
         assert_eq!(r.len(), 1, "{r:?}");
         assert!(

@@ -158,16 +158,31 @@ pub(crate) fn re(s: &str) -> Regex {
 /// Structural public material, blanked before any rule runs: age
 /// ciphertext, scp-style git URLs, age public keys, lock-file hashes, SSH
 /// public keys (the spec's list), and public PEM blocks (certificates,
-/// public keys, PGP public key blocks), `data:` URIs, Stripe publishable
-/// keys, subresource-integrity hashes and SSH key fingerprints.
+/// public keys, PGP public key blocks, signatures and messages, age
+/// ciphertext files), SSH certificates, DKIM keys, `data:` URIs, Stripe
+/// publishable keys and the other keys vendors document as public,
+/// subresource-integrity hashes and SSH key fingerprints.
 static BLANK: LazyLock<Regex> = LazyLock::new(|| {
     re(&[
         r"ENC\[age:[A-Za-z0-9+/=]*\]",
         r"ENC\[AES256_GCM,data:[^\]\s]*\]",
         r"\bage1[0-9a-z]{58}\b",
         r"\b(?:h1|zh):[A-Za-z0-9+/=]+",
-        r"\b(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp[0-9]+|sk-(?:ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com) [A-Za-z0-9+/=]+",
-        r"-----BEGIN (?:PGP PUBLIC KEY BLOCK|(?:RSA |EC |DSA )?PUBLIC KEY|CERTIFICATE|CERTIFICATE REQUEST|X509 CRL)-----[\s\S]*?-----END [A-Z0-9 ]+-----",
+        r"\b(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp[0-9]+|sk-(?:ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)(?:-cert-v01@openssh\.com)? [A-Za-z0-9+/=]+",
+        r"-----BEGIN (?:PGP PUBLIC KEY BLOCK|PGP SIGNATURE|PGP MESSAGE|AGE ENCRYPTED FILE|(?:RSA |EC |DSA )?PUBLIC KEY|CERTIFICATE|CERTIFICATE REQUEST|X509 CRL)-----[\s\S]*?-----END [A-Z0-9 ]+-----",
+        // A DKIM record's public key.
+        r"\bv=DKIM1;[^\x22\n]*?\bp=[A-Za-z0-9+/=]+",
+        // Keys their vendors document as public, made for browsers and
+        // apps: Mapbox pk. tokens, Braintree tokenization keys, PostHog
+        // project keys, Supabase publishable keys, New Relic browser keys,
+        // Datadog RUM client tokens, and a Firebase web config's apiKey.
+        r"\bpk\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+",
+        r"\b(?:sandbox|production)_[a-z0-9]{8}_[a-z0-9]{16}\b",
+        r"\bphc_[A-Za-z0-9]{43}\b",
+        r"\bsb_publishable_[A-Za-z0-9_-]+",
+        r"\bNRJS-[a-f0-9]{19}\b",
+        r"\bpub[a-f0-9]{32}\b",
+        r"\bapiKey[\x22']?\s*:\s*[\x22']AIza[0-9A-Za-z_-]{35}[\x22']\s*,\s*[\x22']?authDomain",
         r"\bdata:[a-z]+/[a-z0-9.+-]+;base64,[A-Za-z0-9+/=]+",
         r"\bpk_(?:live|test)_[A-Za-z0-9]+",
         r"\bsha(?:256|384|512)-[A-Za-z0-9+/]{40,}={0,2}",
@@ -269,7 +284,17 @@ pub(crate) fn blank_public(text: &str) -> String {
     let mut blanked = text.to_string();
     let mut ranges: Vec<_> = BLANK.find_iter(text).map(|m| m.range()).collect();
     if text.contains('@') {
-        ranges.extend(SCP_URL.find_iter(text).map(|m| m.range()));
+        // `curl -u user@host:password` is a user and a password, not a
+        // git URL.
+        ranges.extend(
+            SCP_URL
+                .find_iter(text)
+                .filter(|m| {
+                    let before = text[..m.start()].trim_end_matches([' ', '\t', '=', '"', '\'']);
+                    !(before.ends_with(" -u") || before.ends_with("--user"))
+                })
+                .map(|m| m.range()),
+        );
     }
     for r in ranges {
         blank_range(&mut blanked, r);

@@ -62,6 +62,9 @@ struct Tally {
 struct Figures {
     recall: f64,
     precision: f64,
+    /// Per kind with 10 samples or more: the share handled right (a
+    /// secret found, a harmless value let through), below 0.90.
+    weak_kinds: Vec<String>,
     tp: usize,
     fn_: usize,
     fp: usize,
@@ -127,9 +130,19 @@ fn measure(samples: &[Sample<'_>]) -> Figures {
     for w in &wrong {
         report.push_str(&format!("  {w}\n"));
     }
+    let weak_kinds = kinds
+        .iter()
+        .filter(|(_, t)| t.total >= 10)
+        .filter_map(|((secret, kind), t)| {
+            let right = if *secret { t.hit } else { t.total - t.hit };
+            let share = right as f64 / t.total as f64;
+            (share < 0.90).then(|| format!("{kind}: {right}/{}", t.total))
+        })
+        .collect();
     Figures {
         recall,
         precision,
+        weak_kinds,
         tp,
         fn_,
         fp,
@@ -161,18 +174,21 @@ fn recall_and_precision_are_printed() {
     assert_eq!(f.tp + f.fn_ + f.fp + f.tn, samples.len());
 }
 
-/// Issue 18's bar: nine in ten secrets caught, fewer than one in ten
-/// findings on harmless values.
+/// Issue 39's bar: 95 in 100 secrets caught, fewer than 5 in 100
+/// findings on harmless values, and in every kind with ten samples or
+/// more at least nine in ten handled right (a secret found, a harmless
+/// value let through).
 #[test]
-fn recall_and_precision_reach_nine_in_ten() {
+fn recall_and_precision_reach_95_and_every_kind_90() {
     let f = measure(&corpus());
     assert!(
-        f.recall >= 0.90 && f.precision >= 0.90,
+        f.recall >= 0.95 && f.precision >= 0.95,
         "recall {:.3}, precision {:.3}\n{}",
         f.recall,
         f.precision,
         f.report
     );
+    assert!(f.weak_kinds.is_empty(), "{:?}\n{}", f.weak_kinds, f.report);
 }
 
 /// The held-out figures, printed: how far the corpus figures carry to

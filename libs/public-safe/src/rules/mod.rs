@@ -53,6 +53,11 @@ pub enum Check {
     PemBody,
     /// Base64 of a PEM block: a finding only when it holds a private key.
     Base64PrivateKey,
+    /// The value is whichever capture group took part (a quoted or a bare
+    /// form, an attribute or an element's text); it must be a literal.
+    EitherLiteral,
+    /// As [`Check::Placeholder`], on whichever capture group took part.
+    EitherPlaceholder,
 }
 
 #[derive(Clone, Copy)]
@@ -215,6 +220,12 @@ pub fn stands(rule: &Rule, caps: &Captures<'_>, path: &str) -> bool {
         Jwt => !value::not_a_jwt(whole),
         PemBody => value.is_none_or(|body| !value::placeholder_body(body)),
         Base64PrivateKey => value::base64_private_key(whole),
+        EitherLiteral => (1..caps.len())
+            .find_map(|i| caps.get(i))
+            .is_some_and(|m| value::literal(m.as_str())),
+        EitherPlaceholder => (1..caps.len())
+            .find_map(|i| caps.get(i))
+            .is_some_and(|m| !value::placeholder(m.as_str())),
         Assignment => {
             let key = caps.get(1).map_or("", |m| m.as_str());
             let (v, quoted) = match (caps.get(2), caps.get(3), caps.get(4)) {

@@ -76,14 +76,19 @@ pub(super) const SPEC: &[Rule] = &[
     },
     Rule {
         id: "slack-token",
-        description: "A Slack token: xox[baprs]-... (spec).",
-        regex: r"\bxox[baprs]-[A-Za-z0-9-]{10,}",
+        description: "A Slack token: xox[baprs]-... (spec): one to three numeric segments (workspace, user or bot ids) and a secret part of ten or more alphanumerics with a letter in it, as Slack's bot, user, app and legacy tokens have (api.slack.com/authentication/token-types); a truncated token or one of ids only is not one.",
+        regex: r"\bxox[baprs]-(?:[0-9]+-){1,3}[0-9]*[A-Za-z][A-Za-z0-9]{8,}",
         layer: Hard,
         group: 0,
         check: Placeholder,
         needles: &[],
         positives: &["xoxb-123456789012-abcdefghij"],
-        negatives: &["xoxb-xxxxxxxxxxxx-xxxxxxxxxxxxx", "xoxb-123"],
+        negatives: &[
+            "xoxb-xxxxxxxxxxxx-xxxxxxxxxxxxx",
+            "xoxb-123",
+            "xoxb-880239894439-7280878638408",
+            "token xoxb-444971491724-…(truncated)",
+        ],
     },
     Rule {
         id: "github-token",

@@ -78,8 +78,8 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     },
     Rule {
         id: "slack-webhook",
-        description: "A Slack incoming webhook or workflow URL: hooks.slack.com/services/... (the URL is the credential).",
-        regex: r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_-]{20,}",
+        description: "A Slack incoming webhook or workflow URL (the URL is the credential): hooks.slack.com/services/T<team>/B<bot>/<secret of 20 or more> (all three segments, api.slack.com/messaging/webhooks), or /workflows/ and /triggers/ URLs.",
+        regex: r"hooks\.slack\.com/(?:services/[A-Z0-9]{8,}/[A-Z0-9]{8,}/[A-Za-z0-9]{20,}|(?:workflows|triggers)/[A-Za-z0-9+/_-]{20,})",
         layer: Hard,
         group: 0,
         check: Placeholder,
@@ -90,6 +90,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
         negatives: &[
             "https://hooks.slack.com/services/TXXXXXXXX/BXXXXXXXX/XXXXXXXXXXXXXXXXXXXXXXXX",
             "https://api.slack.com/messaging/webhooks",
+            "Post to `https://hooks.slack.com/services/TP4SFEXC83C/BJEKD76S3RD/` and the secret",
         ],
     },
     Rule {
@@ -153,16 +154,19 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     },
     Rule {
         id: "azure-storage-key",
-        description: "An Azure storage account key in a connection string: AccountKey= and 86 base64 characters and ==.",
-        regex: r"(?i)AccountKey=([A-Za-z0-9+/]{86}==)",
+        description: "An Azure key in a connection string: a storage account's AccountKey= and 86 base64 characters and ==, or a Service Bus, Event Hubs or IoT Hub SharedAccessKey= and 43 and = (learn.microsoft.com, connection strings).",
+        regex: r"(?i)(?:AccountKey=([A-Za-z0-9+/]{86}==)|SharedAccessKey=([A-Za-z0-9+/]{43}=))",
         layer: Hard,
         group: 1,
-        check: Placeholder,
+        check: EitherPlaceholder,
         needles: &[],
         positives: &[
             "DefaultEndpointsProtocol=https;AccountName=x;AccountKey=nAbJx9eIgrs6nxzVx1WGsDvi21c0ldEESx7evnZ8C6bfg6jjs6KY6mB0sdtxG2VqUGncjsoNCKwV1gIitzxKuA==;EndpointSuffix=core.windows.net",
         ],
-        negatives: &["AccountKey=<key>"],
+        negatives: &[
+            "AccountKey=<key>",
+            "SharedAccessKeyName=RootManageSharedAccessKey;",
+        ],
     },
     Rule {
         id: "azure-sas-token",
@@ -332,13 +336,16 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     },
     Rule {
         id: "telegram-bot-token",
-        description: "A Telegram bot token: the bot's 8 to 10 digit id, :AA and 33 characters.",
-        regex: r"\b\d{8,10}:AA[A-Za-z0-9_-]{33}",
+        description: "A Telegram bot token: the bot's 8 to 10 digit id, :AA and 33 characters (core.telegram.org/bots/api), alone or in an API URL after /bot.",
+        regex: r"(?:\b|/bot)\d{8,10}:AA[A-Za-z0-9_-]{33}",
         layer: Hard,
         group: 0,
         check: Placeholder,
         needles: &[":AA"],
-        positives: &["bot_token: 535638054:AAhsAVz9ixhPBbaNn_aPwwlmC63FXrCqRdw"],
+        positives: &[
+            "bot_token: 535638054:AAhsAVz9ixhPBbaNn_aPwwlmC63FXrCqRdw",
+            "https://api.telegram.org/bot535638054:AAhsAVz9ixhPBbaNn_aPwwlmC63FXrCqRdw/sendMessage",
+        ],
         negatives: &[
             "time: 20261203:AA",
             "123456789:AAxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
@@ -426,5 +433,57 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
             "secret_jiZ1ar4KqPqg0bu07zPDYozsVR0BAUyHppUovO8Rm5s",
         ],
         negatives: &["LTAI", "secret_key_base", "sl.no"],
+    },
+    Rule {
+        id: "service-token",
+        description: "A token of a service in its documented shape: Lob live_ and 35 hex (docs.lob.com, API keys); PagerDuty REST u+ and 18 (PagerDuty API access keys); Octopus Deploy API- and 26 (octopus.com, API keys); ReadMe rdme_ and 70; a Microsoft Teams incoming-webhook URL, webhook.office.com/webhookb2/... (learn.microsoft.com, incoming webhooks); a 1Password account Secret Key A3-... (1password.com, Secret Key).",
+        regex: r"\b(?:live_[a-f0-9]{35}\b|u\+[A-Za-z0-9_-]{18}\b|API-[A-Z0-9]{25,27}\b|rdme_[a-z0-9]{70}\b|A3-[A-Z0-9]{6}-[A-Z0-9]{6}-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}\b)|webhook\.office\.com/webhookb2/[0-9a-f-]{36}@[0-9a-f-]{36}/IncomingWebhook/[A-Za-z0-9]{32}/[0-9a-f-]{36}",
+        layer: Hard,
+        group: 0,
+        check: Placeholder,
+        needles: &[],
+        positives: &[
+            "require('lob')('live_113323e0139722282b194ee170bb9c5ec8b')",
+            "session = APISession('u+NCXj4B4zrNLgM7tJA2')",
+            "octo create-release --apiKey API-OQEI2MK8JRF3U6FUIK63L5QVJM",
+            "--key=rdme_320ps9f57b3jbtz213wb6s86gt70zc9j6efr2eun8hursarsm2vq8wnh9wbqaewr7kkvj8",
+            "Secret Key: A3-D2MED0-1XTL0X-49SK1-7R3F5-YVWSA-Y49IX",
+        ],
+        negatives: &["live_reload: true", "API-VERSION-2024-01-01-PREVIEW"],
+    },
+    Rule {
+        id: "service-credential",
+        description: "A service credential whose shape starts with digits, found only beside its marker: Asana personal access tokens 1/<gid>:32 hex and 2/<gid>/<gid>:32 hex (developers.asana.com, authentication); a Meta app access token <app id>|<app secret> (developers.facebook.com, access tokens); Sidekiq Enterprise credentials <8 hex>:<8 hex> for contribsys.com (sidekiq wiki).",
+        regex: r"\b(?:[12]/\d{13,17}(?:/\d{13,17})?:[a-f0-9]{32}\b|\d{15,16}\|[A-Za-z0-9_-]{27}\b|[a-f0-9]{8}:[a-f0-9]{8}@(?:gems|enterprise)\.contribsys\.com)|(?i:CONTRIBSYS__COM)[\x22']?\s*[:=]\s*[\x22']?[a-f0-9]{8}:[a-f0-9]{8}",
+        layer: Hard,
+        group: 0,
+        check: Placeholder,
+        needles: &["1/", "2/", "|", "contribsys", "CONTRIBSYS"],
+        positives: &[
+            "ASANA_PAT=2/2399415882078440/9566568641450540:ecdbf736420a1aab1aa966cbc66b24ce",
+            "access_token=2595291464001889|-87GiVaUh87k6IQ-pslo7WbrN23",
+            "BUNDLE_ENTERPRISE__CONTRIBSYS__COM: \"8e6c4818:5864c66c\"",
+        ],
+        negatives: &[
+            "1/2233429591776283",
+            "BUNDLE_ENTERPRISE__CONTRIBSYS__COM: \"${SIDEKIQ_CREDS}\"",
+        ],
+    },
+    Rule {
+        id: "stdin-password",
+        description: "A literal piped into a command that reads its password or token from standard input: `echo SECRET | docker login --password-stdin`, `| openconnect --passwd-on-stdin`, `| az devops login`.",
+        regex: r#"\becho\s+(?:'([^'\n]+)'|"([^"\n]+)"|([^\s|'"]+))\s*\|\s*[^\n]*?(?:--password-stdin|--passwd-on-stdin|\bdevops\s+login\b)"#,
+        layer: Soft,
+        group: 0,
+        check: EitherLiteral,
+        needles: &["stdin", "devops"],
+        positives: &[
+            "echo 'Ember8264_basalt*' | openconnect --user=jdoe --passwd-on-stdin vpn.corp.internal",
+            "echo arnpkhilwwx44vsppwxg7exj4ozj2johuwxd4yzyargq7rgdyr3w | az devops login --organization https://dev.azure.com/acme",
+        ],
+        negatives: &[
+            "echo \"$CR_PAT\" | docker login ghcr.io -u me --password-stdin",
+            "echo $TOKEN | az devops login",
+        ],
     },
 ];
