@@ -43,6 +43,10 @@ fn explain_prints_a_rule_without_a_tree() {
     let out = csis(None, &["public-safe", "--explain", "gitlab-token"]);
     let text = stdout(&out);
     assert!(text.contains("  pattern: "), "{text}");
+    assert!(
+        text.contains("\n  source: GitLab token prefixes (docs.gitlab.com"),
+        "{text}"
+    );
     assert!(text.contains("  let through: "), "{text}");
     let out = csis(None, &["public-safe", "--explain", "no-such-rule"]);
     assert_eq!(out.status.code(), Some(2));

@@ -11,6 +11,8 @@ pub struct RuleInfo {
     pub id: &'static str,
     pub layer: Layer,
     pub description: &'static str,
+    /// Where the format comes from.
+    pub source: &'static str,
 }
 
 /// Every rule: the pattern table, then the rules that are code.
@@ -21,12 +23,18 @@ pub fn all_rules() -> Vec<RuleInfo> {
             id: r.id,
             layer: r.layer,
             description: r.description,
+            source: r.source,
         })
-        .chain(CODE_RULES.iter().map(|&(id, layer, description)| RuleInfo {
-            id,
-            layer,
-            description,
-        }))
+        .chain(
+            CODE_RULES
+                .iter()
+                .map(|&(id, layer, description, source)| RuleInfo {
+                    id,
+                    layer,
+                    description,
+                    source,
+                }),
+        )
         .collect()
 }
 
@@ -76,9 +84,10 @@ fn check_text(check: Check) -> &'static str {
 pub fn explain(id: &str) -> Option<String> {
     let info = describe(id)?;
     let mut out = format!(
-        "{}: {}\n  layer: {}\n",
+        "{}: {}\n  source: {}\n  layer: {}\n",
         info.id,
         info.description,
+        info.source,
         layer_text(info.layer)
     );
     if let Some(rule) = rules::rule(id) {
@@ -173,6 +182,12 @@ mod tests {
         for r in all_rules() {
             let e = explain(r.id).unwrap_or_default();
             assert!(e.starts_with(&format!("{}: ", r.id)), "{e}");
+            // Every rule names the format and where it comes from.
+            assert!(
+                e.lines()
+                    .any(|l| l.starts_with("  source: ") && l.len() > 12),
+                "{e}"
+            );
         }
         assert!(explain("no-such-rule").is_none());
     }

@@ -10,6 +10,7 @@ pub(super) const GENERIC: &[Rule] = &[
     Rule {
         id: "curl-credentials",
         description: "curl -u/--user user:password with a literal password (on the curl line or a continuation line; the user may be empty, the password quoted).",
+        source: "curl's manual page (-u, --user user:password); the credential forms of issue 18",
         regex: r"\bcurl\b(?:[^\n]|\\\n)*?\s(?:-u|--user)[ \t=]+[\x22']?[^\s:\x22']*:[\x22']?([^\s\x22']+)",
         layer: Soft,
         group: 1,
@@ -29,6 +30,7 @@ pub(super) const GENERIC: &[Rule] = &[
     Rule {
         id: "authorization-header",
         description: "An Authorization header with a literal credential (Bearer, Basic, Token, Api-Token or no scheme).",
+        source: "RFC 9110 section 11.6.2 (Authorization) and RFC 6750 (Bearer tokens)",
         regex: r"(?i)\bauthorization[\x22']?\s*[:=]\s*[\x22']?(?:(?:bearer|basic|token|api-token)\s+)?([A-Za-z0-9._~+/=-]{8,})",
         layer: Soft,
         group: 1,
@@ -47,6 +49,7 @@ pub(super) const GENERIC: &[Rule] = &[
     Rule {
         id: "netrc-password",
         description: "A .netrc entry: machine <host> login <user> password <literal>.",
+        source: "the .netrc format of ftp(1) and curl's --netrc (machine, login, password)",
         regex: r"(?m)^\s*machine\s+\S+\s+login\s+\S+\s+password\s+(\S+)",
         layer: Soft,
         group: 1,
@@ -58,6 +61,7 @@ pub(super) const GENERIC: &[Rule] = &[
     Rule {
         id: "cli-secret-flag",
         description: "A command-line flag naming a secret (--password, --token, --api-key, --client-secret, ...) given a literal.",
+        source: "the long options of the tools a repository scripts (mysql --password, redis-server --requirepass, docker --password, gh --token)",
         regex: r"(?i)\s--(?:password|passwd|token|api-key|api-token|auth-token|access-token|secret|client-secret|requirepass|masterauth)(?:=|\s+)[\x22']?([^\s\x22']+)",
         layer: Soft,
         group: 1,
@@ -77,6 +81,7 @@ pub(super) const GENERIC: &[Rule] = &[
     Rule {
         id: "xml-secret",
         description: "An XML element naming a secret (<password>, <secret>, <token>, <apiKey>) with a literal.",
+        source: "Maven settings.xml <server><password>, FileZilla <Pass>, and the XML configurations of issue 18",
         regex: r"(?i)<([a-z_.-]*(?:password|passwd|secret|token|apikey|api_key)[a-z_.-]*|pass|pwd)>([^<\s]+)</",
         layer: Soft,
         group: 2,
@@ -94,6 +99,7 @@ pub(super) const GENERIC: &[Rule] = &[
     Rule {
         id: "xml-attribute-secret",
         description: "An XML element whose name or key attribute names a secret, with the value as an attribute or as its text: .NET and NuGet `<add key=\"ClearTextPassword\" value=\"...\"/>`, Hibernate and Spring `<property name=\"...password\">...</property>` or `value=\"...\"`.",
+        source: "NuGet.Config packageSourceCredentials (ClearTextPassword), Hibernate and Spring XML <property name=... value=...>",
         regex: r#"(?i)\b(?:name|key)\s*=\s*"[^"]*(?:password|passwd|secret|token|apikey|api_key)"\s*(?:value\s*=\s*"([^"]+)"|>([^<\s]+)<)"#,
         layer: Soft,
         group: 0,
@@ -113,6 +119,7 @@ pub(super) const GENERIC: &[Rule] = &[
     Rule {
         id: "connection-string-password",
         description: "A password inside a connection string: `;Password=...;` and `;Pwd=...;` of ADO.NET, ODBC and OLE DB, `?password=...` and `&password=...` of a JDBC URL, whether the string sits in code or in configuration.",
+        source: "ADO.NET, ODBC and OLE DB connection-string keywords (Password, Pwd) and the JDBC URL's password parameter (learn.microsoft.com; the PostgreSQL and MySQL JDBC drivers' documentation)",
         regex: r#"(?i)(?:[;?&]|["'])\s*(?:password|pwd)\s*=\s*([^;"'\s&<]+)"#,
         layer: Soft,
         group: 1,
@@ -132,6 +139,7 @@ pub(super) const GENERIC: &[Rule] = &[
     Rule {
         id: "dsn-password",
         description: "The password of a Go MySQL driver DSN, `user:password@tcp(host:port)/db` or `@unix(...)`.",
+        source: "the DSN format of go-sql-driver/mysql ([username[:password]@][protocol[(address)]]/dbname)",
         regex: r"\b[A-Za-z0-9_.-]+:([^@\s\x22'/:]+)@(?:tcp|unix)\(",
         layer: Soft,
         group: 1,
@@ -146,6 +154,7 @@ pub(super) const GENERIC: &[Rule] = &[
     Rule {
         id: "command-password",
         description: "A password or token given on a command line the way the tool takes it: mysql/mysqldump/mysqladmin `-pSECRET` (glued to -p), `sshpass -p SECRET`, `lftp -u user,SECRET`, `rabbitmqctl add_user|change_password USER SECRET`, `snyk auth TOKEN`.",
+        source: "the manual pages of mysql (-p), sshpass (-p), lftp (-u user,password), rabbitmqctl (add_user, change_password) and the Snyk CLI (snyk auth)",
         regex: r#"\b(?:mysql(?:dump|admin|import|check)?\b[^\n|;&]*?\s-p|sshpass\s+-p\s*|lftp\b[^\n]*?\s-u\s+[^,\s]+,|rabbitmqctl\s+(?:add_user|change_password)\s+\S+\s+|snyk\s+auth\s+)['"]?([^\s'"|;&]+)"#,
         layer: Soft,
         group: 1,
@@ -167,6 +176,7 @@ pub(super) const GENERIC: &[Rule] = &[
     Rule {
         id: "sql-password",
         description: "A password set in SQL: `IDENTIFIED BY '...'` (MySQL, Oracle) and `WITH [ENCRYPTED] PASSWORD '...'` (PostgreSQL), or PowerShell's `ConvertTo-SecureString '...' -AsPlainText`.",
+        source: "MySQL CREATE USER ... IDENTIFIED BY, PostgreSQL CREATE ROLE ... WITH PASSWORD, PowerShell ConvertTo-SecureString -AsPlainText",
         regex: r#"(?i)\b(?:IDENTIFIED\s+BY|WITH\s+(?:ENCRYPTED\s+)?PASSWORD|ConvertTo-SecureString(?:\s+-String)?)\s+(?:'([^'\n]+)'|"([^"\n]+)")"#,
         layer: Soft,
         group: 0,
@@ -194,6 +204,7 @@ pub(super) const GENERIC: &[Rule] = &[
     Rule {
         id: "code-password-argument",
         description: "A password passed as a literal argument in code: `smtp.login('user', '...')`, `new PDO(dsn, 'user', '...')`, PHP `define('DB_PASSWORD', '...')` (and any define whose name ends in PASSWORD, SECRET, KEY, SALT or TOKEN), `mysqli_connect(host, user, '...')`.",
+        source: "Python smtplib SMTP.login, PHP PDO::__construct and mysqli_connect, WordPress wp-config.php define()",
         regex: r#"(?i)(?:\.login\(\s*['"][^'"\n]*['"]\s*,\s*|new\s+PDO\(\s*[^,\n]+,\s*['"][^'"\n]*['"]\s*,\s*|\bdefine\(\s*['"][A-Z0-9_]*(?:PASSWORD|SECRET|KEY|SALT|TOKEN)['"]\s*,\s*|\bmysqli?_connect\(\s*['"][^'"\n]*['"]\s*,\s*['"][^'"\n]*['"]\s*,\s*)(?:'([^'\n]+)'|"([^"\n]+)")"#,
         layer: Soft,
         group: 0,
@@ -213,6 +224,7 @@ pub(super) const GENERIC: &[Rule] = &[
     Rule {
         id: "config-directive-password",
         description: "A password directive of a server configuration file, the value after a space: redis.conf `requirepass` and `masterauth`, ldap.conf/nslcd.conf `bindpw`, slapd.conf `rootpw`.",
+        source: "redis.conf (requirepass, masterauth), ldap.conf/nslcd.conf (bindpw), slapd.conf (rootpw)",
         regex: r"(?m)^[ \t]*(?:requirepass|masterauth|bindpw|rootpw)[ \t]+(\S+)[ \t]*\r?$",
         layer: Soft,
         group: 1,
@@ -230,6 +242,7 @@ pub(super) const GENERIC: &[Rule] = &[
     Rule {
         id: "secret-assignment",
         description: "A secret-sounding key (password, passwd, secret, token, api_key, client_secret, private_key, credentials, ...) assigned a literal in YAML, JSON, INI, .env, HCL, shell or code: not a ${...}/{{ ... }}/$VAR reference, not ENC[age:...], not a placeholder, and with enough entropy for its length.",
+        source: "the assignment forms of YAML, JSON, INI, .env, HCL, shell and code (issue 18 and issue 39's corpus)",
         regex: r#"(?i)([a-z0-9_.-]*(?:pass|pwd|secret|token|key|cred|auth)[a-z0-9_.-]*)["']?(?:\[\])?\]?[ \t]*(?::=|=>|:|=)[ \t]*(?:"([^"\r\n]*)"|'([^'\r\n]*)'|([^\s"'][^\s]*))"#,
         layer: Soft,
         group: 0,

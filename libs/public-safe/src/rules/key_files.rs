@@ -9,6 +9,7 @@ pub(super) const KEY_FILES: &[Rule] = &[
     Rule {
         id: "pgp-private-key",
         description: "An armoured PGP private key block.",
+        source: "RFC 4880 ASCII armor (-----BEGIN PGP PRIVATE KEY BLOCK-----)",
         regex: r"-----BEGIN PGP PRIVATE KEY BLOCK-----",
         layer: Hard,
         group: 0,
@@ -20,6 +21,7 @@ pub(super) const KEY_FILES: &[Rule] = &[
     Rule {
         id: "putty-private-key",
         description: "A PuTTY private key file (PuTTY-User-Key-File-<n>: with its Private-Lines).",
+        source: "PuTTY's .ppk format (PuTTY-User-Key-File-2/3, Private-Lines)",
         regex: r"PuTTY-User-Key-File-\d:",
         layer: Hard,
         group: 0,
@@ -31,6 +33,7 @@ pub(super) const KEY_FILES: &[Rule] = &[
     Rule {
         id: "base64-private-key",
         description: "A PEM private key in base64 (kubeconfig client-key-data, Helm values): LS0tLS1CRUdJTi... decoding to a PRIVATE KEY block.",
+        source: "kubeconfig client-key-data and Kubernetes Secret data: base64 of a PEM private key (RFC 7468)",
         regex: r"\bLS0tLS1CRUdJTi[A-Za-z0-9+/]{20,}={0,2}",
         layer: Hard,
         group: 0,
@@ -44,6 +47,7 @@ pub(super) const KEY_FILES: &[Rule] = &[
     Rule {
         id: "wireguard-private-key",
         description: "A WireGuard private key: PrivateKey = and 44 base64 characters.",
+        source: "wg-quick(8) configuration ([Interface] PrivateKey, 44 base64 characters)",
         regex: r"(?m)^\s*PrivateKey\s*[=:]\s*([A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=)",
         layer: Hard,
         group: 1,
@@ -55,6 +59,7 @@ pub(super) const KEY_FILES: &[Rule] = &[
     Rule {
         id: "connection-string",
         description: "A URL carrying a password: scheme://user:password@host with a literal password.",
+        source: "RFC 3986 userinfo (scheme://user:password@host), as database and broker URLs carry it",
         regex: r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^:/\s@\x22'<>]+:([^@/\s\x22'<>]+)@[A-Za-z0-9.-]+",
         layer: Hard,
         group: 1,

@@ -64,6 +64,9 @@ pub enum Check {
 pub struct Rule {
     pub id: &'static str,
     pub description: &'static str,
+    /// Where the format comes from: the spec, a vendor's documentation,
+    /// a tool's manual (`--explain` prints it).
+    pub source: &'static str,
     pub regex: &'static str,
     pub layer: Layer,
     /// The capture group holding the value (0: the whole match).
@@ -123,36 +126,42 @@ const fn concat<const N: usize>(parts: [&[Rule]; 4]) -> [Rule; N] {
 }
 
 /// Rules that are code, not one pattern: listed for `--explain`.
-pub static CODE_RULES: &[(&str, Layer, &str)] = &[
+pub static CODE_RULES: &[(&str, Layer, &str, &str)] = &[
     (
         "refused-name",
         Hard,
         "A file whose name is refused at any depth whatever it holds: tfplan, *.tfplan, *.tfstate, *.tfstate.*, *.tfvars, *.tfvars.json, .envrc, *.pem, .private_key.*, .public_key.json (spec), and the key stores *.p12, *.pfx, *.jks, *.keystore.",
+        "spec 000 (public_safe.py REFUSED_PATHS); the key-store extensions of PKCS #12 and Java",
     ),
     (
         "kubernetes-secret",
         Soft,
         "A Kubernetes Secret manifest (kind: Secret) whose data: holds a value, or whose stringData: holds a literal.",
+        "Kubernetes Secrets (kubernetes.io/docs/concepts/configuration/secret: data is base64, stringData is plain)",
     ),
     (
         "email",
         Soft,
         "An e-mail address whose domain is not example.com, example.org, example.net, .invalid, .test or localhost (spec).",
+        "spec 000 (public_safe.py soft rules); RFC 2606 reserved domains",
     ),
     (
         "high-entropy",
         Soft,
-        "A value (the text split on quotes, =, :, whitespace and the like) of 32 or more base64 characters mixing lower case, upper case and digits whose Shannon entropy is high for its length; hex, UUIDs, URLs, paths, alphabets, base64 of plain text and values behind public/checksum/digest keys are not secrets by themselves.",
+        "A value (the text split on quotes, =, :, whitespace and the like) of 32 or more base64 characters mixing lower case, upper case and digits whose Shannon entropy is high for its length; hex, UUIDs, URLs, paths, alphabets, base64 of plain text and values behind public/checksum/digest/signature/certificate keys are not secrets by themselves; and only on a line that names a secret before the value (key, secret, token, pass, pwd, auth, cred, private, bearer, session, cookie, salt).",
+        "spec 000 (public_safe.py soft rules), narrowed by issue 39 to values in a secret's context; thresholds measured on random values of each length",
     ),
     (
         "archive-bound",
         Hard,
         "An archive that expands past the scanner's bounds (total uncompressed bytes, members, nesting depth): refused rather than expanded.",
+        "issue 20 (archives are expanded within bounds)",
     ),
     (
         "uninspectable-archive",
         Hard,
         "An archive, or an archive member, the scanner cannot read: encrypted, an unsupported compression method (a zip's bzip2, LZMA, deflate64, ...), truncated or corrupt, or an archive format recognised but not opened (bzip2, lzip, compress, lz4, rar, cab, xar). What was not read is refused, never passed; the finding names the archive and member and says why. Read: zip (stored, deflate), gzip, tar, xz, zstd and 7z (unencrypted).",
+        "issue 20 (an archive not read is refused, never passed)",
     ),
 ];
 
@@ -252,6 +261,7 @@ mod tests {
     fn every_rule_catches_its_positives_and_passes_its_negatives() {
         let mut ids: Vec<&str> = RULES.iter().map(|r| r.id).collect();
         ids.extend(CODE_RULES.iter().map(|c| c.0));
+        assert!(CODE_RULES.iter().all(|c| !c.3.is_empty()));
         let n = ids.len();
         ids.sort_unstable();
         ids.dedup();
@@ -260,6 +270,7 @@ mod tests {
             assert!(!rule.positives.is_empty(), "{}", rule.id);
             assert!(!rule.negatives.is_empty(), "{}", rule.id);
             assert!(!rule.description.is_empty(), "{}", rule.id);
+            assert!(!rule.source.is_empty(), "{} names no source", rule.id);
             for p in rule.positives {
                 assert!(
                     candidates(p).contains(&i),

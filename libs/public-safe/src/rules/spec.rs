@@ -9,6 +9,7 @@ pub(super) const SPEC: &[Rule] = &[
     Rule {
         id: "jwt",
         description: "A JSON Web Token: eyJ and 20 or more token characters (spec). One segment that decodes to a JSON document naming no secret (a lone header {\"alg\": ...}, base64 of a config) is not a token.",
+        source: "spec 000 (public_safe.py hard rules); RFC 7519 (JSON Web Token)",
         regex: r"\beyJ[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]*){0,2}[A-Za-z0-9+/]*={0,2}",
         layer: Hard,
         group: 0,
@@ -27,6 +28,7 @@ pub(super) const SPEC: &[Rule] = &[
     Rule {
         id: "pem-private-key",
         description: "A PEM private key: -----BEGIN ... PRIVATE KEY----- (spec). A block whose body is empty, `...` or words is a placeholder.",
+        source: "spec 000 (public_safe.py hard rules); RFC 7468 (textual encodings, PRIVATE KEY labels)",
         regex: r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:\s*([^-]{0,64}?)\s*-----END [A-Z0-9 ]*PRIVATE KEY-----)?",
         layer: Hard,
         group: 1,
@@ -46,6 +48,7 @@ pub(super) const SPEC: &[Rule] = &[
     Rule {
         id: "aws-access-key",
         description: "An AWS access key id: AKIA, ASIA, ABIA, ACCA or A3T? and 16 upper-case alphanumerics (spec; every documented key-id prefix).",
+        source: "spec 000 (public_safe.py hard rules); AWS IAM identifiers (unique ID prefixes AKIA, ASIA, ABIA, ACCA)",
         regex: r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b",
         layer: Hard,
         group: 0,
@@ -66,6 +69,7 @@ pub(super) const SPEC: &[Rule] = &[
     Rule {
         id: "gcp-service-account",
         description: "A Google service-account key file: a \"private_key_id\" with a value (spec; also \"type\": \"service_account\" beside \"private_key\").",
+        source: "spec 000 (public_safe.py hard rules); Google Cloud service account key files (type, private_key_id, private_key)",
         regex: r#""private_key_id"\s*:\s*"[^"\s]+""#,
         layer: Hard,
         group: 0,
@@ -77,6 +81,7 @@ pub(super) const SPEC: &[Rule] = &[
     Rule {
         id: "slack-token",
         description: "A Slack token: xox[baprs]-... (spec): one to three numeric segments (workspace, user or bot ids) and a secret part of ten or more alphanumerics with a letter in it, as Slack's bot, user, app and legacy tokens have (api.slack.com/authentication/token-types); a truncated token or one of ids only is not one.",
+        source: "spec 000 (public_safe.py hard rules); api.slack.com token types (xoxb, xoxp, xoxa, xoxr, xoxs)",
         regex: r"\bxox[baprs]-(?:[0-9]+-){1,3}[0-9]*[A-Za-z][A-Za-z0-9]{8,}",
         layer: Hard,
         group: 0,
@@ -93,6 +98,7 @@ pub(super) const SPEC: &[Rule] = &[
     Rule {
         id: "github-token",
         description: "A GitHub classic token: gh[pousr]_ and 20 or more alphanumerics (spec; GitHub issues 36: 30 random and a CRC32 checksum in base62).",
+        source: "spec 000 (public_safe.py hard rules); GitHub's token formats (ghp_, gho_, ghu_, ghs_, ghr_: 30 random and a CRC32 in base62)",
         regex: r"\bgh[pousr]_[A-Za-z0-9]{20,}",
         layer: Hard,
         group: 0,
@@ -107,6 +113,7 @@ pub(super) const SPEC: &[Rule] = &[
     Rule {
         id: "age-identity",
         description: "An age identity: AGE-SECRET-KEY-1 and 58 bech32 characters (spec).",
+        source: "spec 000 (public_safe.py hard rules); the age format (AGE-SECRET-KEY-1, Bech32)",
         regex: r"AGE-SECRET-KEY-1[0-9A-Z]{58}",
         layer: Hard,
         group: 0,
@@ -121,6 +128,7 @@ pub(super) const SPEC: &[Rule] = &[
     Rule {
         id: "tfvar-assignment",
         description: "TF_VAR_<name>=<literal> (spec; an assignment from $VAR passes).",
+        source: "spec 000 (public_safe.py hard rules); OpenTofu/Terraform TF_VAR_ environment variables",
         regex: r#"\bTF_VAR_[A-Za-z0-9_]+=("[^"$\s][^"]*"|'[^'$\s][^']*'|[^\s"'$][^\s]*)"#,
         layer: Hard,
         group: 1,

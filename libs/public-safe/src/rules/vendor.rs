@@ -9,6 +9,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "aws-session-token",
         description: "An AWS STS session token (base64 starting IQoJb3JpZ2lu, FwoGZXIvYXdz or FQoGZXIvYXdz).",
+        source: "AWS STS temporary credentials (session tokens beginning IQoJb3JpZ2lu, FwoGZXIvYXdz, FQoGZXIvYXdz)",
         regex: r"\b(?:IQoJb3JpZ2lu|FwoGZXIvYXdz|FQoGZXIvYXdz)[A-Za-z0-9/+=]{100,}",
         layer: Hard,
         group: 0,
@@ -22,6 +23,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "github-fine-grained-token",
         description: "A GitHub fine-grained personal access token: github_pat_, 22 alphanumerics, _, 59 alphanumerics.",
+        source: "GitHub fine-grained personal access tokens (github_pat_, 22 and 59 characters)",
         regex: r"\bgithub_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}",
         layer: Hard,
         group: 0,
@@ -38,6 +40,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "gitlab-token",
         description: "A GitLab token: glpat- (personal), gldt- (deploy), glrt- (runner), glptt- (pipeline trigger), glft-, glimt-, gloas-, glcbt-, glsoat-, glffct-, glagent- and 20 or more token characters.",
+        source: "GitLab token prefixes (docs.gitlab.com, Token overview: glpat-, gldt-, glrt-, glptt-, glft-, ...)",
         regex: r"\bgl(?:pat|dt|rt|ptt|ft|imt|oas|cbt|soat|ffct|agent)-[A-Za-z0-9_-]{20,}",
         layer: Hard,
         group: 0,
@@ -52,6 +55,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "slack-app-token",
         description: "A Slack app-level token: xapp-<n>-<app id>-<digits>-<hex>.",
+        source: "api.slack.com app-level tokens (xapp-)",
         regex: r"\bxapp-\d-[A-Z0-9]+-\d+-[a-z0-9]+",
         layer: Hard,
         group: 0,
@@ -65,6 +69,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "slack-config-token",
         description: "A Slack configuration token or its refresh token: xoxe.xoxp-, xoxe-, xoxo-.",
+        source: "api.slack.com configuration tokens (xoxe.xoxp-, xoxe-)",
         regex: r"\bxox[eo](?:\.xox[bp])?-[A-Za-z0-9-]{10,}",
         layer: Hard,
         group: 0,
@@ -79,6 +84,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "slack-webhook",
         description: "A Slack incoming webhook or workflow URL (the URL is the credential): hooks.slack.com/services/T<team>/B<bot>/<secret of 20 or more> (all three segments, api.slack.com/messaging/webhooks), or /workflows/ and /triggers/ URLs.",
+        source: "api.slack.com incoming webhooks (hooks.slack.com/services/T.../B.../...)",
         regex: r"hooks\.slack\.com/(?:services/[A-Z0-9]{8,}/[A-Z0-9]{8,}/[A-Za-z0-9]{20,}|(?:workflows|triggers)/[A-Za-z0-9+/_-]{20,})",
         layer: Hard,
         group: 0,
@@ -96,6 +102,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "stripe-secret-key",
         description: "A Stripe secret or restricted key: sk_live_, sk_test_, rk_live_, rk_test_ (publishable pk_ keys are public).",
+        source: "Stripe API keys (docs.stripe.com/keys: sk_live_, sk_test_, rk_live_; pk_ keys are publishable)",
         regex: r"\b[sr]k_(?:live|test)_[A-Za-z0-9]{20,}",
         layer: Hard,
         group: 0,
@@ -113,6 +120,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "gcp-api-key",
         description: "A Google API key: AIza and 35 characters of [A-Za-z0-9_-].",
+        source: "Google Cloud API keys (AIza and 35 characters)",
         regex: r"\b(AIza[A-Za-z0-9_-]{35})(?:[^A-Za-z0-9_-]|$)",
         layer: Hard,
         group: 1,
@@ -127,6 +135,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "google-oauth-client-secret",
         description: "A Google OAuth client secret: GOCSPX- and 28 characters.",
+        source: "Google OAuth client secrets (GOCSPX- and 28 characters)",
         regex: r"\bGOCSPX-[A-Za-z0-9_-]{28}",
         layer: Hard,
         group: 0,
@@ -138,6 +147,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "azure-ad-client-secret",
         description: "An Azure AD (Entra) client secret: three characters, a digit, Q~ and 31 to 34 of [A-Za-z0-9_~.-].",
+        source: "Microsoft Entra ID client secrets (three characters, a digit, Q~ and 31 to 34)",
         regex: r"(?m)(?:^|[\\'\x22\x60\s>=:(,)])([A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34})(?:$|[\\'\x22\x60\s<),])",
         layer: Hard,
         group: 1,
@@ -155,6 +165,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "azure-storage-key",
         description: "An Azure key in a connection string: a storage account's AccountKey= and 86 base64 characters and ==, or a Service Bus, Event Hubs or IoT Hub SharedAccessKey= and 43 and = (learn.microsoft.com, connection strings).",
+        source: "Azure Storage and Service Bus connection strings (learn.microsoft.com: AccountKey, SharedAccessKey)",
         regex: r"(?i)(?:AccountKey=([A-Za-z0-9+/]{86}==)|SharedAccessKey=([A-Za-z0-9+/]{43}=))",
         layer: Hard,
         group: 1,
@@ -171,6 +182,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "azure-sas-token",
         description: "An Azure shared access signature: a URL query with sv=<date> and sig=<signature>.",
+        source: "Azure shared access signatures (learn.microsoft.com: sv=, sig=)",
         regex: r"\bsv=\d{4}-\d\d-\d\d&[^\s\x22'<>]*?\bsig=[A-Za-z0-9%+/=]{30,}",
         layer: Hard,
         group: 0,
@@ -184,6 +196,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "huggingface-token",
         description: "A Hugging Face access token: hf_ and 34 letters (also api_org_ organisation tokens).",
+        source: "Hugging Face user access tokens (hf_) and organization tokens (api_org_)",
         regex: r"\b(?:hf_[A-Za-z]{34}|api_org_[A-Za-z]{34})\b",
         layer: Hard,
         group: 0,
@@ -198,6 +211,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "openai-api-key",
         description: "An OpenAI API key: sk-, sk-proj-, sk-svcacct- or sk-admin- with the T3BlbkFJ marker.",
+        source: "OpenAI API keys (sk-, sk-proj-, sk-svcacct-, sk-admin-, with the T3BlbkFJ marker)",
         regex: r"\bsk-(?:(?:proj|svcacct|admin)-)?[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}",
         layer: Hard,
         group: 0,
@@ -211,6 +225,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "anthropic-api-key",
         description: "An Anthropic API or admin key: sk-ant-api03- / sk-ant-admin01- and 80 or more characters.",
+        source: "Anthropic API keys (sk-ant-api03-, sk-ant-admin01-)",
         regex: r"\bsk-ant-(?:api|admin)\d\d-[A-Za-z0-9_-]{80,}",
         layer: Hard,
         group: 0,
@@ -224,6 +239,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "ai-vendor-key",
         description: "An AI vendor key: Groq gsk_ and 52 alphanumerics, Replicate r8_ and 37.",
+        source: "Groq API keys (gsk_ and 52) and Replicate API tokens (r8_ and 37)",
         regex: r"\b(?:gsk_[A-Za-z0-9]{52}|r8_[A-Za-z0-9]{37})\b",
         layer: Hard,
         group: 0,
@@ -238,6 +254,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "npm-token",
         description: "An npm access token: npm_ and 36 alphanumerics.",
+        source: "npm access tokens (docs.npmjs.com: npm_ and 36 characters)",
         regex: r"\bnpm_[A-Za-z0-9]{36}\b",
         layer: Hard,
         group: 0,
@@ -249,6 +266,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "npmrc-auth",
         description: "A registry credential in .npmrc: _authToken= or _auth= or _password= with a literal.",
+        source: "the .npmrc format (_authToken, _auth, _password)",
         regex: r"(?m)(?:^|:)_(?:authToken|auth|password)\s*=\s*([^\s$][^\s]*)",
         layer: Hard,
         group: 1,
@@ -260,6 +278,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "pypi-token",
         description: "A PyPI upload token: pypi-AgEIcHlwaS5vcmc and 50 or more characters.",
+        source: "PyPI API tokens (pypi- and a macaroon beginning AgEIcHlwaS5vcmc)",
         regex: r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}",
         layer: Hard,
         group: 0,
@@ -273,6 +292,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "package-registry-key",
         description: "A package registry key: RubyGems rubygems_ and 48 hex, NuGet oy2 and 43, Docker Hub dckr_pat_, JFrog AKCp and 69.",
+        source: "RubyGems API keys (rubygems_ and 48 hex), NuGet API keys (oy2 and 43), Docker Hub access tokens (dckr_pat_), JFrog API keys (AKCp)",
         regex: r"\b(?:rubygems_[a-f0-9]{48}|oy2[a-z0-9]{43}|dckr_pat_[A-Za-z0-9_-]{27,}|AKCp[A-Za-z0-9]{69})\b",
         layer: Hard,
         group: 0,
@@ -289,6 +309,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "vault-token",
         description: "A HashiCorp Vault token: hvs. (service), hvb. (batch), hvr. (recovery) and 24 or more characters.",
+        source: "HashiCorp Vault tokens (developer.hashicorp.com: hvs., hvb., hvr.)",
         regex: r"\bhv[sbr]\.[A-Za-z0-9_-]{24,}",
         layer: Hard,
         group: 0,
@@ -302,6 +323,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "terraform-cloud-token",
         description: "A Terraform Cloud / Enterprise token: 14 characters, .atlasv1. and 60 to 70 more.",
+        source: "HCP Terraform API tokens (14 characters, .atlasv1., 60 to 70)",
         regex: r"\b[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,70}",
         layer: Hard,
         group: 0,
@@ -317,6 +339,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "messaging-key",
         description: "A messaging or email API key: Twilio SK and 32 hex, SendGrid SG.<22>.<43>, Mailgun key- and 32 hex, Mailchimp <32 hex>-us<n>.",
+        source: "Twilio API keys (SK and 32 hex), SendGrid (SG.22.43), Mailgun (key- and 32 hex), Mailchimp (32 hex and -usN)",
         regex: r"\b(?:SK[0-9a-fA-F]{32}\b|SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}|key-[0-9a-f]{32}\b|[0-9a-f]{32}-us\d{1,2}\b)",
         layer: Hard,
         group: 0,
@@ -337,6 +360,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "telegram-bot-token",
         description: "A Telegram bot token: the bot's 8 to 10 digit id, :AA and 33 characters (core.telegram.org/bots/api), alone or in an API URL after /bot.",
+        source: "Telegram Bot API tokens (core.telegram.org/bots/api: <bot id>:AA...)",
         regex: r"(?:\b|/bot)\d{8,10}:AA[A-Za-z0-9_-]{33}",
         layer: Hard,
         group: 0,
@@ -354,6 +378,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "discord-token",
         description: "A Discord bot token (<id base64>.<6>.<27-38>) or webhook URL (discord.com/api/webhooks/<id>/<token>).",
+        source: "Discord bot tokens (three base64url segments) and webhook URLs (discord.com/api/webhooks/<id>/<token>)",
         regex: r"\b[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}\b|discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{60,}",
         layer: Hard,
         group: 0,
@@ -368,6 +393,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "platform-token",
         description: "A platform API token: Databricks dapi and 32 hex, Heroku HRKU-AA and 58, DigitalOcean do[opr]_v1_ and 64 hex, Shopify shp(at|ca|pa|ss)_ and 32 hex, Linear lin_api_, Doppler dp.<kind>., Pulumi pul-, Grafana glc_/glsa_, Postman PMAK-, Atlassian ATATT3, Bitbucket ATBB, New Relic NRAK-, Sentry sntrys_/sntryu_, PlanetScale pscale_, Supabase sbp_, Fly.io fo1_, SonarQube sq[upa]_.",
+        source: "each vendor's documented token prefix: Databricks dapi, Heroku HRKU-AA, DigitalOcean do[opr]_v1_, Shopify shp*_, Linear lin_api_, Doppler dp., Pulumi pul-, Grafana glc_/glsa_, Postman PMAK-, Atlassian ATATT3, Bitbucket ATBB, New Relic NRAK-, Sentry sntrys_/sntryu_, PlanetScale pscale_, Supabase sbp_, Fly.io fo1_, SonarQube sq[upa]_",
         regex: r"\b(?:dapi[a-f0-9]{32}(?:-\d)?\b|HRKU-AA[A-Za-z0-9_-]{58}|do[opr]_v1_[a-f0-9]{64}\b|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b|lin_api_[A-Za-z0-9]{40}\b|dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}\b|pul-[a-f0-9]{40}\b|glc_[A-Za-z0-9+/]{32,}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b|PMAK-[a-f0-9]{24}-[a-f0-9]{34}\b|ATATT3[A-Za-z0-9_=-]{180,}|ATBB[A-Za-z0-9_=.-]{28,40}\b|NRAK-[A-Z0-9]{27}\b|sntry[su]_[A-Za-z0-9+/=_]{40,}|pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.=-]{32,64}|sbp_[a-f0-9]{40}\b|fo1_[A-Za-z0-9_-]{43}|sq[upa]_[a-f0-9]{40}\b)",
         layer: Hard,
         group: 0,
@@ -401,6 +427,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "payment-token",
         description: "A payment or commerce token: Square EAAA/sq0atp-/sq0csp-, Braintree access_token$production$, Shippo shippo_live_, EasyPost EZAK/EZTK, Plaid access-<env>-<uuid>.",
+        source: "Square (EAAA, sq0atp-, sq0csp-), Braintree/PayPal (access_token$production$), Shippo (shippo_live_), EasyPost (EZAK/EZTK), Plaid (access-<env>-<uuid>) token formats",
         regex: r"\b(?:(?:EAAA|sq0atp-|sq0csp-)[A-Za-z0-9_-]{22,60}\b|access_token\$production\$[0-9a-z]{16}\$[0-9a-f]{32}|shippo_(?:live|test)_[a-f0-9]{40}\b|EZ[AT]K[A-Za-z0-9]{54}\b|access-(?:sandbox|development|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b)",
         layer: Hard,
         group: 0,
@@ -419,6 +446,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "cloud-vendor-key",
         description: "Other cloud keys: Alibaba LTAI and 20, Facebook EAA[CM] and 100 or more, Twitter bearer A{20,} and 60 or more, Dropbox sl. and 130 or more, Cloudflare origin CA v1.0-, LangSmith lsv2_, Notion ntn_/secret_.",
+        source: "Alibaba Cloud AccessKey IDs (LTAI), Facebook access tokens (EAAC, EAAM), Twitter bearer tokens, Dropbox (sl.), Cloudflare Origin CA keys (v1.0-), LangSmith (lsv2_), Notion (ntn_, secret_)",
         regex: r"\b(?:LTAI[A-Za-z0-9]{20}\b|EAA[CM][A-Za-z0-9]{100,}|A{20,}[A-Za-z0-9%]{60,}|sl\.[A-Za-z0-9_-]{130,}|v1\.0-[a-f0-9]{24}-[a-f0-9]{146}\b|lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}\b|ntn_[A-Za-z0-9]{40,50}\b|secret_[A-Za-z0-9]{43}\b)",
         layer: Hard,
         group: 0,
@@ -437,6 +465,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "service-token",
         description: "A token of a service in its documented shape: Lob live_ and 35 hex (docs.lob.com, API keys); PagerDuty REST u+ and 18 (PagerDuty API access keys); Octopus Deploy API- and 26 (octopus.com, API keys); ReadMe rdme_ and 70; a Microsoft Teams incoming-webhook URL, webhook.office.com/webhookb2/... (learn.microsoft.com, incoming webhooks); a 1Password account Secret Key A3-... (1password.com, Secret Key).",
+        source: "Lob (live_), PagerDuty REST API keys (u+), Octopus Deploy (API-), ReadMe (rdme_), Microsoft Teams incoming webhooks, 1Password Secret Keys (A3-)",
         regex: r"\b(?:live_[a-f0-9]{35}\b|u\+[A-Za-z0-9_-]{18}\b|API-[A-Z0-9]{25,27}\b|rdme_[a-z0-9]{70}\b|A3-[A-Z0-9]{6}-[A-Z0-9]{6}-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}\b)|webhook\.office\.com/webhookb2/[0-9a-f-]{36}@[0-9a-f-]{36}/IncomingWebhook/[A-Za-z0-9]{32}/[0-9a-f-]{36}",
         layer: Hard,
         group: 0,
@@ -454,6 +483,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "service-credential",
         description: "A service credential whose shape starts with digits, found only beside its marker: Asana personal access tokens 1/<gid>:32 hex and 2/<gid>/<gid>:32 hex (developers.asana.com, authentication); a Meta app access token <app id>|<app secret> (developers.facebook.com, access tokens); Sidekiq Enterprise credentials <8 hex>:<8 hex> for contribsys.com (sidekiq wiki).",
+        source: "Asana personal access tokens, Meta app access tokens (app id|app secret), Sidekiq Enterprise credentials",
         regex: r"\b(?:[12]/\d{13,17}(?:/\d{13,17})?:[a-f0-9]{32}\b|\d{15,16}\|[A-Za-z0-9_-]{27}\b|[a-f0-9]{8}:[a-f0-9]{8}@(?:gems|enterprise)\.contribsys\.com)|(?i:CONTRIBSYS__COM)[\x22']?\s*[:=]\s*[\x22']?[a-f0-9]{8}:[a-f0-9]{8}",
         layer: Hard,
         group: 0,
@@ -472,6 +502,7 @@ pub(super) const VENDOR_TOKENS: &[Rule] = &[
     Rule {
         id: "stdin-password",
         description: "A literal piped into a command that reads its password or token from standard input: `echo SECRET | docker login --password-stdin`, `| openconnect --passwd-on-stdin`, `| az devops login`.",
+        source: "docker login --password-stdin, openconnect --passwd-on-stdin, az devops login (the token on standard input)",
         regex: r#"\becho\s+(?:'([^'\n]+)'|"([^"\n]+)"|([^\s|'"]+))\s*\|\s*[^\n]*?(?:--password-stdin|--passwd-on-stdin|\bdevops\s+login\b)"#,
         layer: Soft,
         group: 0,
