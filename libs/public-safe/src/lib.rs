@@ -280,7 +280,7 @@ fn kubernetes_secret(text: &str) -> Option<std::ops::Range<usize>> {
 
 /// The text with its structural public material blanked (same length,
 /// newlines kept).
-pub(crate) fn blank_public(text: &str) -> String {
+pub fn blank_public(text: &str) -> String {
     let mut blanked = text.to_string();
     let mut ranges: Vec<_> = BLANK.find_iter(text).map(|m| m.range()).collect();
     if text.contains('@') {
