@@ -122,8 +122,9 @@ pub fn reference(v: &str) -> bool {
         || t.starts_with('!')
         || t.starts_with("#{")
         || t.starts_with("@Microsoft.KeyVault")
-        // 1Password, Vault and AWS secret-store references.
+        // 1Password, Vault, GCP and AWS secret-store references.
         || t.starts_with("op://")
+        || t.starts_with("sm://")
         || t.starts_with("vault:")
         || t.starts_with("arn:aws:secretsmanager:")
         || t.starts_with("arn:aws:ssm:")
@@ -435,9 +436,12 @@ fn expression(v: &str) -> bool {
     let parts: Vec<&str> = head.split('.').collect();
     // A name in code: an identifier, short, with few digits (a token's
     // parts are long or mix letters and digits: `s.CCgdFkNmt8s92j3P...`).
+    // A part ending in a digit reads as a password's tail
+    // (`Ember08.saffron9`), not a name in code.
     let ident = |p: &str| {
         p.len() <= 24
             && p.chars().filter(char::is_ascii_digit).count() <= 2
+            && !p.ends_with(|c: char| c.is_ascii_digit())
             && p.chars()
                 .next()
                 .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')

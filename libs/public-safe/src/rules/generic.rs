@@ -240,10 +240,28 @@ pub(super) const GENERIC: &[Rule] = &[
         ],
     },
     Rule {
+        id: "terraform-variable-default",
+        description: "A Terraform/OpenTofu variable named for a secret (password, secret, token, api_key, private_key, access_key, secret_key) whose `default` is a literal: a default is committed with the code.",
+        source: "the OpenTofu/Terraform language: input variables (variable blocks, default)",
+        regex: r#"(?is)\bvariable\s+"(?:[a-z0-9_-]*_)?(?:password|passwd|secret|token|api_key|apikey|private_key|access_key|secret_key)"\s*\{[^}]*?\bdefault\s*=\s*"([^"\n]+)""#,
+        layer: Soft,
+        group: 1,
+        check: Literal,
+        needles: &["variable"],
+        positives: &[
+            "variable \"api_key\" {\n  type    = string\n  default = \"Xq8Lw2Rt5VbN3mKp\"\n}",
+        ],
+        negatives: &[
+            "variable \"api_key\" {\n  type      = string\n  sensitive = true\n}",
+            "variable \"db_password\" {\n  default = \"\"\n}",
+            "variable \"region\" {\n  default = \"eu-west-1\"\n}",
+        ],
+    },
+    Rule {
         id: "secret-assignment",
         description: "A secret-sounding key (password, passwd, secret, token, api_key, client_secret, private_key, credentials, ...) assigned a literal in YAML, JSON, INI, .env, HCL, shell or code: not a ${...}/{{ ... }}/$VAR reference, not ENC[age:...], not a placeholder, and with enough entropy for its length.",
         source: "the assignment forms of YAML, JSON, INI, .env, HCL, shell and code (issue 18 and issue 39's corpus)",
-        regex: r#"(?i)([a-z0-9_.-]*(?:pass|pwd|secret|token|key|cred|auth)[a-z0-9_.-]*)["']?(?:\[\])?\]?[ \t]*(?::=|=>|:|=)[ \t]*(?:"([^"\r\n]*)"|'([^'\r\n]*)'|([^\s"'][^\s]*))"#,
+        regex: r#"(?i)([a-z0-9_.-]*(?:pass|pwd|pw|psk|secret|token|key|cred|auth)[a-z0-9_.-]*)["']?(?:\[\])?\]?[ \t]*(?::=|=>|:|=)[ \t]*(?:"([^"\r\n]*)"|'([^'\r\n]*)'|([^\s"'][^\s]*))"#,
         layer: Soft,
         group: 0,
         check: Assignment,
@@ -254,6 +272,8 @@ pub(super) const GENERIC: &[Rule] = &[
             "{\"client_secret\": \"q8Zr2kLmW3xP9vBn4TyQ7sEa\"}",
             "auth_token = \"f6bf4bfaf339d1f39dd18d7896e10201dda61d8d\"",
             "secretKey: 'vKYWEu4Hh9VVnCqF9d90vxfE'",
+            "DB_PASSWORD=Ember08.saffron9",
+            "    psk=\"Lantern-Sparrow-Marigold-82\"",
         ],
         negatives: &[
             "password: ${DB_PASSWORD}",
