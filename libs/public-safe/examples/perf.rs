@@ -24,7 +24,7 @@ fn main() {
         t(r.id, &|| c.each[i].find_iter(&text).count());
     }
     t("high-entropy", &|| {
-        csis_public_safe::value::high_entropy_spans(&text).len()
+        csis_public_safe::entropy::high_entropy_spans(&text).len()
     });
     t("scan_text", &|| {
         csis_public_safe::scan_text("a.yml", &text, &Default::default(), false).len()
@@ -80,7 +80,7 @@ fn main() {
     t("high-entropy, 4 KiB files", &|| {
         chunks
             .iter()
-            .map(|c| csis_public_safe::value::high_entropy_spans(c).len())
+            .map(|c| csis_public_safe::entropy::high_entropy_spans(c).len())
             .sum()
     });
     for (i, r) in csis_public_safe::RULES.iter().enumerate() {

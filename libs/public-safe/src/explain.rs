@@ -3,7 +3,7 @@
 //! match is shown by its six-character excerpt, its length and entropy.
 
 use crate::rules::{self, CODE_RULES, Check, Layer, RULES};
-use crate::{Allow, excerpt, value};
+use crate::{Allow, entropy, excerpt, value};
 
 /// A rule as `--explain` and SARIF show it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,7 +106,7 @@ fn shape(v: &str) -> String {
     format!(
         "{} character(s), entropy {:.2} bits per character",
         v.chars().count(),
-        value::entropy(v)
+        entropy::entropy(v)
     )
 }
 
@@ -155,13 +155,13 @@ pub fn reasons(path: &str, text: &str, allow: &Allow, id: &str) -> Vec<String> {
             out.push(format!("{}: {why}", excerpt(m.as_str())));
         }
     } else if id == "high-entropy" {
-        for r in value::high_entropy_spans(&blanked) {
+        for r in entropy::high_entropy_spans(&blanked) {
             let v = blanked.get(r).unwrap_or_default();
             out.push(format!(
                 "{}: {} of base64 mixing lower case, upper case and digits; the threshold for its length is {:.2}, and it is no hex, path, URL, alphabet, placeholder or base64 of text",
                 excerpt(v),
                 shape(v),
-                value::base64_threshold(v.len())
+                entropy::base64_threshold(v.len())
             ));
         }
     } else {

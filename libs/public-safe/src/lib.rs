@@ -141,6 +141,7 @@ pub fn refused_by(path: &str) -> Option<&'static str> {
 }
 
 pub mod archive;
+pub mod entropy;
 pub mod explain;
 pub mod rules;
 pub mod value;
@@ -392,7 +393,7 @@ pub fn scan_text(path: &str, text: &str, allow: &Allow, hard_only: bool) -> Vec<
         for r in emails {
             scan.found("email", &blanked, r);
         }
-        for r in value::high_entropy_spans(&blanked) {
+        for r in entropy::high_entropy_spans(&blanked) {
             scan.found("high-entropy", &blanked, r);
         }
         scan.blank_claimed(&mut blanked);

@@ -222,7 +222,7 @@ fn second_held_out_figures_are_printed() {
 /// rule's own findings: a secret it finds, a harmless sample it refuses).
 #[test]
 fn the_entropy_margin_is_where_the_corpus_curve_peaks() {
-    use csis_public_safe::value::{ENTROPY_MARGIN, high_entropy_spans_with};
+    use csis_public_safe::entropy::{ENTROPY_MARGIN, high_entropy_spans_with};
     let samples = corpus();
     let texts: Vec<(bool, String)> = samples
         .iter()
