@@ -29,10 +29,16 @@ pub enum Value {
         plain: bool,
     },
     Seq(Vec<Value>),
-    Map(Map),
+    /// Boxed: a map is 64 bytes inline, and every node of a tree (most of
+    /// them scalars) would pay for it; boxed, a node is 32 (issue 40).
+    Map(Box<Map>),
 }
 
 impl Value {
+    pub fn map(map: Map) -> Value {
+        Value::Map(Box::new(map))
+    }
+
     pub fn str(text: impl Into<String>) -> Value {
         Value::Scalar {
             text: text.into(),
@@ -127,7 +133,7 @@ impl Value {
     pub fn merge_over(&mut self, other: &Value) {
         match (self, other) {
             (Value::Map(mine), Value::Map(theirs)) => {
-                for (k, v) in theirs {
+                for (k, v) in theirs.iter() {
                     mine.insert(k.clone(), v.clone());
                 }
             }

@@ -95,7 +95,7 @@ mod tests {
             J::Number(n) => plain(n.to_string()),
             J::String(s) => Value::str(s.as_str()),
             J::Array(a) => Value::Seq(a.iter().map(from_json).collect()),
-            J::Object(o) => Value::Map(o.iter().map(|(k, v)| (k.clone(), from_json(v))).collect()),
+            J::Object(o) => Value::map(o.iter().map(|(k, v)| (k.clone(), from_json(v))).collect()),
         }
     }
 

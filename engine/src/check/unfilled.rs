@@ -39,7 +39,7 @@ fn walk(value: &Value, path: DocPath, found: &mut impl FnMut(DocPath, &str)) {
             }
         }
         Value::Map(map) => {
-            for (key, item) in map {
+            for (key, item) in map.iter() {
                 walk(item, path.key(key), found);
             }
         }

@@ -128,7 +128,7 @@ pub fn cfg_document(db: &dyn Db, tree: Tree) -> CfgDocument {
     }
     let named = check_list_names(&merged, &doc);
     doc.diags.extend(named);
-    doc.value = Arc::new(Value::Map(merged));
+    doc.value = Arc::new(Value::map(merged));
     doc
 }
 

@@ -427,7 +427,7 @@ pub fn interpolate_item(
         return Interpolated::default();
     }
     let ext = external_for(db, tree, &[value]);
-    let mut doc = Value::Map(
+    let mut doc = Value::map(
         [(section.to_string(), Value::Seq(vec![std::mem::take(value)]))]
             .into_iter()
             .collect(),

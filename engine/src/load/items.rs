@@ -87,7 +87,7 @@ pub fn item_file_entries(db: &dyn Db, tree: Tree, file: SourceFile) -> ItemFileE
         return out;
     };
     let root = Origin::new(path.clone(), DocPath::root());
-    for (key, v) in map {
+    for (key, v) in *map {
         let key = key.as_str();
         let Some(kind) = kinds.iter().copied().find(|k| k.key() == key) else {
             let holds: Vec<String> = kinds.iter().map(|k| format!("{}:", k.key())).collect();

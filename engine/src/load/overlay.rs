@@ -74,10 +74,10 @@ pub fn overlay_document(db: &dyn Db, file: SourceFile) -> OverlayDocument {
             .on_key(),
         );
     }
-    for (key, v) in map {
+    for (key, v) in map.iter() {
         if key == "config" {
             match v {
-                Value::Map(m) => out.config = Some(m.clone()),
+                Value::Map(m) => out.config = Some((**m).clone()),
                 Value::Null => {}
                 _ => out.diags.push(
                     Diagnostic::error(format!("Overlay {path}: 'config' must be a mapping"))
@@ -116,7 +116,7 @@ pub fn overlay_document(db: &dyn Db, file: SourceFile) -> OverlayDocument {
             out.entries.push(OverlayEntry {
                 kind,
                 name: csis_model::naming::safe_name(name),
-                value: Arc::new(Value::Map(entry)),
+                value: Arc::new(Value::map(entry)),
                 undeclare,
                 origin: root.key(key).index(i),
             });

@@ -24,7 +24,7 @@ fn walk<'a>(
 ) {
     match value {
         Value::Map(m) => {
-            for (k, v) in m {
+            for (k, v) in m.iter() {
                 path.push(Step::Key(k));
                 if k == "name" {
                     check_name(file, v, base, path, out);

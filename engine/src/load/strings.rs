@@ -34,9 +34,9 @@ pub fn rendered_cfg(db: &dyn Db, tree: Tree) -> RenderedCfg {
     {
         let config = top
             .entry("config".to_string())
-            .or_insert_with(|| Value::Map(Map::default()));
+            .or_insert_with(|| Value::map(Map::default()));
         if !matches!(config, Value::Map(_)) {
-            *config = Value::Map(Map::default());
+            *config = Value::map(Map::default());
         }
         if let Value::Map(c) = config {
             for (k, v) in extra {

@@ -130,7 +130,7 @@ pub fn storage_read_model(db: &dyn Db, tree: Tree, record: &StorageState) -> Map
                 "allowed_groups": st.groups,
                 "public_read": st.public_read,
                 "share_mode": st.share_mode,
-                "lifecycle": st.lifecycle.as_ref().map(|l| Value::Map(l.clone()).to_json()),
+                "lifecycle": st.lifecycle.as_ref().map(|l| Value::map(l.clone()).to_json()),
                 "attachments": attached.get(&d.name).cloned().unwrap_or_default(),
                 "type": builder.as_ref().and_then(|b| b.capability_type().map(str::to_string)),
                 "plugin": decl.map(|d| d.model),

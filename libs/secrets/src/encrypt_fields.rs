@@ -58,7 +58,7 @@ fn collect(v: &Value, path: &mut DocPath, fields: &[String], out: &mut Vec<(DocP
     };
     match v {
         Value::Map(m) => {
-            for (k, child) in m {
+            for (k, child) in m.iter() {
                 path.0.push(Seg::Key(k.as_str().into()));
                 if fields.iter().any(|f| f == k) {
                     match child {

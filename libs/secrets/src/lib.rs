@@ -180,7 +180,7 @@ fn walk<'a>(
     };
     match v {
         Value::Map(m) => {
-            for (k, child) in m {
+            for (k, child) in m.iter() {
                 path.push(Step::Key(k));
                 if holds_prefix(k) {
                     refuse(out, path, "a mapping KEY may not be encrypted");

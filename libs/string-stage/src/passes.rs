@@ -162,7 +162,7 @@ pub fn interpolate(doc: &mut Value, st: &StageEnv, r: &Renderer) {
     let full = minijinja::context! {
         ENV => st.env.clone(),
         execution => st.execution.clone(),
-        config => jinja_value(&Value::Map(st.config.clone())),
+        config => jinja_value(&Value::map(st.config.clone())),
     };
     let unscoped = minijinja::context! {
         ENV => st.env.clone(),
@@ -212,14 +212,14 @@ fn scope_node(
         Value::Map(m) => {
             let mut scoped = config.clone();
             if let Some(Value::Map(own)) = m.get("config") {
-                for (k, v) in own {
+                for (k, v) in own.iter() {
                     scoped.insert(k.clone(), v.clone());
                 }
             }
             let this = Scope::value(m, parent);
             let ctx = minijinja::context! {
                 this => this.clone(),
-                config => jinja_value(&Value::Map(scoped.clone())),
+                config => jinja_value(&Value::map(scoped.clone())),
                 ENV => st.env.clone(),
                 execution => st.execution.clone(),
             };

@@ -39,7 +39,7 @@ impl Variables {
         match v {
             Value::Null => {}
             Value::Map(m) => {
-                for (k, x) in m {
+                for (k, x) in *m {
                     let path = csis_model::DocPath::root().key(&k);
                     match x {
                         Value::Scalar { text, .. } => {

@@ -434,7 +434,7 @@ impl Builder {
             Event::SequenceEnd | Event::MappingEnd => {
                 let value = match self.stack.pop() {
                     Some(Frame::Seq { items, .. }) => Value::Seq(items),
-                    Some(Frame::Map { entries, .. }) => Value::Map(entries),
+                    Some(Frame::Map { entries, .. }) => Value::map(entries),
                     None => return Ok(()),
                 };
                 self.attach(value, span)?;

@@ -155,7 +155,7 @@ impl<'a> Reader<'a> {
             };
             entries.insert(key.to_string(), value);
         }
-        Some(Value::Map(entries))
+        Some(Value::map(entries))
     }
 
     /// The value of an entry written on the lines below it: a block more
@@ -418,7 +418,7 @@ impl Flow<'_> {
                         }
                     }
                 }
-                Some(Value::Map(entries))
+                Some(Value::map(entries))
             }
             b'"' | b'\'' => {
                 let (text, after) = quoted(&self.s[self.at..])?;

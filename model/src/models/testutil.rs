@@ -32,7 +32,7 @@ pub fn map(pairs: &[(&str, Value)]) -> Map {
 }
 
 pub fn mapv(pairs: &[(&str, Value)]) -> Value {
-    Value::Map(map(pairs))
+    Value::map(map(pairs))
 }
 
 /// Read `m` at `things[0]` of `f.yml` with `read`, then finish.

@@ -182,7 +182,7 @@ pub fn backend_decl(model: &'static str, name: &str, config: &[(&str, &str)]) ->
     for (k, v) in config {
         c.insert((*k).into(), Value::str(*v));
     }
-    m.insert("config".into(), Value::Map(c));
+    m.insert("config".into(), Value::map(c));
     let mut diags = Vec::new();
     let mut f = Fields::new(
         &m,

@@ -89,7 +89,7 @@ fn image_builder_extra(f: &mut Fields<'_>) -> Map {
     if !plugins.is_empty() {
         m.insert(
             "required_plugins".into(),
-            Value::Map(
+            Value::map(
                 plugins
                     .into_iter()
                     .map(|(k, v)| (k, Value::str(v)))

@@ -31,7 +31,7 @@ pub fn value_of_json(j: &serde_json::Value) -> Value {
         },
         J::String(s) => Value::str(s.clone()),
         J::Array(a) => Value::Seq(a.iter().map(value_of_json).collect()),
-        J::Object(m) => Value::Map(
+        J::Object(m) => Value::map(
             m.iter()
                 .map(|(k, v)| (k.clone(), value_of_json(v)))
                 .collect::<Map>(),

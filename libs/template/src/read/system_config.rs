@@ -289,7 +289,7 @@ impl Reader<'_> {
             let ep = p.key("env");
             match e {
                 Value::Map(em) => {
-                    for (k, x) in em {
+                    for (k, x) in em.iter() {
                         match x {
                             Value::Scalar { text, .. } => {
                                 env.insert(k.clone(), text.clone());
