@@ -354,15 +354,16 @@ pub fn check_selection(db: &dyn Db, tree: Tree, opts: &RunOptions) -> Result<(),
     // nothing of why. --apply-runtime first: it implies --only-runtime,
     // and the name is said once, by the flag the user gave.
     let runtimes = b.names(Vct::RuntimeBuilderModel);
+    let only_runtime = opts
+        .only_runtime
+        .as_ref()
+        .filter(|_| opts.only_runtime != opts.apply_runtime);
     for (flag, rt) in [
-        ("--apply-runtime", &opts.apply_runtime),
-        ("--only-runtime", &opts.only_runtime),
+        ("--apply-runtime", opts.apply_runtime.as_ref()),
+        ("--only-runtime", only_runtime),
     ] {
         if let Some(rt) = rt
             && !runtimes.contains(&rt.as_str())
-            && !problems
-                .iter()
-                .any(|p| p.contains(&format!("runtime '{rt}'")))
         {
             let hint = csis_model::suggest::hint(rt, runtimes.iter().copied());
             problems.push(format!(

@@ -14,7 +14,7 @@ use crate::db::{Db, Tree};
 use crate::load::items::{ItemId, item_index};
 use crate::plan::bakes::{bake_plan, image_series};
 use crate::plan::user_data::user_data_sha256;
-use crate::state::launch_params::{launch_record, user_data_moved};
+use crate::state::launch_params::{launch_record, moved_off, user_data_moved};
 use crate::state::lineage::{lineage, pins};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -93,12 +93,9 @@ pub fn plan_summary(db: &dyn Db, tree: Tree, run: RunInput) -> PlanSummary {
             continue;
         };
         let launched_run = r.launched_run.clone().unwrap_or_else(|| r.run.clone());
-        let launched_on = r.params.get("build").and_then(serde_json::Value::as_str);
-        let pin = pins.instances.get(name);
         let id = ItemId::new(db, tree, ItemKind::INSTANCES, name.as_str());
-        let why = if let (Some(was), Some(now)) = (launched_on, pin)
-            && was != now
-            && !crate::state::launch_params::bound_only(&r.params)
+        let why = if let Some(now) = pins.instances.get(name)
+            && let Some(was) = moved_off(&r.params, now)
         {
             format!(
                 "its pin moved from {was} to {now} since run {launched_run} launched it, and a machine runs the build it was launched from"

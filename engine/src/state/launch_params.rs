@@ -227,8 +227,18 @@ pub(crate) fn changed_keys(before: &Map<String, J>, now: &Map<String, J>) -> Vec
 /// Whether a change is a sanctioned exit: the pin moved from one build to
 /// another (an upgrade, or a follow target), which replaces the machine.
 pub(crate) fn replaced(before: &Map<String, J>, now: &Map<String, J>) -> bool {
-    let build = |m: &Map<String, J>| m.get("build").and_then(J::as_str).map(str::to_string);
-    matches!((build(before), build(now)), (Some(a), Some(b)) if a != b && a != UNBOUND)
+    now.get("build")
+        .and_then(J::as_str)
+        .is_some_and(|pin| moved_off(before, pin).is_some())
+}
+
+/// The build a launched machine was recorded on, when its pin has moved
+/// from it to `pin` ([`replaced`]'s rule; `csis plan` names both builds).
+pub(crate) fn moved_off<'a>(before: &'a Map<String, J>, pin: &str) -> Option<&'a str> {
+    before
+        .get("build")
+        .and_then(J::as_str)
+        .filter(|was| *was != pin && *was != UNBOUND)
 }
 
 /// Binding the pin of a machine launched unbound is no change.
