@@ -6,9 +6,10 @@
 //! Last, the `csis` binary from disk (`target/release/csis`, or
 //! `CSIS_BENCH_BIN`), on the tree written to a temporary directory: `csis
 //! plan`, `csis run all --no-apply` on a fresh copy each run and again on
-//! a tree it ran on, and `csis plan` there, with the peak memory of each
-//! (from one more run with `--stats`); skipped when the binary is not
-//! built, and under `cargo test`.
+//! a tree it ran on, `csis plan` there, and `csis plan` on the tree 4 and
+//! 10 times as large, with the peak memory of each (from one more run
+//! with `--stats`); skipped when the binary is not built, and under
+//! `cargo test`.
 //!
 //! `cargo bench -p csis-benches --bench summary` (reference tree): cold
 //! measures 3 to 5 runs, warm ones 3 to 20, fewer when slow (see
@@ -269,7 +270,10 @@ fn peak_from_stats(bin: &std::path::Path, root: &std::path::Path, args: &[&str])
 ///   previous round's copy took 3 to 5 times as long in the kernel;
 /// - the same command again on a tree it already ran on (generated/ and
 ///   meta-state/ present: a repository that commits them);
-/// - `csis plan` on that tree (meta-state/ of a run present).
+/// - `csis plan` on that tree (meta-state/ of a run present);
+/// - `csis plan` on the tree 4 and 10 times as large (`TreeSize::times`),
+///   written once each (issue 40's targets: 4x within 256 MiB, 10x within
+///   11 times the 1x time).
 fn from_disk(fx: &Fixture, bin: &std::path::Path, budget: Budget) -> Vec<(Measure, Option<u64>)> {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let write_tree = |root: &std::path::Path| {
@@ -327,6 +331,20 @@ fn from_disk(fx: &Fixture, bin: &std::path::Path, budget: Budget) -> Vec<(Measur
         &mut std::iter::repeat(ran.clone()),
         &plan,
     ));
+    // The same tree scaled: how time and memory grow with a repository.
+    for (k, name) in [
+        (4, "cold `csis plan` from disk, 4x the tree (the binary)"),
+        (10, "cold `csis plan` from disk, 10x the tree (the binary)"),
+    ] {
+        let root = dir.path().join(format!("times-{k}"));
+        for (rel, text) in csis_benches::generate(&fx.size.times(k)) {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        out.push(measure(name, &mut std::iter::repeat(root.clone()), &plan));
+        std::fs::remove_dir_all(&root).unwrap();
+    }
     out
 }
 

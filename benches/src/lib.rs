@@ -53,6 +53,19 @@ impl TreeSize {
         }
     }
 
+    /// This tree with `k` times as many of everything (the chains as deep,
+    /// as many modifications per image): the 4x and 10x trees of issue 40.
+    pub fn times(&self, k: usize) -> TreeSize {
+        TreeSize {
+            images: self.images * k,
+            instances: self.instances * k,
+            storages: self.storages * k,
+            users: self.users * k,
+            groups: self.groups * k,
+            ..self.clone()
+        }
+    }
+
     /// A small tree for quick runs.
     pub fn small() -> TreeSize {
         TreeSize {

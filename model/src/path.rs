@@ -18,15 +18,20 @@ impl DocPath {
     }
 
     pub fn key(&self, k: &str) -> DocPath {
-        let mut p = self.clone();
-        p.0.push(Seg::Key(k.into()));
-        p
+        self.then(Seg::Key(k.into()))
     }
 
     pub fn index(&self, i: usize) -> DocPath {
-        let mut p = self.clone();
-        p.0.push(Seg::Index(i));
-        p
+        self.then(Seg::Index(i))
+    }
+
+    /// Exactly as long as it needs: a clone and a push left room for four
+    /// segments, and paths are kept by the hundred thousand (issue 40).
+    fn then(&self, seg: Seg) -> DocPath {
+        let mut segs = Vec::with_capacity(self.0.len() + 1);
+        segs.extend_from_slice(&self.0);
+        segs.push(seg);
+        DocPath(segs)
     }
 
     pub fn is_root(&self) -> bool {

@@ -15,6 +15,33 @@ use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 /// whatever the hasher.
 pub type Map = IndexMap<String, Value, foldhash::fast::RandomState>;
 
+/// A [`Map`] most holders leave empty (an item's `config:`): 8 bytes
+/// inline instead of 64, and no allocation while empty (issue 40). Reads
+/// as a `Map` through `Deref`; serializes as one.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SparseMap(Option<Box<Map>>);
+
+static EMPTY_MAP: std::sync::LazyLock<Map> = std::sync::LazyLock::new(Map::default);
+
+impl From<Map> for SparseMap {
+    fn from(map: Map) -> SparseMap {
+        SparseMap((!map.is_empty()).then(|| Box::new(map)))
+    }
+}
+
+impl std::ops::Deref for SparseMap {
+    type Target = Map;
+    fn deref(&self) -> &Map {
+        self.0.as_deref().unwrap_or(&EMPTY_MAP)
+    }
+}
+
+impl Serialize for SparseMap {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        (**self).serialize(s)
+    }
+}
+
 /// One YAML node. Scalars keep their source text; what a scalar *means*
 /// (a string, a number, a boolean) is decided by the field that reads it,
 /// so `family_version: 10` is the string "10" and `enabled: yes` is true.

@@ -63,6 +63,7 @@ pub fn missing_builder_lists(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
             let has = raw
                 .value
                 .get("modifications")
+                .as_ref()
                 .and_then(Value::as_seq)
                 .is_some_and(|s| !s.is_empty());
             has.then(|| (name.clone(), raw.origin.key("modifications")))

@@ -35,7 +35,16 @@ struct Derived {
 struct First<'a> {
     kind: ItemKind,
     name: &'a str,
-    origin: Option<&'a Origin>,
+}
+
+/// Where an item's name is declared, looked up only for a diagnostic:
+/// kept with each item's derived names, the origins were a fiftieth of a
+/// cold plan's memory (issue 40).
+fn name_origin(db: &dyn Db, tree: Tree, kind: ItemKind, name: &str) -> Option<Origin> {
+    structured_item(db, ItemId::new(db, tree, kind, name))
+        .origin
+        .as_ref()
+        .map(|o| o.key("name"))
 }
 
 /// Every declaration whose derived cloud name an earlier one in the same
@@ -47,7 +56,7 @@ pub fn cloud_name_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     for kind in [ItemKind::IMAGES, ItemKind::INSTANCES, ItemKind::STORAGES] {
         for name in index.names(kind) {
             let id = ItemId::new(db, tree, kind, name.as_str());
-            let (names, origin) = item_cloud_names(db, id);
+            let names = item_cloud_names(db, id);
             // One refusal per pair of declarations: an image whose family
             // collides has colliding image names too.
             let mut named: Vec<&str> = Vec::new();
@@ -61,9 +70,8 @@ pub fn cloud_name_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
                             continue;
                         }
                         named.push(f.name);
-                        let at = f
-                            .origin
-                            .map(|o| format!(" ({})", position(db, tree, o)))
+                        let at = name_origin(db, tree, f.kind, f.name)
+                            .map(|o| format!(" ({})", position(db, tree, &o)))
                             .unwrap_or_default();
                         out.push(
                             Diagnostic::error(format!(
@@ -74,7 +82,7 @@ pub fn cloud_name_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
                                 f.kind.singular(),
                                 f.name
                             ))
-                            .at_opt(origin.clone())
+                            .at_opt(name_origin(db, tree, kind, name))
                             .on_key(),
                         );
                     }
@@ -84,7 +92,6 @@ pub fn cloud_name_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
                             First {
                                 kind,
                                 name: name.as_str(),
-                                origin: origin.as_ref(),
                             },
                         );
                     }
@@ -95,11 +102,11 @@ pub fn cloud_name_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     out
 }
 
-/// The names an item's runtimes derive from its name, and where the name
-/// is declared: its own query, so an edit that keeps an item's name and
-/// runtimes (a description) re-runs no tree-wide comparison.
+/// The names an item's runtimes derive from its name: its own query, so
+/// an edit that keeps an item's name and runtimes (a description) re-runs
+/// no tree-wide comparison.
 #[salsa::tracked(returns(ref))]
-fn item_cloud_names<'db>(db: &'db dyn Db, id: ItemId<'db>) -> (Vec<Derived>, Option<Origin>) {
+fn item_cloud_names<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Vec<Derived> {
     let (tree, kind, name) = (id.tree(db), id.kind(db), id.name(db));
     let b = builders(db, tree);
     let runtime_of = |vct: Vct, reference: &str| -> Option<String> {
@@ -149,7 +156,7 @@ fn item_cloud_names<'db>(db: &'db dyn Db, id: ItemId<'db>) -> (Vec<Derived>, Opt
             }
         }
     }
-    (out, si.origin.as_ref().map(|o| o.key("name")))
+    out
 }
 
 /// `file:line:col` of `origin`'s key, or the origin as written when its

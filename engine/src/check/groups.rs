@@ -41,6 +41,7 @@ pub fn check_groups(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
         unreadable_root |= raw_item(db, tree, id).is_some_and(|r| {
             r.value
                 .get("is_root")
+                .as_ref()
                 .and_then(Value::as_str)
                 .is_some_and(|v| csis_model::fields::parse_bool(v).is_none())
         });

@@ -13,14 +13,32 @@ use crate::db::{Db, SourceFile, Tree};
 use crate::load::items::{ItemId, indexed_in_file, indexed_in_overlays};
 use crate::load::items_model::structured_item;
 
-/// One user's login, as the cross-user check needs it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Login {
+/// One user's login, as the cross-user check needs it. What a message
+/// says of the user (its name, where it is declared) is looked up by its
+/// id when there is a message: an origin and a name per user, kept in
+/// every file's memo, were a thirtieth of a cold plan's memory (issue 40).
+#[derive(Clone, Debug, PartialEq, Eq, salsa::SalsaValue)]
+pub struct Login<'db> {
     login: String,
+    id: ItemId<'db>,
+}
+
+impl Login<'_> {
     /// The user's display name, trimmed.
-    user: String,
+    fn user(&self, db: &dyn Db) -> String {
+        match structured_item(db, self.id).item.as_deref() {
+            Some(Item::User(u)) => u.root.named.display_name.trim().to_string(),
+            _ => String::new(),
+        }
+    }
+
     /// The user's `name:` key.
-    at: Option<Origin>,
+    fn at(&self, db: &dyn Db) -> Option<Origin> {
+        structured_item(db, self.id)
+            .origin
+            .as_ref()
+            .map(|o| o.key("name"))
+    }
 }
 
 /// The logins of the users one file declares (those the index takes from
@@ -28,7 +46,7 @@ pub struct Login {
 /// structured item per user: a save re-verifies what the report read, and
 /// 20,000 users made it the largest part of every re-plan.
 #[salsa::tracked(returns(ref))]
-pub(crate) fn file_logins(db: &dyn Db, tree: Tree, file: SourceFile) -> Vec<Login> {
+pub(crate) fn file_logins<'db>(db: &'db dyn Db, tree: Tree, file: SourceFile) -> Vec<Login<'db>> {
     indexed_in_file(db, tree, file)
         .into_iter()
         .filter(|id| id.kind(db) == ItemKind::USERS)
@@ -36,15 +54,14 @@ pub(crate) fn file_logins(db: &dyn Db, tree: Tree, file: SourceFile) -> Vec<Logi
         .collect()
 }
 
-fn login_of<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Option<Login> {
+fn login_of<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Option<Login<'db>> {
     let si = structured_item(db, id);
     let Some(Item::User(u)) = si.item.as_deref() else {
         return None;
     };
     Some(Login {
         login: u.login.clone(),
-        user: u.root.named.display_name.trim().to_string(),
-        at: si.origin.as_ref().map(|o| o.key("name")),
+        id,
     })
 }
 
@@ -64,13 +81,14 @@ pub fn login_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let mut first: HashMap<&str, &Login, foldhash::fast::RandomState> = HashMap::default();
     for this in in_files.chain(&overlaid) {
-        let (login, user) = (this.login.as_str(), this.user.as_str());
+        let login = this.login.as_str();
         if let Some(why) = csis_model::login::problem(login) {
+            let user = this.user(db);
             out.push(
                 Diagnostic::error(format!(
                     "user '{user}' would log in as '{login}', which {why}; no instance can create that account"
                 ))
-                .at_opt(this.at.clone())
+                .at_opt(this.at(db))
                 .help(format!("give user '{user}' an email whose local part begins with a letter, a digit or '_'")),
             );
             continue;
@@ -78,13 +96,14 @@ pub fn login_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
         match first.get(login) {
             Some(other) => out.push(
                 Diagnostic::error(format!(
-                    "users '{}' and '{user}' both log in as '{login}'; an instance can give only one of them that account",
-                    other.user
+                    "users '{}' and '{}' both log in as '{login}'; an instance can give only one of them that account",
+                    other.user(db),
+                    this.user(db)
                 ))
-                .at_opt(this.at.clone())
+                .at_opt(this.at(db))
                 .help(format!(
                     "a login is the email's local part, lower-cased, other characters as '_'; give one of them an email with another local part{}",
-                    other.at.as_ref().map(|o| format!(" ('{}' is declared at {o})", other.user)).unwrap_or_default()
+                    other.at(db).map(|o| format!(" ('{}' is declared at {o})", other.user(db))).unwrap_or_default()
                 )),
             ),
             None => {

@@ -312,14 +312,18 @@ pub fn interpolation_files(db: &dyn Db, tree: Tree) -> Reads {
                     _ => crate::load::items::item_file_entries(db, tree, *file),
                 };
                 last = Some((*file, entries));
-                if let Some(entry) = entries.items.get(*n) {
-                    add(&entry.value, entry.interpolates);
+                if let Some(entry) = entries.items.get(*n)
+                    && entry.interpolates
+                {
+                    add(&entry.value.unpack(), true);
                 }
                 continue;
             }
             let id = crate::load::items::ItemId::new(db, tree, kind, name.as_str());
-            if let Some(raw) = crate::load::items::raw_item(db, tree, id) {
-                add(&raw.value, raw.interpolates);
+            if let Some(raw) = crate::load::items::raw_item(db, tree, id)
+                && raw.interpolates
+            {
+                add(&raw.value.unpack(), true);
             }
         }
     }

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use csis_model::naming::safe_name;
-use csis_model::{Diagnostic, DocPath, ItemKind, Origin, Subject, Value};
+use csis_model::{Diagnostic, DocPath, ItemKind, Origin, PackedValue, Subject, Value};
 use csis_string_stage::interp::{ENV_FILE_KEY, has_placeholder};
 
 use crate::db::index::{ItemIndex, ItemSource, Names};
@@ -25,7 +25,9 @@ pub struct RawItem {
     pub secrets: Vec<csis_model::models::Secret>,
     /// The normalized name (safe_name).
     pub name: String,
-    pub value: Arc<Value>,
+    /// Packed: every entry is held from the load to the end of a plan but
+    /// read once, when its item is structured (issue 40).
+    pub value: PackedValue,
     pub origin: Origin,
     /// Whether the value holds an interpolation placeholder or an
     /// `env_file:`: found as the file is read, on every core, rather than
@@ -112,8 +114,13 @@ pub fn item_file_entries(db: &dyn Db, tree: Tree, file: SourceFile) -> ItemFileE
                 continue;
             }
         };
+        // One key for every entry's origin to share.
+        let list = root.key(key);
+        // Exactly as many as the list holds: the entries are kept to the
+        // end of a plan, and growing by doubling left a quarter unused.
+        out.items.reserve_exact(items.len());
         for (i, item) in items.into_iter().enumerate() {
-            let origin = root.key(key).index(i);
+            let origin = list.index(i);
             let name = match &item {
                 Value::Map(m) => m.get("name").and_then(Value::as_str),
                 _ => {
@@ -163,7 +170,7 @@ pub fn item_file_entries(db: &dyn Db, tree: Tree, file: SourceFile) -> ItemFileE
                 secrets,
                 name: safe_name(name),
                 interpolates: mentions(&value),
-                value: Arc::new(value),
+                value: PackedValue::pack(&value),
                 origin,
             });
         }
@@ -494,7 +501,7 @@ pub fn raw_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<Cow
             if updates.peek().is_none() {
                 return Some(Cow::Borrowed(entry));
             }
-            let mut value = (*entry.value).clone();
+            let mut value = entry.value.unpack();
             for e in updates {
                 value.merge_over(&e.value);
             }
@@ -508,7 +515,7 @@ pub fn raw_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<Cow
                 name: e.name.clone(),
                 // Both set below, once the value is decrypted.
                 interpolates: false,
-                value: e.value.clone(),
+                value: PackedValue::pack(&e.value),
                 origin: e.origin.clone(),
             };
             (item, (*e.value).clone())
@@ -527,6 +534,6 @@ pub fn raw_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<Cow
         &mut ignored,
     );
     item.interpolates = mentions(&value);
-    item.value = Arc::new(value);
+    item.value = PackedValue::pack(&value);
     Some(Cow::Owned(item))
 }

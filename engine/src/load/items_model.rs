@@ -23,16 +23,20 @@ use csis_string_stage::Renderer;
 use csis_string_stage::passes::{DEFAULT_DATEFORMAT, execution_value};
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+///
+/// The lists are boxed slices, not vectors: this is the memo of every
+/// item, most of those lists are empty, and each was 8 bytes more
+/// (issue 40).
 pub struct StructuredItem {
     pub item: Option<Arc<Item>>,
-    pub mods: Vec<ModItem>,
-    pub storages: Vec<StorageMapping>,
+    pub mods: Box<[ModItem]>,
+    pub storages: Box<[StorageMapping]>,
     /// Decrypted values with their markers (for emission).
-    pub secrets: Vec<csis_model::models::Secret>,
+    pub secrets: Box<[csis_model::models::Secret]>,
     pub origin: Option<Origin>,
     pub diags: Vec<Diagnostic>,
     /// What `${env.*}` / `${terraform.*}` substituted, and from where.
-    pub interpolated: Vec<csis_string_stage::interp::Used>,
+    pub interpolated: Box<[csis_string_stage::interp::Used]>,
 }
 
 /// What messages call an item of a kind ("Image 'web'").
@@ -41,9 +45,9 @@ impl StructuredItem {
     pub fn view(&self) -> Option<ItemView> {
         Some(ItemView {
             item: self.item.clone()?,
-            mods: self.mods.clone(),
-            storages: self.storages.clone(),
-            secrets: self.secrets.clone(),
+            mods: self.mods.to_vec(),
+            storages: self.storages.to_vec(),
+            secrets: self.secrets.to_vec(),
         })
     }
 }
@@ -77,7 +81,7 @@ pub fn structured_item<'db>(db: &'db dyn Db, id: ItemId<'db>) -> StructuredItem 
         diags,
     } = resolve(db, tree, &raw, b);
     out.diags = diags;
-    out.interpolated = interpolated;
+    out.interpolated = interpolated.into();
     let Some(map) = value.as_map() else {
         return out;
     };
@@ -125,15 +129,16 @@ pub fn structured_item<'db>(db: &'db dyn Db, id: ItemId<'db>) -> StructuredItem 
                 &raw.origin,
                 b,
                 &mut out.diags,
-            );
+            )
+            .into();
         }
         Item::Instance(inst) => {
-            out.storages = structure_storages(&inst.storages, &raw.origin, &mut out.diags);
+            out.storages = structure_storages(&inst.storages, &raw.origin, &mut out.diags).into();
         }
         _ => {}
     }
     out.item = Some(Arc::new(item));
-    out.secrets = secrets;
+    out.secrets = secrets.into();
     out.origin = Some(raw.origin.clone());
     out
 }
@@ -151,7 +156,7 @@ struct Resolution<'b> {
 fn resolve<'b>(db: &dyn Db, tree: Tree, raw: &RawItem, b: &'b Builders) -> Resolution<'b> {
     let kind = raw.kind;
     let mut diags = Vec::new();
-    let mut value = (*raw.value).clone();
+    let mut value = raw.value.unpack();
     fill_defaults(kind, &mut value, b);
     let ctx = smart_context(db, tree, kind, &value, b);
     let refused = Renderer::shared(|r| resolve_item(kind, &mut value, &ctx, r));
@@ -331,8 +336,10 @@ fn smart_context(
             csis_model::naming::safe_name(img),
         );
         if let Some(raw) = raw_item(db, tree, id) {
-            ctx.fks
-                .insert("image".into(), TemplateItem::value(raw.value.clone()));
+            ctx.fks.insert(
+                "image".into(),
+                TemplateItem::value(Arc::new(raw.value.unpack())),
+            );
         }
     }
     add_named_objects(db, tree, kind, value, b, &mut ctx);
@@ -382,7 +389,8 @@ fn add_named_objects(
         if let Some(id) = item
             && let Some(raw) = raw_item(db, tree, id)
         {
-            ctx.fks.insert(name, TemplateItem::value(raw.value.clone()));
+            ctx.fks
+                .insert(name, TemplateItem::value(Arc::new(raw.value.unpack())));
         }
     }
 }

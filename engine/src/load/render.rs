@@ -21,7 +21,7 @@ pub fn raw_tree(db: &dyn Db, tree: Tree) -> J {
     for kind in db.registry().item_kinds() {
         let items: Vec<J> = ids(db, tree, kind)
             .into_iter()
-            .filter_map(|id| raw_item(db, tree, id).map(|r| r.value.to_json()))
+            .filter_map(|id| raw_item(db, tree, id).map(|r| r.value.unpack().to_json()))
             .collect();
         if !items.is_empty() {
             out.insert(kind.key().to_string(), J::Array(items));

@@ -140,7 +140,7 @@ pub struct RootItem {
     #[serde(flatten)]
     pub named: NameTyped,
     pub tags: BTreeMap<String, String>,
-    pub config: Map,
+    pub config: crate::value::SparseMap,
 }
 
 impl RootItem {
@@ -151,7 +151,7 @@ impl RootItem {
         RootItem {
             named,
             tags: f.str_map("tags"),
-            config: f.any_map("config"),
+            config: f.any_map("config").into(),
         }
     }
 

@@ -122,8 +122,8 @@ impl Builder for DummyBuilder {
     /// the identity-item check has something to refuse in tests.
     fn validate_identity_item(&self, item: &Item) -> Vec<String> {
         let attributes = match item {
-            Item::User(u) => u.attributes.as_ref(),
-            Item::Group(g) => g.attributes.as_ref(),
+            Item::User(u) => u.attributes.as_deref(),
+            Item::Group(g) => g.attributes.as_deref(),
             _ => None,
         };
         attributes

@@ -29,7 +29,9 @@ pub struct User {
     pub is_enabled: bool,
     /// None means the builder's default.
     pub managed: Option<bool>,
-    pub attributes: Option<Map>,
+    /// Boxed: most users and groups have none, and inline the map is 64
+    /// bytes of every one (issue 40).
+    pub attributes: Option<Box<Map>>,
     pub public_keys: Vec<String>,
     /// The profile fields, `mobile_phone:` to `manager:`.
     #[serde(flatten)]
@@ -125,7 +127,7 @@ impl User {
             is_service_account: f.bool_or("is_service_account", false),
             is_enabled: f.bool_or("is_enabled", true),
             managed: f.opt_bool("managed"),
-            attributes: f.opt_any_map("attributes"),
+            attributes: f.opt_any_map("attributes").map(Box::new),
             public_keys: f.str_list("public_keys"),
             profile: Profile::read(f),
             root,

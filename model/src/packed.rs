@@ -1,0 +1,297 @@
+//! A [`Value`] held in one allocation, for what is kept long and read
+//! seldom: the entries of every item file, which a cold plan holds in
+//! memos from the load to its end but reads once each, when the item is
+//! structured (issue 40). As a tree, each node is 32 bytes and each
+//! string, map and list one more allocation; packed, an entry is its text
+//! without the indentation, a few bytes of framing, and one allocation.
+//!
+//! Equal values pack to equal bytes (maps keep their order), so a memo
+//! that holds a packed value is still backdated when an edit leaves the
+//! value as it was.
+
+use std::sync::Arc;
+
+use crate::value::{Map, Value};
+
+const NULL: u8 = 0;
+const PLAIN: u8 = 1;
+const QUOTED: u8 = 2;
+const SEQ: u8 = 3;
+const MAP: u8 = 4;
+
+/// A value's bytes: see the constants above for the node tags; lengths
+/// and counts are LEB128.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct PackedValue(Arc<[u8]>);
+
+impl PackedValue {
+    pub fn pack(value: &Value) -> PackedValue {
+        let mut out = Vec::new();
+        write(value, &mut out);
+        PackedValue(out.into())
+    }
+
+    /// The value again, as a tree of its own.
+    pub fn unpack(&self) -> Value {
+        let mut at = 0;
+        read(&self.0, &mut at).unwrap_or_default()
+    }
+
+    /// A top-level key's value, unpacked alone (None when the value is not
+    /// a mapping or has no such key).
+    pub fn get(&self, key: &str) -> Option<Value> {
+        let bytes = &self.0;
+        let mut at = 0;
+        if *bytes.first()? != MAP {
+            return None;
+        }
+        at += 1;
+        for _ in 0..read_len(bytes, &mut at)? {
+            let k = read_str(bytes, &mut at)?;
+            if k == key {
+                return read(bytes, &mut at);
+            }
+            skip(bytes, &mut at)?;
+        }
+        None
+    }
+
+    /// The packed size, for measurements.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl From<&Value> for PackedValue {
+    fn from(value: &Value) -> PackedValue {
+        PackedValue::pack(value)
+    }
+}
+
+impl std::fmt::Debug for PackedValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.unpack().fmt(f)
+    }
+}
+
+fn write_len(mut n: usize, out: &mut Vec<u8>) {
+    loop {
+        let low = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(low);
+            return;
+        }
+        out.push(low | 0x80);
+    }
+}
+
+fn write_str(s: &str, out: &mut Vec<u8>) {
+    write_len(s.len(), out);
+    out.extend_from_slice(s.as_bytes());
+}
+
+fn write(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Null => out.push(NULL),
+        Value::Scalar { text, plain } => {
+            out.push(if *plain { PLAIN } else { QUOTED });
+            write_str(text, out);
+        }
+        Value::Seq(items) => {
+            out.push(SEQ);
+            write_len(items.len(), out);
+            for item in items {
+                write(item, out);
+            }
+        }
+        Value::Map(map) => {
+            out.push(MAP);
+            write_len(map.len(), out);
+            for (k, v) in map.iter() {
+                write_str(k, out);
+                write(v, out);
+            }
+        }
+    }
+}
+
+// The readers return None on bytes `write` cannot have made; `unpack`
+// then gives Null rather than panic.
+
+fn read_len(bytes: &[u8], at: &mut usize) -> Option<usize> {
+    let mut n = 0usize;
+    let mut shift = 0u32;
+    loop {
+        let b = *bytes.get(*at)?;
+        *at += 1;
+        n |= usize::from(b & 0x7f).checked_shl(shift)?;
+        if b & 0x80 == 0 {
+            return Some(n);
+        }
+        shift += 7;
+    }
+}
+
+fn read_str(bytes: &[u8], at: &mut usize) -> Option<String> {
+    let len = read_len(bytes, at)?;
+    let end = at.checked_add(len)?;
+    let s = std::str::from_utf8(bytes.get(*at..end)?).ok()?;
+    *at = end;
+    Some(s.to_owned())
+}
+
+fn skip(bytes: &[u8], at: &mut usize) -> Option<()> {
+    let tag = *bytes.get(*at)?;
+    *at += 1;
+    match tag {
+        NULL => {}
+        PLAIN | QUOTED => {
+            let len = read_len(bytes, at)?;
+            *at = at.checked_add(len)?;
+        }
+        SEQ => {
+            for _ in 0..read_len(bytes, at)? {
+                skip(bytes, at)?;
+            }
+        }
+        MAP => {
+            for _ in 0..read_len(bytes, at)? {
+                let len = read_len(bytes, at)?;
+                *at = at.checked_add(len)?;
+                skip(bytes, at)?;
+            }
+        }
+        _ => return None,
+    }
+    Some(())
+}
+
+fn read(bytes: &[u8], at: &mut usize) -> Option<Value> {
+    let tag = *bytes.get(*at)?;
+    *at += 1;
+    Some(match tag {
+        NULL => Value::Null,
+        PLAIN | QUOTED => Value::Scalar {
+            text: read_str(bytes, at)?,
+            plain: tag == PLAIN,
+        },
+        SEQ => {
+            let n = read_len(bytes, at)?;
+            // Capped by what the bytes can hold: one byte per node at least.
+            let mut items = Vec::with_capacity(n.min(bytes.len() - *at));
+            for _ in 0..n {
+                items.push(read(bytes, at)?);
+            }
+            Value::Seq(items)
+        }
+        MAP => {
+            let n = read_len(bytes, at)?;
+            let mut map =
+                Map::with_capacity_and_hasher(n.min(bytes.len() - *at), Default::default());
+            for _ in 0..n {
+                let k = read_str(bytes, at)?;
+                let v = read(bytes, at)?;
+                map.insert(k, v);
+            }
+            Value::map(map)
+        }
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Value {
+        let mut inner = Map::default();
+        inner.insert(
+            "plain".into(),
+            Value::Scalar {
+                text: "yes".into(),
+                plain: true,
+            },
+        );
+        inner.insert(
+            "quoted".into(),
+            Value::Scalar {
+                text: "10".into(),
+                plain: false,
+            },
+        );
+        inner.insert("none".into(), Value::Null);
+        inner.insert("long".into(), Value::str("x".repeat(300)));
+        let mut map = Map::default();
+        map.insert("name".into(), Value::str("ada"));
+        map.insert(
+            "list".into(),
+            Value::Seq(vec![
+                Value::map(inner),
+                Value::Seq(Vec::new()),
+                Value::str("é"),
+            ]),
+        );
+        map.insert("empty".into(), Value::map(Map::default()));
+        Value::map(map)
+    }
+
+    #[test]
+    fn a_value_unpacks_to_itself_order_and_quoting_kept() {
+        let v = sample();
+        let p = PackedValue::pack(&v);
+        assert_eq!(p.unpack(), v);
+        let keys: Vec<String> = match p.unpack() {
+            Value::Map(m) => m.keys().cloned().collect(),
+            _ => Vec::new(),
+        };
+        assert_eq!(keys, ["name", "list", "empty"]);
+    }
+
+    #[test]
+    fn a_key_is_read_without_unpacking_the_rest() {
+        let p = PackedValue::pack(&sample());
+        assert_eq!(p.get("empty"), Some(Value::map(Map::default())));
+        assert_eq!(p.get("name"), Some(Value::str("ada")));
+        assert_eq!(p.get("missing"), None);
+        assert_eq!(PackedValue::pack(&Value::str("x")).get("name"), None);
+    }
+
+    #[test]
+    fn equal_values_pack_equal_and_different_ones_do_not() {
+        assert_eq!(PackedValue::pack(&sample()), PackedValue::pack(&sample()));
+        let mut other = sample();
+        if let Value::Map(m) = &mut other {
+            m.insert("name".into(), Value::str("bob"));
+        }
+        assert_ne!(PackedValue::pack(&sample()), PackedValue::pack(&other));
+        // A plain and a quoted scalar of the same text are different values.
+        let plain = Value::Scalar {
+            text: "yes".into(),
+            plain: true,
+        };
+        assert_ne!(
+            PackedValue::pack(&Value::str("yes")),
+            PackedValue::pack(&plain)
+        );
+    }
+
+    #[test]
+    fn bytes_the_packer_cannot_make_unpack_to_null_without_panicking() {
+        let p = PackedValue::pack(&sample());
+        for cut in 0..p.len() {
+            let short = PackedValue(p.0[..cut].into());
+            let _ = short.unpack();
+        }
+        assert_eq!(PackedValue(vec![9u8].into()).unpack(), Value::Null);
+        // A count far past the bytes: no huge allocation, no panic.
+        assert_eq!(
+            PackedValue(vec![SEQ, 0xff, 0xff, 0xff, 0xff, 0x0f].into()).unpack(),
+            Value::Null
+        );
+    }
+}
