@@ -8,13 +8,21 @@ pub enum Seg {
     Index(usize),
 }
 
-/// A path from a document's root to one node.
+/// A path from a document's root to one node. Shared: every item's
+/// origin is kept in its entry and again in its structured item, and a
+/// clone of a path is a count, not a copy (issue 40).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct DocPath(pub Vec<Seg>);
+pub struct DocPath(pub std::sync::Arc<[Seg]>);
+
+impl From<Vec<Seg>> for DocPath {
+    fn from(segs: Vec<Seg>) -> DocPath {
+        DocPath(segs.into())
+    }
+}
 
 impl DocPath {
     pub fn root() -> DocPath {
-        DocPath(Vec::new())
+        DocPath(std::sync::Arc::new([]))
     }
 
     pub fn key(&self, k: &str) -> DocPath {
@@ -25,13 +33,13 @@ impl DocPath {
         self.then(Seg::Index(i))
     }
 
-    /// Exactly as long as it needs: a clone and a push left room for four
-    /// segments, and paths are kept by the hundred thousand (issue 40).
     fn then(&self, seg: Seg) -> DocPath {
-        let mut segs = Vec::with_capacity(self.0.len() + 1);
-        segs.extend_from_slice(&self.0);
-        segs.push(seg);
-        DocPath(segs)
+        DocPath(self.0.iter().cloned().chain([seg]).collect())
+    }
+
+    /// This path followed by `more`'s segments.
+    pub fn joined(&self, more: impl IntoIterator<Item = Seg>) -> DocPath {
+        DocPath(self.0.iter().cloned().chain(more).collect())
     }
 
     pub fn is_root(&self) -> bool {
@@ -63,17 +71,15 @@ impl Step<'_> {
 impl DocPath {
     /// This path extended by walked `steps`.
     pub fn with_steps(&self, steps: &[Step<'_>]) -> DocPath {
-        let mut p = self.clone();
-        p.0.extend(steps.iter().map(|s| match s {
+        self.joined(steps.iter().map(|s| match s {
             Step::Key(k) => Seg::Key((*k).into()),
             Step::Index(i) => Seg::Index(*i),
-        }));
-        p
+        }))
     }
 
     /// Whether walked `steps` lead to this path.
     pub fn is_at(&self, steps: &[Step<'_>]) -> bool {
-        self.0.len() == steps.len() && steps.iter().zip(&self.0).all(|(s, seg)| s.is(seg))
+        self.0.len() == steps.len() && steps.iter().zip(self.0.iter()).all(|(s, seg)| s.is(seg))
     }
 }
 

@@ -36,17 +36,19 @@ impl CfgDocument {
             let Some(Seg::Index(i)) = segs.next() else {
                 return entries
                     .first()
-                    .map(|o| Origin::new(o.file.clone(), DocPath(vec![Seg::Key(key.clone())])));
+                    .map(|o| Origin::new(o.file.clone(), DocPath::root().key(key)));
             };
             let base = entries.get(*i)?;
-            let mut p = base.path.clone();
-            p.0.extend(segs.cloned());
-            return Some(Origin::new(base.file.clone(), p));
+            return Some(Origin::new(
+                base.file.clone(),
+                base.path.joined(segs.cloned()),
+            ));
         }
         let base = self.key_origins.get(&**key)?;
-        let mut p = base.path.clone();
-        p.0.extend(segs.cloned());
-        Some(Origin::new(base.file.clone(), p))
+        Some(Origin::new(
+            base.file.clone(),
+            base.path.joined(segs.cloned()),
+        ))
     }
 
     pub fn map(&self) -> Option<&Map> {

@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use csis_model::{Diagnostic, DocPath, Fields, Origin, Seg, Value, Vct};
+use csis_model::{Diagnostic, DocPath, Fields, Origin, Value, Vct};
 use csis_plugin_api::BuilderDecl;
 use csis_plugin_api::state_object::{StateObject, StateRead};
 use csis_string_stage::Renderer;
@@ -445,7 +445,7 @@ pub fn interpolate_item(
     }
     let locate = |p: &DocPath| {
         let mut o = origin.clone();
-        o.path.0.extend(p.0.iter().skip(2).cloned());
+        o.path = o.path.joined(p.0.iter().skip(2).cloned());
         Some(o)
     };
     report(outcome, locate, true)
@@ -539,5 +539,5 @@ pub const MISSING_ENV_WARNING: &str = "environment variable";
 
 /// The field below the entry (`tags.team`).
 fn field_of(path: &DocPath) -> String {
-    DocPath(path.0.iter().skip(2).cloned().collect::<Vec<Seg>>()).to_string()
+    DocPath(path.0.iter().skip(2).cloned().collect()).to_string()
 }

@@ -215,7 +215,7 @@ fn is_blank_user_name_with_email(doc: &Value, d: &Diagnostic) -> bool {
         csis_model::Seg::Key(k),
         csis_model::Seg::Index(i),
         csis_model::Seg::Key(n),
-    ] = o.path.0.as_slice()
+    ] = &o.path.0[..]
     else {
         return false;
     };
@@ -232,7 +232,7 @@ fn is_blank_user_name_with_email(doc: &Value, d: &Diagnostic) -> bool {
 /// A user's own name is an encrypted field, unlike any other declaration's.
 fn is_user_name(d: &Diagnostic) -> bool {
     d.origin.as_ref().is_some_and(|o| {
-        matches!(o.path.0.as_slice(), [csis_model::Seg::Key(k), csis_model::Seg::Index(_), csis_model::Seg::Key(n)] if &**k == "users" && &**n == "name")
+        matches!(&o.path.0[..], [csis_model::Seg::Key(k), csis_model::Seg::Index(_), csis_model::Seg::Key(n)] if &**k == "users" && &**n == "name")
     })
 }
 

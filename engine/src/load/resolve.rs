@@ -374,7 +374,7 @@ pub fn refusal_diagnostic(
     refusal: &Refusal,
 ) -> csis_model::Diagnostic {
     let mut at = origin.clone();
-    at.path.0.extend(path.0.iter().cloned());
+    at.path = at.path.joined(path.0.iter().cloned());
     csis_model::Diagnostic::error(format!(
         "template in field '{path}' of {kind_label} '{name}' {refusal}"
     ))

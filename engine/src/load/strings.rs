@@ -104,7 +104,7 @@ fn refusal_diagnostic(
     path: &DocPath,
     refusal: &Refusal,
 ) -> Diagnostic {
-    let owner = match path.0.as_slice() {
+    let owner = match &path.0[..] {
         [Seg::Key(list), Seg::Index(i), rest @ ..] if !rest.is_empty() => {
             let label = if &**list == "executables" {
                 Some("executable".to_string())
@@ -121,7 +121,7 @@ fn refusal_diagnostic(
                 .and_then(|e| e.get("name"))
                 .and_then(Value::as_str)
                 .unwrap_or_default();
-            label.map(|l| (DocPath(rest.to_vec()), format!(" of {l} '{name}'")))
+            label.map(|l| (DocPath(rest.into()), format!(" of {l} '{name}'")))
         }
         _ => None,
     };

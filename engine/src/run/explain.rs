@@ -209,9 +209,8 @@ fn interpolated_from(ws: &Workspace, series: &str, input: &str) -> String {
         .interpolated
         .iter()
         .filter(|u| {
-            let mut p = image.path.0.clone();
-            p.extend(u.path.0.iter().skip(2).cloned());
-            p.starts_with(&at.path.0)
+            let p = image.path.joined(u.path.0.iter().skip(2).cloned());
+            p.0.starts_with(&at.path.0)
         })
         .map(|u| u.source.as_str())
         .collect();

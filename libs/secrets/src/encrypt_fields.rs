@@ -26,7 +26,7 @@ pub fn encrypt_fields_in_text(
     let (doc, positions) = csis_yaml::parse(text)
         .map_err(|e| format!("{}:{}: {}", e.span.line, e.span.col, e.message))?;
     let mut found = Vec::new();
-    collect(&doc, &mut DocPath::root(), fields, &mut found);
+    collect(&doc, &mut Vec::new(), fields, &mut found);
     // Where each value is written: the quotes of a quoted scalar are part
     // of it.
     let mut edits = Vec::new();
@@ -48,39 +48,39 @@ pub fn encrypt_fields_in_text(
 }
 
 /// The values to encrypt, in document order, each with its path.
-fn collect(v: &Value, path: &mut DocPath, fields: &[String], out: &mut Vec<(DocPath, String)>) {
-    let scalar_at = |v: &Value, path: &DocPath, out: &mut Vec<(DocPath, String)>| {
+fn collect(v: &Value, path: &mut Vec<Seg>, fields: &[String], out: &mut Vec<(DocPath, String)>) {
+    let scalar_at = |v: &Value, path: &[Seg], out: &mut Vec<(DocPath, String)>| {
         if let Value::Scalar { text, .. } = v
             && encryptable(text)
         {
-            out.push((path.clone(), text.clone()));
+            out.push((DocPath(path.into()), text.clone()));
         }
     };
     match v {
         Value::Map(m) => {
             for (k, child) in m.iter() {
-                path.0.push(Seg::Key(k.as_str().into()));
+                path.push(Seg::Key(k.as_str().into()));
                 if fields.iter().any(|f| f == k) {
                     match child {
                         Value::Seq(items) => {
                             for (i, item) in items.iter().enumerate() {
-                                path.0.push(Seg::Index(i));
+                                path.push(Seg::Index(i));
                                 scalar_at(item, path, out);
-                                path.0.pop();
+                                path.pop();
                             }
                         }
                         other => scalar_at(other, path, out),
                     }
                 }
                 collect(child, path, fields, out);
-                path.0.pop();
+                path.pop();
             }
         }
         Value::Seq(items) => {
             for (i, item) in items.iter().enumerate() {
-                path.0.push(Seg::Index(i));
+                path.push(Seg::Index(i));
                 collect(item, path, fields, out);
-                path.0.pop();
+                path.pop();
             }
         }
         _ => {}

@@ -59,13 +59,13 @@ impl StageEnv {
     /// the text kept) when it hits a limit. A value refused once is not
     /// rendered again by a later pass.
     pub fn render(&self, r: &Renderer, text: &str, ctx: &JValue, path: &[Seg]) -> String {
-        if self.refusals.borrow().iter().any(|(p, _)| p.0 == path) {
+        if self.refusals.borrow().iter().any(|(p, _)| *p.0 == *path) {
             return text.to_string();
         }
         match r.render_tags(text, ctx) {
             Ok(t) => t,
             Err(refusal) => {
-                self.refuse(DocPath(path.to_vec()), refusal);
+                self.refuse(DocPath(path.into()), refusal);
                 text.to_string()
             }
         }

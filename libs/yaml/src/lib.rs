@@ -64,7 +64,7 @@ impl Positions {
     pub fn nearest(&self, path: &DocPath, key: bool) -> Option<Span> {
         // The nodes along the path, as far as the document has them.
         let mut along = vec![0];
-        for seg in &path.0 {
+        for seg in path.0.iter() {
             let Some(&next) = along
                 .last()
                 .and_then(|&id| self.children.get(&(id, seg.clone())))

@@ -127,7 +127,7 @@ pub fn interpolate_entry(
         let mut p = path.to_vec();
         p.push(Seg::Key(ENV_FILE_KEY.into()));
         out.failures.push(Failure {
-            path: DocPath(p),
+            path: DocPath(p.into()),
             section: section.into(),
             entry: name.clone(),
             message,

@@ -131,7 +131,7 @@ fn substitute(text: &str, path: &[Seg], e: &Entry, out: &mut Outcome) -> Option<
     let ps = pieces(text);
     let fail = |out: &mut Outcome, message: String| {
         out.failures.push(Failure {
-            path: DocPath(path.to_vec()),
+            path: DocPath(path.into()),
             section: e.section.to_string(),
             entry: e.name.clone(),
             message,
@@ -157,7 +157,7 @@ fn substitute(text: &str, path: &[Seg], e: &Entry, out: &mut Outcome) -> Option<
             Ok((Resolved::Native(v, sensitive), source)) => {
                 let text = v.to_json().to_string();
                 out.used.push(Used {
-                    path: DocPath(path.to_vec()),
+                    path: DocPath(path.into()),
                     source,
                     placeholder: r.placeholder(),
                     text,
@@ -184,7 +184,7 @@ fn substitute(text: &str, path: &[Seg], e: &Entry, out: &mut Outcome) -> Option<
             }
             Ok((Resolved::Text(t, sensitive), source)) => {
                 out.used.push(Used {
-                    path: DocPath(path.to_vec()),
+                    path: DocPath(path.into()),
                     source,
                     placeholder: r.placeholder(),
                     text: t.clone(),
@@ -200,7 +200,7 @@ fn substitute(text: &str, path: &[Seg], e: &Entry, out: &mut Outcome) -> Option<
             Err(msg) if msg == REFUSED_READ => failed = true,
             Err(msg) => match r {
                 Ref::Env(name) if e.ext.tolerate_missing_env => {
-                    out.missing_env.push((DocPath(path.to_vec()), name.clone()));
+                    out.missing_env.push((DocPath(path.into()), name.clone()));
                     s.push_str(&missing_env_placeholder(name));
                 }
                 _ => {

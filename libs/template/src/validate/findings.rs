@@ -65,7 +65,7 @@ impl Findings {
 /// The node at `path`, when the document has it.
 fn node<'v>(v: &'v Value, path: &DocPath) -> Option<&'v Value> {
     let mut at = v;
-    for seg in &path.0 {
+    for seg in path.0.iter() {
         at = match seg {
             Seg::Key(k) => at.get(k)?,
             Seg::Index(i) => at.as_seq()?.get(*i)?,
