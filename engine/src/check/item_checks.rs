@@ -157,8 +157,8 @@ pub(crate) fn file_findings(db: &dyn Db, tree: Tree, file: SourceFile) -> FileFi
     // Each item's kind read once: asked per check and kind, it was half a
     // million interned lookups for a large tree.
     let items: Vec<_> = indexed_in_file(db, tree, file)
-        .into_iter()
-        .map(|id| (id.kind(db), id))
+        .iter()
+        .map(|id| (id.kind(db), *id))
         .collect();
     let mut out = FileFindings {
         entries: item_file_entries(db, tree, file).diags.clone(),

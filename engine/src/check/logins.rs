@@ -48,7 +48,8 @@ impl Login<'_> {
 #[salsa::tracked(returns(ref))]
 pub(crate) fn file_logins<'db>(db: &'db dyn Db, tree: Tree, file: SourceFile) -> Vec<Login<'db>> {
     indexed_in_file(db, tree, file)
-        .into_iter()
+        .iter()
+        .copied()
         .filter(|id| id.kind(db) == ItemKind::USERS)
         .filter_map(|id| login_of(db, id))
         .collect()

@@ -51,11 +51,17 @@ impl Image {
             let msg = format!("Image {name} must have either 'os' or 'source_image' specified.");
             refuse(f, "source_image", msg);
         }
-        let mut runtimes = Vec::new();
-        for (i, (m, origin)) in f.map_list("runtimes").into_iter().enumerate() {
-            let owner = format!("{} runtimes[{i}]", f.owner());
-            runtimes.push(f.nested(m, origin, owner, ImageImageBuilderSubconfig::read));
-        }
+        // Collected, not pushed: a list of one grown by a push keeps room
+        // for four, and every image keeps its list (issue 40).
+        let runtimes: Vec<_> = f
+            .map_list("runtimes")
+            .into_iter()
+            .enumerate()
+            .map(|(i, (m, origin))| {
+                let owner = format!("{} runtimes[{i}]", f.owner());
+                f.nested(m, origin, owner, ImageImageBuilderSubconfig::read)
+            })
+            .collect();
         // A `runtimes:` that is not a list was refused as such already.
         let not_a_list = f.raw("runtimes").is_some_and(|v| v.as_seq().is_none());
         if runtimes.is_empty() && !not_a_list {
