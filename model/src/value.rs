@@ -275,6 +275,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_sparse_map_reads_and_serializes_as_the_map_it_holds() {
+        let empty = SparseMap::from(Map::default());
+        assert!(empty.is_empty());
+        assert_eq!(empty, SparseMap::default());
+        let mut m = Map::default();
+        m.insert("zone".into(), Value::str("a"));
+        let held = SparseMap::from(m.clone());
+        assert_eq!(held.get("zone"), Some(&Value::str("a")));
+        assert_eq!(*held, m);
+        assert_eq!(
+            serde_json::to_string(&held).unwrap(),
+            serde_json::to_string(&m).unwrap()
+        );
+        assert_eq!(serde_json::to_string(&empty).unwrap(), "{}");
+    }
+
+    #[test]
     fn plain_scalars_read_typed_quoted_ones_stay_strings() {
         let plain = |t: &str| Value::Scalar {
             text: t.into(),

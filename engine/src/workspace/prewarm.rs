@@ -9,7 +9,7 @@ use csis_model::ItemKind;
 use rayon::prelude::*;
 
 use crate::db::{Database, SourceFile, Tree};
-use crate::load::items::{ItemId, item_file_entries, item_index};
+use crate::load::items::{ItemId, indexed_in_file, item_file_entries, item_index};
 use crate::load::items_model::structured_item;
 use crate::plan::fingerprint::{SeriesKey, input_fingerprint};
 
@@ -86,22 +86,36 @@ pub fn structure_images(db: &Database, tree: Tree) {
 /// (`instances_by_image`), and asked while instances were still
 /// unstructured, one worker structured them all while the other waited
 /// for it.
+///
+/// File by file, through the ids each file's checks read
+/// (`indexed_in_file`): every item is then interned and looked up in the
+/// index once, where a pass by name did both again (at ten times the
+/// reference tree, neither table fits a cache; issue 40).
 pub fn structure_items(db: &Database, tree: Tree) {
-    let ids: Vec<_> = item_index(db, tree)
-        .items
-        .iter()
-        .flat_map(|(kind, names)| names.keys().map(move |n| (*kind, n.clone())))
-        .collect();
-    ids.par_iter()
-        .with_max_len(PIECE)
+    let files: Vec<SourceFile> = tree.item_files(db).iter().map(|f| f.file).collect();
+    files
+        .par_iter()
+        .with_max_len(1)
+        .for_each_with(db.clone(), |db, file| {
+            for id in indexed_in_file(db, tree, *file) {
+                structured_item(db, *id);
+            }
+        });
+    let overlaid: Vec<(ItemKind, String)> = item_index(db, tree).overlay_declared.clone();
+    overlaid
+        .par_iter()
         .for_each_with(db.clone(), |db, (kind, name)| {
             structured_item(db, ItemId::new(db, tree, *kind, name.as_str()));
         });
-    ids.par_iter()
+    let images: Vec<String> = item_index(db, tree)
+        .names(ItemKind::IMAGES)
+        .cloned()
+        .collect();
+    images
+        .par_iter()
         .with_max_len(PIECE)
-        .filter(|(kind, _)| *kind == ItemKind::IMAGES)
-        .for_each_with(db.clone(), |db, (kind, name)| {
-            let id = ItemId::new(db, tree, *kind, name.as_str());
+        .for_each_with(db.clone(), |db, name| {
+            let id = ItemId::new(db, tree, ItemKind::IMAGES, name.as_str());
             crate::check::capabilities::capability_diagnostics(db, id);
         });
     let (files, whole) = (db.clone(), db.clone());
