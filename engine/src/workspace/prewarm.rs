@@ -68,6 +68,13 @@ pub fn parse_files(db: &Database, tree: Tree) {
 /// Every image structured: the load needs their modifications' scripts
 /// (`referenced_files`) before it can read them.
 pub fn structure_images(db: &Database, tree: Tree) {
+    each_image(db, tree, |db, id| {
+        structured_item(db, id);
+    });
+}
+
+/// `query` of every image, on every core.
+fn each_image(db: &Database, tree: Tree, query: impl Fn(&Database, ItemId<'_>) + Sync + Send) {
     let names: Vec<String> = item_index(db, tree)
         .names(ItemKind::IMAGES)
         .cloned()
@@ -76,7 +83,7 @@ pub fn structure_images(db: &Database, tree: Tree) {
         .par_iter()
         .with_max_len(PIECE)
         .for_each_with(db.clone(), |db, name| {
-            structured_item(db, ItemId::new(db, tree, ItemKind::IMAGES, name.as_str()));
+            query(db, ItemId::new(db, tree, ItemKind::IMAGES, name.as_str()));
         });
 }
 
@@ -107,17 +114,9 @@ pub fn structure_items(db: &Database, tree: Tree) {
         .for_each_with(db.clone(), |db, (kind, name)| {
             structured_item(db, ItemId::new(db, tree, *kind, name.as_str()));
         });
-    let images: Vec<String> = item_index(db, tree)
-        .names(ItemKind::IMAGES)
-        .cloned()
-        .collect();
-    images
-        .par_iter()
-        .with_max_len(PIECE)
-        .for_each_with(db.clone(), |db, name| {
-            let id = ItemId::new(db, tree, ItemKind::IMAGES, name.as_str());
-            crate::check::capabilities::capability_diagnostics(db, id);
-        });
+    each_image(db, tree, |db, id| {
+        crate::check::capabilities::capability_diagnostics(db, id);
+    });
     let (files, whole) = (db.clone(), db.clone());
     rayon::join(
         move || check_files(&files, tree),
