@@ -14,27 +14,17 @@ pub enum Seg {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct DocPath(pub std::sync::Arc<[Seg]>);
 
-impl From<Vec<Seg>> for DocPath {
-    fn from(segs: Vec<Seg>) -> DocPath {
-        DocPath(segs.into())
-    }
-}
-
 impl DocPath {
     pub fn root() -> DocPath {
         DocPath(std::sync::Arc::new([]))
     }
 
     pub fn key(&self, k: &str) -> DocPath {
-        self.then(Seg::Key(k.into()))
+        self.joined([Seg::Key(k.into())])
     }
 
     pub fn index(&self, i: usize) -> DocPath {
-        self.then(Seg::Index(i))
-    }
-
-    fn then(&self, seg: Seg) -> DocPath {
-        DocPath(self.0.iter().cloned().chain([seg]).collect())
+        self.joined([Seg::Index(i)])
     }
 
     /// This path followed by `more`'s segments.

@@ -42,10 +42,7 @@ struct First<'a> {
 /// kept with each item's derived names, the origins were a fiftieth of a
 /// cold plan's memory (issue 40).
 fn name_origin(db: &dyn Db, tree: Tree, kind: ItemKind, name: &str) -> Option<Origin> {
-    structured_item(db, ItemId::new(db, tree, kind, name))
-        .origin
-        .as_ref()
-        .map(|o| o.key("name"))
+    structured_item(db, ItemId::new(db, tree, kind, name)).origin_of("name")
 }
 
 /// Every declaration whose derived cloud name an earlier one in the same
@@ -62,10 +59,10 @@ pub fn cloud_name_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     let mut first: HashMap<(&str, &'static str, &str), First<'_>> = HashMap::new();
     let mut out = Vec::new();
     for kind in [ItemKind::IMAGES, ItemKind::INSTANCES, ItemKind::STORAGES] {
-        for name in index.names(kind) {
+        for (name, source) in index.items.get(&kind).into_iter().flatten() {
             let id = ItemId::new(db, tree, kind, name.as_str());
-            let names = match index.items.get(&kind).and_then(|m| m.get(name)) {
-                Some(ItemSource::Tree { file, .. }) => file_cloud_names(db, tree, *file)
+            let names = match source {
+                ItemSource::Tree { file, .. } => file_cloud_names(db, tree, *file)
                     .iter()
                     .find(|(of, _)| *of == id)
                     .map_or(&[][..], |(_, names)| &names[..]),

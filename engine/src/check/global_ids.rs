@@ -56,7 +56,7 @@ pub fn global_id_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
                 "Duplicate image name found: {name}. Global ids must be unique across all builders: OS builder '{}' names the base image series '{name}' -- rename the image",
                 os.name()
             ))
-            .at_opt(si.origin.as_ref().map(|o| o.key("name"))),
+            .at_opt(si.origin_of("name")),
         );
     }
     out

@@ -34,10 +34,7 @@ impl Login<'_> {
 
     /// The user's `name:` key.
     fn at(&self, db: &dyn Db) -> Option<Origin> {
-        structured_item(db, self.id)
-            .origin
-            .as_ref()
-            .map(|o| o.key("name"))
+        structured_item(db, self.id).origin_of("name")
     }
 }
 

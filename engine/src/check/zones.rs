@@ -118,7 +118,7 @@ pub(crate) fn zones_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec
                         "instance '{name}' cannot be in more than one availability zone: {} -- {FIX}",
                         listed.join("; ")
                     ))
-                    .at_opt(si.origin.as_ref().map(|o| o.key("name"))),
+                    .at_opt(si.origin_of("name")),
                 );
             }
         }

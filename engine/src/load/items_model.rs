@@ -22,11 +22,11 @@ use crate::load::user_identity::UserRule;
 use csis_string_stage::Renderer;
 use csis_string_stage::passes::{DEFAULT_DATEFORMAT, execution_value};
 
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-///
-/// The lists are boxed slices, not vectors: this is the memo of every
-/// item, most of those lists are empty, and each was 8 bytes more
+/// An item as read into its model, with its sub-items and what reading it
+/// found. The lists are boxed slices, not vectors: this is the memo of
+/// every item, most of those lists are empty, and each was 8 bytes more
 /// (issue 40).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct StructuredItem {
     pub item: Option<Arc<Item>>,
     pub mods: Box<[ModItem]>,
@@ -39,8 +39,12 @@ pub struct StructuredItem {
     pub interpolated: Box<[csis_string_stage::interp::Used]>,
 }
 
-/// What messages call an item of a kind ("Image 'web'").
 impl StructuredItem {
+    /// Where `key` of the item is declared.
+    pub fn origin_of(&self, key: &str) -> Option<Origin> {
+        self.origin.as_ref().map(|o| o.key(key))
+    }
+
     /// The item with its sub-items, when it structured.
     pub fn view(&self) -> Option<ItemView> {
         Some(ItemView {
@@ -52,6 +56,7 @@ impl StructuredItem {
     }
 }
 
+/// What messages call an item of a kind ("Image 'web'").
 fn label(kind: ItemKind) -> &'static str {
     match kind {
         ItemKind::USERS => "User",
