@@ -24,7 +24,7 @@ use crate::load::items_model::structured_item;
 
 /// One name an item's runtime derives from its declared name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, salsa::SalsaValue)]
-struct Derived {
+pub(crate) struct Derived {
     /// The runtime's namespace ([`Builder::name_scope`]).
     scope: String,
     /// What it names (`GCE disk name`).
@@ -56,16 +56,30 @@ pub fn cloud_name_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
             .flat_map(|kind| indexed_in_overlays(db, tree, kind))
             .map(|id| (id, item_cloud_names(db, id)))
             .collect();
-    let mut first: HashMap<(&str, &'static str, &str), First<'_>> = HashMap::new();
+    let mut first: HashMap<(&str, &'static str, &str), First<'_>, foldhash::fast::RandomState> =
+        HashMap::default();
     let mut out = Vec::new();
+    // The index lists a file's items one after another: its names are
+    // fetched once per file, not once per item (a query of two keys
+    // interns the pair on every call).
+    let mut file_names: Option<(SourceFile, &[(ItemId<'_>, Vec<Derived>)])> = None;
     for kind in [ItemKind::IMAGES, ItemKind::INSTANCES, ItemKind::STORAGES] {
         for (name, source) in index.items.get(&kind).into_iter().flatten() {
             let id = ItemId::new(db, tree, kind, name.as_str());
             let names = match source {
-                ItemSource::Tree { file, .. } => file_cloud_names(db, tree, *file)
-                    .iter()
-                    .find(|(of, _)| *of == id)
-                    .map_or(&[][..], |(_, names)| &names[..]),
+                ItemSource::Tree { file, .. } => {
+                    let list = match file_names {
+                        Some((f, list)) if f == *file => list,
+                        _ => {
+                            let list = &file_cloud_names(db, tree, *file)[..];
+                            file_names = Some((*file, list));
+                            list
+                        }
+                    };
+                    list.iter()
+                        .find(|(of, _)| *of == id)
+                        .map_or(&[][..], |(_, names)| &names[..])
+                }
                 _ => overlaid.get(&id).map_or(&[][..], |names| &names[..]),
             };
             // One refusal per pair of declarations: an image whose family
@@ -121,7 +135,7 @@ pub fn cloud_name_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
 /// and storage was 12 MB of a cold plan of four times the reference tree
 /// (issue 40).
 #[salsa::tracked(returns(ref))]
-fn file_cloud_names<'db>(
+pub(crate) fn file_cloud_names<'db>(
     db: &'db dyn Db,
     tree: Tree,
     file: SourceFile,

@@ -124,7 +124,8 @@ pub fn structure_items(db: &Database, tree: Tree) {
     );
 }
 
-/// Every item file's checks and its users' logins.
+/// Every item file's checks, its users' logins and the cloud names its
+/// images, instances and storages derive.
 fn check_files(db: &Database, tree: Tree) {
     let files: Vec<_> = tree.item_files(db).to_vec();
     files
@@ -134,6 +135,11 @@ fn check_files(db: &Database, tree: Tree) {
             crate::check::item_checks::file_findings(db, tree, f.file);
             if f.dir == ItemKind::USERS.dir() {
                 crate::check::logins::file_logins(db, tree, f.file);
+            } else if [ItemKind::IMAGES, ItemKind::INSTANCES, ItemKind::STORAGES]
+                .iter()
+                .any(|k| k.dir() == f.dir)
+            {
+                crate::check::cloud_names::file_cloud_names(db, tree, f.file);
             }
         });
 }
