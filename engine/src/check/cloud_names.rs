@@ -32,6 +32,9 @@ pub(crate) struct Derived {
     name: String,
 }
 
+/// An item of a file with the names its runtimes derive.
+type FileName<'db> = (ItemId<'db>, Vec<Derived>);
+
 /// The first declaration of a derived name.
 struct First<'a> {
     kind: ItemKind,
@@ -62,7 +65,7 @@ pub fn cloud_name_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     // The index lists a file's items one after another: its names are
     // fetched once per file, not once per item (a query of two keys
     // interns the pair on every call).
-    let mut file_names: Option<(SourceFile, &[(ItemId<'_>, Vec<Derived>)])> = None;
+    let mut file_names: Option<(SourceFile, &[FileName<'_>])> = None;
     for kind in [ItemKind::IMAGES, ItemKind::INSTANCES, ItemKind::STORAGES] {
         for (name, source) in index.items.get(&kind).into_iter().flatten() {
             let id = ItemId::new(db, tree, kind, name.as_str());
@@ -139,7 +142,7 @@ pub(crate) fn file_cloud_names<'db>(
     db: &'db dyn Db,
     tree: Tree,
     file: SourceFile,
-) -> Vec<(ItemId<'db>, Vec<Derived>)> {
+) -> Vec<FileName<'db>> {
     indexed_in_file(db, tree, file)
         .iter()
         .filter(|id| {
