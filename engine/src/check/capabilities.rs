@@ -7,14 +7,14 @@
 //! One query per image, so an edit re-runs the checks of the images it
 //! reaches only.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use csis_model::models::{BaseBuilder, Item};
 use csis_model::{Diagnostic, ItemKind, Subject, Vct};
 
 use crate::check::context::Checks;
 use crate::db::{Db, Tree};
-use crate::load::items::{ItemId, item_index};
+use crate::load::items::{ItemId, indexed_in_file, indexed_in_overlays, item_index};
 use crate::load::items_model::structured_item;
 
 /// Every image's capability findings, in name order; a group without an
@@ -65,25 +65,32 @@ pub(crate) fn capability_diagnostics<'db>(db: &'db dyn Db, id: ItemId<'db>) -> C
 }
 
 /// Instance names by the (safe) name of the image they launch, each list
-/// in name order.
+/// in index order.
 #[salsa::tracked(returns(ref))]
-pub(crate) fn instances_by_image(db: &dyn Db, tree: Tree) -> BTreeMap<String, Vec<String>> {
-    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for name in item_index(db, tree).names(ItemKind::INSTANCES) {
-        let si = structured_item(
-            db,
-            ItemId::new(db, tree, ItemKind::INSTANCES, name.as_str()),
-        );
-        if let Some(Item::Instance(inst)) = si.item.as_deref()
+pub(crate) fn instances_by_image(db: &dyn Db, tree: Tree) -> InstancesByImage {
+    // Through each file's ids, in index order (the files', then what an
+    // overlay declares): each instance interned and looked up once less.
+    let in_files = tree
+        .item_files(db)
+        .iter()
+        .filter(|f| f.dir == ItemKind::INSTANCES.dir())
+        .flat_map(|f| indexed_in_file(db, tree, f.file).iter().copied());
+    let mut out = InstancesByImage::default();
+    for id in in_files.chain(indexed_in_overlays(db, tree, ItemKind::INSTANCES)) {
+        if let Some(Item::Instance(inst)) = structured_item(db, id).item.as_deref()
             && let Some(image) = inst.image.as_deref()
         {
             out.entry(csis_model::naming::safe_name(image))
                 .or_default()
-                .push(name.clone());
+                .push(id.name(db).clone());
         }
     }
     out
 }
+
+/// Instance names by image: looked up by image only, so hashed.
+pub(crate) type InstancesByImage =
+    std::collections::HashMap<String, Vec<String>, foldhash::fast::RandomState>;
 
 /// The instances of one image: its own query, so an instance edit that
 /// moves no instance between images re-runs no image's checks.
