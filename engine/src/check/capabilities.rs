@@ -14,17 +14,15 @@ use csis_model::{Diagnostic, ItemKind, Subject, Vct};
 
 use crate::check::context::Checks;
 use crate::db::{Db, Tree};
-use crate::load::items::{ItemId, indexed_in_file, indexed_in_overlays, item_index};
+use crate::load::items::{ItemId, indexed_of_kind};
 use crate::load::items_model::structured_item;
 
 /// Every image's capability findings, in name order; a group without an
 /// identity builder is reported once, at the first image that meets it.
 pub(super) fn capability_report(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
-    let index = item_index(db, tree);
     let mut out = Vec::new();
     let mut no_identity: BTreeSet<&str> = BTreeSet::new();
-    for name in index.names(ItemKind::IMAGES) {
-        let id = ItemId::new(db, tree, ItemKind::IMAGES, name.as_str());
+    for id in indexed_of_kind(db, tree, ItemKind::IMAGES) {
         let found = capability_diagnostics(db, id);
         if let Some(g) = found.group_without_identity.as_deref()
             && no_identity.insert(g)
@@ -68,15 +66,8 @@ pub(crate) fn capability_diagnostics<'db>(db: &'db dyn Db, id: ItemId<'db>) -> C
 /// in index order.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn instances_by_image(db: &dyn Db, tree: Tree) -> InstancesByImage {
-    // Through each file's ids, in index order (the files', then what an
-    // overlay declares): each instance interned and looked up once less.
-    let in_files = tree
-        .item_files(db)
-        .iter()
-        .filter(|f| f.dir == ItemKind::INSTANCES.dir())
-        .flat_map(|f| indexed_in_file(db, tree, f.file).iter().copied());
     let mut out = InstancesByImage::default();
-    for id in in_files.chain(indexed_in_overlays(db, tree, ItemKind::INSTANCES)) {
+    for id in indexed_of_kind(db, tree, ItemKind::INSTANCES) {
         if let Some(Item::Instance(inst)) = structured_item(db, id).item.as_deref()
             && let Some(image) = inst.image.as_deref()
         {

@@ -9,7 +9,7 @@ use csis_model::ItemKind;
 use rayon::prelude::*;
 
 use crate::db::{Database, SourceFile, Tree};
-use crate::load::items::{ItemId, indexed_in_file, item_file_entries, item_index};
+use crate::load::items::{ItemId, indexed_in_file, indexed_of_kind, item_file_entries, item_index};
 use crate::load::items_model::structured_item;
 use crate::plan::fingerprint::{SeriesKey, input_fingerprint};
 
@@ -75,16 +75,10 @@ pub fn structure_images(db: &Database, tree: Tree) {
 
 /// `query` of every image, on every core.
 fn each_image(db: &Database, tree: Tree, query: impl Fn(&Database, ItemId<'_>) + Sync + Send) {
-    let names: Vec<String> = item_index(db, tree)
-        .names(ItemKind::IMAGES)
-        .cloned()
-        .collect();
-    names
+    indexed_of_kind(db, tree, ItemKind::IMAGES)
         .par_iter()
         .with_max_len(PIECE)
-        .for_each_with(db.clone(), |db, name| {
-            query(db, ItemId::new(db, tree, ItemKind::IMAGES, name.as_str()));
-        });
+        .for_each_with(db.clone(), |db, id| query(db, *id));
 }
 
 /// Every item structured, then every image's capabilities, then every
