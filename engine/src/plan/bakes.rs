@@ -3,7 +3,7 @@
 //! why, from the run's selection, lineage, pins and input fingerprints;
 //! the run's apply scope.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use csis_model::models::{BaseBuilder, Item};
 use csis_model::{Diagnostic, ItemKind, Vct};
@@ -33,12 +33,12 @@ pub struct ImageGraph {
 pub fn image_graph(db: &dyn Db, tree: Tree) -> ImageGraph {
     let index = item_index(db, tree);
     let names: Vec<String> = index.names(ItemKind::IMAGES).cloned().collect();
-    let mut graph = DiGraph::<String, ()>::new();
-    let nodes: BTreeMap<&str, _> = names
-        .iter()
-        .map(|n| (n.as_str(), graph.add_node(n.clone())))
-        .collect();
-    for name in &names {
+    let images = index.items.get(&ItemKind::IMAGES);
+    let mut graph = DiGraph::<String, ()>::with_capacity(names.len(), names.len());
+    // An image's node is its place in the index: a parent is found by the
+    // index's hash, not by an ordered map of every name built again.
+    let nodes: Vec<_> = names.iter().map(|n| graph.add_node(n.clone())).collect();
+    for (child, name) in names.iter().enumerate() {
         let Some((parent, _)) =
             image_series(db, ItemId::new(db, tree, ItemKind::IMAGES, name.as_str()))
                 .as_ref()
@@ -46,7 +46,10 @@ pub fn image_graph(db: &dyn Db, tree: Tree) -> ImageGraph {
         else {
             continue;
         };
-        if let (Some(&p), Some(&c)) = (nodes.get(parent.as_str()), nodes.get(name.as_str())) {
+        let parent = images
+            .and_then(|m| m.get_index_of(parent.as_str()))
+            .and_then(|p| nodes.get(p));
+        if let (Some(&p), Some(&c)) = (parent, nodes.get(child)) {
             graph.add_edge(p, c, ());
         }
     }

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::db::{Db, Tree};
 use crate::load::builders::builders;
-use crate::load::items::{ItemId, item_index};
+use crate::load::items::{indexed_of_kind, item_index};
 use crate::load::items_model::structured_item;
 
 /// The record's file name inside meta-state/.
@@ -64,13 +64,11 @@ pub struct Declared {
 /// both in name order.
 pub fn attachments(db: &dyn Db, tree: Tree) -> BTreeMap<String, Vec<String>> {
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for name in item_index(db, tree).names(ItemKind::INSTANCES) {
-        let si = structured_item(
-            db,
-            ItemId::new(db, tree, ItemKind::INSTANCES, name.as_str()),
-        );
-        for m in &si.storages {
-            out.entry(m.name.clone()).or_default().push(name.clone());
+    for id in indexed_of_kind(db, tree, ItemKind::INSTANCES) {
+        for m in &structured_item(db, id).storages {
+            out.entry(m.name.clone())
+                .or_default()
+                .push(id.name(db).clone());
         }
     }
     out
@@ -81,8 +79,8 @@ pub fn declared(db: &dyn Db, tree: Tree) -> Vec<Declared> {
     let b = builders(db, tree);
     let registry = db.registry();
     let mut out = Vec::new();
-    for name in item_index(db, tree).names(ItemKind::STORAGES) {
-        let si = structured_item(db, ItemId::new(db, tree, ItemKind::STORAGES, name.as_str()));
+    for id in indexed_of_kind(db, tree, ItemKind::STORAGES) {
+        let si = structured_item(db, id);
         let Some(Item::Storage(st)) = si.item.as_deref() else {
             continue;
         };
@@ -95,7 +93,7 @@ pub fn declared(db: &dyn Db, tree: Tree) -> Vec<Declared> {
             })
             .is_some_and(|builder| builder.supports_archive());
         out.push(Declared {
-            name: name.clone(),
+            name: id.name(db).clone(),
             requested: st.state.clone(),
             builder: decl.map_or(st.named.type_.clone(), |d| d.name().to_string()),
             supports_archive,
