@@ -99,7 +99,6 @@ impl Checks<'_> {
     /// stamped build, else the declaration.
     /// Returns the image's group when no identity builder serves it.
     fn capabilities(&mut self, name: &str) -> Option<String> {
-        let lineage = &crate::state::lineage::lineage(self.db, self.tree).value;
         let pins = &crate::state::lineage::pins(self.db, self.tree).value;
         let image_item = self.structured(ItemKind::IMAGES, name)?;
         let Item::Image(img) = &*image_item else {
@@ -112,13 +111,17 @@ impl Checks<'_> {
             return None;
         };
         // A pinned build's stamp governs: walk the pins toward the root.
+        // A series' pins are the keys from `<series>@` on, in order: the
+        // first is found by the ordered map, not by reading every pin.
         let stamped = chain.iter().skip(1).find_map(|s| {
+            let prefix = format!("{s}@");
             let pin = pins
                 .images
-                .iter()
-                .find(|(k, _)| k.starts_with(&format!("{s}@")))?
+                .range(prefix.clone()..)
+                .next()
+                .filter(|(k, _)| k.starts_with(&prefix))?
                 .1;
-            let rec = lineage.build(pin)?;
+            let rec = crate::state::lineage::build_of(self.db, self.tree, pin)?;
             Some((rec.capabilities.clone(), format!("pin:{pin}")))
         });
         let (ids, sts, source) = match stamped {

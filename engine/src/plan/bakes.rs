@@ -17,7 +17,7 @@ use crate::load::builders::builders;
 use crate::load::items::{ItemId, item_index};
 use crate::load::items_model::structured_item;
 use crate::plan::fingerprint::{SeriesKey, input_fingerprint};
-use crate::state::lineage::{Lineage, Pins, lineage, pins, run_time, short_fingerprint};
+use crate::state::lineage::{Pins, head_of, pins, run_time, short_fingerprint};
 
 /// Images in bake order (every parent before its children), and the cycle
 /// refusal when there is no such order.
@@ -149,17 +149,20 @@ impl BakePlan {
     }
 }
 
-/// The series an OS builder's entries bake (base images) and every image,
-/// each on the runtimes of its image builders.
+/// A series a plan decides: its name, the runtimes it bakes on, its parent.
+type Series = (String, Vec<String>, Option<Parent>);
+
+/// Every series a plan decides, in bake order: the base images an OS
+/// builder's entries bake, then every image after its parent, each on the
+/// runtimes of its image builders.
 #[salsa::tracked(returns(ref))]
-pub fn bake_plan(db: &dyn Db, tree: Tree, run: RunInput) -> BakePlan {
+fn bake_series(db: &dyn Db, tree: Tree) -> Vec<Series> {
     let b = builders(db, tree);
-    let opts = run.options(db);
     let runtime_of = |image_builder: &str| -> Option<String> {
         b.resolve(Vct::ImageBuilderModel, image_builder)
             .and_then(|d| d.base.runtime().map(str::to_string))
     };
-    let mut series: Vec<(String, Vec<String>, Option<Parent>)> = Vec::new();
+    let mut series: Vec<Series> = Vec::new();
     for decl in b
         .by_class
         .get(&Vct::OsBuilderModel)
@@ -181,34 +184,50 @@ pub fn bake_plan(db: &dyn Db, tree: Tree, run: RunInput) -> BakePlan {
             series.push((name.clone(), spec.runtimes.clone(), spec.parent.clone()));
         }
     }
-    let lineage = &lineage(db, tree).value;
+    series
+}
+
+/// A series' runtimes, each once, in entry order.
+fn distinct(runtimes: &[String]) -> Vec<&String> {
+    let mut seen: Vec<&String> = Vec::new();
+    for rt in runtimes {
+        if !seen.contains(&rt) {
+            seen.push(rt);
+        }
+    }
+    seen
+}
+
+/// Every `(series, runtime)` a plan decides, in bake order: what a plan
+/// computes the input fingerprint of, on every core before it decides
+/// (`prewarm::fingerprints`). Asked while deciding, a tree with builds
+/// computed them one after another on one core.
+pub fn bake_keys(db: &dyn Db, tree: Tree) -> Vec<(String, String)> {
+    bake_series(db, tree)
+        .iter()
+        .flat_map(|(name, runtimes, _)| {
+            distinct(runtimes)
+                .into_iter()
+                .map(move |rt| (name.clone(), rt.clone()))
+        })
+        .collect()
+}
+
+/// One decision per `<series>@<runtime>` of [`bake_series`], in its order.
+#[salsa::tracked(returns(ref))]
+pub fn bake_plan(db: &dyn Db, tree: Tree, run: RunInput) -> BakePlan {
+    let opts = run.options(db);
     let pins = &pins(db, tree).value;
     let now = tree.start_unix(db);
     let mut plan = BakePlan::default();
-    for (name, runtimes, parent) in series {
-        let mut seen = Vec::new();
-        for rt in runtimes {
-            if seen.contains(&rt) {
-                continue;
-            }
-            seen.push(rt.clone());
-            let reason = decide(
-                db,
-                tree,
-                opts,
-                lineage,
-                pins,
-                &plan,
-                now,
-                &name,
-                &rt,
-                parent.as_ref(),
-            );
+    for (name, runtimes, parent) in bake_series(db, tree) {
+        for rt in distinct(runtimes) {
+            let reason = decide(db, tree, opts, pins, &plan, now, name, rt, parent.as_ref());
             let decision = BakeDecision {
                 bake: reason.starts_with("bake:"),
                 reason,
             };
-            plan.push(name.clone(), rt, decision);
+            plan.push(name.clone(), rt.clone(), decision);
         }
     }
     plan
@@ -236,7 +255,6 @@ fn decide(
     db: &dyn Db,
     tree: Tree,
     opts: &RunOptions,
-    lineage: &Lineage,
     pins: &Pins,
     plan: &BakePlan,
     now: i64,
@@ -253,7 +271,7 @@ fn decide(
     if opts.force_bake.iter().any(|f| f == series) {
         return "bake: forced (--force-bake)".into();
     }
-    let Some(head) = lineage.head(series, runtime) else {
+    let Some(head) = head_of(db, tree, series, runtime) else {
         return "bake: no build yet".into();
     };
     if let Some((parent, policy)) = parent
@@ -263,7 +281,7 @@ fn decide(
             return format!("bake: parent {parent} re-bakes this run (parent_policy: follow)");
         }
         let pinned = pins.images.get(&format!("{series}@{runtime}"));
-        if let (Some(pinned), Some(parent_head)) = (pinned, lineage.head(parent, runtime))
+        if let (Some(pinned), Some(parent_head)) = (pinned, head_of(db, tree, parent, runtime))
             && *pinned != parent_head.build_id
         {
             return format!(

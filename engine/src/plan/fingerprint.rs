@@ -14,7 +14,7 @@ use crate::db::{Db, Tree};
 use crate::load::builders::{Builders, builders};
 use crate::load::items::{ItemId, item_index};
 use crate::load::items_model::structured_item;
-use crate::state::lineage::{lineage, pins};
+use crate::state::lineage::pins;
 
 #[salsa::interned(debug)]
 pub struct SeriesKey<'db> {
@@ -375,7 +375,7 @@ fn parent_fingerprint(
             .value
             .images
             .get(&format!("{series}@{runtime}"))
-        && let Some(build) = lineage(db, tree).value.build(pinned)
+        && let Some(build) = crate::state::lineage::build_of(db, tree, pinned)
     {
         return Some(build.input_fingerprint.clone());
     }

@@ -20,7 +20,7 @@ use crate::load::items::{ItemId, item_index};
 use crate::load::items_model::{resolved_value, structured_item};
 use crate::plan::bakes::bake_plan;
 use crate::plan::fingerprint::{SeriesKey, chain_root, fingerprint_detail, input_fingerprint};
-use crate::state::lineage::{BuildRecord, lineage, pins};
+use crate::state::lineage::{BuildRecord, pins};
 use crate::workspace::Workspace;
 
 /// How deep a chain of parents re-baking is followed.
@@ -54,8 +54,7 @@ fn explain_decision(
 ) {
     let (db, tree) = (&ws.db, ws.tree);
     let pad = "  ".repeat(depth);
-    let lineage = &lineage(db, tree).value;
-    let head = lineage.head(series, rt);
+    let head = crate::state::lineage::head_of(db, tree, series, rt);
     let reason = reason.strip_prefix("bake: ").unwrap_or(reason);
     if reason == "no build yet" {
         out.push(format!(
@@ -237,7 +236,7 @@ fn parent_detail(ws: &Workspace, series: &str, rt: &str, head: &BuildRecord) -> 
                 head.parent
             )
         }
-        _ => match lineage(db, tree).value.head(parent, rt) {
+        _ => match crate::state::lineage::head_of(db, tree, parent, rt) {
             Some(p) if p.build_id != head.parent => {
                 format!(" ({parent} was re-baked as {})", p.build_id)
             }
@@ -249,13 +248,12 @@ fn parent_detail(ws: &Workspace, series: &str, rt: &str, head: &BuildRecord) -> 
 /// `lineage: tiny (tiny-local-0001) -> base (base-local-0002) -> mid (no build)`.
 fn lineage_path(ws: &Workspace, series: &str, rt: &str) -> String {
     let (db, tree) = (&ws.db, ws.tree);
-    let lineage = &lineage(db, tree).value;
     let chain = chain_root(db, tree, series)
         .map(|(_, c)| c)
         .unwrap_or_else(|| vec![series.to_string()]);
     let steps: Vec<String> = chain
         .iter()
-        .map(|s| match lineage.head(s, rt) {
+        .map(|s| match crate::state::lineage::head_of(db, tree, s, rt) {
             Some(h) => format!("{s} ({})", h.build_id),
             None => format!("{s} (no build)"),
         })
@@ -415,7 +413,7 @@ fn trace_value(
     value: &str,
 ) -> Option<String> {
     let (db, tree) = (&ws.db, ws.tree);
-    if lineage(db, tree).value.build(value).is_some() {
+    if crate::state::lineage::build_of(db, tree, value).is_some() {
         return Some(format!("meta-state/lineage.yaml (build {value})"));
     }
     for (series, rt, _) in &plan.decisions {

@@ -84,12 +84,9 @@ pub fn plan_report(
             BTreeMap::new()
         };
         report.ok = true;
-        let decisions = &bake_plan(&ws.db, ws.tree, run).decisions;
-        let keys: Vec<(String, String)> = decisions
-            .iter()
-            .map(|(series, runtime, _)| (series.clone(), runtime.clone()))
-            .collect();
+        let keys = crate::plan::bakes::bake_keys(&ws.db, ws.tree);
         crate::workspace::prewarm::fingerprints(&ws.db, ws.tree, &keys);
+        let decisions = &bake_plan(&ws.db, ws.tree, run).decisions;
         report.plan = decisions
             .iter()
             .map(|(series, runtime, d)| {

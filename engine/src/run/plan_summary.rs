@@ -15,7 +15,7 @@ use crate::load::items::{ItemId, item_index};
 use crate::plan::bakes::{bake_plan, image_series};
 use crate::plan::user_data::user_data_sha256;
 use crate::state::launch_params::{launch_record, moved_off, user_data_moved};
-use crate::state::lineage::{lineage, pins};
+use crate::state::lineage::{build_of, pins};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct PlanSummary {
@@ -136,7 +136,6 @@ pub fn plan_summary(db: &dyn Db, tree: Tree, run: RunInput) -> PlanSummary {
         }
     }
     let instances = instances_by_image(db, tree);
-    let lineage = &lineage(db, tree).value;
     let mut reported = BTreeSet::new();
     for (series, runtime, _) in decisions.iter().filter(|(_, _, d)| d.bake) {
         for (child, policy) in pinned_children.get(series.as_str()).into_iter().flatten() {
@@ -154,7 +153,7 @@ pub fn plan_summary(db: &dyn Db, tree: Tree, run: RunInput) -> PlanSummary {
         // series: once, though the series bakes on several runtimes.
         for instance in instances.get(series).into_iter().flatten() {
             if let Some(build) = pins.instances.get(instance)
-                && lineage.build(build).is_none_or(|b| b.runtime == *runtime)
+                && build_of(db, tree, build).is_none_or(|b| b.runtime == *runtime)
                 && !reported.contains(instance.as_str())
             {
                 reported.insert(instance.as_str());
