@@ -14,11 +14,11 @@ use csis_plugin_api::ObservedInstance;
 use crate::run::state_report::{StateReport, drift};
 use crate::state::instance_state::InstanceState;
 use crate::state::launch_params::LaunchParams;
-use crate::state::lineage::{Lineage, Pins};
+use crate::state::lineage::{IndexedLineage, Pins};
 
 /// The records an instance comparison reads.
 pub struct InstanceRecords<'a> {
-    pub lineage: &'a Lineage,
+    pub lineage: &'a IndexedLineage<'a>,
     pub pins: &'a Pins,
     pub launched: &'a LaunchParams,
     pub generations: &'a InstanceState,

@@ -32,7 +32,7 @@ use crate::run::records::record_now;
 use crate::run::steps::Runner;
 use crate::run::{Level, RunSummary};
 use crate::state::launch_params::{self, launch_record};
-use crate::state::lineage::{Lineage, lineage, pins};
+use crate::state::lineage::{IndexedLineage, lineage, pins};
 use crate::state::storage_state::{self, storage_record};
 use crate::workspace::Workspace;
 
@@ -45,7 +45,8 @@ pub use crate::run::state_report::{Drift, StateReport};
 pub fn query(ws: &Workspace, system: &dyn System) -> Result<StateReport, String> {
     let root = &ws.root;
     let (db, tree) = (&ws.db, ws.tree);
-    let lineage = record_now(ws, system, "lineage.yaml", lineage(db, tree))?;
+    let recorded = record_now(ws, system, "lineage.yaml", lineage(db, tree))?;
+    let lineage = IndexedLineage::new(&recorded);
     let pins = record_now(ws, system, "pins.yaml", pins(db, tree))?;
     let storages = record_now(ws, system, storage_state::FILE, storage_record(db, tree))?;
     let launched = record_now(ws, system, launch_params::FILE, launch_record(db, tree))?;
@@ -167,14 +168,14 @@ pub fn query(ws: &Workspace, system: &dyn System) -> Result<StateReport, String>
 }
 
 fn compare_images(
-    lineage: &Lineage,
+    lineage: &IndexedLineage<'_>,
     pinned_by: &BTreeMap<&str, Vec<String>>,
     rt: &str,
     seen: &csis_plugin_api::Observed,
     report: &mut StateReport,
 ) {
     let seen_ids: BTreeSet<&str> = seen.images.iter().map(|i| i.build_id.as_str()).collect();
-    for rec in lineage.builds.iter().filter(|r| r.runtime == rt) {
+    for rec in lineage.lineage.builds.iter().filter(|r| r.runtime == rt) {
         let head = lineage
             .head(&rec.series, rt)
             .is_some_and(|h| h.build_id == rec.build_id);

@@ -192,6 +192,30 @@ impl LineageLookup {
     }
 }
 
+/// A lineage with its lookup, for a command that asks one lineage (read
+/// from disk, not the tree's memo) for many builds.
+pub struct IndexedLineage<'a> {
+    pub lineage: &'a Lineage,
+    lookup: LineageLookup,
+}
+
+impl<'a> IndexedLineage<'a> {
+    pub fn new(lineage: &'a Lineage) -> IndexedLineage<'a> {
+        IndexedLineage {
+            lineage,
+            lookup: LineageLookup::of(lineage),
+        }
+    }
+
+    pub fn head(&self, series: &str, runtime: &str) -> Option<&'a BuildRecord> {
+        self.lookup.head(self.lineage, series, runtime)
+    }
+
+    pub fn build(&self, id: &str) -> Option<&'a BuildRecord> {
+        self.lookup.build(self.lineage, id)
+    }
+}
+
 #[salsa::tracked(returns(ref))]
 pub fn lineage_lookup(db: &dyn Db, tree: Tree) -> LineageLookup {
     LineageLookup::of(&lineage(db, tree).value)
