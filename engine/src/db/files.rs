@@ -11,11 +11,12 @@
 //! diagnostic points into it, which keeps a cold load's memory and time
 //! (and a save's re-verified memos) down.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use csis_model::{Diagnostic, DocPath, Origin, Value};
 
-use crate::db::{Db, SourceFile};
+use crate::db::{Db, SourceFile, Tree};
 use csis_yaml::{self as yaml, Positions};
 
 #[derive(Debug, PartialEq, Eq)]
@@ -98,4 +99,27 @@ pub fn document(db: &dyn Db, file: SourceFile) -> FileDocument {
             ],
         },
     }
+}
+
+/// The files the configuration refers to by path ([`Tree::aux_files`]),
+/// by that path. A query: every image's fingerprint looks up each script
+/// its modifications name, and a scan of every such file per lookup was
+/// quadratic in the images (and read every file's path, a dependency of
+/// each fingerprint).
+#[salsa::tracked(returns(ref))]
+fn aux_files_by_path(
+    db: &dyn Db,
+    tree: Tree,
+) -> HashMap<Arc<str>, SourceFile, foldhash::fast::RandomState> {
+    let mut out = HashMap::default();
+    for f in tree.aux_files(db) {
+        // The first of a path, as a scan in order finds it.
+        out.entry(f.path(db).clone()).or_insert(*f);
+    }
+    out
+}
+
+/// The file the configuration refers to as `path`, when the tree has it.
+pub fn aux_file(db: &dyn Db, tree: Tree, path: &str) -> Option<SourceFile> {
+    aux_files_by_path(db, tree).get(path).copied()
 }

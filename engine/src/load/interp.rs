@@ -25,6 +25,7 @@ use csis_string_stage::interp::{
 };
 use csis_string_stage::passes::{DEFAULT_DATEFORMAT, LAST_JINJA_ORDER, StageEnv};
 
+use crate::db::files::aux_file;
 use crate::db::index::ItemSource;
 use crate::db::{Db, SourceFile, Tree};
 use crate::load::cfg::cfg_document;
@@ -354,13 +355,6 @@ fn remote_read(db: &dyn Db, decl: &Declared, loc: &str, tokens: &Tokens) -> Opti
             }),
         }
     })
-}
-
-fn aux_file(db: &dyn Db, tree: Tree, path: &str) -> Option<SourceFile> {
-    tree.aux_files(db)
-        .iter()
-        .find(|f| f.path(db).as_ref() == path)
-        .copied()
 }
 
 /// One state file's outputs, parsed once per revision of its text.

@@ -169,10 +169,7 @@ pub fn hash(v: &J) -> String {
 
 /// The text of a file the configuration refers to, when the tree has it.
 pub fn aux_text(db: &dyn Db, tree: Tree, path: &str) -> Option<Arc<str>> {
-    tree.aux_files(db)
-        .iter()
-        .find(|f| f.path(db).as_ref() == path)
-        .map(|f| f.text(db).clone())
+    crate::db::files::aux_file(db, tree, path).map(|f| f.text(db).clone())
 }
 
 /// Every file modifications name (`scripts:`), sorted and unique: the loader
