@@ -271,6 +271,7 @@ fn peak_from_stats(bin: &std::path::Path, root: &std::path::Path, args: &[&str])
 /// - the same command again on a tree it already ran on (generated/ and
 ///   meta-state/ present: a repository that commits them);
 /// - `csis plan` on that tree (meta-state/ of a run present);
+/// - `csis plan` on the tree with its modifications' scripts in files;
 /// - `csis plan` on the tree 4 and 10 times as large (`TreeSize::times`),
 ///   written once each (issue 40's targets: 4x within 256 MiB, 10x within
 ///   11 times the 1x time), and on the 10x tree again with a build of
@@ -332,6 +333,26 @@ fn from_disk(fx: &Fixture, bin: &std::path::Path, budget: Budget) -> Vec<(Measur
         &mut std::iter::repeat(ran.clone()),
         &plan,
     ));
+    // The same tree with each modification's script in a file: every
+    // fingerprint then reads files found by their paths (once quadratic).
+    let scripted = dir.path().join("script-files");
+    let with_files = csis_benches::TreeSize {
+        script_files: true,
+        ..fx.size.clone()
+    };
+    for (rel, text) in csis_benches::generate(&with_files) {
+        let p = scripted.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    // SAFETY: sync(2) takes no arguments and cannot fail.
+    unsafe { libc::sync() };
+    out.push(measure(
+        "cold `csis plan` from disk, the tree with its modifications' scripts in files (the binary)",
+        &mut std::iter::repeat(scripted.clone()),
+        &plan,
+    ));
+    std::fs::remove_dir_all(&scripted).unwrap();
     // The same tree scaled: how time and memory grow with a repository.
     for (k, name) in [
         (4, "cold `csis plan` from disk, 4x the tree (the binary)"),

@@ -35,6 +35,10 @@ pub struct TreeSize {
     pub users: usize,
     pub groups: usize,
     pub mods_per_image: usize,
+    /// Each modification's script in a file of its own under scripts/
+    /// (`scripts:`), not inline (`script:`): what a fingerprint then reads
+    /// is a file per modification, found by its path.
+    pub script_files: bool,
     pub seed: u64,
 }
 
@@ -49,6 +53,7 @@ impl TreeSize {
             users: 20_000,
             groups: 500,
             mods_per_image: 2,
+            script_files: false,
             seed: 1,
         }
     }
@@ -76,6 +81,7 @@ impl TreeSize {
             users: 400,
             groups: 10,
             mods_per_image: 2,
+            script_files: false,
             seed: 1,
         }
     }
@@ -217,7 +223,13 @@ pub fn generate(size: &TreeSize) -> Vec<(String, String)> {
             let _ = writeln!(t, "    modifications:");
             for m in 0..size.mods_per_image {
                 let _ = writeln!(t, "      - name: step-{m}");
-                let _ = writeln!(t, "        script: \"echo {} step {m}\"", image(i));
+                if size.script_files {
+                    let path = format!("scripts/{}-{m}.sh", image(i));
+                    let _ = writeln!(t, "        scripts: [{path}]");
+                    files.push((path, format!("#!/bin/sh\necho {} step {m}\n", image(i))));
+                } else {
+                    let _ = writeln!(t, "        script: \"echo {} step {m}\"", image(i));
+                }
             }
         }
         files.push((format!("images/chain-{:04}/{}.yml", i / depth, image(i)), t));

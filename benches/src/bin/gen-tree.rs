@@ -1,7 +1,7 @@
 //! Write a synthetic configuration tree:
 //! `gen-tree OUT [--reference | --small] [--images N] [--instances N]
 //! [--users N] [--groups N] [--storages N] [--chain-depth N] [--mods N]
-//! [--seed N]`.
+//! [--seed N] [--script-files]`.
 #![allow(clippy::disallowed_methods)]
 
 use std::path::PathBuf;
@@ -37,6 +37,10 @@ fn main() -> ExitCode {
             "--storages" => num(&mut size.storages),
             "--chain-depth" => num(&mut size.chain_depth),
             "--mods" => num(&mut size.mods_per_image),
+            "--script-files" => {
+                size.script_files = true;
+                true
+            }
             "--seed" => {
                 let mut s = 0usize;
                 let ok = num(&mut s);
