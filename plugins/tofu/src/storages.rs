@@ -7,7 +7,7 @@
 //! address is on the gate's whitelist, and the root is still emitted when
 //! nothing else is left in it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use csis_hcl::{Block, Body, Expr};
 use csis_model::models::{Item, Storage};
@@ -76,9 +76,25 @@ fn config_str(s: &Storage, key: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The largest `min_size` each storage is mapped with, over every
+/// instance: read once per root (read per storage, every instance was
+/// read once for each storage).
+fn min_sizes(ctx: &dyn HookContext) -> HashMap<String, i64> {
+    let mut out: HashMap<String, i64> = HashMap::new();
+    for view in ctx.items(ItemKind::INSTANCES) {
+        for m in &view.storages {
+            out.entry(m.name.clone())
+                .and_modify(|size| *size = (*size).max(m.min_size))
+                .or_insert(m.min_size);
+        }
+    }
+    out
+}
+
 /// A storage's size in GiB: its `config.size`, else the largest
-/// `min_size` an instance maps it with, else [`DEFAULT_SIZE`].
-fn size_of(ctx: &dyn HookContext, s: &Storage) -> HookResult<i64> {
+/// `min_size` an instance maps it with ([`min_sizes`]), else
+/// [`DEFAULT_SIZE`].
+fn size_of(s: &Storage, min_sizes: &HashMap<String, i64>) -> HookResult<i64> {
     if let Some(text) = config_str(s, "size") {
         return match text.parse::<i64>() {
             Ok(n) if n > 0 => Ok(n),
@@ -88,13 +104,9 @@ fn size_of(ctx: &dyn HookContext, s: &Storage) -> HookResult<i64> {
             ))]),
         };
     }
-    Ok(ctx
-        .items(ItemKind::INSTANCES)
-        .iter()
-        .flat_map(|v| v.storages.iter())
-        .filter(|m| m.name == s.named.name)
-        .map(|m| m.min_size)
-        .max()
+    Ok(min_sizes
+        .get(&s.named.name)
+        .copied()
         .unwrap_or(DEFAULT_SIZE))
 }
 
@@ -114,6 +126,7 @@ pub fn root(
         return Ok(None);
     }
     let rt = runtime_of(ctx, me, cloud)?;
+    let min_sizes = min_sizes(ctx);
     let mut entries = Vec::new();
     for s in &kept {
         let name = s.named.name.clone();
@@ -121,7 +134,7 @@ pub fn root(
             .availability_zone
             .clone()
             .unwrap_or_else(|| rt.zone.clone());
-        let size = size_of(ctx, s)?;
+        let size = size_of(s, &min_sizes)?;
         let entry = match cloud {
             Cloud::Aws => {
                 let mut tags: BTreeMap<&str, &str> = s

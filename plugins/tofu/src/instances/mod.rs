@@ -186,9 +186,16 @@ pub fn user_data_of(
     cloud: Cloud,
     instance: &str,
 ) -> Option<UserData> {
-    let (inst, view) = declared(ctx, me)
-        .into_iter()
-        .find(|(i, _)| i.root.name() == instance)?;
+    // The one instance, not every declared one: this is asked once per
+    // instance (validate's user-data check), and collecting them all each
+    // time was quadratic.
+    let view = ctx.item(ItemKind::INSTANCES, instance)?;
+    let Item::Instance(i) = view.item.as_ref() else {
+        return None;
+    };
+    ctx.builder(Vct::InstanceBuilderModel, &i.root.named.type_)
+        .filter(|b| b.name() == me.name())?;
+    let inst = (**i).clone();
     let rt = runtime_of(ctx, me, cloud).ok()?;
     plan(ctx, me, cloud, &rt, &inst, &view)
         .ok()
