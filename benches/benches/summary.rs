@@ -340,13 +340,7 @@ fn from_disk(fx: &Fixture, bin: &std::path::Path, budget: Budget) -> Vec<(Measur
         script_files: true,
         ..fx.size.clone()
     };
-    for (rel, text) in csis_benches::generate(&with_files) {
-        let p = scripted.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
-    // SAFETY: sync(2) takes no arguments and cannot fail.
-    unsafe { libc::sync() };
+    write_synced(&scripted, &with_files);
     out.push(measure(
         "cold `csis plan` from disk, the tree with its modifications' scripts in files (the binary)",
         &mut std::iter::repeat(scripted.clone()),
@@ -359,21 +353,13 @@ fn from_disk(fx: &Fixture, bin: &std::path::Path, budget: Budget) -> Vec<(Measur
         (10, "cold `csis plan` from disk, 10x the tree (the binary)"),
     ] {
         let root = dir.path().join(format!("times-{k}"));
-        for (rel, text) in csis_benches::generate(&fx.size.times(k)) {
-            let p = root.join(rel);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
-        }
-        // Written back before the first run: 135 MB of dirty pages at 10x
-        // otherwise share the cores with it.
-        // SAFETY: sync(2) takes no arguments and cannot fail.
-        unsafe { libc::sync() };
+        write_synced(&root, &fx.size.times(k));
         out.push(measure(name, &mut std::iter::repeat(root.clone()), &plan));
         if k == 10 {
             // As a repository whose every image was baked: a plan then
             // looks up a build per series (once quadratic in the builds).
             record_a_build_per_series(bin, &root);
-            // SAFETY: as above.
+            // SAFETY: sync(2) takes no arguments and cannot fail.
             unsafe { libc::sync() };
             out.push(measure(
                 "cold `csis plan` from disk, 10x the tree with a build recorded per series (the binary)",
@@ -384,6 +370,19 @@ fn from_disk(fx: &Fixture, bin: &std::path::Path, budget: Budget) -> Vec<(Measur
         std::fs::remove_dir_all(&root).unwrap();
     }
     out
+}
+
+/// Writes a generated tree of `size` under `root`, then writes it back to
+/// disk before the first run: 135 MB of dirty pages at 10x otherwise share
+/// the cores with it.
+fn write_synced(root: &std::path::Path, size: &csis_benches::TreeSize) {
+    for (rel, text) in csis_benches::generate(size) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    // SAFETY: sync(2) takes no arguments and cannot fail.
+    unsafe { libc::sync() };
 }
 
 /// Writes meta-state/lineage.yaml with one build of every `(series,
