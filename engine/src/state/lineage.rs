@@ -309,13 +309,26 @@ pub fn show(lineage: &Lineage) -> String {
     let mut runtimes: Vec<&str> = lineage.builds.iter().map(|b| b.runtime.as_str()).collect();
     runtimes.sort_unstable();
     runtimes.dedup();
-    fn walk(l: &Lineage, rt: &str, parent: &str, depth: usize, out: &mut String) {
-        for b in l
-            .builds
-            .iter()
-            .filter(|b| b.runtime == rt && b.parent == parent)
-        {
-            let head = l
+    // Each build's children, heads and ids found once: scanned per build,
+    // a lineage of thousands of builds took seconds to show.
+    let lookup = IndexedLineage::new(lineage);
+    let mut children: Children<'_> = HashMap::new();
+    for b in &lineage.builds {
+        children
+            .entry((b.runtime.as_str(), b.parent.as_str()))
+            .or_default()
+            .push(b);
+    }
+    type Children<'a> = HashMap<(&'a str, &'a str), Vec<&'a BuildRecord>>;
+    fn walk(
+        children: &Children<'_>,
+        lookup: &IndexedLineage<'_>,
+        (rt, parent): (&str, &str),
+        depth: usize,
+        out: &mut String,
+    ) {
+        for b in children.get(&(rt, parent)).into_iter().flatten() {
+            let head = lookup
                 .head(&b.series, rt)
                 .is_some_and(|h| h.build_id == b.build_id);
             out.push_str(&format!(
@@ -331,22 +344,23 @@ pub fn show(lineage: &Lineage) -> String {
                     format!(", run {}", b.run)
                 }
             ));
-            walk(l, rt, &b.build_id, depth + 1, out);
+            walk(children, lookup, (rt, &b.build_id), depth + 1, out);
         }
     }
+    let known: std::collections::HashSet<&str> =
+        lineage.builds.iter().map(|b| b.build_id.as_str()).collect();
     for rt in runtimes {
         out.push_str(&format!("runtime {rt}\n"));
-        let known: Vec<&str> = lineage.builds.iter().map(|b| b.build_id.as_str()).collect();
         let mut roots: Vec<&str> = lineage
             .builds
             .iter()
-            .filter(|b| b.runtime == rt && !known.contains(&b.parent.as_str()))
+            .filter(|b| b.runtime == rt && !known.contains(b.parent.as_str()))
             .map(|b| b.parent.as_str())
             .collect();
         roots.dedup();
         for r in roots {
             out.push_str(&format!("  {r}\n"));
-            walk(lineage, rt, r, 2, &mut out);
+            walk(&children, &lookup, (rt, r), 2, &mut out);
         }
     }
     if out.is_empty() {
@@ -375,6 +389,36 @@ mod tests {
             runtime: runtime.into(),
             ..BuildRecord::default()
         }
+    }
+
+    #[test]
+    fn show_draws_each_runtime_as_a_tree_of_parents_with_heads_starred() {
+        let rec = |id: &str, series: &str, runtime: &str, parent: &str, run: &str| BuildRecord {
+            parent: parent.into(),
+            input_fingerprint: format!("{id}-fingerprint-long-enough"),
+            run: run.into(),
+            ..build(id, series, runtime)
+        };
+        let lineage = Lineage {
+            builds: vec![
+                rec("a-1", "a", "here", "vendor", "r1"),
+                rec("b-1", "b", "here", "a-1", ""),
+                rec("c-1", "c", "cloud", "vendor", ""),
+                rec("a-2", "a", "here", "vendor", "r2"),
+                rec("b-2", "b", "here", "a-2", ""),
+                rec("d-1", "d", "here", "b-1", ""),
+            ],
+        };
+        assert_eq!(
+            show(&lineage),
+            "runtime cloud\n  vendor\n    * c-1 (c, fingerprint c-1-fingerprint-)\n\
+             runtime here\n  vendor\n    - a-1 (a, fingerprint a-1-fingerprint-), run r1\n\
+             \x20     - b-1 (b, fingerprint b-1-fingerprint-)\n\
+             \x20       * d-1 (d, fingerprint d-1-fingerprint-)\n\
+             \x20   * a-2 (a, fingerprint a-2-fingerprint-), run r2\n\
+             \x20     * b-2 (b, fingerprint b-2-fingerprint-)\n"
+        );
+        assert_eq!(show(&Lineage::default()), "no builds recorded\n");
     }
 
     #[test]
