@@ -32,6 +32,10 @@ pub(crate) struct Derived {
     name: String,
 }
 
+/// The kinds whose runtimes derive cloud names from their names.
+pub(crate) const NAMED_KINDS: [ItemKind; 3] =
+    [ItemKind::IMAGES, ItemKind::INSTANCES, ItemKind::STORAGES];
+
 /// An item of a file with the names its runtimes derive.
 type FileName<'db> = (ItemId<'db>, Vec<Derived>);
 
@@ -53,12 +57,11 @@ fn name_origin(db: &dyn Db, tree: Tree, kind: ItemKind, name: &str) -> Option<Or
 pub fn cloud_name_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     let index = item_index(db, tree);
     // What an overlay declares has no file's query.
-    let overlaid: HashMap<ItemId<'_>, Vec<Derived>> =
-        [ItemKind::IMAGES, ItemKind::INSTANCES, ItemKind::STORAGES]
-            .into_iter()
-            .flat_map(|kind| indexed_in_overlays(db, tree, kind))
-            .map(|id| (id, item_cloud_names(db, id)))
-            .collect();
+    let overlaid: HashMap<ItemId<'_>, Vec<Derived>> = NAMED_KINDS
+        .into_iter()
+        .flat_map(|kind| indexed_in_overlays(db, tree, kind))
+        .map(|id| (id, item_cloud_names(db, id)))
+        .collect();
     let mut first: HashMap<(&str, &'static str, &str), First<'_>, foldhash::fast::RandomState> =
         HashMap::default();
     let mut out = Vec::new();
@@ -66,7 +69,7 @@ pub fn cloud_name_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     // fetched once per file, not once per item (a query of two keys
     // interns the pair on every call).
     let mut file_names: Option<(SourceFile, &[FileName<'_>])> = None;
-    for kind in [ItemKind::IMAGES, ItemKind::INSTANCES, ItemKind::STORAGES] {
+    for kind in NAMED_KINDS {
         for (name, source) in index.items.get(&kind).into_iter().flatten() {
             let id = ItemId::new(db, tree, kind, name.as_str());
             let names = match source {
@@ -145,12 +148,7 @@ pub(crate) fn file_cloud_names<'db>(
 ) -> Vec<FileName<'db>> {
     indexed_in_file(db, tree, file)
         .iter()
-        .filter(|id| {
-            matches!(
-                id.kind(db),
-                ItemKind::IMAGES | ItemKind::INSTANCES | ItemKind::STORAGES
-            )
-        })
+        .filter(|id| NAMED_KINDS.contains(&id.kind(db)))
         .map(|id| (*id, item_cloud_names(db, *id)))
         .filter(|(_, names)| !names.is_empty())
         .collect()

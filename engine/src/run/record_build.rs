@@ -397,9 +397,7 @@ fn newest_parent(lineage: &Lineage, b: &Baked, parent: String) -> Result<String,
     };
     let (series, runtime) = (b.get("series"), b.get("runtime"));
     lineage
-        .builds
-        .iter()
-        .rfind(|x| x.series == p && x.runtime == runtime)
+        .head(p, &runtime)
         .map(|x| x.build_id.clone())
         .ok_or_else(|| {
             format!(

@@ -129,7 +129,7 @@ fn check_files(db: &Database, tree: Tree) {
             crate::check::item_checks::file_findings(db, tree, f.file);
             if f.dir == ItemKind::USERS.dir() {
                 crate::check::logins::file_logins(db, tree, f.file);
-            } else if [ItemKind::IMAGES, ItemKind::INSTANCES, ItemKind::STORAGES]
+            } else if crate::check::cloud_names::NAMED_KINDS
                 .iter()
                 .any(|k| k.dir() == f.dir)
             {

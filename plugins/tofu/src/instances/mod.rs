@@ -42,11 +42,14 @@ fn declared(ctx: &dyn HookContext, me: &BuilderDecl) -> Vec<(Instance, ItemView)
             Item::Instance(i) => Some(((**i).clone(), v)),
             _ => None,
         })
-        .filter(|(i, _)| {
-            ctx.builder(Vct::InstanceBuilderModel, &i.root.named.type_)
-                .is_some_and(|b| b.name() == me.name())
-        })
+        .filter(|(i, _)| launched_by(ctx, me, i))
         .collect()
+}
+
+/// Whether builder `me` launches instance `i`.
+fn launched_by(ctx: &dyn HookContext, me: &BuilderDecl, i: &Instance) -> bool {
+    ctx.builder(Vct::InstanceBuilderModel, &i.root.named.type_)
+        .is_some_and(|b| b.name() == me.name())
 }
 
 /// One instance as its root launches it.
@@ -193,8 +196,9 @@ pub fn user_data_of(
     let Item::Instance(i) = view.item.as_ref() else {
         return None;
     };
-    ctx.builder(Vct::InstanceBuilderModel, &i.root.named.type_)
-        .filter(|b| b.name() == me.name())?;
+    if !launched_by(ctx, me, i) {
+        return None;
+    }
     let inst = (**i).clone();
     let rt = runtime_of(ctx, me, cloud).ok()?;
     plan(ctx, me, cloud, &rt, &inst, &view)
