@@ -301,3 +301,67 @@ fn only_the_sandbox_and_the_root_builder_start_processes_in_the_local_runtime() 
         "these files of plugins/local start processes outside exec/sandbox.rs and exec/distribution.rs: {spawning:?}"
     );
 }
+
+/// The input fields a query may read only through engine/src/db/reads.rs,
+/// which notes each read for the persisted cache.
+const NOTED_INPUTS: [&str; 13] = [
+    "text",
+    "root_display",
+    "cfg_files",
+    "item_files",
+    "overlays",
+    "undeclare",
+    "env",
+    "start_unix",
+    "meta_files",
+    "aux_files",
+    "path_facts",
+    "identities",
+    "index",
+];
+
+/// Each line of `text` (outside its tests) that reads an input's field
+/// directly.
+fn unnoted_reads(rel: &str, text: &str) -> Vec<String> {
+    let product = text.split("#[cfg(test)]").next().unwrap_or_default();
+    let handles = ["db", "&db", "self.db", "&self.db", "&ws.db", "&self.ws.db"];
+    product
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| {
+            NOTED_INPUTS.iter().any(|field| {
+                handles
+                    .iter()
+                    .any(|h| line.contains(&format!(".{field}({h})")))
+            })
+        })
+        .map(|(n, line)| format!("engine/src/{rel}:{}: {}", n + 1, line.trim()))
+        .collect()
+}
+
+/// A result the persisted cache keeps is keyed by the inputs it read, as
+/// db/reads.rs noted them: a field read past it would let the cache serve
+/// a result computed from other inputs. Only the reader itself, and the
+/// load that sets the inputs, touch the fields.
+#[test]
+fn queries_read_inputs_only_through_the_noting_reader() {
+    let files = engine_sources();
+    assert!(files.len() > 40, "the engine's sources were not found");
+    let found: Vec<String> = files
+        .iter()
+        .filter(|(rel, _)| rel != "db/reads.rs" && rel != "workspace/load.rs")
+        .flat_map(|(rel, text)| unnoted_reads(rel, text))
+        .collect();
+    assert!(
+        found.is_empty(),
+        "inputs read past crate::db::reads (call its reader, which notes the read):\n{}",
+        found.join("\n")
+    );
+    assert_eq!(
+        unnoted_reads(
+            "x.rs",
+            "let a = tree.index(db);\nlet b = reads::index(db, tree);\n"
+        ),
+        vec!["engine/src/x.rs:1: let a = tree.index(db);"]
+    );
+}

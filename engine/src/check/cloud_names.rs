@@ -211,11 +211,10 @@ fn item_cloud_names<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Vec<Derived> {
 /// `file:line:col` of `origin`'s key, or the origin as written when its
 /// file is not one of the tree's.
 fn position(db: &dyn Db, tree: Tree, origin: &Origin) -> String {
-    let file = tree
-        .item_files(db)
+    let file = crate::db::reads::item_files(db, tree)
         .iter()
         .map(|f| f.file)
-        .chain(tree.overlays(db).iter().copied())
+        .chain(crate::db::reads::overlays(db, tree).iter().copied())
         .find(|f| f.path(db).as_ref() == origin.file.as_ref());
     let span = file.and_then(|f| parse_file(db, f).positions.nearest(&origin.path, true));
     match span {

@@ -107,7 +107,7 @@ pub fn check(
     system: &dyn System,
 ) -> (Vec<String>, Vec<Diagnostic>) {
     let b = builders(db, tree);
-    let env = tree.env(db);
+    let path_var = crate::db::reads::env_var(db, tree, "PATH");
     let mut infos = Vec::new();
     let mut errors = Vec::new();
     for (name, exe) in &b.executables {
@@ -115,7 +115,7 @@ pub fn check(
             continue; // refused at load already
         }
         let at = b.executable_origins.get(name).cloned();
-        let Some(found) = locate(system, &exe.binary, env.get("PATH").map(String::as_str)) else {
+        let Some(found) = locate(system, &exe.binary, path_var.map(String::as_str)) else {
             errors.push(
                 Diagnostic::error(format!(
                     "{name}: binary '{}' not found (declared in cfg/executables.yml; an absolute path, or a name on PATH)",

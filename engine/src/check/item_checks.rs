@@ -115,7 +115,7 @@ pub struct Gathered {
 #[salsa::tracked(returns(ref))]
 fn gathered_findings(db: &dyn Db, tree: Tree) -> Gathered {
     let mut out = Gathered::default();
-    for f in tree.item_files(db) {
+    for f in crate::db::reads::item_files(db, tree) {
         let findings = file_findings(db, tree, f.file);
         out.entries.extend(findings.entries.iter().cloned());
         for found in findings
@@ -130,6 +130,14 @@ fn gathered_findings(db: &dyn Db, tree: Tree) -> Gathered {
         }
     }
     out
+}
+
+/// The inputs one item file's findings were computed from, as
+/// [`crate::db::reads::described`] names them: what the persisted cache
+/// keys those findings by.
+pub fn file_findings_inputs(db: &dyn Db, tree: Tree, file: SourceFile) -> Vec<String> {
+    let reads = file_findings::accumulated::<crate::db::reads::Read>(db, tree, file);
+    crate::db::reads::described(db, &reads)
 }
 
 /// What a tree-wide report needs from one item file.

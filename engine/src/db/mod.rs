@@ -13,6 +13,7 @@ pub mod emit;
 pub mod files;
 pub mod index;
 pub mod lock;
+pub mod reads;
 pub mod run_input;
 mod source_file;
 pub mod stats;

@@ -12,7 +12,6 @@
 //! workspace runs it once per distinct object and keeps its stdout as the
 //! aux file named by the object's location (`s3://<bucket>/<key>`).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use csis_model::{Diagnostic, DocPath, Fields, Origin, Value, Vct};
@@ -69,7 +68,7 @@ pub fn declared(db: &dyn Db, tree: Tree) -> Declared {
         t.is_some_and(|t| matches!(t.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
     };
     out.tolerate_missing_env = flag(doc.get("tolerate_missing_env").and_then(Value::as_str))
-        || flag(tree.env(db).get(TOLERATE_ENV).map(String::as_str));
+        || flag(crate::db::reads::env_var(db, tree, TOLERATE_ENV).map(String::as_str));
     out.environment = doc
         .get("config")
         .and_then(|c| c.get("environment"))
@@ -293,7 +292,7 @@ pub fn interpolation_files(db: &dyn Db, tree: Tree) -> Reads {
             }
         }
     }
-    let no_overlays = tree.overlays(db).is_empty();
+    let no_overlays = crate::db::reads::overlays(db, tree).is_empty();
     for kind in db.registry().item_kinds() {
         if !sections.iter().any(|s| s == kind.key()) {
             continue;
@@ -360,7 +359,7 @@ fn remote_read(db: &dyn Db, decl: &Declared, loc: &str, tokens: &Tokens) -> Opti
 /// One state file's outputs, parsed once per revision of its text.
 #[salsa::tracked(returns(ref))]
 pub fn state_outputs(db: &dyn Db, file: SourceFile) -> Result<Arc<Outputs>, String> {
-    tfstate_outputs(file.text(db)).map(Arc::new)
+    tfstate_outputs(crate::db::reads::text(db, file)).map(Arc::new)
 }
 
 /// What the pass needs for `entries`: only the files they read.
@@ -369,7 +368,7 @@ fn external_for(db: &dyn Db, tree: Tree, entries: &[&Value]) -> External {
     let mut ext = External {
         sections: db.registry().interpolatable_sections(),
         tolerate_missing_env: decl.tolerate_missing_env,
-        env: (**tree.env(db)).clone(),
+        env: (**crate::db::reads::whole_env(db, tree)).clone(),
         sources: decl.sources.clone(),
         environment: decl.environment.clone(),
         ..External::default()
@@ -379,7 +378,9 @@ fn external_for(db: &dyn Db, tree: Tree, entries: &[&Value]) -> External {
         for loc in locs {
             let parsed = match aux_file(db, tree, &loc) {
                 // Refused when read, and reported there: no second error.
-                Some(f) if &**f.text(db) == REFUSED_READ => Err(REFUSED_READ.to_string()),
+                Some(f) if &**crate::db::reads::text(db, f) == REFUSED_READ => {
+                    Err(REFUSED_READ.to_string())
+                }
                 Some(f) => state_outputs(db, f).clone(),
                 None if is_remote_location(&loc) => Err(
                     "the state object could not be read (the error reading it is reported above)"
@@ -395,7 +396,7 @@ fn external_for(db: &dyn Db, tree: Tree, entries: &[&Value]) -> External {
             ext.states.insert(loc, parsed);
         }
         if let Some(p) = env_file {
-            let text = aux_file(db, tree, &p).map(|f| f.text(db).clone());
+            let text = aux_file(db, tree, &p).map(|f| crate::db::reads::text(db, f).clone());
             ext.env_files.insert(p, text);
         }
     }
@@ -447,11 +448,13 @@ pub fn interpolate_item(
 
 /// The passes after the Jinja ones over `doc` with `ext`.
 fn run_passes(db: &dyn Db, tree: Tree, doc: &mut Value, ext: External) -> Outcome {
+    let looked = csis_string_stage::looked::Looked::new();
     let mut st = StageEnv::new(
-        &BTreeMap::new(),
-        tree.start_unix(db),
+        Default::default(),
+        crate::db::reads::start_for_templates(db, tree),
         DEFAULT_DATEFORMAT,
         Default::default(),
+        looked.clone(),
     );
     st.external = Some(ext);
     let r = Renderer::new();
@@ -460,6 +463,7 @@ fn run_passes(db: &dyn Db, tree: Tree, doc: &mut Value, ext: External) -> Outcom
             (pass.run)(doc, &st, &r);
         }
     }
+    crate::db::reads::note_looked(db, tree, &looked);
     st.take_interpolation()
 }
 

@@ -266,7 +266,7 @@ fn decrypt_fields(
             return;
         }
         let at = at();
-        match csis_secrets::decrypt(text, tree.identities(db)) {
+        match csis_secrets::decrypt(text, crate::db::reads::identities(db, tree)) {
             Ok(plain) => {
                 secrets.push(csis_model::models::Secret {
                     plaintext: plain.clone(),
@@ -332,8 +332,7 @@ pub fn indexed_in_file<'db>(db: &'db dyn Db, tree: Tree, file: SourceFile) -> Ve
 /// up every item again, which at ten times the reference tree costs a
 /// main-memory read each (issue 40).
 pub fn indexed_of_kind<'db>(db: &'db dyn Db, tree: Tree, kind: ItemKind) -> Vec<ItemId<'db>> {
-    let mut out: Vec<ItemId<'db>> = tree
-        .item_files(db)
+    let mut out: Vec<ItemId<'db>> = crate::db::reads::item_files(db, tree)
         .iter()
         .filter(|f| f.dir == kind.dir())
         .flat_map(|f| indexed_in_file(db, tree, f.file).iter().copied())
@@ -358,7 +357,7 @@ pub fn indexed_in_overlays<'db>(db: &'db dyn Db, tree: Tree, kind: ItemKind) -> 
 
 /// The tree's item index (see [`Tree::index`]).
 pub fn item_index(db: &dyn Db, tree: Tree) -> &ItemIndex {
-    tree.index(db)
+    crate::db::reads::index(db, tree)
 }
 
 /// Builds the item index from the item files' names, the overlays and
@@ -372,8 +371,7 @@ pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
     // Each file's entries are read once, then taken kind by kind (users
     // before groups, whatever the files' order). The first declaration
     // of a name is the one the index already holds.
-    let files: Vec<(SourceFile, &ItemFileEntries)> = tree
-        .item_files(db)
+    let files: Vec<(SourceFile, &ItemFileEntries)> = crate::db::reads::item_files(db, tree)
         .iter()
         .map(|f| (f.file, item_file_entries(db, tree, f.file)))
         .collect();
@@ -422,7 +420,7 @@ pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
             names.insert(name.clone(), ItemSource::Tree { file, index: n });
         }
     }
-    for file in tree.overlays(db) {
+    for file in crate::db::reads::overlays(db, tree) {
         let od = overlay_document(db, *file);
         for (i, entry) in od.entries.iter().enumerate() {
             let Some(m) = index.items.get_mut(&entry.kind) else {
@@ -456,7 +454,7 @@ pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
             }
         }
     }
-    for spec in tree.undeclare(db) {
+    for spec in crate::db::reads::undeclare(db, tree) {
         match parse_undeclare(spec, &kinds) {
             Err(d) => index.diags.push(d),
             Ok(u) => {
@@ -512,8 +510,7 @@ pub fn raw_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<Cow
     let (mut item, mut value) = match source {
         ItemSource::Tree { file, index } => {
             let entry = item_file_entries(db, tree, file).items.get(index)?;
-            let mut updates = tree
-                .overlays(db)
+            let mut updates = crate::db::reads::overlays(db, tree)
                 .iter()
                 .flat_map(|f| overlay_document(db, *f).entries.iter())
                 .filter(|e| e.kind == kind && e.name == *name && !e.undeclare)

@@ -20,7 +20,8 @@ use crate::load::resolve::{
 };
 use crate::load::user_identity::UserRule;
 use csis_string_stage::Renderer;
-use csis_string_stage::passes::{DEFAULT_DATEFORMAT, execution_value};
+use csis_string_stage::looked::Looked;
+use csis_string_stage::passes::DEFAULT_DATEFORMAT;
 
 /// An item as read into its model, with its sub-items and what reading it
 /// found. The lists are boxed slices, not vectors: this is the memo of
@@ -163,8 +164,10 @@ fn resolve<'b>(db: &dyn Db, tree: Tree, raw: &RawItem, b: &'b Builders) -> Resol
     let mut diags = Vec::new();
     let mut value = raw.value.unpack();
     fill_defaults(kind, &mut value, b);
-    let ctx = smart_context(db, tree, kind, &value, b);
+    let looked = csis_string_stage::looked::Looked::new();
+    let ctx = smart_context(db, tree, kind, &value, b, &looked);
     let refused = Renderer::shared(|r| resolve_item(kind, &mut value, &ctx, r));
+    crate::db::reads::note_looked(db, tree, &looked);
     if !refused.is_empty() {
         let name = value
             .get("name")
@@ -234,7 +237,7 @@ fn open_derived_email(
         if text.trim() == marker {
             continue; // a whole marker is the email field's own, already opened
         }
-        match csis_secrets::decrypt(&marker, tree.identities(db)) {
+        match csis_secrets::decrypt(&marker, crate::db::reads::identities(db, tree)) {
             Ok(plain) => {
                 *text = text.replace(&marker, &plain);
                 secrets.push(csis_model::models::Secret {
@@ -259,8 +262,8 @@ fn open_derived_email(
 /// per tree rather than once per item.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContextValues {
-    env: minijinja::Value,
-    execution: minijinja::Value,
+    env: Arc<BTreeMap<String, String>>,
+    execution: Arc<csis_string_stage::looked::Execution>,
     builders: BTreeMap<(Vct, String), minijinja::Value>,
 }
 
@@ -282,8 +285,11 @@ fn context_values(db: &dyn Db, tree: Tree) -> ContextValues {
         .map(|c| c.dateformat.clone())
         .unwrap_or_else(|| DEFAULT_DATEFORMAT.to_string());
     ContextValues {
-        env: minijinja::Value::from_serialize(tree.env(db).as_ref()),
-        execution: execution_value(tree.start_unix(db), &dateformat),
+        env: crate::db::reads::env_for_templates(db, tree).clone(),
+        execution: Arc::new(csis_string_stage::passes::execution_map(
+            crate::db::reads::start_for_templates(db, tree),
+            &dateformat,
+        )),
         builders: b
             .by_class
             .iter()
@@ -307,11 +313,15 @@ fn smart_context(
     kind: ItemKind,
     value: &Value,
     b: &Builders,
+    looked: &Arc<Looked>,
 ) -> SmartContext {
     let shared = context_values(db, tree);
     let mut ctx = SmartContext {
-        env: shared.env.clone(),
-        execution: shared.execution.clone(),
+        env: csis_string_stage::looked::env_value(shared.env.clone(), looked.clone()),
+        execution: csis_string_stage::looked::execution_value(
+            shared.execution.clone(),
+            looked.clone(),
+        ),
         fks: BTreeMap::new(),
         builder: None,
     };

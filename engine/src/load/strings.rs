@@ -54,11 +54,13 @@ pub fn rendered_cfg(db: &dyn Db, tree: Tree) -> RenderedCfg {
         .and_then(Value::as_map)
         .cloned()
         .unwrap_or_default();
+    let looked = csis_string_stage::looked::Looked::new();
     let st = StageEnv::new(
-        tree.env(db).as_ref(),
-        tree.start_unix(db),
+        crate::db::reads::env_for_templates(db, tree).clone(),
+        crate::db::reads::start_for_templates(db, tree),
         &dateformat,
         config,
+        looked.clone(),
     );
     let mut st = st;
     let r = Renderer::new();
@@ -74,6 +76,7 @@ pub fn rendered_cfg(db: &dyn Db, tree: Tree) -> RenderedCfg {
     // pass rendered it; the marks go once all passes are done. A field
     // rendered again per item keeps its data as data there.
     csis_string_stage::data::unmark_document(&mut doc, &rendered_per_item);
+    crate::db::reads::note_looked(db, tree, &looked);
     let mut diags: Vec<Diagnostic> = st
         .take_refusals()
         .iter()

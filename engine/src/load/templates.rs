@@ -153,8 +153,7 @@ pub fn use_for<'a>(
 /// `None` for a path that leaves the root.
 pub fn tree_key(db: &dyn Db, tree: Tree, path: &Path) -> Option<String> {
     let path = if path.is_absolute() {
-        let real_root = tree
-            .path_facts(db)
+        let real_root = crate::db::reads::path_facts(db, tree)
             .get("")
             .and_then(|f| f.canonical.clone())?;
         path.strip_prefix(&real_root).ok()?.to_path_buf()
@@ -194,7 +193,9 @@ impl TreeFs<'_> {
     }
 
     fn fact(&self, key: &str) -> Option<crate::db::PathFact> {
-        let fact = self.tree.path_facts(self.db).get(key).cloned();
+        let fact = crate::db::reads::path_facts(self.db, self.tree)
+            .get(key)
+            .cloned();
         if fact.is_none() {
             self.wanted.borrow_mut().push(key.to_string());
         }
@@ -209,13 +210,11 @@ fn not_found() -> io::Error {
 impl TemplateFs for TreeFs<'_> {
     fn read(&self, path: &Path) -> io::Result<String> {
         let key = self.key(path)?;
-        if let Some(f) = self
-            .tree
-            .aux_files(self.db)
+        if let Some(f) = crate::db::reads::aux_files(self.db, self.tree)
             .iter()
             .find(|f| f.path(self.db).as_ref() == key)
         {
-            return Ok(f.text(self.db).to_string());
+            return Ok(crate::db::reads::text(self.db, *f).to_string());
         }
         match self.fact(&key) {
             Some(f) if f.canonical.is_some() => Err(io::Error::new(
@@ -263,8 +262,7 @@ pub fn resolved_template<'db>(
     out.chain = out.chain.iter().map(named).collect();
     out.defaults = out.defaults.as_ref().map(named);
     // Canonical paths in messages (a cycle's) are shown from the root.
-    if let Some(real_root) = tree
-        .path_facts(db)
+    if let Some(real_root) = crate::db::reads::path_facts(db, tree)
         .get("")
         .and_then(|f| f.canonical.clone())
     {

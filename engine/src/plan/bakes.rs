@@ -218,7 +218,7 @@ pub fn bake_keys(db: &dyn Db, tree: Tree) -> Vec<(String, String)> {
 pub fn bake_plan(db: &dyn Db, tree: Tree, run: RunInput) -> BakePlan {
     let opts = run.options(db);
     let pins = &pins(db, tree).value;
-    let now = tree.start_unix(db);
+    let now = crate::db::reads::start_unix(db, tree);
     let mut plan = BakePlan::default();
     for (name, runtimes, parent) in bake_series(db, tree) {
         for rt in distinct(runtimes) {

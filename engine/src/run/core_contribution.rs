@@ -145,8 +145,7 @@ fn transient_storage_teardown(db: &dyn Db, tree: Tree) -> Option<Vec<String>> {
     ]
     .map(String::from)
     .to_vec();
-    let undeclare: Vec<String> = tree
-        .undeclare(db)
+    let undeclare: Vec<String> = crate::db::reads::undeclare(db, tree)
         .iter()
         .cloned()
         .chain(

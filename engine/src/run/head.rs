@@ -31,8 +31,7 @@ impl Runner<'_> {
             let help = missing.help.as_deref().unwrap_or_default();
             return Err(format!("{}: {help}", missing.message));
         }
-        summary.overlays = tree
-            .overlays(db)
+        summary.overlays = crate::db::reads::overlays(db, tree)
             .iter()
             .map(|f| f.path(db).to_string())
             .collect();

@@ -89,7 +89,7 @@ pub fn run(
         system,
         req,
         run_input: ws.run_input(&req.options),
-        run_id: crate::state::lineage::run_id(ws.tree.start_unix(&ws.db)),
+        run_id: crate::state::lineage::run_id(crate::db::reads::start_unix(&ws.db, ws.tree)),
         gen_dir: ws.root.join(&gen_dir_name),
         gen_dir_name,
         log,

@@ -36,7 +36,8 @@ where
     let on_disk = system
         .read_to_string(&path)
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    let as_loaded = crate::state::lineage::meta_file(&ws.db, ws.tree, file).map(|f| f.text(&ws.db));
+    let as_loaded = crate::state::lineage::meta_file(&ws.db, ws.tree, file)
+        .map(|f| crate::db::reads::text(&ws.db, f));
     if loaded.diags.is_empty() && on_disk.as_deref() == as_loaded.map(|t| &**t) {
         return Ok(Cow::Borrowed(&loaded.value));
     }
@@ -125,7 +126,10 @@ impl<'a> Runner<'a> {
         };
         let before = self.read_launch_params()?;
         let mut after = before.clone().into_owned();
-        let time = csis_string_stage::clock::iso_datetime(self.ws.tree.start_unix(&self.ws.db));
+        let time = csis_string_stage::clock::iso_datetime(crate::db::reads::start_unix(
+            &self.ws.db,
+            self.ws.tree,
+        ));
         for (name, r) in after.instances.iter_mut() {
             let durable = r.params.get("ephemeral") != Some(&J::Bool(true));
             if r.launched || !durable || r.params.get("alias").is_some_and(|a| !a.is_null()) {

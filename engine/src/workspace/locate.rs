@@ -56,7 +56,7 @@ impl Workspace {
         };
         Some(Located {
             file: file.to_string(),
-            text: sf.text(&self.db).clone(),
+            text: crate::db::reads::text(&self.db, *sf).clone(),
             span,
         })
     }

@@ -16,6 +16,7 @@ pub mod clock;
 pub mod data;
 pub mod interp;
 pub mod limits;
+pub mod looked;
 pub mod passes;
 
 pub use limits::{MAX_VALUE_BYTES, Refusal, TEMPLATE_FUEL};

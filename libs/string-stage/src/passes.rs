@@ -3,10 +3,12 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use csis_model::{DocPath, Map, Seg, Value};
 use minijinja::value::Value as JValue;
 
+use crate::looked::Looked;
 use crate::{Refusal, Renderer, Scope, clock, jinja_value};
 
 /// What every pass may read: the environment, the run's execution values
@@ -23,15 +25,21 @@ pub struct StageEnv {
 }
 
 impl StageEnv {
+    /// What the passes read, remembering in `looked` which variables
+    /// and whether the clock the templates looked up.
     pub fn new(
-        env: &BTreeMap<String, String>,
+        env: Arc<BTreeMap<String, String>>,
         start_unix: i64,
         dateformat: &str,
         config: Map,
+        looked: Arc<Looked>,
     ) -> StageEnv {
         StageEnv {
-            env: JValue::from_serialize(env),
-            execution: execution_value(start_unix, dateformat),
+            env: crate::looked::env_value(env, looked.clone()),
+            execution: crate::looked::execution_value(
+                Arc::new(execution_map(start_unix, dateformat)),
+                looked,
+            ),
             config,
             refusals: RefCell::new(Vec::new()),
             external: None,
@@ -72,14 +80,15 @@ impl StageEnv {
     }
 }
 
-/// `execution.timestamp`, `execution.date`, `execution.dateformat`.
-pub fn execution_value(start_unix: i64, dateformat: &str) -> JValue {
+/// `execution.timestamp`, `execution.date`, `execution.dateformat`,
+/// `execution.iso`.
+pub fn execution_map(start_unix: i64, dateformat: &str) -> BTreeMap<&'static str, String> {
     let mut m = BTreeMap::new();
     m.insert("timestamp", clock::strftime(start_unix, dateformat));
     m.insert("date", clock::iso_date(start_unix));
     m.insert("dateformat", dateformat.to_string());
     m.insert("iso", clock::iso_datetime(start_unix));
-    JValue::from_serialize(m)
+    m
 }
 
 /// One string-stage pass over the merged cfg/ document.
@@ -300,7 +309,13 @@ mod tests {
             .and_then(Value::as_map)
             .cloned()
             .unwrap_or_default();
-        let st = StageEnv::new(&env, 1_796_226_804, DEFAULT_DATEFORMAT, config);
+        let st = StageEnv::new(
+            Arc::new(env),
+            1_796_226_804,
+            DEFAULT_DATEFORMAT,
+            config,
+            Looked::new(),
+        );
         let r = Renderer::new();
         for p in builtin_passes() {
             (p.run)(&mut doc, &st, &r);
@@ -419,7 +434,13 @@ mod tests {
             "config:\n  big: \"{{ 'x' * 2000000 }}\"\nos_builders:\n  - name: alma\n    tags:\n      loop: \"{% for a in range(10000) %}{% for b in range(10000) %}{{ a }}{% endfor %}{% endfor %}\"\n",
         )
         .unwrap();
-        let st = StageEnv::new(&BTreeMap::new(), 0, DEFAULT_DATEFORMAT, Map::default());
+        let st = StageEnv::new(
+            Arc::default(),
+            0,
+            DEFAULT_DATEFORMAT,
+            Map::default(),
+            Looked::new(),
+        );
         let r = Renderer::new();
         for p in builtin_passes() {
             (p.run)(&mut doc, &st, &r);

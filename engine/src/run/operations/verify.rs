@@ -96,7 +96,7 @@ impl Ops<'_> {
             Verdict::Checked(checks) => checks,
         };
         let ok = checks.iter().all(|c| c.ok);
-        let time = self.ws.tree.start_unix(db);
+        let time = crate::db::reads::start_unix(db, self.ws.tree);
         let checks_json: Vec<J> = checks
             .iter()
             .map(|c| json!({"check": c.check, "ok": c.ok, "detail": c.detail}))
