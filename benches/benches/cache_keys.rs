@@ -36,9 +36,34 @@ fn main() {
         })
         .collect();
     let collect = t.elapsed().as_secs_f64() * 1e3;
+    // The same again on every core, from a fresh plan: what a cold run
+    // that writes the cache would pay.
+    let ws2 = fx.load(&sys);
+    harness::plan(&ws2, &sys);
+    let t = Instant::now();
+    let parallel: usize = {
+        use rayon::prelude::*;
+        let tree = ws2.tree;
+        let files2: Vec<_> = csis_engine::db::reads::item_files(&ws2.db, tree)
+            .iter()
+            .map(|f| f.file)
+            .collect();
+        files2
+            .par_iter()
+            .map_with(ws2.db.clone(), |db, file| {
+                file_findings_inputs(db, tree, *file).len()
+            })
+            .sum()
+    };
+    let collect_par = t.elapsed().as_secs_f64() * 1e3;
     let inputs: usize = units.iter().map(|(_, i)| i.len()).sum();
     let widest = units.iter().map(|(_, i)| i.len()).max().unwrap_or(0);
     println!("cold load and plan {cold:.1} ms");
+    assert_eq!(parallel, units.iter().map(|(_, i)| i.len()).sum::<usize>());
+    println!(
+        "on every core: {collect_par:.1} ms ({:.0}% of the cold plan)",
+        100.0 * collect_par / cold
+    );
     println!(
         "every unit's inputs collected in {collect:.1} ms ({:.0}% of the cold plan): {} units, {:.1} inputs each on average, {widest} at most",
         100.0 * collect / cold,
