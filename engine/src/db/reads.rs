@@ -4,10 +4,11 @@
 //! notes what it read as a [`Read`] (salsa accumulates it on the query
 //! that read it and on every query above), so that the inputs a memoized
 //! result depends on can be named afterwards:
-//! `query::accumulated::<Read>(db, ...)`. The persisted cache keys each
-//! result it keeps by those inputs' contents (`crate::cache`); a read not
-//! noted would let it serve a stale result, which is why nothing else may
-//! call an input's field (tests/e2e/layering.rs holds the engine to it).
+//! `query::accumulated::<Read>(db, ...)`. The persisted cache (issue 40,
+//! docs/performance.md) is to key each result it keeps by those inputs'
+//! contents; a read not noted would let it serve a stale result, which is
+//! why nothing else may call an input's field (tests/e2e/layering.rs
+//! holds the engine to it).
 //!
 //! The note is a tracked function of its own: salsa accumulates only
 //! inside an executing query, and a reader is also called from outside
@@ -18,8 +19,8 @@
 //! The environment and the clock are noted as narrowly as they are used:
 //! a template that names `ENV.USER` depends on `USER` only, and one that
 //! never names `execution` does not depend on the time of the run
-//! ([`note_env`], [`note_clock`], called by the renderers with what a
-//! template looked up).
+//! ([`note_looked`], called by each renderer with what its templates
+//! looked up).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -97,9 +98,9 @@ field_notes! {
     note_index => Index,
 }
 
-/// Note that a template looked up the environment variable `key`.
+/// Note a read of the environment variable `key`.
 #[salsa::tracked]
-pub fn note_env(db: &dyn Db, tree: Tree, key: String) {
+fn note_env(db: &dyn Db, tree: Tree, key: String) {
     use salsa::Accumulator;
     let _ = tree;
     Read(Input::Env(key)).accumulate(db);
@@ -112,9 +113,9 @@ fn note_whole_env(db: &dyn Db, tree: Tree) {
     Read(Input::WholeEnv).accumulate(db);
 }
 
-/// Note that a template looked at the run's clock (`execution.*`).
+/// Note a read of the run's clock.
 #[salsa::tracked]
-pub fn note_clock(db: &dyn Db, tree: Tree) {
+fn note_clock(db: &dyn Db, tree: Tree) {
     use salsa::Accumulator;
     let _ = tree;
     Read(Input::Clock).accumulate(db);
@@ -198,13 +199,13 @@ pub fn start_unix(db: &dyn Db, tree: Tree) -> i64 {
 
 /// The environment as a template context wraps it: read here without a
 /// note, because the renderers note each variable a template looks up
-/// ([`note_env`]) rather than the whole map.
+/// ([`note_looked`]) rather than the whole map.
 pub fn env_for_templates(db: &dyn Db, tree: Tree) -> &Arc<BTreeMap<String, String>> {
     tree.env(db)
 }
 
 /// The start time as a template context wraps it: noted by the renderer
-/// only when a template looks at it ([`note_clock`]).
+/// only when a template looks at it ([`note_looked`]).
 pub fn start_for_templates(db: &dyn Db, tree: Tree) -> i64 {
     tree.start_unix(db)
 }

@@ -20,7 +20,7 @@ use crate::load::resolve::{
 };
 use crate::load::user_identity::UserRule;
 use csis_string_stage::Renderer;
-use csis_string_stage::looked::Looked;
+use csis_string_stage::looked::{Execution, Looked};
 use csis_string_stage::passes::DEFAULT_DATEFORMAT;
 
 /// An item as read into its model, with its sub-items and what reading it
@@ -164,7 +164,7 @@ fn resolve<'b>(db: &dyn Db, tree: Tree, raw: &RawItem, b: &'b Builders) -> Resol
     let mut diags = Vec::new();
     let mut value = raw.value.unpack();
     fill_defaults(kind, &mut value, b);
-    let looked = csis_string_stage::looked::Looked::new();
+    let looked = Looked::new();
     let ctx = smart_context(db, tree, kind, &value, b, &looked);
     let refused = Renderer::shared(|r| resolve_item(kind, &mut value, &ctx, r));
     crate::db::reads::note_looked(db, tree, &looked);
@@ -263,7 +263,7 @@ fn open_derived_email(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContextValues {
     env: Arc<BTreeMap<String, String>>,
-    execution: Arc<csis_string_stage::looked::Execution>,
+    execution: Arc<Execution>,
     builders: BTreeMap<(Vct, String), minijinja::Value>,
 }
 

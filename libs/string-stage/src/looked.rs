@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use minijinja::value::{Enumerator, Object, ObjectRepr, Value as JValue};
 
@@ -29,10 +29,10 @@ impl Looked {
 
     /// The environment variables looked up, by name (set or not).
     pub fn vars(&self) -> Vec<String> {
-        self.vars
-            .lock()
-            .map(|v| v.iter().cloned().collect())
-            .unwrap_or_default()
+        // A lookup is never lost, even past a panic elsewhere: a missing
+        // one would key a cached result by too few inputs.
+        let vars = self.vars.lock().unwrap_or_else(PoisonError::into_inner);
+        vars.iter().cloned().collect()
     }
 
     /// Whether a template listed the whole environment.
@@ -46,10 +46,9 @@ impl Looked {
     }
 
     fn var(&self, name: &str) {
-        if let Ok(mut v) = self.vars.lock()
-            && !v.contains(name)
-        {
-            v.insert(name.to_string());
+        let mut vars = self.vars.lock().unwrap_or_else(PoisonError::into_inner);
+        if !vars.contains(name) {
+            vars.insert(name.to_string());
         }
     }
 }
@@ -90,8 +89,7 @@ impl Object for EnvObject {
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {
         self.looked.whole_env.store(true, Ordering::Relaxed);
-        let keys: Vec<JValue> = self.env.keys().map(|k| JValue::from(k.as_str())).collect();
-        Enumerator::Iter(Box::new(keys.into_iter()))
+        Enumerator::Values(self.env.keys().map(|k| JValue::from(k.as_str())).collect())
     }
 }
 
@@ -115,8 +113,7 @@ impl Object for ClockObject {
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {
         self.looked.clock.store(true, Ordering::Relaxed);
-        let keys: Vec<JValue> = self.inner.keys().map(|k| JValue::from(*k)).collect();
-        Enumerator::Iter(Box::new(keys.into_iter()))
+        Enumerator::Values(self.inner.keys().map(|k| JValue::from(*k)).collect())
     }
 }
 
@@ -150,9 +147,19 @@ mod tests {
         assert_eq!(render("{{ execution.timestamp }}", ctx.clone()), "1970");
         assert!(looked.clock());
         assert_eq!(
-            render("{% for k in ENV %}{{ k }};{% endfor %}", ctx),
+            render("{% for k in ENV %}{{ k }};{% endfor %}", ctx.clone()),
             "HOME;USER;"
         );
         assert!(looked.whole_env());
+        // As the serialized maps these objects replaced: a length, and
+        // the mapping printed whole.
+        assert_eq!(
+            render("{{ ENV | length }} {{ execution | length }}", ctx.clone()),
+            "2 4"
+        );
+        assert_eq!(
+            render("{{ ENV }}", ctx),
+            r#"{"HOME": "/home/ada", "USER": "ada"}"#
+        );
     }
 }

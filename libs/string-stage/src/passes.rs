@@ -82,7 +82,7 @@ impl StageEnv {
 
 /// `execution.timestamp`, `execution.date`, `execution.dateformat`,
 /// `execution.iso`.
-pub fn execution_map(start_unix: i64, dateformat: &str) -> BTreeMap<&'static str, String> {
+pub fn execution_map(start_unix: i64, dateformat: &str) -> crate::looked::Execution {
     let mut m = BTreeMap::new();
     m.insert("timestamp", clock::strftime(start_unix, dateformat));
     m.insert("date", clock::iso_date(start_unix));
