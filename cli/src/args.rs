@@ -52,6 +52,15 @@ pub struct Cli {
     /// warning per name, instead of an error (docs/interpolation.md).
     #[arg(long, global = true)]
     pub tolerate_missing_env: bool,
+    /// Where `plan`, `validate` and `run` keep what a later process may
+    /// reuse (each file's entries, by the digest of its text); a cache
+    /// that does not fit is ignored with one notice and rewritten
+    /// [default: .csis/cache under the root]
+    #[arg(long, env = "CSIS_CACHE_DIR", value_name = "DIR", global = true)]
+    pub cache_dir: Option<PathBuf>,
+    /// Neither read nor write the cache
+    #[arg(long, global = true, conflicts_with = "cache_dir")]
+    pub no_cache: bool,
     #[command(subcommand)]
     pub command: Command,
 }

@@ -29,6 +29,7 @@ use crate::args::{OVERLAYS_ENV, UNDECLARE_ENV};
 use std::sync::Arc;
 
 use clap::Parser;
+use csis_engine::db::Db;
 use csis_engine::db::system::OsSystem;
 use csis_engine::registry::Registry;
 use csis_engine::workspace::{LoadOptions, Workspace};
@@ -72,6 +73,14 @@ fn run() -> ExitCode {
         return code;
     }
     let root_dir = cli.root_dir.clone().unwrap_or_else(find_root);
+    // Deferred steps run from generated/<lifecycle>/ with CSIS_ROOT set:
+    // an absolute root keeps them pointing at the tree.
+    let root = std::path::absolute(&root_dir).unwrap_or_else(|_| root_dir.clone());
+    let uses_cache = !cli.no_cache
+        && matches!(
+            &cli.command,
+            Command::Plan(_) | Command::Validate(_) | Command::Run(_)
+        );
     let options = LoadOptions {
         overlays: cli.overlays.clone(),
         undeclare: cli.undeclare.clone(),
@@ -84,10 +93,12 @@ fn run() -> ExitCode {
             || matches!(&cli.command, Command::Plan(args) if args.stats)
             || matches!(&cli.command, Command::Run(args) if args.stats),
         declarations_only: false,
+        cache_dir: uses_cache.then(|| {
+            cli.cache_dir
+                .clone()
+                .unwrap_or_else(|| root.join(csis_engine::db::cache::DEFAULT_DIR))
+        }),
     };
-    // Deferred steps run from generated/<lifecycle>/ with CSIS_ROOT set:
-    // an absolute root keeps them pointing at the tree.
-    let root = std::path::absolute(&root_dir).unwrap_or_else(|_| root_dir.clone());
     if let Command::Watch {
         lifecycles,
         generate,
@@ -142,7 +153,14 @@ fn run() -> ExitCode {
     };
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let style = report::Style::new(cli.brief, cli.color, no_color);
-    commands::with_tree(&ws, &cli.command, style, lock_token, carried_env(&cli))
+    if let Some(notice) = ws.db.cache().and_then(|c| c.notice()) {
+        eprintln!("{notice}");
+    }
+    let code = commands::with_tree(&ws, &cli.command, style, lock_token, carried_env(&cli));
+    if let Err(warning) = csis_engine::run::persist_cache::save_cache(&ws, &OsSystem) {
+        eprintln!("{warning}");
+    }
+    code
 }
 
 /// What a run hands the csis steps of its runner scripts so that they load

@@ -4,12 +4,20 @@
 //! diagnostics, the same bake plan, the same generated files byte for byte.
 //! Edit sequences come from a seeded generator, so a failure names its
 //! seed and replays.
+//!
+//! And the persisted cache's property: a fresh process that loads the
+//! cache the previous one wrote answers exactly as a cold one, whatever
+//! became of the cache file in between.
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
+use csis_engine::db::Db;
 use csis_engine::db::run_input::{RunInput, RunOptions};
+use csis_engine::db::system::OsSystem;
 use csis_engine::plan::bakes::bake_plan;
-use csis_engine::workspace::Workspace;
-use csis_test_support::{LOCAL_BASE, inline, parse, workspace};
+use csis_engine::workspace::{LoadOptions, Workspace};
+use csis_test_support::{
+    LINKED, LOCAL_BASE, inline, load, parse, registry, temp_tree, workspace, write_file,
+};
 
 /// The tree over csis_test_support::LOCAL_BASE.
 const TREE: &str = r#"
@@ -189,4 +197,72 @@ fn after_any_edit_sequence_warm_answers_as_cold() {
         broken > 0 && replanned > 0 && regenerated > 0,
         "{broken} {replanned} {regenerated}"
     );
+}
+
+/// What happens to the cache file between two processes.
+fn damage(rng: &mut Rng, file: &std::path::Path) -> Option<&'static str> {
+    let Ok(mut bytes) = std::fs::read(file) else {
+        return None;
+    };
+    match rng.below(6) {
+        0 => {
+            bytes.truncate(rng.below(bytes.len()));
+            std::fs::write(file, bytes).unwrap();
+            Some("truncated")
+        }
+        1 => {
+            let bit = rng.below(bytes.len() * 8);
+            bytes[bit / 8] ^= 1 << (bit % 8);
+            std::fs::write(file, bytes).unwrap();
+            Some("a bit flipped")
+        }
+        2 => {
+            std::fs::remove_file(file).unwrap();
+            None
+        }
+        _ => None,
+    }
+}
+
+#[test]
+fn after_any_edit_a_fresh_process_with_the_cache_answers_as_cold() {
+    let original = parse(&tree());
+    let editable: Vec<&String> = original.keys().filter(|p| !p.starts_with("cfg/")).collect();
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache_file = cache_dir.path().join(csis_engine::db::cache::FILE);
+    let fresh = |root: &std::path::Path, cache: bool| {
+        let options = LoadOptions {
+            cache_dir: cache.then(|| cache_dir.path().to_path_buf()),
+            ..LoadOptions::default()
+        };
+        load(&OsSystem, registry(LINKED), root, &options)
+    };
+    let (mut taken, mut ignored) = (0, 0);
+    for seed in 1..=6u64 {
+        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        let mut files = original.clone();
+        let root = temp_tree(&files);
+        let first = fresh(root.path(), true);
+        csis_engine::run::persist_cache::save_cache(&first, &OsSystem).unwrap();
+        for step in 0..8 {
+            let path = editable[rng.below(editable.len())].clone();
+            let new = edit(&mut rng, &files[&path], &original[&path], step);
+            write_file(root.path(), &path, &new);
+            files.insert(path.clone(), new);
+            let damaged = damage(&mut rng, &cache_file);
+            let cached = fresh(root.path(), true);
+            let cache = cached.db.cache().unwrap();
+            let at = format!("seed {seed} step {step} ({path}, cache {damaged:?})");
+            assert_eq!(cache.notice().is_some(), damaged.is_some(), "{at}");
+            ignored += usize::from(damaged.is_some());
+            taken += cache.taken();
+            let (c, cold) = (answers(&cached), answers(&fresh(root.path(), false)));
+            assert_eq!(c.0, cold.0, "{at}: diagnostics differ");
+            assert_eq!(c.1, cold.1, "{at}: plans differ");
+            assert_eq!(c.2, cold.2, "{at}: generated files differ");
+            csis_engine::run::persist_cache::save_cache(&cached, &OsSystem).unwrap();
+        }
+    }
+    // The cache did serve files, and damaged caches were met.
+    assert!(taken > 0 && ignored > 0, "{taken} {ignored}");
 }

@@ -56,6 +56,20 @@ impl PackedValue {
         None
     }
 
+    /// The bytes, for a store that keeps a value as it is held (the
+    /// persisted cache).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// A value from bytes [`PackedValue::as_bytes`] gave; None when they
+    /// are not exactly one packed value.
+    pub fn from_bytes(bytes: &[u8]) -> Option<PackedValue> {
+        let mut at = 0;
+        skip(bytes, &mut at)?;
+        (at == bytes.len()).then(|| PackedValue(bytes.into()))
+    }
+
     /// The packed size, for measurements.
     pub fn len(&self) -> usize {
         self.0.len()
@@ -78,7 +92,9 @@ impl std::fmt::Debug for PackedValue {
     }
 }
 
-fn write_len(mut n: usize, out: &mut Vec<u8>) {
+/// A length or count as LEB128: the framing of packed values, which the
+/// persisted cache's store also writes in.
+pub fn write_len(mut n: usize, out: &mut Vec<u8>) {
     loop {
         let low = (n & 0x7f) as u8;
         n >>= 7;
@@ -90,7 +106,8 @@ fn write_len(mut n: usize, out: &mut Vec<u8>) {
     }
 }
 
-fn write_str(s: &str, out: &mut Vec<u8>) {
+/// A string as its length, then its bytes.
+pub fn write_str(s: &str, out: &mut Vec<u8>) {
     write_len(s.len(), out);
     out.extend_from_slice(s.as_bytes());
 }
@@ -123,7 +140,8 @@ fn write(value: &Value, out: &mut Vec<u8>) {
 // The readers return None on bytes `write` cannot have made; `unpack`
 // then gives Null rather than panic.
 
-fn read_len(bytes: &[u8], at: &mut usize) -> Option<usize> {
+/// A length [`write_len`] wrote, at `at`, which it moves past it.
+pub fn read_len(bytes: &[u8], at: &mut usize) -> Option<usize> {
     let mut n = 0usize;
     let mut shift = 0u32;
     loop {
@@ -137,7 +155,8 @@ fn read_len(bytes: &[u8], at: &mut usize) -> Option<usize> {
     }
 }
 
-fn read_str(bytes: &[u8], at: &mut usize) -> Option<String> {
+/// A string [`write_str`] wrote.
+pub fn read_str(bytes: &[u8], at: &mut usize) -> Option<String> {
     let len = read_len(bytes, at)?;
     let end = at.checked_add(len)?;
     let s = std::str::from_utf8(bytes.get(*at..end)?).ok()?;

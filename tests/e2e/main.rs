@@ -46,6 +46,7 @@ mod orphans;
 mod packer;
 mod parallel_bakes;
 mod path_confinement;
+mod persisted_cache;
 mod plan_output;
 mod preflight;
 mod public_safe;

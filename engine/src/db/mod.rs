@@ -9,6 +9,7 @@
 //! May not: know a model, an item or a record beyond its input type. Uses
 //! registry/ only.
 
+pub mod cache;
 pub mod emit;
 pub mod files;
 pub mod index;
@@ -95,6 +96,8 @@ pub struct PathFact {
 #[salsa::db]
 pub trait Db: salsa::Database {
     fn registry(&self) -> &Registry;
+    /// The persisted cache this process loaded, when it uses one.
+    fn cache(&self) -> Option<&cache::Cache>;
 }
 
 /// Executed-query log, for tests of incrementality and for `--stats`.
@@ -161,6 +164,8 @@ pub struct Database {
     /// What this process left in the generated tree (every handle shares
     /// it).
     seen: Arc<emit::Seen>,
+    /// The persisted cache, for the commands that use one (`with_cache`).
+    cache: Option<Arc<cache::Cache>>,
 }
 
 impl Database {
@@ -174,6 +179,7 @@ impl Database {
             log: QueryLog::default(),
             passed: Arc::default(),
             seen: Arc::default(),
+            cache: None,
         }
     }
 
@@ -204,7 +210,16 @@ impl Database {
             log,
             passed: Arc::default(),
             seen: Arc::default(),
+            cache: None,
         }
+    }
+
+    /// The same database, reading results kept in `cache` (set before
+    /// the first query: a result is taken from it once, as it is
+    /// computed).
+    pub fn with_cache(mut self, cache: cache::Cache) -> Database {
+        self.cache = Some(Arc::new(cache));
+        self
     }
 
     pub fn query_log(&self) -> &QueryLog {
@@ -229,5 +244,9 @@ impl salsa::Database for Database {}
 impl Db for Database {
     fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    fn cache(&self) -> Option<&cache::Cache> {
+        self.cache.as_deref()
     }
 }

@@ -14,33 +14,10 @@ use csis_string_stage::interp::{ENV_FILE_KEY, has_placeholder};
 
 use crate::db::index::{ItemIndex, ItemSource, Names};
 use crate::db::{Db, SourceFile, Tree};
+use crate::load::entries;
+pub use crate::load::entries::{ItemFileEntries, RawItem};
 use crate::load::overlay::{overlay_document, parse_undeclare};
 use crate::load::reserved::refuse_reserved_names;
-
-/// One item entry as written in its file.
-#[derive(Debug, PartialEq, Eq, Clone)]
-pub struct RawItem {
-    pub kind: ItemKind,
-    /// The decrypted values of its encrypted fields.
-    pub secrets: Vec<csis_model::models::Secret>,
-    /// The normalized name (safe_name).
-    pub name: String,
-    /// Packed: every entry is held from the load to the end of a plan but
-    /// read once, when its item is structured (issue 40).
-    pub value: PackedValue,
-    pub origin: Origin,
-    /// Whether the value holds an interpolation placeholder or an
-    /// `env_file:`: found as the file is read, on every core, rather than
-    /// by walking every item again on one thread to find what
-    /// interpolation reads.
-    pub interpolates: bool,
-}
-
-#[derive(Debug, PartialEq, Eq, Clone, Default)]
-pub struct ItemFileEntries {
-    pub items: Vec<RawItem>,
-    pub diags: Vec<Diagnostic>,
-}
 
 /// The item kinds a file may declare, by the directory it lives under.
 fn kinds_for(db: &dyn Db, path: &str) -> (String, Vec<ItemKind>) {
@@ -57,8 +34,15 @@ fn kinds_for(db: &dyn Db, path: &str) -> (String, Vec<ItemKind>) {
 /// The entries of one item file.
 #[salsa::tracked(returns(ref))]
 pub fn item_file_entries(db: &dyn Db, tree: Tree, file: SourceFile) -> ItemFileEntries {
-    let mut out = ItemFileEntries::default();
     let path = file.path(db).clone();
+    if let Some(kept) = db.cache().and_then(|cache| {
+        cache.take(&path, crate::db::reads::text(db, file), |bytes| {
+            entries::decode(&path, &kinds_for(db, &path).1, bytes)
+        })
+    }) {
+        return kept;
+    }
+    let mut out = ItemFileEntries::default();
     let fd = crate::db::files::document(db, file);
     let (dir, kinds) = kinds_for(db, &path);
     let Some(doc) = fd.value.as_deref() else {

@@ -33,8 +33,9 @@
 //! Beside the run: `plan_report.rs` (`csis plan`), `plan_matrix.rs` (its
 //! bakes as a CI matrix), `explain.rs` (the causes
 //! `--explain` reports), `record_build.rs` (`lineage record` after a bake)
-//! and `operations/` (upgrade, forget, release, dispose and the lineage
-//! commands on meta-state).
+//! `operations/` (upgrade, forget, release, dispose and the lineage
+//! commands on meta-state) and `persist_cache.rs` (the persisted cache
+//! written back after `plan`, `validate` and `run`).
 
 mod apply;
 mod apply_bakes;
@@ -59,6 +60,7 @@ pub mod explain;
 pub mod generate;
 pub mod lock;
 pub mod operations;
+pub mod persist_cache;
 pub mod plan_matrix;
 pub mod plan_report;
 pub mod plan_summary;

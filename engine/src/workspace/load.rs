@@ -10,6 +10,7 @@ use std::sync::Arc;
 use csis_model::Diagnostic;
 use salsa::{Durability, Setter};
 
+use crate::db::cache::{Cache, key as cache_key};
 use crate::db::system::System;
 use crate::db::{Database, ItemFile, PathFact, SourceFile, Tree};
 use crate::registry::Registry;
@@ -87,10 +88,18 @@ impl Workspace {
         options: &LoadOptions,
     ) -> std::io::Result<Workspace> {
         let dirs = registry.item_dirs();
+        let cache = options
+            .cache_dir
+            .as_ref()
+            .map(|dir| Cache::load(system, dir, cache_key(&registry)));
         let db = if options.query_log {
             Database::with_query_log(registry)
         } else {
             Database::new(registry)
+        };
+        let db = match cache {
+            Some(cache) => db.with_cache(cache),
+            None => db,
         };
         let mut files = BTreeMap::new();
         let mut read_diags = Vec::new();
@@ -229,6 +238,11 @@ files inside the tree",
         .new(&db);
         let mut db = db;
         crate::workspace::prewarm::parse_files(&db, tree);
+        // Every file is read: what the cache held for them is not needed
+        // again, and a large tree's would be held through the plan.
+        if let Some(cache) = crate::db::Db::cache(&db) {
+            cache.release();
+        }
         let index = crate::load::items::compute_index(&db, tree);
         tree.set_index(&mut db)
             .with_durability(Durability::MEDIUM)

@@ -68,6 +68,9 @@ pub struct LoadOptions {
     /// templates): enough for shell completion to list names, without a
     /// command run or a file outside the tree read.
     pub declarations_only: bool,
+    /// The persisted cache's directory (`--cache-dir`), for the commands
+    /// that use one; None reads and writes no cache.
+    pub cache_dir: Option<PathBuf>,
 }
 
 /// 16 MiB: far above any hand-written configuration file, far below what
@@ -84,6 +87,7 @@ impl Default for LoadOptions {
             tolerate_missing_env: false,
             query_log: false,
             declarations_only: false,
+            cache_dir: None,
         }
     }
 }

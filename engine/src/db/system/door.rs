@@ -53,6 +53,20 @@ pub trait System: Send + Sync {
     fn write_replace(&self, path: &Path, bytes: &[u8], executable: bool) -> io::Result<()> {
         self.write_atomic(path, bytes, executable)
     }
+    /// A file that may be lost (the persisted cache), written whole as its
+    /// bytes are made, never held whole in memory: a temporary file, the
+    /// old file removed, the temporary renamed. A reader finds the old
+    /// file, no file, or the new one whole. By default the bytes are
+    /// gathered, then written as by [`System::write_replace`].
+    fn write_replace_streamed(
+        &self,
+        path: &Path,
+        fill: &mut dyn FnMut(&mut dyn io::Write) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let mut bytes = Vec::new();
+        fill(&mut bytes)?;
+        self.write_replace(path, &bytes, false)
+    }
     /// Make every write so far to the file system holding `dir` durable
     /// (one `syncfs`, where the OS has it): the end of a run's
     /// [`System::write_replace`] writes. Nothing when `dir` is missing.

@@ -17,7 +17,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::{HeldLock, LimitedRun, Process, ProcessOutput, RunLimits, SourceRead, Stream, System};
-use write::os_replace;
+use write::{Keep, os_replace};
 
 /// The real machine.
 #[derive(Debug, Default, Clone, Copy)]
@@ -130,11 +130,24 @@ impl System for OsSystem {
     }
 
     fn write_atomic(&self, path: &Path, bytes: &[u8], executable: bool) -> io::Result<()> {
-        os_replace(path, bytes, executable, true)
+        os_replace(path, &mut |w| w.write_all(bytes), executable, Keep::Durable)
     }
 
     fn write_replace(&self, path: &Path, bytes: &[u8], executable: bool) -> io::Result<()> {
-        os_replace(path, bytes, executable, false)
+        os_replace(
+            path,
+            &mut |w| w.write_all(bytes),
+            executable,
+            Keep::Replaced,
+        )
+    }
+
+    fn write_replace_streamed(
+        &self,
+        path: &Path,
+        fill: &mut dyn FnMut(&mut dyn io::Write) -> io::Result<()>,
+    ) -> io::Result<()> {
+        os_replace(path, fill, false, Keep::Disposable)
     }
 
     fn sync_tree(&self, dir: &Path) -> io::Result<()> {

@@ -11,15 +11,30 @@ use crate::db::system::TEMP_MARK;
 /// writes of this process not yet synced.
 static UNSYNCED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// A temporary file beside `path`, then a rename over it; `durable`: the
-/// temporary fsync'd before the rename and the directory after it.
+/// How [`os_replace`] leaves the new file.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Keep {
+    /// The temporary fsync'd before the rename and the directory after it.
+    Durable,
+    /// Renamed over the old file, synced at the end of a run.
+    Replaced,
+    /// The old file removed, then the temporary renamed: a reader may find
+    /// no file for a moment. For a file that may be lost (the persisted
+    /// cache), because ext4 writes a file renamed over another to disk
+    /// before the rename returns (`auto_da_alloc`), which was most of the
+    /// time of writing the cache.
+    Disposable,
+}
+
+/// A temporary file beside `path`, filled by `fill`, then a rename over
+/// it, as `keep` says.
 pub(super) fn os_replace(
     path: &Path,
-    bytes: &[u8],
+    fill: &mut dyn FnMut(&mut dyn io::Write) -> io::Result<()>,
     executable: bool,
-    durable: bool,
+    keep: Keep,
 ) -> io::Result<()> {
-    use std::io::Write;
+    let durable = keep == Keep::Durable;
     let dir = path
         .parent()
         .ok_or_else(|| io::Error::other(format!("{} has no parent", path.display())))?;
@@ -34,8 +49,9 @@ pub(super) fn os_replace(
     let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let tmp = dir.join(format!(".{name}{TEMP_MARK}{}-{n}", std::process::id()));
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
+        let mut f = io::BufWriter::new(std::fs::File::create(&tmp)?);
+        fill(&mut f)?;
+        let f = f.into_inner().map_err(io::IntoInnerError::into_error)?;
         if durable {
             f.sync_all()?;
         }
@@ -43,6 +59,12 @@ pub(super) fn os_replace(
         if executable {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))?;
+        }
+        if keep == Keep::Disposable {
+            match std::fs::remove_file(path) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
         }
         std::fs::rename(&tmp, path)
     })();

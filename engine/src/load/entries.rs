@@ -1,0 +1,131 @@
+//! What reading an item file gives (its entries, `items.rs` reads them),
+//! and those entries as the persisted cache keeps them (`db::cache`): a
+//! fresh process whose file has the text the cache was written from takes
+//! its entries from there instead of parsing it.
+//!
+//! Kept only for a file that read cleanly and holds no encrypted value:
+//! its entries are then a function of its path and text alone (the
+//! plugin set, which decides the kinds a directory holds, keys the whole
+//! cache). A file with findings is parsed again, so that every finding
+//! keeps the one code path that makes it; a file with secrets is never
+//! written to disk decrypted.
+
+use std::sync::Arc;
+
+use csis_model::diag::Origin;
+use csis_model::packed::{PackedValue, read_len, write_len, write_str};
+use csis_model::path::{DocPath, Seg};
+use csis_model::{Diagnostic, ItemKind};
+
+use crate::db::cache::slice;
+
+/// One item entry as written in its file.
+#[derive(Debug, PartialEq, Eq, Clone)]
+pub struct RawItem {
+    pub kind: ItemKind,
+    /// The decrypted values of its encrypted fields.
+    pub secrets: Vec<csis_model::models::Secret>,
+    /// The normalized name (safe_name).
+    pub name: String,
+    /// Packed: every entry is held from the load to the end of a plan but
+    /// read once, when its item is structured (issue 40).
+    pub value: PackedValue,
+    pub origin: Origin,
+    /// Whether the value holds an interpolation placeholder or an
+    /// `env_file:`: found as the file is read, on every core, rather than
+    /// by walking every item again on one thread to find what
+    /// interpolation reads.
+    pub interpolates: bool,
+}
+
+#[derive(Debug, PartialEq, Eq, Clone, Default)]
+pub struct ItemFileEntries {
+    pub items: Vec<RawItem>,
+    pub diags: Vec<Diagnostic>,
+}
+
+/// Whether the entries of the file at `path` are kept (see the module's
+/// comment).
+pub fn keeps(path: &str, entries: &ItemFileEntries) -> bool {
+    entries.diags.is_empty() && entries.items.iter().all(|item| place(path, item).is_some())
+}
+
+/// Where a kept entry is: `<kind key>[i]` of its file. None for an entry
+/// that is not kept.
+fn place(path: &str, item: &RawItem) -> Option<usize> {
+    if !item.secrets.is_empty() || &*item.origin.file != path {
+        return None;
+    }
+    match &*item.origin.path.0 {
+        [Seg::Key(key), Seg::Index(i)] if **key == *item.kind.key() => Some(*i),
+        _ => None,
+    }
+}
+
+/// The bytes kept for `entries` of the file at `path`; None when they are
+/// not to be kept.
+pub fn encode(path: &str, entries: &ItemFileEntries) -> Option<Vec<u8>> {
+    if !entries.diags.is_empty() {
+        return None;
+    }
+    let size: usize = entries
+        .items
+        .iter()
+        .map(|i| i.value.len() + i.name.len() + 24)
+        .sum();
+    let mut out = Vec::with_capacity(size + 8);
+    write_len(entries.items.len(), &mut out);
+    for item in &entries.items {
+        let i = place(path, item)?;
+        write_str(item.kind.key(), &mut out);
+        write_len(i, &mut out);
+        write_str(&item.name, &mut out);
+        out.push(u8::from(item.interpolates));
+        write_len(item.value.as_bytes().len(), &mut out);
+        out.extend_from_slice(item.value.as_bytes());
+    }
+    Some(out)
+}
+
+/// The entries `encode` kept, for the file at `path` whose directory holds
+/// `kinds`; None when the bytes are not such entries.
+pub fn decode(path: &Arc<str>, kinds: &[ItemKind], bytes: &[u8]) -> Option<ItemFileEntries> {
+    let mut at = 0;
+    let count = read_len(bytes, &mut at)?;
+    let mut items = Vec::with_capacity(count.min(bytes.len()));
+    // One list origin per kind, shared by its entries as a parse shares it.
+    let mut lists: Vec<(ItemKind, Origin)> = Vec::new();
+    for _ in 0..count {
+        let key = std::str::from_utf8(slice(bytes, &mut at)?).ok()?;
+        let kind = *kinds.iter().find(|k| k.key() == key)?;
+        let index = read_len(bytes, &mut at)?;
+        let name = std::str::from_utf8(slice(bytes, &mut at)?).ok()?;
+        let interpolates = match *bytes.get(at)? {
+            0 => false,
+            1 => true,
+            _ => return None,
+        };
+        at += 1;
+        let value = PackedValue::from_bytes(slice(bytes, &mut at)?)?;
+        let list = match lists.iter().find(|(k, _)| *k == kind) {
+            Some((_, list)) => list.clone(),
+            None => {
+                let list = Origin::new(path.clone(), DocPath::root()).key(key);
+                lists.push((kind, list.clone()));
+                list
+            }
+        };
+        items.push(RawItem {
+            kind,
+            secrets: Vec::new(),
+            name: name.to_string(),
+            value,
+            origin: list.index(index),
+            interpolates,
+        });
+    }
+    (at == bytes.len()).then_some(ItemFileEntries {
+        items,
+        diags: Vec::new(),
+    })
+}

@@ -1,0 +1,83 @@
+//! What the persisted cache keeps and when it is written (that a cached
+//! process answers as a cold one is in warm_equals_cold.rs).
+#![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use csis_engine::db::Db;
+use csis_engine::db::cache::FILE;
+use csis_engine::db::system::OsSystem;
+use csis_engine::run::persist_cache::save_cache;
+use csis_engine::workspace::{LoadOptions, Workspace};
+use csis_test_support::{LINKED, LOCAL_BASE, load, parse, registry, temp_tree, write_file};
+
+const TREE: &str = r#"
+--- images/base.yml
+images:
+  - name: base
+    source_image: alma
+    group: ops
+    runtimes:
+      - image_builder: ib
+--- instances/box.yml
+instances:
+  - name: box
+    image: base
+--- instances/broken.yml
+instances:
+  - name: broken
+    image: base
+    no_such_field: 1
+  - image: base
+"#;
+
+fn fresh(root: &Path, cache: &Path) -> Workspace {
+    let options = LoadOptions {
+        cache_dir: Some(cache.to_path_buf()),
+        ..LoadOptions::default()
+    };
+    load(&OsSystem, registry(LINKED), root, &options)
+}
+
+#[test]
+fn a_tree_read_again_unchanged_is_read_from_the_cache_which_is_left_as_it_was() {
+    let root = temp_tree(parse(&format!("{LOCAL_BASE}{TREE}")));
+    let cache = tempfile::tempdir().unwrap();
+    let first = fresh(root.path(), cache.path());
+    assert_eq!(first.db.cache().unwrap().taken(), 0);
+    save_cache(&first, &OsSystem).unwrap();
+    let written = std::fs::read(cache.path().join(FILE)).unwrap();
+
+    let second = fresh(root.path(), cache.path());
+    let items = csis_engine::db::reads::item_files(&second.db, second.tree).len();
+    // Every item file but the one with a finding (its entry without a
+    // name), which is read again each time.
+    assert_eq!(second.db.cache().unwrap().taken(), items - 1);
+    assert_eq!(second.db.cache().unwrap().notice(), None);
+    // Nothing to write: the file is not touched.
+    let before = std::fs::metadata(cache.path().join(FILE))
+        .unwrap()
+        .modified()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    save_cache(&second, &OsSystem).unwrap();
+    let after = std::fs::metadata(cache.path().join(FILE))
+        .unwrap()
+        .modified()
+        .unwrap();
+    assert_eq!(before, after);
+
+    // One edit: that file is read anew, the others are taken, and the
+    // cache is written again with the new text's entries.
+    write_file(
+        root.path(),
+        "instances/box.yml",
+        "instances:\n  - name: box\n    image: base\n    description: edited\n",
+    );
+    let third = fresh(root.path(), cache.path());
+    assert_eq!(third.db.cache().unwrap().taken(), items - 2);
+    save_cache(&third, &OsSystem).unwrap();
+    assert_ne!(std::fs::read(cache.path().join(FILE)).unwrap(), written);
+    let fourth = fresh(root.path(), cache.path());
+    assert_eq!(fourth.db.cache().unwrap().taken(), items - 1);
+}

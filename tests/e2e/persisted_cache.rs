@@ -1,0 +1,102 @@
+//! The persisted cache through the binary: plan after an edit from the
+//! previous commit's cache prints what a plan without it prints, a
+//! damaged cache is one notice and rebuilt, `--no-cache` writes nothing,
+//! and in a git repository `.csis/` is ignored.
+
+use std::path::Path;
+
+use crate::support::{csis_at, git};
+
+const NOW: i64 = 1_796_226_804;
+const CACHE: &str = ".csis/cache/csis.cache";
+
+/// stdout and stderr of `csis ARGS plan --format json`.
+fn plan(root: &Path, args: &[&str]) -> (String, String) {
+    let mut all = args.to_vec();
+    all.extend(["plan", "--format", "json"]);
+    let o = csis_at(root, NOW, &all);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    (
+        String::from_utf8_lossy(&o.stdout).to_string(),
+        String::from_utf8_lossy(&o.stderr).to_string(),
+    )
+}
+
+#[test]
+fn a_plan_from_the_cache_prints_what_a_plan_without_it_prints() {
+    let t = csis_test_support::tree("local-run");
+    let root = t.path();
+    git(root, &["init", "-q"]);
+    let uncached = plan(root, &["--no-cache"]);
+    assert!(!root.join(".csis").exists());
+    assert!(
+        !root.join(".gitignore").exists()
+            || !crate::support::read(&root.join(".gitignore")).contains(".csis/")
+    );
+    // The first plan writes the cache and ignores it in git, once.
+    assert_eq!(plan(root, &[]), uncached);
+    assert!(root.join(CACHE).is_file());
+    assert_eq!(
+        crate::support::read(&root.join(".gitignore"))
+            .matches(".csis/")
+            .count(),
+        1
+    );
+    assert_eq!(plan(root, &[]), uncached);
+    assert_eq!(
+        crate::support::read(&root.join(".gitignore"))
+            .matches(".csis/")
+            .count(),
+        1
+    );
+    // An edit: the cache of the previous state serves the other files.
+    crate::support::edit(root, "images/chain.yml", "echo mid >", "echo mid edited >");
+    let edited = plan(root, &["--no-cache"]);
+    assert_ne!(edited, uncached);
+    assert_eq!(plan(root, &[]), edited);
+    let uncached = edited;
+
+    // A damaged cache: one notice, the same plan, and a cache rebuilt.
+    let mut bytes = std::fs::read(root.join(CACHE)).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x10;
+    std::fs::write(root.join(CACHE), &bytes).unwrap();
+    let (out, err) = plan(root, &[]);
+    assert_eq!(out, uncached.0);
+    let shown = root.join(CACHE);
+    assert_eq!(
+        err,
+        format!(
+            "note: ignoring the cache {}: it is truncated or damaged (its checksum does not \
+match); this run rebuilds it\n{}",
+            shown.display(),
+            uncached.1
+        )
+    );
+    assert_eq!(plan(root, &[]), uncached);
+}
+
+#[test]
+fn a_cache_directory_elsewhere_is_used_and_one_that_cannot_be_written_is_a_warning() {
+    let t = csis_test_support::tree("local-run");
+    let root = t.path();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let dir = elsewhere.path().join("c");
+    let dir_arg = dir.to_string_lossy().to_string();
+    let uncached = plan(root, &["--no-cache"]);
+    assert_eq!(plan(root, &["--cache-dir", &dir_arg]), uncached);
+    assert!(dir.join("csis.cache").is_file());
+    assert!(!root.join(".csis").exists());
+    // A file where the directory would be: the plan is unchanged, and
+    // says once that its cache was not written.
+    let blocked = elsewhere.path().join("file");
+    std::fs::write(&blocked, "not a directory").unwrap();
+    let (out, err) = plan(root, &["--cache-dir", &blocked.to_string_lossy()]);
+    assert_eq!(out, uncached.0);
+    let warning = format!(
+        "warning: the cache could not be written to {}: ",
+        blocked.display()
+    );
+    assert!(err.starts_with(&uncached.1), "{err}");
+    assert_eq!(err.matches(&warning).count(), 1, "{err}");
+}
