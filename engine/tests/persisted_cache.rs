@@ -2,10 +2,10 @@
 //! process answers as a cold one is in warm_equals_cold.rs).
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use csis_engine::db::Db;
-use csis_engine::db::cache::FILE;
 use csis_engine::db::system::OsSystem;
 use csis_engine::run::persist_cache::save_cache;
 use csis_engine::workspace::{LoadOptions, Workspace};
@@ -39,6 +39,34 @@ fn fresh(root: &Path, cache: &Path) -> Workspace {
     load(&OsSystem, registry(LINKED), root, &options)
 }
 
+/// The cache's files by name, with their bytes.
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().to_string(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The cache's files by name, with when each was last written.
+fn modified(dir: &Path) -> BTreeMap<String, std::time::SystemTime> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().to_string(),
+                e.metadata().unwrap().modified().unwrap(),
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn a_tree_read_again_unchanged_is_read_from_the_cache_which_is_left_as_it_was() {
     let root = temp_tree(parse(&format!("{LOCAL_BASE}{TREE}")));
@@ -46,7 +74,7 @@ fn a_tree_read_again_unchanged_is_read_from_the_cache_which_is_left_as_it_was() 
     let first = fresh(root.path(), cache.path());
     assert_eq!(first.db.cache().unwrap().taken(), 0);
     save_cache(&first, &OsSystem).unwrap();
-    let written = std::fs::read(cache.path().join(FILE)).unwrap();
+    let written = files(cache.path());
 
     let second = fresh(root.path(), cache.path());
     let items = csis_engine::db::reads::item_files(&second.db, second.tree).len();
@@ -54,18 +82,11 @@ fn a_tree_read_again_unchanged_is_read_from_the_cache_which_is_left_as_it_was() 
     // name), which is read again each time.
     assert_eq!(second.db.cache().unwrap().taken(), items - 1);
     assert_eq!(second.db.cache().unwrap().notice(), None);
-    // Nothing to write: the file is not touched.
-    let before = std::fs::metadata(cache.path().join(FILE))
-        .unwrap()
-        .modified()
-        .unwrap();
+    // Nothing to write: no file is touched.
+    let before = modified(cache.path());
     std::thread::sleep(std::time::Duration::from_millis(20));
     save_cache(&second, &OsSystem).unwrap();
-    let after = std::fs::metadata(cache.path().join(FILE))
-        .unwrap()
-        .modified()
-        .unwrap();
-    assert_eq!(before, after);
+    assert_eq!(modified(cache.path()), before);
 
     // One edit: that file is read anew, the others are taken, and the
     // cache is written again with the new text's entries.
@@ -76,8 +97,16 @@ fn a_tree_read_again_unchanged_is_read_from_the_cache_which_is_left_as_it_was() 
     );
     let third = fresh(root.path(), cache.path());
     assert_eq!(third.db.cache().unwrap().taken(), items - 2);
+    std::thread::sleep(std::time::Duration::from_millis(20));
     save_cache(&third, &OsSystem).unwrap();
-    assert_ne!(std::fs::read(cache.path().join(FILE)).unwrap(), written);
+    // Only the edited file's shard is written again.
+    let shard =
+        csis_engine::db::cache::shard_file(csis_engine::db::cache::shard_of("instances/box.yml"));
+    let now = files(cache.path());
+    assert_ne!(now[&shard], written[&shard]);
+    let after = modified(cache.path());
+    let rewritten: Vec<&String> = after.keys().filter(|f| after[*f] != before[*f]).collect();
+    assert_eq!(rewritten, [&shard]);
     let fourth = fresh(root.path(), cache.path());
     assert_eq!(fourth.db.cache().unwrap().taken(), items - 1);
 }

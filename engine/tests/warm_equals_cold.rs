@@ -199,11 +199,15 @@ fn after_any_edit_sequence_warm_answers_as_cold() {
     );
 }
 
-/// What happens to the cache file between two processes.
-fn damage(rng: &mut Rng, file: &std::path::Path) -> Option<&'static str> {
-    let Ok(mut bytes) = std::fs::read(file) else {
-        return None;
-    };
+/// What happens to one file of the cache between two processes.
+fn damage(rng: &mut Rng, dir: &std::path::Path) -> Option<&'static str> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .ok()?
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let file = files.get(rng.below(files.len().max(1)))?;
+    let mut bytes = std::fs::read(file).unwrap();
     match rng.below(6) {
         0 => {
             bytes.truncate(rng.below(bytes.len()));
@@ -229,7 +233,6 @@ fn after_any_edit_a_fresh_process_with_the_cache_answers_as_cold() {
     let original = parse(&tree());
     let editable: Vec<&String> = original.keys().filter(|p| !p.starts_with("cfg/")).collect();
     let cache_dir = tempfile::tempdir().unwrap();
-    let cache_file = cache_dir.path().join(csis_engine::db::cache::FILE);
     let fresh = |root: &std::path::Path, cache: bool| {
         let options = LoadOptions {
             cache_dir: cache.then(|| cache_dir.path().to_path_buf()),
@@ -249,7 +252,7 @@ fn after_any_edit_a_fresh_process_with_the_cache_answers_as_cold() {
             let new = edit(&mut rng, &files[&path], &original[&path], step);
             write_file(root.path(), &path, &new);
             files.insert(path.clone(), new);
-            let damaged = damage(&mut rng, &cache_file);
+            let damaged = damage(&mut rng, cache_dir.path());
             let cached = fresh(root.path(), true);
             let cache = cached.db.cache().unwrap();
             let at = format!("seed {seed} step {step} ({path}, cache {damaged:?})");

@@ -8,7 +8,13 @@ use std::path::Path;
 use crate::support::{csis_at, git};
 
 const NOW: i64 = 1_796_226_804;
-const CACHE: &str = ".csis/cache/csis.cache";
+const CACHE: &str = ".csis/cache";
+
+/// The cache file that keeps `path`'s entries.
+fn shard_of(path: &str) -> String {
+    let shard = csis_engine::db::cache::shard_of(path);
+    format!("{CACHE}/{}", csis_engine::db::cache::shard_file(shard))
+}
 
 /// stdout and stderr of `csis ARGS plan --format json`.
 fn plan(root: &Path, args: &[&str]) -> (String, String) {
@@ -35,7 +41,7 @@ fn a_plan_from_the_cache_prints_what_a_plan_without_it_prints() {
     );
     // The first plan writes the cache and ignores it in git, once.
     assert_eq!(plan(root, &[]), uncached);
-    assert!(root.join(CACHE).is_file());
+    assert!(root.join(shard_of("images/chain.yml")).is_file());
     assert_eq!(
         crate::support::read(&root.join(".gitignore"))
             .matches(".csis/")
@@ -57,19 +63,19 @@ fn a_plan_from_the_cache_prints_what_a_plan_without_it_prints() {
     let uncached = edited;
 
     // A damaged cache: one notice, the same plan, and a cache rebuilt.
-    let mut bytes = std::fs::read(root.join(CACHE)).unwrap();
+    let damaged = root.join(shard_of("images/chain.yml"));
+    let mut bytes = std::fs::read(&damaged).unwrap();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0x10;
-    std::fs::write(root.join(CACHE), &bytes).unwrap();
+    std::fs::write(&damaged, &bytes).unwrap();
     let (out, err) = plan(root, &[]);
     assert_eq!(out, uncached.0);
-    let shown = root.join(CACHE);
     assert_eq!(
         err,
         format!(
-            "note: ignoring the cache {}: it is truncated or damaged (its checksum does not \
-match); this run rebuilds it\n{}",
-            shown.display(),
+            "note: ignoring the cache file {}: it is truncated or damaged (its checksum does \
+not match); this run rebuilds it\n{}",
+            damaged.display(),
             uncached.1
         )
     );
@@ -85,7 +91,11 @@ fn a_cache_directory_elsewhere_is_used_and_one_that_cannot_be_written_is_a_warni
     let dir_arg = dir.to_string_lossy().to_string();
     let uncached = plan(root, &["--no-cache"]);
     assert_eq!(plan(root, &["--cache-dir", &dir_arg]), uncached);
-    assert!(dir.join("csis.cache").is_file());
+    let shard = csis_engine::db::cache::shard_of("images/chain.yml");
+    assert!(
+        dir.join(csis_engine::db::cache::shard_file(shard))
+            .is_file()
+    );
     assert!(!root.join(".csis").exists());
     // A file where the directory would be: the plan is unchanged, and
     // says once that its cache was not written.

@@ -3,15 +3,17 @@
 //! with the blake3 digest of the text it was computed from and used only
 //! when the file's text has that digest again. This file is the store
 //! alone: bytes by source path. What a unit's bytes mean belongs to the
-//! query that keeps them (`load::cached_entries`).
+//! query that keeps them (`load::entries`).
 //!
-//! The file, `csis.cache` in the cache directory: [`MAGIC`]; the key (the
-//! format, the csis version and the plugin set, one line); the units
-//! sorted by path (path, digest, bytes); then the blake3 digest of
-//! everything before it, so that a truncated or damaged file is told from
-//! a whole one before anything in it is believed. A cache that fails any
-//! of this is ignored with one notice and rewritten: it can make csis
-//! faster, never wrong.
+//! The units are spread over [`SHARDS`] files by a hash of their path, so
+//! that an edit rewrites the one file its unit is in. Each file,
+//! `csis-XX.cache` in the cache directory: [`MAGIC`]; the key (the format,
+//! the csis version and the plugin set); the units sorted by path (path,
+//! digest, bytes); then the blake3 digest of everything before it, so that
+//! a truncated or damaged file is told from a whole one before anything
+//! in it is believed. A file that fails any of this is ignored (one notice
+//! for all of them) and rewritten: the cache can make csis faster, never
+//! wrong.
 
 use std::collections::HashMap;
 use std::io;
@@ -21,27 +23,55 @@ use std::sync::RwLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use csis_model::packed::{read_len, write_len, write_str};
+use rayon::prelude::*;
 
 use crate::db::system::System;
 use crate::registry::Registry;
 
-/// The cache's file name inside its directory.
-pub const FILE: &str = "csis.cache";
 /// The default directory, under the configuration root.
 pub const DEFAULT_DIR: &str = ".csis/cache";
+/// How many files the units are spread over.
+pub const SHARDS: usize = 64;
 const MAGIC: &[u8] = b"csis cache\n";
 /// Raised whenever what a unit holds, or how it is written, changes: a
 /// cache of another format is ignored whole.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 const DIGEST: usize = 32;
 
-/// A unit of the loaded file: where its bytes are in it.
+/// The name of shard `shard`'s file in the cache directory.
+pub fn shard_file(shard: usize) -> String {
+    format!("csis-{shard:02x}.cache")
+}
+
+/// The shard a unit's path is kept in: FNV-1a of the path (part of the
+/// format: a change raises [`FORMAT`]).
+pub fn shard_of(path: &str) -> usize {
+    let hash = path.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    (hash % SHARDS as u64) as usize
+}
+
+/// A unit of a loaded file: where its bytes are in it.
 #[derive(Debug)]
 struct Kept {
+    shard: usize,
     digest: [u8; DIGEST],
     range: Range<usize>,
     /// Taken by this process, so still its file's result.
     taken: AtomicBool,
+}
+
+/// One shard file as it was loaded.
+#[derive(Debug, Default)]
+struct Shard {
+    /// The file's bytes, each unit a range of them: needed only while the
+    /// tree's files are read (`release`), not kept through the plan.
+    bytes: RwLock<Vec<u8>>,
+    /// The units it held (0 when it was missing or ignored).
+    units: usize,
+    /// Why it was ignored, when it was.
+    ignored: Option<String>,
 }
 
 /// A cache directory and what was loaded from it.
@@ -49,11 +79,9 @@ struct Kept {
 pub struct Cache {
     dir: PathBuf,
     key: String,
-    /// The file as it was read, each unit a range of it: needed only
-    /// while the files are read (`release`), not kept through the plan.
-    bytes: RwLock<Vec<u8>>,
+    shards: Vec<Shard>,
     units: HashMap<String, Kept>,
-    /// Why the file in the directory was not used, when it was not.
+    /// The one notice for the files that were ignored.
     notice: Option<String>,
 }
 
@@ -73,33 +101,47 @@ pub fn digest(text: &str) -> [u8; DIGEST] {
 }
 
 impl Cache {
-    /// The cache in `dir`: empty when there is none yet; empty with a
-    /// notice when the file there cannot be used.
+    /// The cache in `dir` (its files read on every core): empty when there
+    /// is none yet; a file that cannot be used is left out and named in
+    /// the notice.
     pub fn load(system: &dyn System, dir: &Path, key: String) -> Cache {
-        let path = dir.join(FILE);
-        let (bytes, units, notice) = match system.read_bytes(&path) {
-            Ok(None) => (Vec::new(), HashMap::new(), None),
-            Ok(Some(bytes)) => match decode(&bytes, &key) {
-                Ok(units) => (bytes, units, None),
-                Err(why) => (Vec::new(), HashMap::new(), Some(why)),
-            },
-            Err(e) => (
-                Vec::new(),
-                HashMap::new(),
-                Some(format!("it could not be read ({e})")),
-            ),
-        };
+        let loaded: Vec<(Shard, Vec<(String, Kept)>)> = (0..SHARDS)
+            .into_par_iter()
+            .map(|shard| {
+                let (bytes, units, ignored) = match system.read_bytes(&dir.join(shard_file(shard)))
+                {
+                    Ok(None) => return (Shard::default(), Vec::new()),
+                    Ok(Some(bytes)) => match decode(&bytes, &key, shard) {
+                        Ok(units) => (bytes, units, None),
+                        Err(why) => (Vec::new(), Vec::new(), Some(why)),
+                    },
+                    Err(e) => (
+                        Vec::new(),
+                        Vec::new(),
+                        Some(format!("it could not be read ({e})")),
+                    ),
+                };
+                let shard = Shard {
+                    bytes: RwLock::new(bytes),
+                    units: units.len(),
+                    ignored,
+                };
+                (shard, units)
+            })
+            .collect();
+        let mut units = HashMap::with_capacity(loaded.iter().map(|(_, u)| u.len()).sum());
+        let mut shards = Vec::with_capacity(SHARDS);
+        for (shard, kept) in loaded {
+            units.extend(kept);
+            shards.push(shard);
+        }
+        let notice = notice(dir, &shards);
         Cache {
             dir: dir.to_path_buf(),
             key,
-            bytes: RwLock::new(bytes),
+            shards,
             units,
-            notice: notice.map(|why| {
-                format!(
-                    "note: ignoring the cache {}: {why}; this run rebuilds it",
-                    path.display()
-                )
-            }),
+            notice,
         }
     }
 
@@ -107,7 +149,7 @@ impl Cache {
         &self.dir
     }
 
-    /// The one notice to print when the file in the directory was ignored.
+    /// The one notice to print when a file of the cache was ignored.
     pub fn notice(&self) -> Option<&str> {
         self.notice.as_deref()
     }
@@ -125,7 +167,12 @@ impl Cache {
         if kept.digest != digest(text) {
             return None;
         }
-        let bytes = self.bytes.read().unwrap_or_else(|p| p.into_inner());
+        let bytes = self
+            .shards
+            .get(kept.shard)?
+            .bytes
+            .read()
+            .unwrap_or_else(|p| p.into_inner());
         let value = read(bytes.get(kept.range.clone())?)?;
         kept.taken.store(true, Ordering::Relaxed);
         Some(value)
@@ -134,7 +181,9 @@ impl Cache {
     /// Drop the loaded bytes: every file has been read. A later `take`
     /// finds nothing, and its file is read as without a cache.
     pub fn release(&self) {
-        *self.bytes.write().unwrap_or_else(|p| p.into_inner()) = Vec::new();
+        for shard in &self.shards {
+            *shard.bytes.write().unwrap_or_else(|p| p.into_inner()) = Vec::new();
+        }
     }
 
     /// The digest of the unit this process took for `path`.
@@ -151,23 +200,27 @@ impl Cache {
             .count()
     }
 
-    /// Whether a cache of exactly the units this process took, and no
-    /// other, is what the file already holds: then nothing needs writing.
-    pub fn holds_only_taken(&self, units: usize) -> bool {
-        self.notice.is_none() && units == self.units.len() && self.taken() == units
+    /// Whether shard `shard`'s file must be written for it to hold
+    /// `units` units, `taken` of them taken from it: it was ignored, or
+    /// holds other units than those.
+    pub fn stale(&self, shard: usize, units: usize, taken: usize) -> bool {
+        let Some(s) = self.shards.get(shard) else {
+            return true;
+        };
+        s.ignored.is_some() || units != s.units || taken != units
     }
 
-    /// Write the whole cache, atomically (a reader sees the old file or
-    /// the new one, never a part), as it is made: `units` writes `count`
-    /// units, sorted by path, through [`UnitWriter::unit`]. Nothing of it
-    /// is held in memory whole.
+    /// Write shard `shard`'s file whole (a reader finds the old file, none,
+    /// or the new one whole) as it is made: `units` writes `count` units,
+    /// sorted by path, through [`UnitWriter::unit`].
     pub fn save(
         &self,
         system: &dyn System,
+        shard: usize,
         count: usize,
         units: &mut dyn FnMut(&mut UnitWriter<'_>) -> io::Result<()>,
     ) -> io::Result<()> {
-        system.write_replace_streamed(&self.dir.join(FILE), &mut |w| {
+        system.write_replace_streamed(&self.dir.join(shard_file(shard)), &mut |w| {
             let mut out = UnitWriter {
                 w,
                 hasher: blake3::Hasher::new(),
@@ -186,6 +239,29 @@ impl Cache {
             out.w.write_all(sum.as_bytes())
         })
     }
+}
+
+/// One notice for every shard file that was ignored.
+fn notice(dir: &Path, shards: &[Shard]) -> Option<String> {
+    let ignored: Vec<(usize, &String)> = shards
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| s.ignored.as_ref().map(|why| (i, why)))
+        .collect();
+    let (first, why) = *ignored.first()?;
+    Some(if ignored.len() == 1 {
+        format!(
+            "note: ignoring the cache file {}: {why}; this run rebuilds it",
+            dir.join(shard_file(first)).display()
+        )
+    } else {
+        format!(
+            "note: ignoring {} cache files in {} (the first, {}: {why}); this run rebuilds them",
+            ignored.len(),
+            dir.display(),
+            shard_file(first)
+        )
+    })
 }
 
 /// Where [`Cache::save`]'s units go, summed as they pass.
@@ -218,7 +294,7 @@ impl UnitWriter<'_> {
 }
 
 /// The units of a cache file, or why it cannot be used.
-fn decode(bytes: &[u8], key: &str) -> Result<HashMap<String, Kept>, String> {
+fn decode(bytes: &[u8], key: &str, shard: usize) -> Result<Vec<(String, Kept)>, String> {
     const DAMAGED: &str = "it is truncated or damaged (its checksum does not match)";
     if !bytes.starts_with(MAGIC) {
         return Err("it is not a csis cache file".into());
@@ -240,7 +316,7 @@ fn decode(bytes: &[u8], key: &str) -> Result<HashMap<String, Kept>, String> {
         ));
     }
     let count = read_len(body, &mut at).ok_or_else(malformed)?;
-    let mut units = HashMap::with_capacity(count.min(body.len()));
+    let mut units = Vec::with_capacity(count.min(body.len()));
     for _ in 0..count {
         let path = slice(body, &mut at).and_then(|p| std::str::from_utf8(p).ok());
         let digest = body.get(at..at + DIGEST).and_then(|d| d.try_into().ok());
@@ -255,14 +331,18 @@ fn decode(bytes: &[u8], key: &str) -> Result<HashMap<String, Kept>, String> {
         }
         at = range.end;
         let taken = AtomicBool::new(false);
-        units.insert(
+        if shard_of(path) != shard {
+            return Err(malformed());
+        }
+        units.push((
             path.to_string(),
             Kept {
+                shard,
                 digest,
                 range,
                 taken,
             },
-        );
+        ));
     }
     if at != body.len() {
         return Err(malformed());
@@ -284,103 +364,113 @@ mod tests {
     use super::*;
     use crate::db::system::OsSystem;
 
-    /// Two units whose bytes are their texts.
+    /// Two units whose bytes are their texts, in different shards.
     const UNITS: [(&str, &str); 2] = [("images/a.yml", "a: 1\n"), ("users/u.yml", "u: 2\n")];
-
-    fn write_units(w: &mut UnitWriter<'_>) -> io::Result<()> {
-        for (path, text) in UNITS {
-            w.unit(path, &digest(text), text.as_bytes())?;
-        }
-        Ok(())
-    }
 
     fn as_text(bytes: &[u8]) -> Option<String> {
         String::from_utf8(bytes.to_vec()).ok()
     }
 
-    /// The OS's files: the in-memory system holds text, and a cache is
-    /// bytes.
-    fn saved(tmp: &tempfile::TempDir) -> (PathBuf, Vec<u8>) {
-        let sys = OsSystem;
+    /// Each unit saved in its shard, on the OS's files (the in-memory
+    /// system holds text, and a cache is bytes); the directory and the
+    /// first unit's file.
+    fn saved(tmp: &tempfile::TempDir) -> (PathBuf, PathBuf) {
         let dir = tmp.path().join(".csis/cache");
-        Cache::load(&sys, &dir, "k".into())
-            .save(&sys, 2, &mut write_units)
-            .unwrap();
-        let bytes = sys.read_bytes(&dir.join(FILE)).unwrap().unwrap();
-        (dir, bytes)
+        let cache = Cache::load(&OsSystem, &dir, "k".into());
+        assert_ne!(shard_of(UNITS[0].0), shard_of(UNITS[1].0));
+        for (path, text) in UNITS {
+            cache
+                .save(&OsSystem, shard_of(path), 1, &mut |w| {
+                    w.unit(path, &digest(text), text.as_bytes())
+                })
+                .unwrap();
+        }
+        let first = dir.join(shard_file(shard_of(UNITS[0].0)));
+        (dir, first)
     }
 
     #[test]
     fn a_saved_cache_gives_back_each_unit_for_its_text_only() {
         let tmp = tempfile::tempdir().unwrap();
-        let sys = OsSystem;
         let (dir, _) = saved(&tmp);
-        let cache = Cache::load(&sys, &dir, "k".into());
+        let cache = Cache::load(&OsSystem, &dir, "k".into());
         assert_eq!(cache.notice(), None);
         let take = |path, text| cache.take(path, text, as_text);
+        let shard = shard_of("images/a.yml");
         assert_eq!(take("images/a.yml", "a: 2\n"), None);
         assert_eq!(cache.taken_digest("images/a.yml"), None);
+        assert!(cache.stale(shard, 1, 0));
         assert_eq!(take("images/a.yml", "a: 1\n").as_deref(), Some("a: 1\n"));
         assert_eq!(take("images/b.yml", "a: 1\n"), None);
         assert_eq!(cache.taken(), 1);
         assert_eq!(cache.taken_digest("images/a.yml"), Some(digest("a: 1\n")));
-        // Both units are needed to leave the file as it is.
-        assert!(!cache.holds_only_taken(1));
-        assert_eq!(take("users/u.yml", "u: 2\n").as_deref(), Some("u: 2\n"));
-        assert!(cache.holds_only_taken(2));
-        assert!(!cache.holds_only_taken(3));
+        // Its shard holds exactly that unit; one more or one fewer is
+        // another shard file.
+        assert!(!cache.stale(shard, 1, 1));
+        assert!(cache.stale(shard, 2, 1));
+        assert!(cache.stale(shard, 0, 0));
+        // A shard with no file and no unit needs none.
+        let empty = (0..SHARDS).find(|s| *s != shard && *s != shard_of("users/u.yml"));
+        assert!(!cache.stale(empty.unwrap(), 0, 0));
         // Released, the bytes are gone; what was taken stays known.
         cache.release();
         assert_eq!(take("users/u.yml", "u: 2\n"), None);
-        assert_eq!(cache.taken(), 2);
+        assert_eq!(cache.taken(), 1);
     }
 
     #[test]
     fn a_save_writes_exactly_the_units_it_counted() {
         let tmp = tempfile::tempdir().unwrap();
         let cache = Cache::load(&OsSystem, tmp.path(), "k".into());
-        for count in [1, 3] {
-            let e = cache.save(&OsSystem, count, &mut write_units).unwrap_err();
+        let (path, text) = UNITS[0];
+        for count in [0, 2] {
+            let e = cache
+                .save(&OsSystem, shard_of(path), count, &mut |w| {
+                    w.unit(path, &digest(text), text.as_bytes())
+                })
+                .unwrap_err();
             assert!(e.to_string().contains("than counted"), "{e}");
         }
-        assert!(!tmp.path().join(FILE).exists());
+        assert!(!OsSystem.is_dir(tmp.path()) || OsSystem.list_files(tmp.path()).unwrap().is_empty());
     }
 
     #[test]
     fn a_missing_cache_is_empty_and_silent() {
         let cache = Cache::load(&OsSystem, Path::new("/nonexistent/csis/cache"), "k".into());
         assert_eq!(cache.notice(), None);
-        assert!(cache.holds_only_taken(0));
-        assert!(!cache.holds_only_taken(1));
+        assert!(!cache.stale(0, 0, 0));
+        assert!(cache.stale(0, 1, 0));
     }
 
     #[test]
     fn every_truncation_and_every_flipped_bit_is_ignored_with_a_notice() {
         let tmp = tempfile::tempdir().unwrap();
-        let sys = OsSystem;
-        let (dir, whole) = saved(&tmp);
-        let shown = dir.join(FILE).display().to_string();
-        let path = dir.join(FILE);
-        let ignored = |bytes: Vec<u8>| {
-            sys.write_atomic(&path, &bytes, false).unwrap();
-            let cache = Cache::load(&sys, &dir, "k".into());
-            assert_eq!(cache.take("images/a.yml", "a: 1\n", as_text), None);
+        let (dir, file) = saved(&tmp);
+        let whole = OsSystem.read_bytes(&file).unwrap().unwrap();
+        let shown = file.display().to_string();
+        let ignored = |bytes: &[u8]| {
+            OsSystem.write_replace(&file, bytes, false).unwrap();
+            let cache = Cache::load(&OsSystem, &dir, "k".into());
+            assert_eq!(cache.take(UNITS[0].0, UNITS[0].1, as_text), None);
+            // The other shard is still used.
+            assert!(cache.take(UNITS[1].0, UNITS[1].1, as_text).is_some());
+            assert!(cache.stale(shard_of(UNITS[0].0), 1, 0));
             cache.notice().map(str::to_string)
         };
         for len in 0..whole.len() {
-            let notice = ignored(whole[..len].to_vec()).unwrap();
-            assert!(notice.starts_with(&format!("note: ignoring the cache {shown}: ")));
+            let notice = ignored(&whole[..len]).unwrap();
+            assert!(notice.starts_with(&format!("note: ignoring the cache file {shown}: ")));
         }
         for bit in 0..whole.len() * 8 {
             let mut bytes = whole.clone();
             bytes[bit / 8] ^= 1 << (bit % 8);
-            assert!(ignored(bytes).is_some(), "bit {bit}");
+            assert!(ignored(&bytes).is_some(), "bit {bit}");
         }
         assert_eq!(
-            ignored(whole[..whole.len() - 1].to_vec()),
+            ignored(&whole[..whole.len() - 1]),
             Some(format!(
-                "note: ignoring the cache {shown}: it is truncated or damaged (its checksum does \
-not match); this run rebuilds it"
+                "note: ignoring the cache file {shown}: it is truncated or damaged (its checksum \
+does not match); this run rebuilds it"
             ))
         );
     }
@@ -388,17 +478,39 @@ not match); this run rebuilds it"
     #[test]
     fn a_cache_of_another_key_is_ignored_and_says_whose_it_is() {
         let tmp = tempfile::tempdir().unwrap();
-        let sys = OsSystem;
         let (dir, _) = saved(&tmp);
-        let cache = Cache::load(&sys, &dir, "k2".into());
+        let cache = Cache::load(&OsSystem, &dir, "k2".into());
         assert_eq!(
             cache.notice().map(str::to_string),
             Some(format!(
-                "note: ignoring the cache {}: it was written by another csis build or plugin set \
-(k, not k2); this run rebuilds it",
-                dir.join(FILE).display()
+                "note: ignoring 2 cache files in {} (the first, {}: it was written by another \
+csis build or plugin set (k, not k2)); this run rebuilds them",
+                dir.display(),
+                shard_file(shard_of(UNITS[0].0).min(shard_of(UNITS[1].0)))
             ))
         );
         assert_eq!(cache.take("images/a.yml", "a: 1\n", as_text), None);
+    }
+
+    #[test]
+    fn a_unit_in_the_wrong_shard_makes_its_file_malformed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
+        let cache = Cache::load(&OsSystem, &dir, "k".into());
+        let (path, text) = UNITS[0];
+        let wrong = (shard_of(path) + 1) % SHARDS;
+        cache
+            .save(&OsSystem, wrong, 1, &mut |w| {
+                w.unit(path, &digest(text), text.as_bytes())
+            })
+            .unwrap();
+        let cache = Cache::load(&OsSystem, &dir, "k".into());
+        assert_eq!(
+            cache.notice().map(str::to_string),
+            Some(format!(
+                "note: ignoring the cache file {}: it is malformed; this run rebuilds it",
+                dir.join(shard_file(wrong)).display()
+            ))
+        );
     }
 }

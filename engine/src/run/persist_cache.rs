@@ -2,15 +2,19 @@
 //! `run` (the store is `db::cache`, what it keeps of a file
 //! `load::entries`).
 
-use crate::db::cache::{DEFAULT_DIR, digest};
+use rayon::prelude::*;
+
+use crate::db::SourceFile;
+use crate::db::cache::{DEFAULT_DIR, SHARDS, digest, shard_of};
 use crate::db::reads;
 use crate::db::system::System;
 use crate::load::entries;
 use crate::load::items::item_file_entries;
 use crate::workspace::Workspace;
 
-/// Write the cache the workspace was loaded with, unless it already holds
-/// exactly what this process would write. Under the root's own default
+/// Write the shards of the cache the workspace was loaded with that do
+/// not hold exactly what this process would keep in them; an edit
+/// rewrites its file's shard alone. Under the root's own default
 /// directory, in a git repository, `.csis/` is added to the root's
 /// .gitignore once.
 pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
@@ -18,20 +22,26 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
         return Ok(());
     };
     let (db, tree) = (&ws.db, ws.tree);
-    let files = reads::item_files(db, tree);
-    // Which files are kept, and whether each was taken from the cache.
-    // On this thread: every entry is memoized, and handing the files to
-    // every core cost more than reading them.
-    let kept: Vec<(bool, bool)> = files
+    // Each kept file by shard, in path order, and whether it was taken
+    // from the cache. On this thread: every entry is memoized, and handing
+    // the files to every core cost more than reading them.
+    let mut shards: Vec<Vec<(SourceFile, bool)>> = vec![Vec::new(); SHARDS];
+    for f in reads::item_files(db, tree) {
+        let path = f.file.path(db);
+        if entries::keeps(path, item_file_entries(db, tree, f.file)) {
+            shards[shard_of(path)].push((f.file, cache.taken_digest(path).is_some()));
+        }
+    }
+    let stale: Vec<(usize, &[(SourceFile, bool)])> = shards
         .iter()
-        .map(|f| {
-            let path = f.file.path(db);
-            let keeps = entries::keeps(path, item_file_entries(db, tree, f.file));
-            (keeps, cache.taken_digest(path).is_some())
+        .enumerate()
+        .filter(|(shard, files)| {
+            let taken = files.iter().filter(|(_, taken)| *taken).count();
+            cache.stale(*shard, files.len(), taken)
         })
+        .map(|(shard, files)| (shard, files.as_slice()))
         .collect();
-    let count = kept.iter().filter(|(keep, _)| *keep).count();
-    if kept.iter().all(|(keep, taken)| !keep || *taken) && cache.holds_only_taken(count) {
+    if stale.is_empty() {
         return Ok(());
     }
     let failed = |e: std::io::Error| {
@@ -44,19 +54,24 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
         crate::run::lock::ignore_in_git(system, &ws.root, ".csis/")
             .map_err(|e| failed(std::io::Error::other(e)))?;
     }
-    cache
-        .save(system, count, &mut |out| {
-            for (f, _) in files.iter().zip(&kept).filter(|(_, (keep, _))| *keep) {
-                let path = f.file.path(db);
-                let digest = cache
-                    .taken_digest(path)
-                    .unwrap_or_else(|| digest(reads::text(db, f.file)));
-                let bytes = entries::encode(path, item_file_entries(db, tree, f.file)).ok_or_else(
-                    || std::io::Error::other(format!("{path}: its entries are not to be kept")),
-                )?;
-                out.unit(path, &digest, &bytes)?;
-            }
-            Ok(())
+    stale
+        .par_iter()
+        .map_with(db.clone(), |db, (shard, files)| {
+            cache.save(system, *shard, files.len(), &mut |out| {
+                for (file, _) in *files {
+                    let path = file.path(db);
+                    let digest = cache
+                        .taken_digest(path)
+                        .unwrap_or_else(|| digest(reads::text(db, *file)));
+                    let bytes = entries::encode(path, item_file_entries(db, tree, *file))
+                        .ok_or_else(|| {
+                            std::io::Error::other(format!("{path}: its entries are not to be kept"))
+                        })?;
+                    out.unit(path, &digest, &bytes)?;
+                }
+                Ok(())
+            })
         })
+        .collect::<std::io::Result<()>>()
         .map_err(failed)
 }
