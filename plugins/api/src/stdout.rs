@@ -29,6 +29,42 @@ pub fn write(bytes: &[u8]) {
     }
 }
 
+/// An `io::Write` over [`write`], for output made as it is written (a
+/// large JSON report is then never held whole): the bytes pass through a
+/// buffer of [`Stdout::CHUNK`] bytes. Flushed when dropped.
+#[derive(Default)]
+pub struct Stdout {
+    buf: Vec<u8>,
+}
+
+impl Stdout {
+    pub const CHUNK: usize = 64 * 1024;
+}
+
+impl Write for Stdout {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(bytes);
+        if self.buf.len() >= Self::CHUNK {
+            self.flush()?;
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if !self.buf.is_empty() {
+            write(&self.buf);
+            self.buf.clear();
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Stdout {
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
+}
+
 /// Why stdout could not be written, unless it was only closed by its
 /// reader.
 pub fn failure() -> Option<&'static str> {
