@@ -297,8 +297,10 @@ fn from_disk(fx: &Fixture, bin: &std::path::Path, budget: Budget) -> Vec<(Measur
             let peak = peak_from_stats(bin, &roots.next().expect("a copy for --stats"), args);
             (m, peak)
         };
-    let plan = ["plan"];
-    let run = ["run", "all", "--no-apply"];
+    // Cold: no persisted cache read or written (the default would make
+    // every run after the first a cached one).
+    let plan = ["plan", "--no-cache"];
+    let run = ["run", "all", "--no-apply", "--no-cache"];
 
     let tree = dir.path().join("tree");
     write_tree(&tree);
@@ -322,6 +324,7 @@ fn from_disk(fx: &Fixture, bin: &std::path::Path, budget: Budget) -> Vec<(Measur
         &mut copies.iter().cloned(),
         &run,
     ));
+    out.push(cached_after_an_edit(fx, bin, budget, dir.path()));
     let ran = &copies[0];
     out.push(measure(
         "cold `csis run all --no-apply` from disk, again (generated/ and meta-state/ present)",
@@ -370,6 +373,61 @@ fn from_disk(fx: &Fixture, bin: &std::path::Path, budget: Budget) -> Vec<(Measur
         std::fs::remove_dir_all(&root).unwrap();
     }
     out
+}
+
+/// `csis plan` in a fresh process after a one-file edit, from the cache
+/// the state before the edit left (issue 40: at most a quarter of the
+/// cold plan): each run restores that cache, appends a comment to one
+/// instances file (a new text, so that file is read anew), and plans.
+fn cached_after_an_edit(
+    fx: &Fixture,
+    bin: &std::path::Path,
+    budget: Budget,
+    dir: &std::path::Path,
+) -> (Measure, Option<u64>) {
+    let root = dir.join("cached");
+    for (rel, text) in &fx.files {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let kept = dir.join("cache-before");
+    let cache = dir.join("cache");
+    let kept_arg = kept.to_string_lossy().to_string();
+    run_binary(bin, &root, &["plan", "--cache-dir", &kept_arg]);
+    let edited = fx
+        .files
+        .iter()
+        .map(|(rel, _)| rel)
+        .find(|rel| rel.starts_with("instances/"))
+        .expect("the tree has an instances file");
+    let mut round = 0;
+    let mut before_each = || {
+        let _ = std::fs::remove_dir_all(&cache);
+        std::fs::create_dir_all(&cache).unwrap();
+        for entry in std::fs::read_dir(&kept).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), cache.join(entry.file_name())).unwrap();
+        }
+        let path = root.join(edited);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, format!("{text}# edit {round}\n")).unwrap();
+        round += 1;
+    };
+    let cache_arg = cache.to_string_lossy().to_string();
+    let args = ["plan", "--cache-dir", cache_arg.as_str()];
+    let mut m = Measure::new(
+        "`csis plan` from disk after a one-file edit, from the cache before it (the binary)",
+    );
+    while budget.more(&m.times) {
+        before_each();
+        let (wall, cpu) = run_binary(bin, &root, &args);
+        m.times.push(wall);
+        m.cpu.push(cpu);
+    }
+    before_each();
+    let peak = peak_from_stats(bin, &root, &args);
+    (m, peak)
 }
 
 /// Writes a generated tree of `size` under `root`, then writes it back to

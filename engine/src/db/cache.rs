@@ -431,7 +431,9 @@ mod tests {
                 .unwrap_err();
             assert!(e.to_string().contains("than counted"), "{e}");
         }
-        assert!(!OsSystem.is_dir(tmp.path()) || OsSystem.list_files(tmp.path()).unwrap().is_empty());
+        assert!(
+            !OsSystem.is_dir(tmp.path()) || OsSystem.list_files(tmp.path()).unwrap().is_empty()
+        );
     }
 
     #[test]
