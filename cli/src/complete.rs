@@ -122,7 +122,7 @@ fn candidates(mut names: Vec<String>) -> Vec<CompletionCandidate> {
 fn item_names(ws: &Workspace, kind: ItemKind) -> Vec<String> {
     csis_engine::load::items::item_index(&ws.db, ws.tree)
         .names(kind)
-        .cloned()
+        .map(String::from)
         .collect()
 }
 

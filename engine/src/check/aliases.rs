@@ -18,7 +18,7 @@ pub fn alias_pool_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     let Some(file) = crate::state::lineage::meta_file(db, tree, FILE) else {
         return Vec::new();
     };
-    let instances: Vec<&String> = item_index(db, tree).names(ItemKind::INSTANCES).collect();
+    let instances: Vec<&str> = item_index(db, tree).names(ItemKind::INSTANCES).collect();
     check(crate::db::reads::text(db, file), |name| {
         instances.iter().any(|i| i.eq_ignore_ascii_case(name))
     })

@@ -40,8 +40,8 @@ pub fn missing_builder_lists(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
             continue;
         }
         if let Some(first) = index.names(kind).next() {
-            let at = raw_item(db, tree, ItemId::new(db, tree, kind, first.as_str()))
-                .map(|r| r.origin.clone());
+            let at =
+                raw_item(db, tree, ItemId::new(db, tree, kind, first)).map(|r| r.origin.clone());
             refuse(
                 vct,
                 format!(
@@ -55,18 +55,14 @@ pub fn missing_builder_lists(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     }
     if b.names(Vct::ModBuilderModel).is_empty() {
         let with_mods = index.names(ItemKind::IMAGES).find_map(|name| {
-            let raw = raw_item(
-                db,
-                tree,
-                ItemId::new(db, tree, ItemKind::IMAGES, name.as_str()),
-            )?;
+            let raw = raw_item(db, tree, ItemId::new(db, tree, ItemKind::IMAGES, name))?;
             let has = raw
                 .value
                 .get("modifications")
                 .as_ref()
                 .and_then(Value::as_seq)
                 .is_some_and(|s| !s.is_empty());
-            has.then(|| (name.clone(), raw.origin.key("modifications")))
+            has.then(|| (name, raw.origin.key("modifications")))
         });
         if let Some((image, at)) = with_mods {
             refuse(

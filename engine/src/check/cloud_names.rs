@@ -71,7 +71,7 @@ pub fn cloud_name_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     let mut file_names: Option<(SourceFile, &[FileName<'_>])> = None;
     for kind in NAMED_KINDS {
         for (name, source) in index.items.get(&kind).into_iter().flatten() {
-            let id = ItemId::new(db, tree, kind, name.as_str());
+            let id = ItemId::new(db, tree, kind, &**name);
             let names = match source {
                 ItemSource::Tree { file, .. } => {
                     let list = match file_names {
@@ -95,7 +95,7 @@ pub fn cloud_name_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
                 let key = (d.scope.as_str(), d.what, d.name.as_str());
                 match first.get(&key) {
                     // The same item on two runtimes of one namespace.
-                    Some(f) if f.name == name.as_str() => {}
+                    Some(f) if *f.name == **name => {}
                     Some(f) => {
                         if named.contains(&f.name) {
                             continue;
@@ -118,13 +118,7 @@ pub fn cloud_name_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
                         );
                     }
                     None => {
-                        first.insert(
-                            key,
-                            First {
-                                kind,
-                                name: name.as_str(),
-                            },
-                        );
+                        first.insert(key, First { kind, name });
                     }
                 }
             }

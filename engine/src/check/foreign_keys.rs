@@ -74,7 +74,7 @@ impl Checks<'_> {
                 at(),
             );
         } else if !index.contains(kind, &safe) {
-            let declared = index.names(kind).map(String::as_str);
+            let declared = index.names(kind);
             self.out.push(
                 Diagnostic::error(csis_model::suggest::undeclared(
                     &referrer(),
@@ -111,7 +111,6 @@ impl Checks<'_> {
             if !is_base && !index.contains(ItemKind::IMAGES, &safe) {
                 let mut declared: Vec<&str> = index
                     .names(ItemKind::IMAGES)
-                    .map(String::as_str)
                     .chain(self.b.names(Vct::OsBuilderModel))
                     .collect();
                 declared.sort_unstable();
@@ -142,7 +141,7 @@ impl Checks<'_> {
                         &format!("image '{name}' (group)"),
                         "group",
                         g,
-                        index.names(ItemKind::GROUPS).map(String::as_str),
+                        index.names(ItemKind::GROUPS),
                     ))
                     .following(Subject::item(ItemKind::GROUPS, g)),
             );

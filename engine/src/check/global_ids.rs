@@ -50,7 +50,7 @@ pub fn global_id_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
         let Some(os) = b.resolve(Vct::OsBuilderModel, name) else {
             continue;
         };
-        let si = structured_item(db, ItemId::new(db, tree, ItemKind::IMAGES, name.as_str()));
+        let si = structured_item(db, ItemId::new(db, tree, ItemKind::IMAGES, name));
         out.push(
             Diagnostic::error(format!(
                 "Duplicate image name found: {name}. Global ids must be unique across all builders: OS builder '{}' names the base image series '{name}' -- rename the image",

@@ -25,14 +25,14 @@ use crate::state::read_models::IDENTITY;
 pub fn check_groups(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     let index = item_index(db, tree);
     let mut out = Vec::new();
-    let users: BTreeSet<&str> = index.names(ItemKind::USERS).map(String::as_str).collect();
+    let users: BTreeSet<&str> = index.names(ItemKind::USERS).collect();
     let mut roots = 0;
     let mut any_group = false;
     // A group whose is_root is no boolean was refused for it; counting
     // the roots again would only repeat that.
     let mut unreadable_root = false;
     for name in index.names(ItemKind::GROUPS) {
-        let id = ItemId::new(db, tree, ItemKind::GROUPS, name.as_str());
+        let id = ItemId::new(db, tree, ItemKind::GROUPS, name);
         let si = structured_item(db, id);
         let Some(Item::Group(g)) = si.item.as_deref() else {
             continue;

@@ -28,7 +28,7 @@ pub fn check(db: &dyn Db, tree: Tree, root: &Path, opts: &RunOptions) -> Vec<Str
     let scope = apply_scope(db, tree, opts);
     let mut errors = Vec::new();
     for name in item_index(db, tree).names(ItemKind::INSTANCES) {
-        let id = ItemId::new(db, tree, ItemKind::INSTANCES, name.as_str());
+        let id = ItemId::new(db, tree, ItemKind::INSTANCES, name);
         let Some(Item::Instance(inst)) = structured_item(db, id).item.as_deref() else {
             continue;
         };

@@ -35,7 +35,7 @@ fn standing(db: &dyn Db, tree: Tree, owner: &(Vct, String)) -> Vec<String> {
                 .names(ItemKind::INSTANCES)
                 .filter(|i| launched.instances.get(*i).is_some_and(|r| r.launched))
                 .filter(|i| {
-                    let id = ItemId::new(db, tree, ItemKind::INSTANCES, (*i).clone());
+                    let id = ItemId::new(db, tree, ItemKind::INSTANCES, *i);
                     matches!(structured_item(db, id).item.as_deref(),
                         Some(Item::Instance(inst)) if b
                             .resolve(Vct::InstanceBuilderModel, &inst.root.named.type_)

@@ -19,7 +19,7 @@ pub enum ItemSource {
 /// One kind's items by name, in reading order. foldhash, not SipHash
 /// (here and for the kinds): a cold plan looks names up hundreds of
 /// thousands of times.
-pub type Names = IndexMap<String, ItemSource, foldhash::fast::RandomState>;
+pub type Names = IndexMap<std::sync::Arc<str>, ItemSource, foldhash::fast::RandomState>;
 
 /// Every item by kind and name, in reading order (users before groups),
 /// after overlays and `--undeclare`.
@@ -34,8 +34,11 @@ pub struct ItemIndex {
 }
 
 impl ItemIndex {
-    pub fn names(&self, kind: ItemKind) -> impl Iterator<Item = &String> {
-        self.items.get(&kind).into_iter().flat_map(|m| m.keys())
+    pub fn names(&self, kind: ItemKind) -> impl Iterator<Item = &str> {
+        self.items
+            .get(&kind)
+            .into_iter()
+            .flat_map(|m| m.keys().map(|n| &**n))
     }
 
     pub fn contains(&self, kind: ItemKind, name: &str) -> bool {

@@ -25,8 +25,8 @@ pub struct RawItem {
     pub kind: ItemKind,
     /// The decrypted values of its encrypted fields.
     pub secrets: Vec<csis_model::models::Secret>,
-    /// The normalized name (safe_name).
-    pub name: String,
+    /// The normalized name (safe_name), shared with the item index.
+    pub name: Arc<str>,
     /// Packed: every entry is held from the load to the end of a plan but
     /// read once, when its item is structured (issue 40).
     pub value: PackedValue,
@@ -118,7 +118,7 @@ pub fn decode(path: &Arc<str>, kinds: &[ItemKind], bytes: &[u8]) -> Option<ItemF
         items.push(RawItem {
             kind,
             secrets: Vec::new(),
-            name: name.to_string(),
+            name: Arc::from(name),
             value,
             origin: list.index(index),
             interpolates,

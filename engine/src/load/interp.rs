@@ -319,7 +319,7 @@ pub fn interpolation_files(db: &dyn Db, tree: Tree) -> Reads {
                 }
                 continue;
             }
-            let id = crate::load::items::ItemId::new(db, tree, kind, name.as_str());
+            let id = crate::load::items::ItemId::new(db, tree, kind, &**name);
             if let Some(raw) = crate::load::items::raw_item(db, tree, id)
                 && raw.interpolates
             {

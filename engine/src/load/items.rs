@@ -152,7 +152,7 @@ pub fn item_file_entries(db: &dyn Db, tree: Tree, file: SourceFile) -> ItemFileE
             out.items.push(RawItem {
                 kind,
                 secrets,
-                name: safe_name(name),
+                name: safe_name(name).into(),
                 interpolates: mentions(&value),
                 value: PackedValue::pack(&value),
                 origin,
@@ -282,7 +282,7 @@ fn decrypt_fields(
 /// The kind and name of each entry of one item file, in order: all the
 /// index reads of a file, so an edit that renames nothing leaves the
 /// index as it was (the workspace compares them before and after).
-pub fn item_file_names(db: &dyn Db, tree: Tree, file: SourceFile) -> Vec<(ItemKind, String)> {
+pub fn item_file_names(db: &dyn Db, tree: Tree, file: SourceFile) -> Vec<(ItemKind, Arc<str>)> {
     item_file_entries(db, tree, file)
         .items
         .iter()
@@ -307,7 +307,7 @@ pub fn indexed_in_file<'db>(db: &'db dyn Db, tree: Tree, file: SourceFile) -> Ve
             index.items.get(&item.kind).and_then(|m| m.get(&item.name))
                 == Some(&ItemSource::Tree { file, index: *n })
         })
-        .map(|(_, item)| ItemId::new(db, tree, item.kind, item.name.as_str()))
+        .map(|(_, item)| ItemId::new(db, tree, item.kind, &*item.name))
         .collect()
 }
 
@@ -335,7 +335,7 @@ pub fn indexed_in_overlays<'db>(db: &'db dyn Db, tree: Tree, kind: ItemKind) -> 
         .into_iter()
         .flatten()
         .filter(|(_, source)| matches!(source, ItemSource::Overlay { .. }))
-        .map(|(name, _)| ItemId::new(db, tree, kind, name.as_str()))
+        .map(|(name, _)| ItemId::new(db, tree, kind, &**name))
         .collect()
 }
 
@@ -411,7 +411,7 @@ pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
                 continue;
             };
             if entry.undeclare {
-                if m.shift_remove(&entry.name).is_some() {
+                if m.shift_remove(entry.name.as_str()).is_some() {
                     index.undeclared.push((entry.kind, entry.name.clone()));
                 } else {
                     index.diags.push(
@@ -424,9 +424,9 @@ pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
                         .at(entry.origin.clone()),
                     );
                 }
-            } else if !m.contains_key(&entry.name) {
+            } else if !m.contains_key(entry.name.as_str()) {
                 m.insert(
-                    entry.name.clone(),
+                    Arc::from(entry.name.as_str()),
                     ItemSource::Overlay {
                         file: *file,
                         index: i,
@@ -445,7 +445,7 @@ pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
                 let removed = index
                     .items
                     .get_mut(&u.kind)
-                    .and_then(|m| m.shift_remove(&u.name));
+                    .and_then(|m| m.shift_remove(u.name.as_str()));
                 if removed.is_some() {
                     index.undeclared.push((u.kind, u.name));
                 } else {
@@ -489,7 +489,7 @@ pub struct ItemId<'db> {
 pub fn raw_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<Cow<'db, RawItem>> {
     let kind = id.kind(db);
     let name = id.name(db);
-    let source = *item_index(db, tree).items.get(&kind)?.get(name)?;
+    let source = *item_index(db, tree).items.get(&kind)?.get(name.as_str())?;
     // The value the overlays make of the item, before decryption.
     let (mut item, mut value) = match source {
         ItemSource::Tree { file, index } => {
@@ -513,7 +513,7 @@ pub fn raw_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<Cow
             let item = RawItem {
                 kind,
                 secrets: Vec::new(),
-                name: e.name.clone(),
+                name: e.name.as_str().into(),
                 // Both set below, once the value is decrypted.
                 interpolates: false,
                 value: PackedValue::pack(&e.value),

@@ -108,7 +108,7 @@ fn login_beside_name(m: &mut JMap<String, J>) {
 fn ids<'db>(db: &'db dyn Db, tree: Tree, kind: ItemKind) -> Vec<ItemId<'db>> {
     item_index(db, tree)
         .names(kind)
-        .map(|n| ItemId::new(db, tree, kind, n.as_str()))
+        .map(|n| ItemId::new(db, tree, kind, n))
         .collect()
 }
 

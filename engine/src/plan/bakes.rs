@@ -32,7 +32,7 @@ pub struct ImageGraph {
 #[salsa::tracked(returns(ref))]
 pub fn image_graph(db: &dyn Db, tree: Tree) -> ImageGraph {
     let index = item_index(db, tree);
-    let names: Vec<String> = index.names(ItemKind::IMAGES).cloned().collect();
+    let names: Vec<String> = index.names(ItemKind::IMAGES).map(String::from).collect();
     let images = index.items.get(&ItemKind::IMAGES);
     let mut graph = DiGraph::<String, ()>::with_capacity(names.len(), names.len());
     // An image's node is its place in the index: a parent is found by the
@@ -363,7 +363,6 @@ pub fn check_selection(db: &dyn Db, tree: Tree, opts: &RunOptions) -> Result<(),
     // builders whose base images bake.
     let mut known: Vec<&str> = index
         .names(ItemKind::IMAGES)
-        .map(String::as_str)
         .chain(b.names(Vct::OsBuilderModel))
         .collect();
     known.sort_unstable();

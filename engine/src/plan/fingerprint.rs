@@ -178,7 +178,7 @@ pub fn aux_text(db: &dyn Db, tree: Tree, path: &str) -> Option<Arc<str>> {
 pub fn referenced_files(db: &dyn Db, tree: Tree) -> Vec<String> {
     let mut out = Vec::new();
     for name in item_index(db, tree).names(ItemKind::IMAGES) {
-        let id = ItemId::new(db, tree, ItemKind::IMAGES, name.as_str());
+        let id = ItemId::new(db, tree, ItemKind::IMAGES, name);
         for m in &structured_item(db, id).mods {
             if let Some(Value::Seq(files)) = m.extra.get("scripts") {
                 out.extend(files.iter().filter_map(Value::as_str).map(str::to_string));

@@ -59,7 +59,7 @@ pub fn graph(db: &dyn Db, tree: Tree, with_lineage: bool) -> Graph {
         );
     }
     for name in index.names(ItemKind::IMAGES) {
-        g.node(format!("image:{name}"), name.clone(), Shape::Image);
+        g.node(format!("image:{name}"), name.to_string(), Shape::Image);
         if let Some(Item::Image(img)) = item(ItemKind::IMAGES, name).item.as_deref() {
             if let Some(parent) = &img.source_image {
                 g.edge(format!("image:{name}"), image_node(parent), "source");

@@ -117,7 +117,7 @@ impl HookContext for EngineContext<'_> {
     fn item_names(&self, kind: ItemKind) -> Vec<String> {
         item_index(self.db, self.tree)
             .names(kind)
-            .cloned()
+            .map(String::from)
             .collect()
     }
 

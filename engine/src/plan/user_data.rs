@@ -54,8 +54,8 @@ pub fn user_data_digests(db: &dyn Db, tree: Tree) -> BTreeMap<String, String> {
     item_index(db, tree)
         .names(ItemKind::INSTANCES)
         .filter_map(|name| {
-            let id = ItemId::new(db, tree, ItemKind::INSTANCES, name.as_str());
-            Some((name.clone(), user_data_sha256(db, id).clone()?))
+            let id = ItemId::new(db, tree, ItemKind::INSTANCES, name);
+            Some((name.to_string(), user_data_sha256(db, id).clone()?))
         })
         .collect()
 }

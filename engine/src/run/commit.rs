@@ -397,7 +397,7 @@ fn decrypted_plaintexts(ws: &Workspace) -> Vec<String> {
     let mut out = Vec::new();
     for kind in db.registry().item_kinds() {
         for name in crate::load::items::item_index(db, ws.tree).names(kind) {
-            let id = crate::load::items::ItemId::new(db, ws.tree, kind, name.as_str());
+            let id = crate::load::items::ItemId::new(db, ws.tree, kind, name);
             let si = crate::load::items_model::structured_item(db, id);
             out.extend(si.secrets.iter().map(|s| s.plaintext.clone()));
         }

@@ -29,7 +29,7 @@ pub(super) fn core_contribution(
         item_index(db, tree)
             .names(ItemKind::IMAGES)
             .filter_map(|n| {
-                let id = ItemId::new(db, tree, ItemKind::IMAGES, n.as_str());
+                let id = ItemId::new(db, tree, ItemKind::IMAGES, n);
                 match structured_item(db, id).item.as_deref() {
                     Some(Item::Image(img)) => Some(img.clone()),
                     _ => None,

@@ -540,7 +540,7 @@ fn named_items(ws: &Workspace, rel: &str) -> Vec<(ItemKind, String)> {
     let index = item_index(&ws.db, ws.tree);
     let mut found: Vec<(ItemKind, String)> = ItemKind::CORE
         .iter()
-        .flat_map(|k| index.names(*k).map(move |n| (*k, n.clone())))
+        .flat_map(|k| index.names(*k).map(move |n| (*k, n.to_string())))
         .filter(|(_, n)| stem.ends_with(&format!("-{n}")) || stem == n)
         .collect();
     found.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.1.cmp(&b.1)));

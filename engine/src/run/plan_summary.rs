@@ -93,7 +93,7 @@ pub fn plan_summary(db: &dyn Db, tree: Tree, run: RunInput) -> PlanSummary {
             continue;
         };
         let launched_run = r.launched_run.clone().unwrap_or_else(|| r.run.clone());
-        let id = ItemId::new(db, tree, ItemKind::INSTANCES, name.as_str());
+        let id = ItemId::new(db, tree, ItemKind::INSTANCES, name);
         let why = if let Some(now) = pins.instances.get(name)
             && let Some(was) = moved_off(&r.params, now)
         {
@@ -111,17 +111,17 @@ pub fn plan_summary(db: &dyn Db, tree: Tree, run: RunInput) -> PlanSummary {
             continue;
         };
         summary.replaces.push(Replace {
-            instance: name.clone(),
+            instance: name.to_string(),
             launched_run,
             why,
         });
     }
     // Images pinned to their parent's build, by parent series.
-    let mut pinned_children: BTreeMap<&str, Vec<(&String, &String)>> = BTreeMap::new();
+    let mut pinned_children: BTreeMap<&str, Vec<(&str, &String)>> = BTreeMap::new();
     let series: Vec<_> = index
         .names(ItemKind::IMAGES)
         .map(|name| {
-            let id = ItemId::new(db, tree, ItemKind::IMAGES, name.as_str());
+            let id = ItemId::new(db, tree, ItemKind::IMAGES, name);
             (name, image_series(db, id))
         })
         .collect();

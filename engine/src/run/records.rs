@@ -196,7 +196,7 @@ impl<'a> Runner<'a> {
         use crate::state::instance_state::{FILE, InstanceState, opened};
         let before = self.read_launch_params()?;
         let index = item_index(&self.ws.db, self.ws.tree);
-        let declared: Vec<&String> = index.names(csis_model::ItemKind::INSTANCES).collect();
+        let declared: Vec<&str> = index.names(csis_model::ItemKind::INSTANCES).collect();
         let digests = crate::plan::user_data::user_data_digests(&self.ws.db, self.ws.tree);
         let after =
             crate::state::launch_params::launched(&before, &declared, &digests, &self.run_id);

@@ -59,12 +59,12 @@ pub fn query(ws: &Workspace, system: &dyn System) -> Result<StateReport, String>
         item_index(db, tree)
             .names(csis_model::ItemKind::INSTANCES)
             .filter_map(|n| {
-                let id = ItemId::new(db, tree, csis_model::ItemKind::INSTANCES, n.as_str());
+                let id = ItemId::new(db, tree, csis_model::ItemKind::INSTANCES, n);
                 match crate::load::items_model::structured_item(db, id)
                     .item
                     .as_deref()
                 {
-                    Some(Item::Instance(inst)) => Some((n.clone(), b.instance_runtime(inst))),
+                    Some(Item::Instance(inst)) => Some((n.to_string(), b.instance_runtime(inst))),
                     _ => None,
                 }
             })

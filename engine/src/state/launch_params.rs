@@ -60,7 +60,7 @@ pub fn compute_all(
 ) -> BTreeMap<String, Map<String, J>> {
     item_index(db, tree)
         .names(ItemKind::INSTANCES)
-        .filter_map(|name| Some((name.clone(), compute(db, tree, record, name)?)))
+        .filter_map(|name| Some((name.to_string(), compute(db, tree, record, name)?)))
         .collect()
 }
 
@@ -298,7 +298,7 @@ pub fn user_data_moved(was: Option<&str>, now: Option<&str>) -> bool {
 /// stands with the user-data of `digests`, launched by `run`.
 pub fn launched(
     record: &LaunchParams,
-    declared: &[&String],
+    declared: &[&str],
     digests: &BTreeMap<String, String>,
     run: &str,
 ) -> LaunchParams {
@@ -356,7 +356,7 @@ mod tests {
         now.insert("box".to_string(), params(UNBOUND, &[], "a"));
         let first = recorded(&LaunchParams::default(), &now, &BTreeMap::new(), "r1");
         assert!(!first.instances["box"].launched);
-        let up = launched(&first, &[&"box".to_string()], &BTreeMap::new(), "r2");
+        let up = launched(&first, &["box"], &BTreeMap::new(), "r2");
         assert_eq!(up.instances["box"].launched_run.as_deref(), Some("r2"));
         now.insert("box".to_string(), params("b1", &[], "a"));
         let bound = recorded(&up, &now, &BTreeMap::new(), "r3");

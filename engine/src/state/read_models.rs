@@ -33,7 +33,7 @@ pub fn identity_read_model(db: &dyn Db, tree: Tree) -> Map<String, J> {
         index
             .names(kind)
             .filter_map(|n| {
-                let si = structured_item(db, ItemId::new(db, tree, kind, n.as_str()));
+                let si = structured_item(db, ItemId::new(db, tree, kind, n));
                 secrets.extend(si.secrets.iter().cloned());
                 si.item.clone()
             })
