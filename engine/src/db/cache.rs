@@ -86,11 +86,13 @@ pub struct Cache {
 }
 
 /// What a cache is keyed by besides each file's text: a cache written by
-/// another build of csis or with other plugins is another cache.
+/// another build of csis (its version and a digest of the sources a unit
+/// depends on, engine/build.rs) or with other plugins is another cache.
 pub fn key(registry: &Registry) -> String {
     format!(
-        "format {FORMAT}, csis {}, plugins {}",
+        "format {FORMAT}, csis {} ({}), plugins {}",
         env!("CARGO_PKG_VERSION"),
+        env!("CSIS_BUILD_SOURCES"),
         registry.plugins().join(" ")
     )
 }
