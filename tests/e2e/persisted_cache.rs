@@ -110,3 +110,21 @@ fn a_cache_directory_elsewhere_is_used_and_one_that_cannot_be_written_is_a_warni
     assert!(err.starts_with(&uncached.1), "{err}");
     assert_eq!(err.matches(&warning).count(), 1, "{err}");
 }
+
+#[test]
+fn public_safe_does_not_scan_the_cache_outside_git() {
+    // The cache holds the tree's own entries packed, where a rule's
+    // context is lost (a user's email in it was a finding).
+    let t = csis_test_support::plain_tree("local-run");
+    let root = t.path();
+    assert!(!root.join(".git").exists());
+    plan(root, &[]);
+    assert!(root.join(CACHE).is_dir());
+    let o = csis_at(root, NOW, &["public-safe"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

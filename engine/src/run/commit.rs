@@ -48,7 +48,9 @@ pub fn allowances(system: &dyn System, root: &Path) -> Allow {
 
 /// The files a tree scan covers: in a git work tree the tracked and
 /// untracked files git does not ignore, else every file; never the private
-/// mirror. A file named as PATH is scanned itself, whatever git thinks of
+/// mirror, nor the persisted cache under the root (`.csis/`, which csis
+/// ignores in git: it holds the entries of files this scan reads
+/// themselves, packed, where a rule's context is lost). A file named as PATH is scanned itself, whatever git thinks of
 /// it; a PATH that does not exist is an error, never an empty scan that
 /// passes (issue 32).
 fn tree_files(system: &dyn System, root: &Path, under: &Path) -> Result<Vec<String>, String> {
@@ -94,7 +96,12 @@ fn tree_files(system: &dyn System, root: &Path, under: &Path) -> Result<Vec<Stri
             .collect()
     };
     let lock = crate::state::meta_state::lock_rel();
-    files.retain(|f| !f.starts_with("_private/") && !f.starts_with(".git/") && *f != lock);
+    files.retain(|f| {
+        !f.starts_with("_private/")
+            && !f.starts_with(".git/")
+            && !f.starts_with(".csis/")
+            && *f != lock
+    });
     files.sort();
     Ok(files)
 }
