@@ -204,6 +204,7 @@ fn damage(rng: &mut Rng, dir: &std::path::Path) -> Option<&'static str> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .ok()?
         .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "cache"))
         .collect();
     files.sort();
     let file = files.get(rng.below(files.len().max(1)))?;

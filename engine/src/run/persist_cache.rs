@@ -5,18 +5,19 @@
 use rayon::prelude::*;
 
 use crate::db::SourceFile;
-use crate::db::cache::{DEFAULT_DIR, SHARDS, digest, shard_of};
+use crate::db::cache::{SHARDS, digest, shard_of};
 use crate::db::reads;
 use crate::db::system::System;
 use crate::load::entries;
 use crate::load::items::item_file_entries;
 use crate::workspace::Workspace;
 
+/// What the cache directory's own .gitignore holds: everything in it.
+const GITIGNORE: &str = "# Written by csis: its persisted cache is never committed.\n*\n";
+
 /// Write the shards of the cache the workspace was loaded with that do
 /// not hold exactly what this process would keep in them; an edit
-/// rewrites its file's shard alone. Under the root's own default
-/// directory, in a git repository, `.csis/` is added to the root's
-/// .gitignore once.
+/// rewrites its file's shard alone.
 pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
     let Some(cache) = crate::db::Db::cache(&ws.db) else {
         return Ok(());
@@ -50,9 +51,13 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
             cache.dir().display()
         )
     };
-    if cache.dir() == ws.root.join(DEFAULT_DIR) {
-        crate::run::lock::ignore_in_git(system, &ws.root, ".csis/")
-            .map_err(|e| failed(std::io::Error::other(e)))?;
+    // The directory ignores itself in git, wherever it is and wherever
+    // the repository's top is.
+    let ignore = cache.dir().join(".gitignore");
+    if !matches!(system.read_to_string(&ignore), Ok(Some(text)) if text == GITIGNORE) {
+        system
+            .write_replace(&ignore, GITIGNORE.as_bytes(), false)
+            .map_err(failed)?;
     }
     stale
         .par_iter()
