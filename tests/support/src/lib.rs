@@ -111,7 +111,9 @@ pub fn fixture_dir(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Every file below `dir`, by its path relative to `dir`.
+/// Every file below `dir`, by its path relative to `dir`; never csis's
+/// persisted cache (`.csis/`), which a command run on a fixture in place
+/// leaves there and which is no file of the tree.
 pub fn files_below(dir: &Path) -> BTreeMap<String, PathBuf> {
     let mut out = BTreeMap::new();
     let mut stack = vec![dir.to_path_buf()];
@@ -119,6 +121,9 @@ pub fn files_below(dir: &Path) -> BTreeMap<String, PathBuf> {
         for e in std::fs::read_dir(&d).unwrap() {
             let p = e.unwrap().path();
             if p.is_dir() {
+                if p.file_name().is_some_and(|n| n == ".csis") {
+                    continue;
+                }
                 stack.push(p);
             } else {
                 let rel = p.strip_prefix(dir).unwrap().to_string_lossy().to_string();
@@ -139,12 +144,17 @@ pub fn read_tree(dir: &Path) -> Files {
 
 /// Copy the directory `from`, empty directories included, into `to`;
 /// symlinks stay symlinks (an image's absolute links name its own files).
+/// Not a persisted cache (`.csis/`) a run in place left: a copy starts
+/// without one.
 pub fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();
         let dest = to.join(e.file_name());
         let ty = e.file_type().unwrap();
+        if ty.is_dir() && e.file_name() == ".csis" {
+            continue;
+        }
         if ty.is_dir() {
             copy_tree(&e.path(), &dest);
         } else if ty.is_symlink() {
