@@ -155,13 +155,19 @@ pub fn read_len(bytes: &[u8], at: &mut usize) -> Option<usize> {
     }
 }
 
-/// A string [`write_str`] wrote.
-pub fn read_str(bytes: &[u8], at: &mut usize) -> Option<String> {
+/// Bytes framed by their length ([`write_str`]'s framing), at `at`,
+/// which it moves past them.
+pub fn read_bytes<'a>(bytes: &'a [u8], at: &mut usize) -> Option<&'a [u8]> {
     let len = read_len(bytes, at)?;
     let end = at.checked_add(len)?;
-    let s = std::str::from_utf8(bytes.get(*at..end)?).ok()?;
+    let s = bytes.get(*at..end)?;
     *at = end;
-    Some(s.to_owned())
+    Some(s)
+}
+
+/// A string [`write_str`] wrote.
+pub fn read_str<'a>(bytes: &'a [u8], at: &mut usize) -> Option<&'a str> {
+    std::str::from_utf8(read_bytes(bytes, at)?).ok()
 }
 
 fn skip(bytes: &[u8], at: &mut usize) -> Option<()> {
@@ -196,7 +202,7 @@ fn read(bytes: &[u8], at: &mut usize) -> Option<Value> {
     Some(match tag {
         NULL => Value::Null,
         PLAIN | QUOTED => Value::Scalar {
-            text: read_str(bytes, at)?,
+            text: read_str(bytes, at)?.into(),
             plain: tag == PLAIN,
         },
         SEQ => {
@@ -213,7 +219,7 @@ fn read(bytes: &[u8], at: &mut usize) -> Option<Value> {
             let mut map =
                 Map::with_capacity_and_hasher(n.min(bytes.len() - *at), Default::default());
             for _ in 0..n {
-                let k = read_str(bytes, at)?;
+                let k = read_str(bytes, at)?.into();
                 let v = read(bytes, at)?;
                 map.insert(k, v);
             }

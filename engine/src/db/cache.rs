@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use csis_model::packed::{read_len, write_len, write_str};
+use csis_model::packed::{read_bytes, read_len, read_str, write_len, write_str};
 use rayon::prelude::*;
 
 use crate::db::system::System;
@@ -107,7 +107,9 @@ impl Cache {
     /// is none yet; a file that cannot be used is left out and named in
     /// the notice.
     pub fn load(system: &dyn System, dir: &Path, key: String) -> Cache {
-        let loaded: Vec<(Shard, Vec<(String, Kept)>)> = (0..SHARDS)
+        // No directory yet (a first run): nothing to try 64 times.
+        let shards = if system.is_dir(dir) { SHARDS } else { 0 };
+        let loaded: Vec<(Shard, Vec<(String, Kept)>)> = (0..shards)
             .into_par_iter()
             .map(|shard| {
                 let (bytes, units, ignored) = match system.read_bytes(&dir.join(shard_file(shard)))
@@ -137,6 +139,7 @@ impl Cache {
             units.extend(kept);
             shards.push(shard);
         }
+        shards.resize_with(SHARDS, Shard::default);
         let notice = notice(dir, &shards);
         Cache {
             dir: dir.to_path_buf(),
@@ -310,7 +313,7 @@ fn decode(bytes: &[u8], key: &str, shard: usize) -> Result<Vec<(String, Kept)>, 
     }
     let mut at = MAGIC.len();
     let malformed = || "it is malformed".to_string();
-    let found = slice(body, &mut at).ok_or_else(malformed)?;
+    let found = read_bytes(body, &mut at).ok_or_else(malformed)?;
     if found != key.as_bytes() {
         return Err(format!(
             "it was written by another csis build or plugin set ({}, not {key})",
@@ -320,22 +323,18 @@ fn decode(bytes: &[u8], key: &str, shard: usize) -> Result<Vec<(String, Kept)>, 
     let count = read_len(body, &mut at).ok_or_else(malformed)?;
     let mut units = Vec::with_capacity(count.min(body.len()));
     for _ in 0..count {
-        let path = slice(body, &mut at).and_then(|p| std::str::from_utf8(p).ok());
+        let path = read_str(body, &mut at);
         let digest = body.get(at..at + DIGEST).and_then(|d| d.try_into().ok());
         at += DIGEST;
-        let len = read_len(body, &mut at);
-        let (Some(path), Some(digest), Some(len)) = (path, digest, len) else {
+        let unit = read_bytes(body, &mut at).map(<[u8]>::len);
+        let (Some(path), Some(digest), Some(len)) = (path, digest, unit) else {
             return Err(malformed());
         };
-        let range = at..at.checked_add(len).ok_or_else(malformed)?;
-        if range.end > body.len() {
-            return Err(malformed());
-        }
-        at = range.end;
-        let taken = AtomicBool::new(false);
         if shard_of(path) != shard {
             return Err(malformed());
         }
+        let range = at - len..at;
+        let taken = AtomicBool::new(false);
         units.push((
             path.to_string(),
             Kept {
@@ -350,15 +349,6 @@ fn decode(bytes: &[u8], key: &str, shard: usize) -> Result<Vec<(String, Kept)>, 
         return Err(malformed());
     }
     Ok(units)
-}
-
-/// Length-prefixed bytes at `at`.
-pub fn slice<'a>(bytes: &'a [u8], at: &mut usize) -> Option<&'a [u8]> {
-    let len = read_len(bytes, at)?;
-    let end = at.checked_add(len)?;
-    let s = bytes.get(*at..end)?;
-    *at = end;
-    Some(s)
 }
 
 #[cfg(test)]

@@ -13,11 +13,9 @@
 use std::sync::Arc;
 
 use csis_model::diag::Origin;
-use csis_model::packed::{PackedValue, read_len, write_len, write_str};
+use csis_model::packed::{PackedValue, read_bytes, read_len, read_str, write_len, write_str};
 use csis_model::path::{DocPath, Seg};
 use csis_model::{Diagnostic, ItemKind};
-
-use crate::db::cache::slice;
 
 /// One item entry as written in its file.
 #[derive(Debug, PartialEq, Eq, Clone)]
@@ -96,17 +94,17 @@ pub fn decode(path: &Arc<str>, kinds: &[ItemKind], bytes: &[u8]) -> Option<ItemF
     // One list origin per kind, shared by its entries as a parse shares it.
     let mut lists: Vec<(ItemKind, Origin)> = Vec::new();
     for _ in 0..count {
-        let key = std::str::from_utf8(slice(bytes, &mut at)?).ok()?;
+        let key = read_str(bytes, &mut at)?;
         let kind = *kinds.iter().find(|k| k.key() == key)?;
         let index = read_len(bytes, &mut at)?;
-        let name = std::str::from_utf8(slice(bytes, &mut at)?).ok()?;
+        let name = read_str(bytes, &mut at)?;
         let interpolates = match *bytes.get(at)? {
             0 => false,
             1 => true,
             _ => return None,
         };
         at += 1;
-        let value = PackedValue::from_bytes(slice(bytes, &mut at)?)?;
+        let value = PackedValue::from_bytes(read_bytes(bytes, &mut at)?)?;
         let list = match lists.iter().find(|(k, _)| *k == kind) {
             Some((_, list)) => list.clone(),
             None => {
