@@ -196,7 +196,7 @@ fn load_counting(text: &str, env: &[(&str, &str)]) -> (Workspace, Arc<Counting>)
 }
 
 fn resolved(ws: &Workspace, kind: ItemKind, name: &str) -> Value {
-    let id = ItemId::new(&ws.db, ws.tree, kind, name.to_string());
+    let id = ItemId::new(&ws.db, ws.tree, kind, name);
     let si = structured_item(&ws.db, id);
     assert!(
         si.diags.iter().all(|d| !d.is_error()),
@@ -349,7 +349,7 @@ STATE
             &LoadOptions::default(),
         );
         let kind = ItemKind::new(&NETWORKS);
-        let id = ItemId::new(&ws.db, ws.tree, kind, "lan".to_string());
+        let id = ItemId::new(&ws.db, ws.tree, kind, "lan");
         resolved_value(&ws.db, id)
             .as_ref()
             .and_then(|(_, v)| v.get("cidr"))

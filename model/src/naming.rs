@@ -73,13 +73,17 @@ pub fn is_invalid_config_key(key: &str) -> bool {
 
 /// Strip whitespace, replace spaces and `:` with `_`, lower-case.
 pub fn safe_name(name: &str) -> String {
-    // Most names are safe already: one copy rather than three passes
-    // (every reference between items goes through here).
+    as_safe_name(name).into_owned()
+}
+
+/// [`safe_name`], borrowed when the name is safe already: most are, and
+/// every reference between items is looked up through here.
+pub fn as_safe_name(name: &str) -> std::borrow::Cow<'_, str> {
     let safe = |b: u8| b.is_ascii_graphic() && !b.is_ascii_uppercase() && b != b':';
     if name.bytes().all(safe) {
-        return name.to_string();
+        return std::borrow::Cow::Borrowed(name);
     }
-    name.trim().replace([' ', ':'], "_").to_lowercase()
+    std::borrow::Cow::Owned(name.trim().replace([' ', ':'], "_").to_lowercase())
 }
 
 /// [`safe_name`] with `+ . / \ - @` also replaced by `_`: terraform

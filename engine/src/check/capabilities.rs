@@ -29,7 +29,12 @@ pub(super) fn capability_report(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
         {
             let origin = structured_item(
                 db,
-                ItemId::new(db, tree, ItemKind::GROUPS, csis_model::naming::safe_name(g)),
+                ItemId::new(
+                    db,
+                    tree,
+                    ItemKind::GROUPS,
+                    csis_model::naming::as_safe_name(g),
+                ),
             )
             .origin
             .clone();
@@ -73,7 +78,7 @@ pub(crate) fn instances_by_image(db: &dyn Db, tree: Tree) -> InstancesByImage {
         {
             out.entry(csis_model::naming::safe_name(image))
                 .or_default()
-                .push(id.name(db).clone());
+                .push(id.name(db).to_string());
         }
     }
     out
@@ -88,7 +93,7 @@ pub(crate) type InstancesByImage =
 #[salsa::tracked(returns(ref))]
 fn image_instances<'db>(db: &'db dyn Db, image: ItemId<'db>) -> Vec<String> {
     instances_by_image(db, image.tree(db))
-        .get(image.name(db))
+        .get(image.name(db).as_str())
         .cloned()
         .unwrap_or_default()
 }

@@ -55,7 +55,7 @@ impl<'a> Checks<'a> {
             self.db,
             self.tree,
             kind,
-            csis_model::naming::safe_name(name),
+            csis_model::naming::as_safe_name(name),
         );
         structured_item(self.db, id)
     }

@@ -172,7 +172,7 @@ impl Checks<'_> {
                 self.db,
                 self.tree,
                 ItemKind::IMAGES,
-                csis_model::naming::safe_name(image),
+                csis_model::naming::as_safe_name(image),
             );
             if let Some(Item::Image(img)) = structured_item(self.db, id).item.as_deref()
                 && img.group.is_none()

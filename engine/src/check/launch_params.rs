@@ -31,7 +31,7 @@ fn immutability_of<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Option<Diagnostic> 
     let tree = id.tree(db);
     let record = &launch_record(db, tree).value;
     let name = id.name(db);
-    let r = record.instances.get(name)?;
+    let r = record.instances.get(name.as_str())?;
     let params = compute(db, tree, record, name)?;
     if replaced(&r.params, &params) {
         return None;

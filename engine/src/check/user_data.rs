@@ -21,7 +21,7 @@ const NAME_RULE: &str =
 
 pub(crate) fn user_data_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec<Diagnostic> {
     let item = |kind: ItemKind, name: &str| {
-        let id = ItemId::new(db, tree, kind, csis_model::naming::safe_name(name));
+        let id = ItemId::new(db, tree, kind, csis_model::naming::as_safe_name(name));
         structured_item(db, id)
     };
     let name = id.name(db);
@@ -97,7 +97,7 @@ pub(crate) fn user_data_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) ->
         db,
         tree,
         ItemKind::GROUPS,
-        csis_model::naming::safe_name(&group),
+        csis_model::naming::as_safe_name(&group),
     );
     for skipped in skipped_accounts(db, group_id) {
         out.push(
@@ -141,7 +141,7 @@ fn skipped_accounts<'db>(db: &'db dyn Db, group: ItemId<'db>) -> Vec<SkippedAcco
             db,
             tree,
             ItemKind::USERS,
-            csis_model::naming::safe_name(user),
+            csis_model::naming::as_safe_name(user),
         );
         let login = match structured_item(db, id).item.as_deref() {
             Some(Item::User(u)) if csis_model::login::problem(&u.login).is_some() => continue,

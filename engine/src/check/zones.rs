@@ -41,7 +41,7 @@ pub(crate) fn zones_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Vec
     let item = |kind: ItemKind, name: &str| {
         structured_item(
             db,
-            ItemId::new(db, tree, kind, csis_model::naming::safe_name(name)),
+            ItemId::new(db, tree, kind, csis_model::naming::as_safe_name(name)),
         )
     };
     // A zonal storage's declared zone.

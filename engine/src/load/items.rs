@@ -474,7 +474,7 @@ pub struct ItemId<'db> {
     #[returns(copy)]
     pub kind: ItemKind,
     #[returns(ref)]
-    pub name: String,
+    pub name: compact_str::CompactString,
 }
 
 /// An item's declaration with every overlay update applied key by key.

@@ -348,7 +348,7 @@ fn smart_context(
             db,
             tree,
             ItemKind::IMAGES,
-            csis_model::naming::safe_name(img),
+            csis_model::naming::as_safe_name(img),
         );
         if let Some(raw) = raw_item(db, tree, id) {
             ctx.fks.insert(

@@ -203,7 +203,7 @@ fn interpolated_from(ws: &Workspace, series: &str, input: &str) -> String {
         return String::new();
     };
     let at = image_input_origin(ws, series, &image, input);
-    let id = ItemId::new(db, tree, ItemKind::IMAGES, series.to_string());
+    let id = ItemId::new(db, tree, ItemKind::IMAGES, series);
     let mut sources: Vec<&str> = structured_item(db, id)
         .interpolated
         .iter()
@@ -268,7 +268,7 @@ fn series_origin(ws: &Workspace, series: &str) -> Option<(Origin, bool)> {
     if let Some(o) = b.origins.get(&(Vct::OsBuilderModel, series.to_string())) {
         return Some((o.clone(), true));
     }
-    let id = ItemId::new(db, tree, ItemKind::IMAGES, series.to_string());
+    let id = ItemId::new(db, tree, ItemKind::IMAGES, series);
     structured_item(db, id).origin.clone().map(|o| (o, false))
 }
 
@@ -330,7 +330,7 @@ fn image_input_origin(ws: &Workspace, series: &str, image: &Origin, input: &str)
         let Some((name, field)) = rest.split_once(']') else {
             return image.key("modifications");
         };
-        let id = ItemId::new(&ws.db, ws.tree, ItemKind::IMAGES, series.to_string());
+        let id = ItemId::new(&ws.db, ws.tree, ItemKind::IMAGES, series);
         let index = structured_item(&ws.db, id)
             .mods
             .iter()

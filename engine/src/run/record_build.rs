@@ -279,7 +279,7 @@ fn record(ws: &Workspace, system: &dyn System, b: &Baked) -> Result<String, Stri
                 db,
                 tree,
                 csis_model::ItemKind::IMAGES,
-                series.clone(),
+                series.as_str(),
             );
             match crate::load::items_model::structured_item(db, id)
                 .item

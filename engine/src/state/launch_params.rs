@@ -78,7 +78,7 @@ pub(crate) fn compute(
     let item = |kind: ItemKind, name: &str| {
         structured_item(
             db,
-            ItemId::new(db, tree, kind, csis_model::naming::safe_name(name)),
+            ItemId::new(db, tree, kind, csis_model::naming::as_safe_name(name)),
         )
     };
     let builder_of = |vct: Vct, reference: &str| {

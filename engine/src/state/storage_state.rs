@@ -68,7 +68,7 @@ pub fn attachments(db: &dyn Db, tree: Tree) -> BTreeMap<String, Vec<String>> {
         for m in &structured_item(db, id).storages {
             out.entry(m.name.clone())
                 .or_default()
-                .push(id.name(db).clone());
+                .push(id.name(db).to_string());
         }
     }
     out
@@ -93,7 +93,7 @@ pub fn declared(db: &dyn Db, tree: Tree) -> Vec<Declared> {
             })
             .is_some_and(|builder| builder.supports_archive());
         out.push(Declared {
-            name: id.name(db).clone(),
+            name: id.name(db).to_string(),
             requested: st.state.clone(),
             builder: decl.map_or(st.named.type_.clone(), |d| d.name().to_string()),
             supports_archive,

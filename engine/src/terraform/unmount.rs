@@ -71,7 +71,7 @@ pub fn unmount(ws: &Workspace, system: &dyn System, req: &Unmount) -> Outcome {
             db,
             tree,
             ItemKind::INSTANCES,
-            csis_model::naming::safe_name(instance),
+            csis_model::naming::as_safe_name(instance),
         ),
     );
     let inst = match si.item.as_deref() {

@@ -77,7 +77,7 @@ impl Ops<'_> {
             db,
             self.ws.tree,
             ItemKind::IMAGES,
-            csis_model::naming::safe_name(name),
+            csis_model::naming::as_safe_name(name),
         );
         structured_item(db, id).item.clone()
     }
