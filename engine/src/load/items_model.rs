@@ -164,10 +164,18 @@ fn resolve<'b>(db: &dyn Db, tree: Tree, raw: &RawItem, b: &'b Builders) -> Resol
     let mut diags = Vec::new();
     let mut value = raw.value.unpack();
     fill_defaults(kind, &mut value, b);
-    let looked = Looked::new();
-    let ctx = smart_context(db, tree, kind, &value, b, &looked);
-    let refused = Renderer::shared(|r| resolve_item(kind, &mut value, &ctx, r));
-    crate::db::reads::note_looked(db, tree, &looked);
+    // A value with no template renders nothing: its context (an
+    // instance's image unpacked whole, the builders and items its
+    // templates name) is not made, and not depended on.
+    let refused = if value.contains_template() {
+        let looked = Looked::new();
+        let ctx = smart_context(db, tree, kind, &value, b, &looked);
+        let refused = Renderer::shared(|r| resolve_item(kind, &mut value, &ctx, r));
+        crate::db::reads::note_looked(db, tree, &looked);
+        refused
+    } else {
+        Vec::new()
+    };
     if !refused.is_empty() {
         let name = value
             .get("name")
