@@ -331,7 +331,7 @@ pub fn fingerprint_detail(db: &dyn Db, tree: Tree, key: SeriesKey<'_>) -> Option
                 "files": files,
                 "config": map_json(&m.model.config),
             });
-            (m.model.named.name.clone(), content)
+            (m.model.named.name.to_string(), content)
         })
         .collect();
     let mods: Vec<J> = contents

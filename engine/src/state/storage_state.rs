@@ -95,7 +95,7 @@ pub fn declared(db: &dyn Db, tree: Tree) -> Vec<Declared> {
         out.push(Declared {
             name: id.name(db).to_string(),
             requested: st.state.clone(),
-            builder: decl.map_or(st.named.type_.clone(), |d| d.name().to_string()),
+            builder: decl.map_or(st.named.type_.to_string(), |d| d.name().to_string()),
             supports_archive,
             origin: si.origin.clone(),
         });

@@ -15,11 +15,11 @@ use crate::value::{Typed, Value};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NameTyped {
     /// The normalized name ([`safe_name`] of the declared one).
-    pub name: String,
+    pub name: compact_str::CompactString,
     /// The name as declared, for output.
-    pub display_name: String,
+    pub display_name: compact_str::CompactString,
     #[serde(rename = "type")]
-    pub type_: String,
+    pub type_: compact_str::CompactString,
     pub description: Option<String>,
     /// Normalized, sorted, without the name itself.
     pub aliases: Vec<String>,
@@ -60,9 +60,9 @@ impl NameTyped {
         let description = f.opt_str("description");
         let aliases = read_aliases(f, &name);
         NameTyped {
-            name,
-            display_name,
-            type_,
+            name: name.into(),
+            display_name: display_name.into(),
+            type_: type_.into(),
             description,
             aliases,
         }

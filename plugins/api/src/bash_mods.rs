@@ -52,7 +52,7 @@ pub fn bash_mods(
             ))]);
         }
         out.push(BashMod {
-            name: name.clone(),
+            name: name.to_string(),
             script: m
                 .extra
                 .get("script")

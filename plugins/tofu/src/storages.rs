@@ -45,7 +45,7 @@ fn leaving(ctx: &dyn HookContext, me: &BuilderDecl) -> Vec<String> {
         declared(ctx, me)
             .into_iter()
             .filter(|s| s.state == "destroyed")
-            .map(|s| s.named.name),
+            .map(|s| s.named.name.to_string()),
     );
     out.sort();
     out.dedup();
@@ -105,7 +105,7 @@ fn size_of(s: &Storage, min_sizes: &HashMap<String, i64>) -> HookResult<i64> {
         };
     }
     Ok(min_sizes
-        .get(&s.named.name)
+        .get(s.named.name.as_str())
         .copied()
         .unwrap_or(DEFAULT_SIZE))
 }
@@ -129,7 +129,7 @@ pub fn root(
     let min_sizes = min_sizes(ctx);
     let mut entries = Vec::new();
     for s in &kept {
-        let name = s.named.name.clone();
+        let name = s.named.name.to_string();
         let zone = s
             .availability_zone
             .clone()
