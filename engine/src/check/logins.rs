@@ -58,7 +58,7 @@ fn login_of<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Option<Login<'db>> {
         return None;
     };
     Some(Login {
-        login: u.login.clone(),
+        login: u.login.to_string(),
         id,
     })
 }

@@ -145,7 +145,7 @@ fn skipped_accounts<'db>(db: &'db dyn Db, group: ItemId<'db>) -> Vec<SkippedAcco
         );
         let login = match structured_item(db, id).item.as_deref() {
             Some(Item::User(u)) if csis_model::login::problem(&u.login).is_some() => continue,
-            Some(Item::User(u)) => u.login.clone(),
+            Some(Item::User(u)) => u.login.to_string(),
             _ => user.clone(),
         };
         let account = if &login == user {

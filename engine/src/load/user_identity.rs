@@ -85,7 +85,7 @@ impl<'b> UserRule<'b> {
             .map(str::trim)
             .unwrap_or(&name)
             .to_string();
-        user.login = csis_model::login::from_email(&email);
+        user.login = csis_model::login::from_email(&email).into();
         if name.to_lowercase() == email.to_lowercase() {
             return None;
         }

@@ -19,9 +19,9 @@ pub struct User {
     /// when its builder sets `email_as_username`, the login derived from
     /// its email ([`crate::login::from_email`]); set by the engine, which
     /// knows the builder.
-    pub login: String,
-    pub first_name: String,
-    pub last_name: String,
+    pub login: compact_str::CompactString,
+    pub first_name: compact_str::CompactString,
+    pub last_name: compact_str::CompactString,
     pub middle_name: Option<String>,
     /// Templated later from the builder's email template.
     pub email: Option<String>,
@@ -115,9 +115,9 @@ impl User {
         let first_name = required_name_part(f, &name, "first_name");
         let last_name = required_name_part(f, &name, "last_name");
         User {
-            login: root.named.display_name.trim().to_string(),
-            first_name,
-            last_name,
+            login: root.named.display_name.trim().into(),
+            first_name: first_name.into(),
+            last_name: last_name.into(),
             middle_name: f.opt_str("middle_name").inspect(|m| {
                 if let Some(problem) = crate::naming::gecos_problem("middle_name", m) {
                     f.error_at("middle_name", format!("User {name}: {problem}"));
