@@ -24,7 +24,7 @@ pub struct User {
     pub last_name: compact_str::CompactString,
     pub middle_name: Option<String>,
     /// Templated later from the builder's email template.
-    pub email: Option<String>,
+    pub email: Option<compact_str::CompactString>,
     pub is_service_account: bool,
     pub is_enabled: bool,
     /// None means the builder's default.
@@ -123,7 +123,7 @@ impl User {
                     f.error_at("middle_name", format!("User {name}: {problem}"));
                 }
             }),
-            email: f.opt_str("email"),
+            email: f.opt_str("email").map(Into::into),
             is_service_account: f.bool_or("is_service_account", false),
             is_enabled: f.bool_or("is_enabled", true),
             managed: f.opt_bool("managed"),
