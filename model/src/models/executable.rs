@@ -46,7 +46,9 @@ impl ExecutableModel {
         if named.type_ == "default" {
             named.type_ = named.name.clone();
         }
-        let binary = f.opt_str("binary").unwrap_or_else(|| named.name.to_string());
+        let binary = f
+            .opt_str("binary")
+            .unwrap_or_else(|| named.name.to_string());
         ExecutableModel {
             version: f.opt_str("version"),
             binary,
