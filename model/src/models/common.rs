@@ -12,6 +12,10 @@ use crate::value::{Typed, Value};
 
 /// `name`, `type`, `description`, `aliases`: the base of every builder
 /// model, executable, storage and subconfig.
+///
+/// The name, its spelling and the type are compact strings: nearly all
+/// are short enough to be held in the struct itself, and a large tree
+/// has hundreds of thousands of items (docs/performance.md, issue 40).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NameTyped {
     /// The normalized name ([`safe_name`] of the declared one).

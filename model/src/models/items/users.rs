@@ -10,7 +10,11 @@ use crate::fields::Fields;
 use crate::models::common::RootItem;
 use crate::value::Value;
 
-/// A user (groups/, key `users`).
+/// A user (groups/, key `users`). Its login, name parts and email are
+/// compact strings, held in the struct when short (as [`NameTyped`]'s
+/// are): users are most of a large tree's items.
+///
+/// [`NameTyped`]: crate::models::common::NameTyped
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct User {
     #[serde(flatten)]
