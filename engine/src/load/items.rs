@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use csis_model::naming::safe_name;
+use csis_model::naming::as_safe_name;
 use csis_model::{Diagnostic, DocPath, ItemKind, Origin, PackedValue, Subject, Value};
 use csis_string_stage::interp::{ENV_FILE_KEY, has_placeholder};
 
@@ -152,7 +152,7 @@ pub fn item_file_entries(db: &dyn Db, tree: Tree, file: SourceFile) -> ItemFileE
             out.items.push(RawItem {
                 kind,
                 secrets,
-                name: safe_name(name).into(),
+                name: Arc::from(&*as_safe_name(name)),
                 interpolates: mentions(&value),
                 value: PackedValue::pack(&value),
                 origin,

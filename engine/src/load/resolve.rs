@@ -217,7 +217,10 @@ impl Object for TemplateItem {
 }
 
 /// Resolve every template of an item value, at most [`MAX_PASSES`] times;
-/// the values refused, by their path inside the item.
+/// the values refused, by their path inside the item. `value` holds a
+/// template: its caller asks before it makes the context, so the first
+/// pass is not asked again (a value without one would take one pass that
+/// renders nothing).
 pub fn resolve_item(
     kind: ItemKind,
     value: &mut Value,
@@ -227,7 +230,7 @@ pub fn resolve_item(
     let mut refused = Vec::new();
     let fks = Arc::new(ctx.fks.clone());
     let own = own_name(kind);
-    let mut kept = value.contains_template();
+    let mut kept = true;
     for _ in 0..MAX_PASSES {
         if !kept {
             break;

@@ -50,9 +50,9 @@ pub fn allowances(system: &dyn System, root: &Path) -> Allow {
 /// untracked files git does not ignore, else every file; never the private
 /// mirror, nor the persisted cache under the root (`.csis/`, which csis
 /// ignores in git: it holds the entries of files this scan reads
-/// themselves, packed, where a rule's context is lost). A file named as PATH is scanned itself, whatever git thinks of
-/// it; a PATH that does not exist is an error, never an empty scan that
-/// passes (issue 32).
+/// themselves, packed, where a rule's context is lost). A file named as
+/// PATH is scanned itself, whatever git thinks of it; a PATH that does
+/// not exist is an error, never an empty scan that passes (issue 32).
 fn tree_files(system: &dyn System, root: &Path, under: &Path) -> Result<Vec<String>, String> {
     let rel_under = under
         .strip_prefix(root)
