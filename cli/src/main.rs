@@ -30,8 +30,9 @@ use std::sync::Arc;
 
 use clap::Parser;
 use csis_engine::db::Db;
-use csis_engine::db::system::OsSystem;
+use csis_engine::db::system::{OsSystem, Recording, System};
 use csis_engine::registry::Registry;
+use csis_engine::run::plan_record;
 use csis_engine::workspace::{LoadOptions, Workspace};
 
 use args::{Cli, Command};
@@ -142,9 +143,33 @@ fn run() -> ExitCode {
     if let Some(code) = commands::terraform_step(&cli.command, &root) {
         return code;
     }
+    // A plan another process made from the same reads is printed again
+    // (run/plan_record.rs); else this one's reads are recorded to keep it.
+    let record = plan_record_dir(&cli, &options);
+    let env = record.as_ref().map(|_| OsSystem.env()).unwrap_or_default();
+    let record_key = csis_engine::db::cache::key(&registry);
+    let request = plan_record::request(&std::env::args().collect::<Vec<_>>(), &root, &env);
+    if let Some(dir) = &record {
+        match plan_record::find(&OsSystem, &env, dir, &record_key, &request) {
+            plan_record::Found::Same(printed) => {
+                csis_plugin_api::stdout::write(&printed.stdout);
+                let _ = std::io::Write::write_all(&mut std::io::stderr(), &printed.stderr);
+                return ExitCode::from(printed.code);
+            }
+            plan_record::Found::Ignored(notice) => eprintln!("{notice}"),
+            plan_record::Found::Changed => {}
+        }
+    }
+    let recording = record
+        .as_ref()
+        .map(|dir| Recording::new(&OsSystem).unnoted_below(dir));
+    let system: &dyn System = match &recording {
+        Some(r) => r,
+        None => &OsSystem,
+    };
     // Never dropped: freeing every memoized query of a large tree takes a
     // tenth of a plan's time, and the process is about to exit.
-    let ws = match Workspace::load(&OsSystem, registry, &root, &options) {
+    let ws = match Workspace::load(system, registry, &root, &options) {
         Ok(ws) => std::mem::ManuallyDrop::new(ws),
         Err(e) => {
             eprintln!("error: reading {}: {e}", root_dir.display());
@@ -156,11 +181,73 @@ fn run() -> ExitCode {
     if let Some(notice) = ws.db.cache().and_then(|c| c.notice()) {
         eprintln!("{notice}");
     }
-    let code = commands::with_tree(&ws, &cli.command, style, lock_token, carried_env(&cli));
-    if let Err(warning) = csis_engine::run::persist_cache::save_cache(&ws, &OsSystem) {
-        eprintln!("{warning}");
+    let mut record_failed = None;
+    let code = match (&cli.command, &recording, &record) {
+        (Command::Plan(args), Some(recording), Some(dir)) => {
+            csis_plugin_api::stdout::capture();
+            let (code, stderr) = commands::plan::printed(&ws, args, recording);
+            let printed = plan_record::Printed {
+                stdout: csis_plugin_api::stdout::captured().unwrap_or_default(),
+                stderr: stderr.into_bytes(),
+                code,
+            };
+            record_failed =
+                keep_plan_record(&ws, recording, &env, dir, &record_key, &request, &printed);
+            ExitCode::from(code)
+        }
+        _ => commands::with_tree(&ws, &cli.command, style, lock_token, carried_env(&cli)),
+    };
+    // One warning when the cache directory cannot be written.
+    match csis_engine::run::persist_cache::save_cache(&ws, &OsSystem) {
+        Err(warning) => eprintln!("{warning}"),
+        Ok(()) => {
+            if let Some(warning) = record_failed {
+                eprintln!("{warning}");
+            }
+        }
     }
     code
+}
+
+/// Where `csis plan` keeps its record: the cache directory, unless the
+/// plan reports its own time (`--stats`) or may decrypt (an identity is
+/// set: nothing a secret made is kept).
+fn plan_record_dir(cli: &Cli, options: &LoadOptions) -> Option<std::path::PathBuf> {
+    let Command::Plan(args) = &cli.command else {
+        return None;
+    };
+    if args.stats || std::env::var_os("CSIS_CONFIG_IDENTITY").is_some() {
+        return None;
+    }
+    options.cache_dir.clone()
+}
+
+/// Keep the plan's record when everything it depended on can be asked
+/// again; the warning to print when it could not be written (a record
+/// lost is only a slower next plan).
+fn keep_plan_record(
+    ws: &Workspace,
+    recording: &Recording<'_>,
+    env: &std::collections::BTreeMap<String, String>,
+    dir: &std::path::Path,
+    key: &str,
+    request: &str,
+    printed: &plan_record::Printed,
+) -> Option<String> {
+    let probes = recording.probes().ok()?;
+    let reads = ws.db.cache().map(|c| c.env_reads())?;
+    let vars = reads.vars()?;
+    if reads.read_clock() || ws.read_remote_state() {
+        return None;
+    }
+    plan_record::keep(&OsSystem, env, dir, key, request, &probes, &vars, printed)
+        .err()
+        .map(|e| {
+            format!(
+                "warning: the cache could not be written to {}: {e}",
+                dir.display()
+            )
+        })
 }
 
 /// What a run hands the csis steps of its runner scripts so that they load

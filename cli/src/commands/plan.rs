@@ -6,7 +6,7 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use csis_engine::db::system::OsSystem;
+use csis_engine::db::system::{OsSystem, System};
 use csis_engine::workspace::Workspace;
 
 use super::selection::Selection;
@@ -38,6 +38,11 @@ enum PlanFormat {
 }
 
 pub fn plan(ws: &Workspace, args: &PlanArgs) -> ExitCode {
+    ExitCode::from(printed(ws, args, &OsSystem).0)
+}
+
+/// The plan, printed; its exit code and what it printed on stderr.
+pub fn printed(ws: &Workspace, args: &PlanArgs, system: &dyn System) -> (u8, String) {
     let PlanArgs {
         selection,
         format,
@@ -50,7 +55,8 @@ pub fn plan(ws: &Workspace, args: &PlanArgs) -> ExitCode {
     };
     let options = selection.options(true);
     let force_bake = options.force_bake.clone();
-    let report = csis_engine::run::plan_report::plan_report(ws, &OsSystem, options, ask);
+    let report = csis_engine::run::plan_report::plan_report(ws, system, options, ask);
+    let mut err = String::new();
     match format {
         PlanFormat::Json => {
             // Written as it is made: at four times the reference tree the
@@ -60,14 +66,14 @@ pub fn plan(ws: &Workspace, args: &PlanArgs) -> ExitCode {
             let _ = out.write_all(b"\n");
         }
         PlanFormat::Matrix => {
-            report_errors(&report);
+            report_errors(&report, &mut err);
             if report.ok {
                 let m = csis_engine::run::plan_matrix::matrix(ws, &report.plan, &force_bake);
                 csis_plugin_api::outln!("{}", serde_json::to_string(&m).unwrap_or_default());
             }
         }
         PlanFormat::Text => {
-            report_errors(&report);
+            report_errors(&report, &mut err);
             // One write for the whole plan: a line each was thousands of
             // system calls for a large tree.
             let mut text = String::new();
@@ -86,22 +92,25 @@ pub fn plan(ws: &Workspace, args: &PlanArgs) -> ExitCode {
                 .iter()
                 .flat_map(csis_engine::db::stats::describe)
             {
-                eprintln!("{line}");
+                say(&mut err, &line);
             }
         }
     }
-    if report.ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
+    (if report.ok { 0 } else { 1 }, err)
+}
+
+fn report_errors(report: &csis_engine::run::plan_report::PlanReport, err: &mut String) {
+    for e in &report.validation_errors {
+        say(err, &format!("error: validation: {e}"));
+    }
+    if let Some(e) = &report.error {
+        say(err, &format!("error: {e}"));
     }
 }
 
-fn report_errors(report: &csis_engine::run::plan_report::PlanReport) {
-    for e in &report.validation_errors {
-        eprintln!("error: validation: {e}");
-    }
-    if let Some(e) = &report.error {
-        eprintln!("error: {e}");
-    }
+/// A line on stderr, kept in `err` too.
+fn say(err: &mut String, line: &str) {
+    eprintln!("{line}");
+    err.push_str(line);
+    err.push('\n');
 }

@@ -83,6 +83,50 @@ pub struct Cache {
     units: HashMap<String, Kept>,
     /// The one notice for the files that were ignored.
     notice: Option<String>,
+    /// What this process read of the environment and the clock.
+    env_reads: EnvReads,
+}
+
+/// What a process read of the environment and the clock, as its queries
+/// noted it (`db::reads`): besides the files, what a plan record is kept
+/// with. A note is a query of its own, executed once per process, so each
+/// variable is written here once.
+#[derive(Debug, Default)]
+pub struct EnvReads {
+    vars: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    whole: AtomicBool,
+    clock: AtomicBool,
+}
+
+impl EnvReads {
+    pub fn var(&self, key: &str) {
+        self.vars
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.to_string());
+    }
+
+    pub fn whole(&self) {
+        self.whole.store(true, Ordering::Relaxed);
+    }
+
+    pub fn clock(&self) {
+        self.clock.store(true, Ordering::Relaxed);
+    }
+
+    /// The variables read, sorted; None when the whole environment was.
+    pub fn vars(&self) -> Option<Vec<String>> {
+        if self.whole.load(Ordering::Relaxed) {
+            return None;
+        }
+        let vars = self.vars.lock().unwrap_or_else(|p| p.into_inner());
+        Some(vars.iter().cloned().collect())
+    }
+
+    /// Whether the clock was read.
+    pub fn read_clock(&self) -> bool {
+        self.clock.load(Ordering::Relaxed)
+    }
 }
 
 /// What a cache is keyed by besides each file's text: a cache written by
@@ -147,7 +191,13 @@ impl Cache {
             shards,
             units,
             notice,
+            env_reads: EnvReads::default(),
         }
+    }
+
+    /// What this process read of the environment and the clock.
+    pub fn env_reads(&self) -> &EnvReads {
+        &self.env_reads
     }
 
     pub fn dir(&self) -> &Path {

@@ -103,6 +103,9 @@ field_notes! {
 fn note_env(db: &dyn Db, tree: Tree, key: String) {
     use salsa::Accumulator;
     let _ = tree;
+    if let Some(cache) = db.cache() {
+        cache.env_reads().var(&key);
+    }
     Read(Input::Env(key)).accumulate(db);
 }
 
@@ -110,6 +113,9 @@ fn note_env(db: &dyn Db, tree: Tree, key: String) {
 fn note_whole_env(db: &dyn Db, tree: Tree) {
     use salsa::Accumulator;
     let _ = tree;
+    if let Some(cache) = db.cache() {
+        cache.env_reads().whole();
+    }
     Read(Input::WholeEnv).accumulate(db);
 }
 
@@ -118,6 +124,9 @@ fn note_whole_env(db: &dyn Db, tree: Tree) {
 fn note_clock(db: &dyn Db, tree: Tree) {
     use salsa::Accumulator;
     let _ = tree;
+    if let Some(cache) = db.cache() {
+        cache.env_reads().clock();
+    }
     Read(Input::Clock).accumulate(db);
 }
 

@@ -218,11 +218,13 @@ pub fn bake_keys(db: &dyn Db, tree: Tree) -> Vec<(String, String)> {
 pub fn bake_plan(db: &dyn Db, tree: Tree, run: RunInput) -> BakePlan {
     let opts = run.options(db);
     let pins = &pins(db, tree).value;
-    let now = crate::db::reads::start_unix(db, tree);
+    // Read only where a refresh is due or not: a plan the clock does not
+    // decide is kept whole across processes (run/plan_record.rs).
+    let now = || crate::db::reads::start_unix(db, tree);
     let mut plan = BakePlan::default();
     for (name, runtimes, parent) in bake_series(db, tree) {
         for rt in distinct(runtimes) {
-            let reason = decide(db, tree, opts, pins, &plan, now, name, rt, parent.as_ref());
+            let reason = decide(db, tree, opts, pins, &plan, &now, name, rt, parent.as_ref());
             let decision = BakeDecision {
                 bake: reason.starts_with("bake:"),
                 reason,
@@ -257,7 +259,7 @@ fn decide(
     opts: &RunOptions,
     pins: &Pins,
     plan: &BakePlan,
-    now: i64,
+    now: &dyn Fn() -> i64,
     series: &str,
     runtime: &str,
     parent: Option<&Parent>,
@@ -302,12 +304,12 @@ fn decide(
     }
     if let Some(days) = refresh_days(db, tree, series)
         && let Some(built) = run_time(&head.run)
-        && now.saturating_sub(built) >= days.saturating_mul(86_400)
+        && now().saturating_sub(built) >= days.saturating_mul(86_400)
     {
         return format!(
             "bake: refresh due (update.refresh_days: {days}; {} is {} days old)",
             head.build_id,
-            now.saturating_sub(built) / 86_400
+            now().saturating_sub(built) / 86_400
         );
     }
     "skip: current".into()

@@ -62,6 +62,7 @@ pub mod lock;
 pub mod operations;
 pub mod persist_cache;
 pub mod plan_matrix;
+pub mod plan_record;
 pub mod plan_report;
 pub mod plan_summary;
 pub mod record_build;

@@ -113,6 +113,12 @@ pub struct Workspace {
 }
 
 impl Workspace {
+    /// Whether the load read remote state (a command or a cloud's API,
+    /// neither of which the machine's door can ask again).
+    pub fn read_remote_state(&self) -> bool {
+        !self.remote_tried.is_empty()
+    }
+
     /// The run input for `options`: the same one every time they are
     /// equal, so queries keyed by the run are memoized across re-plans.
     pub fn run_input(&self, options: &RunOptions) -> RunInput {

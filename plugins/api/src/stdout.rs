@@ -7,16 +7,33 @@
 //! cli turns into an error and exit 1.
 
 use std::io::{ErrorKind, Write};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 /// Set once stdout failed: nothing more is written.
 static CLOSED: AtomicBool = AtomicBool::new(false);
 /// The first failure that was not a closed pipe.
 static FAILED: OnceLock<String> = OnceLock::new();
 
+/// What was written since [`capture`], while a capture is on.
+static CAPTURED: Mutex<Option<Vec<u8>>> = Mutex::new(None);
+
+/// Keep a copy of everything written from now on, for [`captured`]: what
+/// a command printed, as a plan record keeps it.
+pub fn capture() {
+    *CAPTURED.lock().unwrap_or_else(|p| p.into_inner()) = Some(Vec::new());
+}
+
+/// Everything written since [`capture`], which ends; None without one.
+pub fn captured() -> Option<Vec<u8>> {
+    CAPTURED.lock().unwrap_or_else(|p| p.into_inner()).take()
+}
+
 /// Write `bytes` to stdout whole, flushed.
 pub fn write(bytes: &[u8]) {
+    if let Some(copy) = CAPTURED.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+        copy.extend_from_slice(bytes);
+    }
     if CLOSED.load(Ordering::Relaxed) {
         return;
     }

@@ -12,6 +12,7 @@
 mod door;
 mod memory;
 mod os;
+mod recording;
 
 pub use door::{
     HeldLock, LimitedRun, Process, ProcessOutput, RunLimits, SourceRead, Stream, System, TEMP_MARK,
@@ -19,3 +20,4 @@ pub use door::{
 };
 pub use memory::MemorySystem;
 pub use os::OsSystem;
+pub use recording::{Ask, Probe, Recording};
