@@ -115,7 +115,7 @@ pub fn keep(
     vars: &[String],
     printed: &Printed,
 ) -> io::Result<()> {
-    let mut out = Vec::with_capacity(printed.stdout.len() + probes.len() * 96 + 4096);
+    let mut out = Vec::with_capacity(probes.len() * 96 + 4096);
     out.extend_from_slice(MAGIC);
     write_str(key, &mut out);
     write_str(request, &mut out);
@@ -135,14 +135,30 @@ pub fn keep(
         write_str(path, &mut out);
         out.extend_from_slice(&p.answer);
     }
-    write_len(printed.stdout.len(), &mut out);
-    out.extend_from_slice(&printed.stdout);
-    write_len(printed.stderr.len(), &mut out);
-    out.extend_from_slice(&printed.stderr);
-    out.push(printed.code);
-    let sum = blake3::hash(&out);
-    out.extend_from_slice(sum.as_bytes());
-    system.write_replace(&dir.join(FILE), &out, false)
+    // The output is written from where it is, not copied in: at four
+    // times the reference tree the JSON plan alone is 1.7 MB.
+    let len = |n: usize| {
+        let mut b = Vec::new();
+        write_len(n, &mut b);
+        b
+    };
+    let (stdout_len, stderr_len) = (len(printed.stdout.len()), len(printed.stderr.len()));
+    let parts: [&[u8]; 6] = [
+        &out,
+        &stdout_len,
+        &printed.stdout,
+        &stderr_len,
+        &printed.stderr,
+        &[printed.code],
+    ];
+    system.write_replace_streamed(&dir.join(FILE), &mut |w| {
+        let mut sum = blake3::Hasher::new();
+        for part in parts {
+            sum.update(part);
+            w.write_all(part)?;
+        }
+        w.write_all(sum.finalize().as_bytes())
+    })
 }
 
 fn notice(path: &Path, why: &str) -> String {
