@@ -145,12 +145,9 @@ fn run() -> ExitCode {
     }
     // A plan another process made from the same reads is printed again
     // (run/plan_record.rs); else this one's reads are recorded to keep it.
-    let record = plan_record_dir(&cli, &options);
-    let env = record.as_ref().map(|_| OsSystem.env()).unwrap_or_default();
-    let record_key = csis_engine::db::cache::key(&registry);
-    let request = plan_record::request(&std::env::args().collect::<Vec<_>>(), &root, &env);
-    if let Some(dir) = &record {
-        match plan_record::find(&OsSystem, &env, dir, &record_key, &request) {
+    let record = PlanRecord::asked(&cli, &options, &registry, &root);
+    if let Some(r) = &record {
+        match plan_record::find(&OsSystem, &r.env, &r.dir, &r.key, &r.request) {
             plan_record::Found::Same(printed) => {
                 csis_plugin_api::stdout::write(&printed.stdout);
                 let _ = std::io::Write::write_all(&mut std::io::stderr(), &printed.stderr);
@@ -162,7 +159,7 @@ fn run() -> ExitCode {
     }
     let recording = record
         .as_ref()
-        .map(|dir| Recording::new(&OsSystem).unnoted_below(dir));
+        .map(|r| Recording::new(&OsSystem).unnoted_below(&r.dir));
     let system: &dyn System = match &recording {
         Some(r) => r,
         None => &OsSystem,
@@ -183,7 +180,7 @@ fn run() -> ExitCode {
     }
     let mut record_failed = None;
     let code = match (&cli.command, &recording, &record) {
-        (Command::Plan(args), Some(recording), Some(dir)) => {
+        (Command::Plan(args), Some(recording), Some(r)) => {
             csis_plugin_api::stdout::capture();
             let (code, stderr) = commands::plan::printed(&ws, args, recording);
             let printed = plan_record::Printed {
@@ -191,8 +188,7 @@ fn run() -> ExitCode {
                 stderr: stderr.into_bytes(),
                 code,
             };
-            record_failed =
-                keep_plan_record(&ws, recording, &env, dir, &record_key, &request, &printed);
+            record_failed = r.keep(&ws, recording, &printed);
             ExitCode::from(code)
         }
         _ => commands::with_tree(&ws, &cli.command, style, lock_token, carried_env(&cli)),
@@ -209,45 +205,71 @@ fn run() -> ExitCode {
     code
 }
 
-/// Where `csis plan` keeps its record: the cache directory, unless the
-/// plan reports its own time (`--stats`) or may decrypt (an identity is
-/// set: nothing a secret made is kept).
-fn plan_record_dir(cli: &Cli, options: &LoadOptions) -> Option<std::path::PathBuf> {
-    let Command::Plan(args) = &cli.command else {
-        return None;
-    };
-    if args.stats || std::env::var_os("CSIS_CONFIG_IDENTITY").is_some() {
-        return None;
-    }
-    options.cache_dir.clone()
+/// A `csis plan` that keeps its record: where (the cache directory), and
+/// what the record answers.
+struct PlanRecord {
+    dir: std::path::PathBuf,
+    env: std::collections::BTreeMap<String, String>,
+    key: String,
+    request: String,
 }
 
-/// Keep the plan's record when everything it depended on can be asked
-/// again; the warning to print when it could not be written (a record
-/// lost is only a slower next plan).
-fn keep_plan_record(
-    ws: &Workspace,
-    recording: &Recording<'_>,
-    env: &std::collections::BTreeMap<String, String>,
-    dir: &std::path::Path,
-    key: &str,
-    request: &str,
-    printed: &plan_record::Printed,
-) -> Option<String> {
-    let probes = recording.probes().ok()?;
-    let reads = ws.db.cache().map(|c| c.env_reads())?;
-    let vars = reads.vars()?;
-    if reads.read_clock() || ws.read_remote_state() {
-        return None;
-    }
-    plan_record::keep(&OsSystem, env, dir, key, request, &probes, &vars, printed)
-        .err()
-        .map(|e| {
-            format!(
-                "warning: the cache could not be written to {}: {e}",
-                dir.display()
-            )
+impl PlanRecord {
+    /// The record of this command, when it is a plan with a cache that
+    /// neither reports its own time (`--stats`) nor may decrypt (an
+    /// identity is set: nothing a secret made is kept).
+    fn asked(
+        cli: &Cli,
+        options: &LoadOptions,
+        registry: &Registry,
+        root: &std::path::Path,
+    ) -> Option<PlanRecord> {
+        let Command::Plan(args) = &cli.command else {
+            return None;
+        };
+        if args.stats || std::env::var_os("CSIS_CONFIG_IDENTITY").is_some() {
+            return None;
+        }
+        let dir = options.cache_dir.clone()?;
+        let env = OsSystem.env();
+        let request = plan_record::request(&std::env::args().collect::<Vec<_>>(), root, &env);
+        Some(PlanRecord {
+            dir,
+            env,
+            key: csis_engine::db::cache::key(registry),
+            request,
         })
+    }
+
+    /// Keep `printed` when everything the plan depended on can be asked
+    /// again; the warning to print when it could not be written (a record
+    /// lost is only a slower next plan).
+    fn keep(
+        &self,
+        ws: &Workspace,
+        recording: &Recording<'_>,
+        printed: &plan_record::Printed,
+    ) -> Option<String> {
+        let probes = recording.take_probes().ok()?;
+        let reads = ws.db.cache().map(|c| c.env_reads())?;
+        let vars = reads.vars()?;
+        if reads.read_clock() || ws.read_remote_state() {
+            return None;
+        }
+        let (env, dir, key) = (&self.env, &self.dir, &self.key);
+        plan_record::keep(
+            &OsSystem,
+            env,
+            dir,
+            key,
+            &self.request,
+            &probes,
+            &vars,
+            printed,
+        )
+        .err()
+        .map(|e| csis_engine::db::cache::not_written(dir, &e))
+    }
 }
 
 /// What a run hands the csis steps of its runner scripts so that they load

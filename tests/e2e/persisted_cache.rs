@@ -29,6 +29,16 @@ fn plan(root: &Path, args: &[&str]) -> (String, String) {
     )
 }
 
+/// stderr of a plan that met the damaged cache file `path`, then printed
+/// `then`.
+fn damaged_notice(path: &Path, then: &str) -> String {
+    format!(
+        "note: ignoring the cache file {}: it is truncated or damaged (its checksum does not \
+match); this run rebuilds it\n{then}",
+        path.display()
+    )
+}
+
 #[test]
 fn a_plan_from_the_cache_prints_what_a_plan_without_it_prints() {
     let t = csis_test_support::tree("local-run");
@@ -64,15 +74,7 @@ fn a_plan_from_the_cache_prints_what_a_plan_without_it_prints() {
     std::fs::write(&damaged, &bytes).unwrap();
     let (out, err) = plan(root, &[]);
     assert_eq!(out, uncached.0);
-    assert_eq!(
-        err,
-        format!(
-            "note: ignoring the cache file {}: it is truncated or damaged (its checksum does \
-not match); this run rebuilds it\n{}",
-            damaged.display(),
-            uncached.1
-        )
-    );
+    assert_eq!(err, damaged_notice(&damaged, &uncached.1));
     assert_eq!(plan(root, &[]), uncached);
 }
 
@@ -205,16 +207,7 @@ fn a_damaged_record_is_one_notice_and_a_plan_as_without_it() {
         std::fs::write(&record, &damaged).unwrap();
         let (out, err) = plan(root, &[]);
         assert_eq!(out, uncached.0, "{damage}");
-        assert_eq!(
-            err,
-            format!(
-                "note: ignoring the cache file {}: it is truncated or damaged (its checksum does \
-not match); this run rebuilds it\n{}",
-                record.display(),
-                uncached.1
-            ),
-            "{damage}"
-        );
+        assert_eq!(err, damaged_notice(&record, &uncached.1), "{damage}");
         assert_eq!(
             std::fs::read(&record).unwrap(),
             bytes,

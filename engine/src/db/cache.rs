@@ -305,10 +305,7 @@ fn notice(dir: &Path, shards: &[Shard]) -> Option<String> {
         .collect();
     let (first, why) = *ignored.first()?;
     Some(if ignored.len() == 1 {
-        format!(
-            "note: ignoring the cache file {}: {why}; this run rebuilds it",
-            dir.join(shard_file(first)).display()
-        )
+        ignoring(&dir.join(shard_file(first)), why)
     } else {
         format!(
             "note: ignoring {} cache files in {} (the first, {}: {why}); this run rebuilds them",
@@ -348,11 +345,20 @@ impl UnitWriter<'_> {
     }
 }
 
-/// The units of a cache file, or why it cannot be used.
-fn decode(bytes: &[u8], key: &str, shard: usize) -> Result<Vec<(String, Kept)>, String> {
+/// A file of the cache directory checked before anything in it is
+/// believed: it begins with `magic` (else it is not `what`), ends with the
+/// blake3 digest of everything before it, and names `key` next. Its body
+/// (without the digest) and where the key ends in it; or why it cannot
+/// be used.
+pub(crate) fn checked<'a>(
+    bytes: &'a [u8],
+    magic: &[u8],
+    what: &str,
+    key: &str,
+) -> Result<(&'a [u8], usize), String> {
     const DAMAGED: &str = "it is truncated or damaged (its checksum does not match)";
-    if !bytes.starts_with(MAGIC) {
-        return Err("it is not a csis cache file".into());
+    if !bytes.starts_with(magic) {
+        return Err(format!("it is not {what}"));
     }
     let Some(body_len) = bytes.len().checked_sub(DIGEST) else {
         return Err(DAMAGED.into());
@@ -361,8 +367,7 @@ fn decode(bytes: &[u8], key: &str, shard: usize) -> Result<Vec<(String, Kept)>, 
     if blake3::hash(body).as_bytes() != sum {
         return Err(DAMAGED.into());
     }
-    let mut at = MAGIC.len();
-    let malformed = || "it is malformed".to_string();
+    let mut at = magic.len();
     let found = read_bytes(body, &mut at).ok_or_else(malformed)?;
     if found != key.as_bytes() {
         return Err(format!(
@@ -370,6 +375,33 @@ fn decode(bytes: &[u8], key: &str, shard: usize) -> Result<Vec<(String, Kept)>, 
             String::from_utf8_lossy(found)
         ));
     }
+    Ok((body, at))
+}
+
+/// Why a checked file whose contents do not parse cannot be used.
+pub(crate) fn malformed() -> String {
+    "it is malformed".to_string()
+}
+
+/// The notice for one file of the cache directory that is ignored.
+pub(crate) fn ignoring(path: &Path, why: &str) -> String {
+    format!(
+        "note: ignoring the cache file {}: {why}; this run rebuilds it",
+        path.display()
+    )
+}
+
+/// The warning for a cache directory that could not be written.
+pub fn not_written(dir: &Path, e: &io::Error) -> String {
+    format!(
+        "warning: the cache could not be written to {}: {e}",
+        dir.display()
+    )
+}
+
+/// The units of a cache file, or why it cannot be used.
+fn decode(bytes: &[u8], key: &str, shard: usize) -> Result<Vec<(String, Kept)>, String> {
+    let (body, mut at) = checked(bytes, MAGIC, "a csis cache file", key)?;
     let count = read_len(body, &mut at).ok_or_else(malformed)?;
     let mut units = Vec::with_capacity(count.min(body.len()));
     for _ in 0..count {

@@ -45,12 +45,7 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
     if stale.is_empty() {
         return Ok(());
     }
-    let failed = |e: std::io::Error| {
-        format!(
-            "warning: the cache could not be written to {}: {e}",
-            cache.dir().display()
-        )
-    };
+    let failed = |e: std::io::Error| crate::db::cache::not_written(cache.dir(), &e);
     // The directory ignores itself in git, wherever it is and wherever
     // the repository's top is.
     let ignore = cache.dir().join(".gitignore");

@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use csis_model::packed::{read_bytes, read_len, read_str, write_len, write_str};
 use rayon::prelude::*;
 
+use crate::db::cache::{checked, ignoring, malformed};
 use crate::db::system::{Ask, Probe, System};
 
 /// The record's file in the cache directory.
@@ -82,11 +83,11 @@ pub fn find(
         Ok(None) => return Found::Changed,
         // The directory is a file: the cache's own write says so.
         Err(e) if e.kind() == io::ErrorKind::NotADirectory => return Found::Changed,
-        Err(e) => return Found::Ignored(notice(&path, &format!("it could not be read ({e})"))),
+        Err(e) => return Found::Ignored(ignoring(&path, &format!("it could not be read ({e})"))),
     };
     let record = match decode(&bytes, key) {
         Ok(record) => record,
-        Err(why) => return Found::Ignored(notice(&path, &why)),
+        Err(why) => return Found::Ignored(ignoring(&path, &why)),
     };
     if record.request != request {
         return Found::Changed;
@@ -161,13 +162,6 @@ pub fn keep(
     })
 }
 
-fn notice(path: &Path, why: &str) -> String {
-    format!(
-        "note: ignoring the cache file {}: {why}; this run rebuilds it",
-        path.display()
-    )
-}
-
 /// A variable's value as the record holds it: set or not, and a digest.
 fn var_digest(value: Option<&String>) -> [u8; DIGEST] {
     match value {
@@ -215,25 +209,7 @@ struct Record {
 }
 
 fn decode(bytes: &[u8], key: &str) -> Result<Record, String> {
-    const DAMAGED: &str = "it is truncated or damaged (its checksum does not match)";
-    if !bytes.starts_with(MAGIC) {
-        return Err("it is not a csis plan record".into());
-    }
-    let Some(body_len) = bytes.len().checked_sub(DIGEST) else {
-        return Err(DAMAGED.into());
-    };
-    let (body, sum) = bytes.split_at(body_len);
-    if blake3::hash(body).as_bytes() != sum {
-        return Err(DAMAGED.into());
-    }
-    let malformed = || "it is malformed".to_string();
-    let mut at = MAGIC.len();
-    let found = read_str(body, &mut at).ok_or_else(malformed)?;
-    if found != key {
-        return Err(format!(
-            "it was written by another csis build or plugin set ({found}, not {key})"
-        ));
-    }
+    let (body, mut at) = checked(bytes, MAGIC, "a csis plan record", key)?;
     let request = read_str(body, &mut at).ok_or_else(malformed)?.to_string();
     let digest = |at: &mut usize| -> Option<[u8; DIGEST]> {
         let d = body.get(*at..*at + DIGEST)?.try_into().ok()?;
@@ -307,7 +283,7 @@ mod tests {
         let _ = rec.list_files(&root.join("cfg"));
         let _ = rec.read_source(&root.join("cfg/a.yml"), 1 << 20);
         let dir = root.join(".csis/cache");
-        let probes = rec.probes().unwrap();
+        let probes = rec.take_probes().unwrap();
         assert_eq!(probes.len(), 2);
         let vars = ["USER".to_string()];
         keep(

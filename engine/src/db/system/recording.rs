@@ -90,17 +90,14 @@ impl<'a> Recording<'a> {
         self
     }
 
-    /// Every question asked, each once, sorted; or why they cannot be
-    /// asked again.
-    pub fn probes(&self) -> Result<Vec<Probe>, &'static str> {
+    /// Every question asked so far, each once, sorted (taken: the
+    /// recording starts again empty); or why they cannot be asked again.
+    pub fn take_probes(&self) -> Result<Vec<Probe>, &'static str> {
         if let Some(why) = *self.unrepeatable.lock().unwrap_or_else(|p| p.into_inner()) {
             return Err(why);
         }
-        let mut probes = self
-            .probes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let mut probes =
+            std::mem::take(&mut *self.probes.lock().unwrap_or_else(|p| p.into_inner()));
         probes.sort();
         probes.dedup();
         // The same question answered two ways (a file that changed while
@@ -373,7 +370,7 @@ mod tests {
         let _ = rec.list_files(Path::new("/t/cfg"));
         let _ = rec.read_source(Path::new("/t/cfg/a.yml"), 1024);
         let _ = rec.is_dir(Path::new("/t/images"));
-        let probes = rec.probes().unwrap();
+        let probes = rec.take_probes().unwrap();
         assert_eq!(probes.len(), 3);
         assert!(probes.iter().all(|p| p.holds(&sys)));
 
@@ -395,6 +392,6 @@ mod tests {
         let rec = Recording::new(&sys);
         let _ = rec.read_to_string(Path::new("/t/x"));
         rec.write_replace(Path::new("/t/y"), b"y", false).unwrap();
-        assert_eq!(rec.probes(), Err("it wrote a file"));
+        assert_eq!(rec.take_probes(), Err("it wrote a file"));
     }
 }
