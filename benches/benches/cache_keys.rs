@@ -31,7 +31,7 @@ fn main() {
         .map(|f| {
             (
                 f.file.path(&ws.db).to_string(),
-                file_findings_inputs(&ws.db, ws.tree, f.file),
+                file_findings_inputs(&ws.db, f.file),
             )
         })
         .collect();
@@ -51,7 +51,7 @@ fn main() {
         files2
             .par_iter()
             .map_with(ws2.db.clone(), |db, file| {
-                file_findings_inputs(db, tree, *file).len()
+                file_findings_inputs(db, *file).len()
             })
             .sum()
     };

@@ -49,7 +49,7 @@ fn inputs(ws: &Workspace, path: &str) -> Vec<String> {
         "{:?}",
         ws.load_diagnostics()
     );
-    file_findings_inputs(&ws.db, ws.tree, file)
+    file_findings_inputs(&ws.db, file)
 }
 
 #[test]

@@ -77,7 +77,7 @@ pub fn cloud_name_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
                     let list = match file_names {
                         Some((f, list)) if f == *file => list,
                         _ => {
-                            let list = &file_cloud_names(db, tree, *file)[..];
+                            let list = &file_cloud_names(db, *file)[..];
                             file_names = Some((*file, list));
                             list
                         }
@@ -135,12 +135,8 @@ pub fn cloud_name_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
 /// and storage was 12 MB of a cold plan of four times the reference tree
 /// (issue 40).
 #[salsa::tracked(returns(ref))]
-pub(crate) fn file_cloud_names<'db>(
-    db: &'db dyn Db,
-    tree: Tree,
-    file: SourceFile,
-) -> Vec<FileName<'db>> {
-    indexed_in_file(db, tree, file)
+pub(crate) fn file_cloud_names<'db>(db: &'db dyn Db, file: SourceFile) -> Vec<FileName<'db>> {
+    indexed_in_file(db, file)
         .iter()
         .filter(|id| NAMED_KINDS.contains(&id.kind(db)))
         .map(|id| (*id, item_cloud_names(db, *id)))

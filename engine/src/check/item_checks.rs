@@ -116,7 +116,7 @@ pub struct Gathered {
 fn gathered_findings(db: &dyn Db, tree: Tree) -> Gathered {
     let mut out = Gathered::default();
     for f in crate::db::reads::item_files(db, tree) {
-        let findings = file_findings(db, tree, f.file);
+        let findings = file_findings(db, f.file);
         out.entries.extend(findings.entries.iter().cloned());
         for found in findings
             .found
@@ -135,8 +135,8 @@ fn gathered_findings(db: &dyn Db, tree: Tree) -> Gathered {
 /// The inputs one item file's findings were computed from, as
 /// [`crate::db::reads::described`] names them: what the persisted cache
 /// keys those findings by.
-pub fn file_findings_inputs(db: &dyn Db, tree: Tree, file: SourceFile) -> Vec<String> {
-    let reads = file_findings::accumulated::<crate::db::reads::Read>(db, tree, file);
+pub fn file_findings_inputs(db: &dyn Db, file: SourceFile) -> Vec<String> {
+    let reads = file_findings::accumulated::<crate::db::reads::Read>(db, file);
     crate::db::reads::described(db, &reads)
 }
 
@@ -161,15 +161,16 @@ pub struct Found {
 /// the index takes from it: not a duplicate, not undeclared), by kind and
 /// check; only what found something.
 #[salsa::tracked(returns(ref))]
-pub(crate) fn file_findings(db: &dyn Db, tree: Tree, file: SourceFile) -> FileFindings {
+pub(crate) fn file_findings(db: &dyn Db, file: SourceFile) -> FileFindings {
+    let tree = file.tree(db);
     // Each item's kind read once: asked per check and kind, it was half a
     // million interned lookups for a large tree.
-    let items: Vec<_> = indexed_in_file(db, tree, file)
+    let items: Vec<_> = indexed_in_file(db, file)
         .iter()
         .map(|id| (id.kind(db), *id))
         .collect();
     let mut out = FileFindings {
-        entries: item_file_entries(db, tree, file).diags.clone(),
+        entries: item_file_entries(db, file).diags.clone(),
         found: Vec::new(),
     };
     for (check, kinds) in ItemCheck::each(db) {

@@ -43,8 +43,8 @@ impl Login<'_> {
 /// structured item per user: a save re-verifies what the report read, and
 /// 20,000 users made it the largest part of every re-plan.
 #[salsa::tracked(returns(ref))]
-pub(crate) fn file_logins<'db>(db: &'db dyn Db, tree: Tree, file: SourceFile) -> Vec<Login<'db>> {
-    indexed_in_file(db, tree, file)
+pub(crate) fn file_logins<'db>(db: &'db dyn Db, file: SourceFile) -> Vec<Login<'db>> {
+    indexed_in_file(db, file)
         .iter()
         .copied()
         .filter(|id| id.kind(db) == ItemKind::USERS)
@@ -74,7 +74,7 @@ pub fn login_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     let in_files = crate::db::reads::item_files(db, tree)
         .iter()
         .filter(|f| f.dir == ItemKind::USERS.dir())
-        .flat_map(|f| file_logins(db, tree, f.file).iter());
+        .flat_map(|f| file_logins(db, f.file).iter());
     let mut out = Vec::new();
     let mut first: HashMap<&str, &Login, foldhash::fast::RandomState> = HashMap::default();
     for this in in_files.chain(&overlaid) {

@@ -309,7 +309,7 @@ pub fn interpolation_files(db: &dyn Db, tree: Tree) -> Reads {
             {
                 let entries = match last {
                     Some((f, entries)) if f == *file => entries,
-                    _ => crate::load::items::item_file_entries(db, tree, *file),
+                    _ => crate::load::items::item_file_entries(db, *file),
                 };
                 last = Some((*file, entries));
                 if let Some(entry) = entries.items.get(*n)

@@ -33,7 +33,8 @@ fn kinds_for(db: &dyn Db, path: &str) -> (String, Vec<ItemKind>) {
 
 /// The entries of one item file.
 #[salsa::tracked(returns(ref))]
-pub fn item_file_entries(db: &dyn Db, tree: Tree, file: SourceFile) -> ItemFileEntries {
+pub fn item_file_entries(db: &dyn Db, file: SourceFile) -> ItemFileEntries {
+    let tree = file.tree(db);
     let path = file.path(db).clone();
     if let Some(kept) = db.cache().and_then(|cache| {
         cache.take(&path, crate::db::reads::text(db, file), |bytes| {
@@ -282,8 +283,8 @@ fn decrypt_fields(
 /// The kind and name of each entry of one item file, in order: all the
 /// index reads of a file, so an edit that renames nothing leaves the
 /// index as it was (the workspace compares them before and after).
-pub fn item_file_names(db: &dyn Db, tree: Tree, file: SourceFile) -> Vec<(ItemKind, Arc<str>)> {
-    item_file_entries(db, tree, file)
+pub fn item_file_names(db: &dyn Db, file: SourceFile) -> Vec<(ItemKind, Arc<str>)> {
+    item_file_entries(db, file)
         .items
         .iter()
         .map(|item| (item.kind, item.name.clone()))
@@ -297,9 +298,10 @@ pub fn item_file_names(db: &dyn Db, tree: Tree, file: SourceFile) -> Vec<(ItemKi
 /// twentieth of a cold plan of ten times the reference tree, where the
 /// index no longer fits a cache (issue 40).
 #[salsa::tracked(returns(ref))]
-pub fn indexed_in_file<'db>(db: &'db dyn Db, tree: Tree, file: SourceFile) -> Vec<ItemId<'db>> {
+pub fn indexed_in_file<'db>(db: &'db dyn Db, file: SourceFile) -> Vec<ItemId<'db>> {
+    let tree = file.tree(db);
     let index = item_index(db, tree);
-    item_file_entries(db, tree, file)
+    item_file_entries(db, file)
         .items
         .iter()
         .enumerate()
@@ -319,7 +321,7 @@ pub fn indexed_of_kind<'db>(db: &'db dyn Db, tree: Tree, kind: ItemKind) -> Vec<
     let mut out: Vec<ItemId<'db>> = crate::db::reads::item_files(db, tree)
         .iter()
         .filter(|f| f.dir == kind.dir())
-        .flat_map(|f| indexed_in_file(db, tree, f.file).iter().copied())
+        .flat_map(|f| indexed_in_file(db, f.file).iter().copied())
         .filter(|id| id.kind(db) == kind)
         .collect();
     out.extend(indexed_in_overlays(db, tree, kind));
@@ -357,7 +359,7 @@ pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
     // of a name is the one the index already holds.
     let files: Vec<(SourceFile, &ItemFileEntries)> = crate::db::reads::item_files(db, tree)
         .iter()
-        .map(|f| (f.file, item_file_entries(db, tree, f.file)))
+        .map(|f| (f.file, item_file_entries(db, f.file)))
         .collect();
     // Each entry by its kind's place in reading order, in file order.
     let mut by_kind: Vec<Vec<(SourceFile, usize, &RawItem)>> = vec![Vec::new(); kinds.len()];
@@ -381,7 +383,7 @@ pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
             }) = names.get(name)
             {
                 let origin = |f: SourceFile, i: usize| {
-                    item_file_entries(db, tree, f)
+                    item_file_entries(db, f)
                         .items
                         .get(i)
                         .map(|item| item.origin.clone())
@@ -493,7 +495,7 @@ pub fn raw_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<Cow
     // The value the overlays make of the item, before decryption.
     let (mut item, mut value) = match source {
         ItemSource::Tree { file, index } => {
-            let entry = item_file_entries(db, tree, file).items.get(index)?;
+            let entry = item_file_entries(db, file).items.get(index)?;
             let mut updates = crate::db::reads::overlays(db, tree)
                 .iter()
                 .flat_map(|f| overlay_document(db, *f).entries.iter())

@@ -29,7 +29,7 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
     let mut shards: Vec<Vec<(SourceFile, bool)>> = vec![Vec::new(); SHARDS];
     for f in reads::item_files(db, tree) {
         let path = f.file.path(db);
-        if entries::keeps(path, item_file_entries(db, tree, f.file)) {
+        if entries::keeps(path, item_file_entries(db, f.file)) {
             shards[shard_of(path)].push((f.file, cache.taken_digest(path).is_some()));
         }
     }
@@ -63,8 +63,8 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
                     let digest = cache
                         .taken_digest(path)
                         .unwrap_or_else(|| digest(reads::text(db, *file)));
-                    let bytes = entries::encode(path, item_file_entries(db, tree, *file))
-                        .ok_or_else(|| {
+                    let bytes =
+                        entries::encode(path, item_file_entries(db, *file)).ok_or_else(|| {
                             std::io::Error::other(format!("{path}: its entries are not to be kept"))
                         })?;
                     out.unit(path, &digest, &bytes)?;

@@ -51,12 +51,12 @@ impl Workspace {
         let item_file = crate::db::reads::item_files(&self.db, tree)
             .iter()
             .any(|i| i.file == f);
-        let names_before = item_file.then(|| item_file_names(&self.db, tree, f));
+        let names_before = item_file.then(|| item_file_names(&self.db, f));
         f.set_text(&mut self.db)
             .with_durability(durability)
             .to(Arc::from(text));
         let renamed = match names_before {
-            Some(before) => before != item_file_names(&self.db, tree, f),
+            Some(before) => before != item_file_names(&self.db, f),
             // cfg/ and overlays may rename; records and scripts cannot.
             None => {
                 !crate::db::reads::meta_files(&self.db, tree).contains(&f)

@@ -101,16 +101,50 @@ impl Workspace {
             Some(cache) => db.with_cache(cache),
             None => db,
         };
+        let max = options.max_file_size;
+        // The tree first, its files' lists set once they are read: each
+        // file names its tree (`SourceFile::tree`).
+        let tree = Tree::builder(
+            Arc::from(
+                options
+                    .display_root
+                    .clone()
+                    .unwrap_or_else(|| root.to_string_lossy().to_string())
+                    .as_str(),
+            ),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            options.undeclare.clone(),
+            Arc::new(load_env(system, options)),
+            system.now_unix(),
+            Vec::new(),
+            Vec::new(),
+            Arc::new(BTreeMap::new()),
+            identities(system, max)?,
+            Default::default(),
+        )
+        // What a workspace never changes is HIGH, and what changes only
+        // on a reload or a rename MEDIUM; the files carry their own (see
+        // `durability_for`). A query's durability is the lowest of what it
+        // read, so one LOW field read by every item would make every item
+        // re-verified after any edit, cfg/-only ones included.
+        .root_display_durability(Durability::HIGH)
+        .undeclare_durability(Durability::HIGH)
+        .env_durability(Durability::HIGH)
+        .start_unix_durability(Durability::HIGH)
+        .identities_durability(Durability::HIGH)
+        .path_facts_durability(Durability::MEDIUM)
+        .new(&db);
         let mut files = BTreeMap::new();
         let mut read_diags = Vec::new();
         let make = |path: String, text: String, files: &mut BTreeMap<String, SourceFile>| {
-            let f = SourceFile::builder(Arc::from(path.as_str()), Arc::from(text))
+            let f = SourceFile::builder(Arc::from(path.as_str()), Arc::from(text), tree)
                 .durability(durability_for(&path))
                 .new(&db);
             files.insert(path, f);
             f
         };
-        let max = options.max_file_size;
         // Symlinks inside the tree may point anywhere inside it.
         let real_root = system.resolve(root).unwrap_or_else(|_| root.to_path_buf());
         // A directory of the tree that is itself a symlink out of it is
@@ -200,43 +234,19 @@ files inside the tree",
                 None => {}
             }
         }
-        let tree = Tree::builder(
-            Arc::from(
-                options
-                    .display_root
-                    .clone()
-                    .unwrap_or_else(|| root.to_string_lossy().to_string())
-                    .as_str(),
-            ),
-            cfg_files,
-            item_files,
-            overlays,
-            options.undeclare.clone(),
-            Arc::new(load_env(system, options)),
-            system.now_unix(),
-            meta_files,
-            Vec::new(),
-            Arc::new(BTreeMap::new()),
-            identities(system, max)?,
-            Default::default(),
-        )
-        // What a workspace never changes is HIGH, and what changes only
-        // on a reload or a rename MEDIUM; the files carry their own (see
-        // `durability_for`). A query's durability is the lowest of what it
-        // read, so one LOW field read by every item would make every item
-        // re-verified after any edit, cfg/-only ones included.
-        .root_display_durability(Durability::HIGH)
-        .cfg_files_durability(Durability::HIGH)
-        .item_files_durability(Durability::MEDIUM)
-        .overlays_durability(Durability::HIGH)
-        .undeclare_durability(Durability::HIGH)
-        .env_durability(Durability::HIGH)
-        .start_unix_durability(Durability::HIGH)
-        .meta_files_durability(Durability::MEDIUM)
-        .identities_durability(Durability::HIGH)
-        .path_facts_durability(Durability::MEDIUM)
-        .new(&db);
         let mut db = db;
+        tree.set_cfg_files(&mut db)
+            .with_durability(Durability::HIGH)
+            .to(cfg_files);
+        tree.set_item_files(&mut db)
+            .with_durability(Durability::MEDIUM)
+            .to(item_files);
+        tree.set_overlays(&mut db)
+            .with_durability(Durability::HIGH)
+            .to(overlays);
+        tree.set_meta_files(&mut db)
+            .with_durability(Durability::MEDIUM)
+            .to(meta_files);
         crate::workspace::prewarm::parse_files(&db, tree);
         // Every file is read: what the cache held for them is not needed
         // again, and a large tree's would be held through the plan.
@@ -281,7 +291,7 @@ files inside the tree",
                 &mut read_diags,
             ));
             for f in &interp {
-                let f = SourceFile::builder(f.0.clone(), f.1.clone())
+                let f = SourceFile::builder(f.0.clone(), f.1.clone(), tree)
                     .durability(durability_for(&f.0))
                     .new(&db);
                 files.insert(f.path(&db).to_string(), f);
@@ -308,7 +318,7 @@ files inside the tree",
                 max,
                 &mut read_diags,
             ) {
-                let f = SourceFile::builder(Arc::from(path.as_str()), Arc::from(text))
+                let f = SourceFile::builder(Arc::from(path.as_str()), Arc::from(text), tree)
                     .durability(durability_for(&path))
                     .new(&db);
                 files.insert(path, f);
@@ -381,9 +391,10 @@ files inside the tree",
                     if let Some(text) =
                         read_limited(system, &abs, &path, place, max, &mut read_diags)
                     {
-                        let f = SourceFile::builder(Arc::from(path.as_str()), Arc::from(text))
-                            .durability(durability_for(&path))
-                            .new(&db);
+                        let f =
+                            SourceFile::builder(Arc::from(path.as_str()), Arc::from(text), tree)
+                                .durability(durability_for(&path))
+                                .new(&db);
                         files.insert(path.clone(), f);
                         aux.push(f);
                     }

@@ -64,7 +64,7 @@ pub fn parse_files(db: &Database, tree: Tree) {
         .for_each_with(db.clone(), |db, job| match job {
             Job::Record(read) => read(db, tree),
             Job::File(file) => {
-                item_file_entries(db, tree, *file);
+                item_file_entries(db, *file);
             }
         });
 }
@@ -105,7 +105,7 @@ pub fn structure_items(db: &Database, tree: Tree) {
         .par_iter()
         .with_max_len(1)
         .for_each_with(db.clone(), |db, file| {
-            for id in indexed_in_file(db, tree, *file) {
+            for id in indexed_in_file(db, *file) {
                 structured_item(db, *id);
             }
         });
@@ -133,14 +133,14 @@ fn check_files(db: &Database, tree: Tree) {
         .par_iter()
         .with_max_len(PIECE / 8)
         .for_each_with(db.clone(), |db, f| {
-            crate::check::item_checks::file_findings(db, tree, f.file);
+            crate::check::item_checks::file_findings(db, f.file);
             if f.dir == ItemKind::USERS.dir() {
-                crate::check::logins::file_logins(db, tree, f.file);
+                crate::check::logins::file_logins(db, f.file);
             } else if crate::check::cloud_names::NAMED_KINDS
                 .iter()
                 .any(|k| k.dir() == f.dir)
             {
-                crate::check::cloud_names::file_cloud_names(db, tree, f.file);
+                crate::check::cloud_names::file_cloud_names(db, f.file);
             }
         });
 }
