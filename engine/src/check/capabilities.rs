@@ -60,17 +60,18 @@ pub(crate) struct CapabilityFindings {
 #[salsa::tracked(returns(ref))]
 pub(crate) fn capability_diagnostics<'db>(db: &'db dyn Db, id: ItemId<'db>) -> CapabilityFindings {
     let mut v = Checks::new(db, id.tree(db));
-    let group_without_identity = v.capabilities(id.name(db));
+    let group_without_identity = v.capabilities(id);
     CapabilityFindings {
         group_without_identity,
         diagnostics: v.out,
     }
 }
 
-/// Instance names by the (safe) name of the image they launch, each list
-/// in index order.
+/// Instances by the (safe) name of the image they launch, each list in
+/// index order: their ids, which a reader takes as they are (interning an
+/// instance's name again was a lookup in a table of every item).
 #[salsa::tracked(returns(ref))]
-pub(crate) fn instances_by_image(db: &dyn Db, tree: Tree) -> InstancesByImage {
+pub(crate) fn instances_by_image<'db>(db: &'db dyn Db, tree: Tree) -> InstancesByImage<'db> {
     let mut out = InstancesByImage::default();
     for id in indexed_of_kind(db, tree, ItemKind::INSTANCES) {
         if let Some(Item::Instance(inst)) = structured_item(db, id).item.as_deref()
@@ -78,34 +79,36 @@ pub(crate) fn instances_by_image(db: &dyn Db, tree: Tree) -> InstancesByImage {
         {
             out.entry(csis_model::naming::safe_name(image))
                 .or_default()
-                .push(id.name(db).to_string());
+                .push(id);
         }
     }
     out
 }
 
-/// Instance names by image: looked up by image only, so hashed.
-pub(crate) type InstancesByImage =
-    std::collections::HashMap<String, Vec<String>, foldhash::fast::RandomState>;
+/// Instances by image: looked up by image only, so hashed (by std's
+/// hasher: a memo holding ids must be a `salsa::SalsaValue`, which
+/// foldhash's state is not).
+pub(crate) type InstancesByImage<'db> = std::collections::HashMap<String, Vec<ItemId<'db>>>;
 
 /// The instances of one image: its own query, so an instance edit that
 /// moves no instance between images re-runs no image's checks.
 #[salsa::tracked(returns(ref))]
-fn image_instances<'db>(db: &'db dyn Db, image: ItemId<'db>) -> Vec<String> {
+fn image_instances<'db>(db: &'db dyn Db, image: ItemId<'db>) -> Vec<ItemId<'db>> {
     instances_by_image(db, image.tree(db))
         .get(image.name(db).as_str())
         .cloned()
         .unwrap_or_default()
 }
 
-impl Checks<'_> {
+impl<'a> Checks<'a> {
     /// An image whose group's identity type, or an attached storage's
     /// type, its chain's root base does not carry: through the pins to the
     /// stamped build, else the declaration.
     /// Returns the image's group when no identity builder serves it.
-    fn capabilities(&mut self, name: &str) -> Option<String> {
+    fn capabilities(&mut self, image: ItemId<'a>) -> Option<String> {
+        let name = image.name(self.db).as_str();
         let pins = &crate::state::lineage::pins(self.db, self.tree).value;
-        let image_item = self.structured(ItemKind::IMAGES, name)?;
+        let image_item = structured_item(self.db, image).item.clone()?;
         let Item::Image(img) = &*image_item else {
             return None;
         };
@@ -163,17 +166,15 @@ impl Checks<'_> {
                             "image '{name}' uses an identity type its base '{root}' does not declare: '{t}' (declared: [{}], via {source}) -- {remedy}",
                             ids.join(", ")
                         ),
-                        self.origin_of(ItemKind::IMAGES, name).map(|o| o.key("group")),
+                        structured_item(self.db, image).origin.as_ref().map(|o| o.key("group")),
                     );
                 }
                 Some(_) => {}
             }
         }
         let mut reported: BTreeSet<String> = BTreeSet::new();
-        let image = ItemId::new(self.db, self.tree, ItemKind::IMAGES, name);
-        for inst_name in image_instances(self.db, image) {
-            let id = ItemId::new(self.db, self.tree, ItemKind::INSTANCES, inst_name.as_str());
-            let si = structured_item(self.db, id);
+        for inst in image_instances(self.db, image) {
+            let si = structured_item(self.db, *inst);
             for m in &si.storages {
                 let Some(item) = self.storage(&m.name) else {
                     continue;
