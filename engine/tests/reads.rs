@@ -1,9 +1,13 @@
-//! What a result was computed from: the inputs db::reads notes, which the
-//! persisted cache keys each result by.
+//! What a plan read of the environment and the clock, as db::reads notes
+//! it: a plan record is kept only with the variables its templates looked
+//! up, and never when it read the clock (run/plan_record.rs).
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
-use csis_engine::check::item_checks::file_findings_inputs;
-use csis_engine::workspace::Workspace;
+use std::path::PathBuf;
+
+use csis_engine::db::Db;
+use csis_engine::workspace::LoadOptions;
+use csis_test_support::{LINKED, LOCAL_BASE, ROOT, workspace_with};
 
 const TREE: &str = r#"
 --- cfg/_config.yml
@@ -17,6 +21,14 @@ images:
     group: ops
     runtimes:
       - image_builder: ib
+--- instances/box.yml
+instances:
+  - name: box
+    image: base
+"#;
+
+/// An image whose description reads the time of the run.
+const DATED: &str = r#"
 --- images/web.yml
 images:
   - name: web
@@ -25,72 +37,41 @@ images:
     description: "built at {{ execution.date }}"
     runtimes:
       - image_builder: ib
---- instances/box.yml
-instances:
-  - name: box
-    image: base
---- instances/other.yml
-instances:
-  - name: other
-    image: base
 "#;
 
-fn workspace() -> Workspace {
-    csis_test_support::workspace(
-        &format!("{}{TREE}", csis_test_support::LOCAL_BASE),
+/// The variables the load and its checks read (None: the whole
+/// environment), and whether they read the clock.
+fn reads(tree: &str) -> (Option<Vec<String>>, bool) {
+    let options = LoadOptions {
+        cache_dir: Some(PathBuf::from(format!("{ROOT}/.csis/cache"))),
+        ..LoadOptions::default()
+    };
+    let ws = workspace_with(
+        &format!("{LOCAL_BASE}{tree}"),
+        LINKED,
         &[("CSIS_TEST_OWNER", "ada"), ("CSIS_TEST_UNREAD", "x")],
-    )
-}
-
-fn inputs(ws: &Workspace, path: &str) -> Vec<String> {
-    let file = ws.file(path).expect("the file is in the tree");
+        &options,
+    );
     assert!(
         ws.load_diagnostics().is_empty(),
         "{:?}",
         ws.load_diagnostics()
     );
-    file_findings_inputs(&ws.db, file)
+    let noted = ws.db.cache().expect("loaded with a cache").env_reads();
+    (noted.vars(), noted.read_clock())
 }
 
 #[test]
-fn an_instance_files_findings_read_its_image_and_not_the_other_instances() {
-    let ws = workspace();
-    let read = inputs(&ws, "instances/box.yml");
-    for wanted in [
-        "text instances/box.yml",
-        "text images/base.yml",
-        "text cfg/_config.yml",
-        "text cfg/builders.yml",
-        "field Index",
-    ] {
-        assert!(
-            read.contains(&wanted.to_string()),
-            "{wanted} not in {read:?}"
-        );
-    }
-    for unwanted in ["text instances/other.yml", "text images/web.yml", "clock"] {
-        assert!(
-            !read.contains(&unwanted.to_string()),
-            "{unwanted} in {read:?}"
-        );
-    }
+fn a_template_reads_the_variables_it_names_and_not_the_clock() {
+    let (vars, clock) = reads(TREE);
+    let vars = vars.expect("no template iterates the whole environment");
+    assert!(vars.contains(&"CSIS_TEST_OWNER".to_string()), "{vars:?}");
+    assert!(!vars.contains(&"CSIS_TEST_UNREAD".to_string()), "{vars:?}");
+    assert!(!clock);
 }
 
 #[test]
-fn a_template_depends_on_the_variables_it_names_and_on_the_clock_only_when_it_reads_it() {
-    let ws = workspace();
-    let base = inputs(&ws, "images/base.yml");
-    assert!(
-        base.contains(&"env CSIS_TEST_OWNER".to_string()),
-        "{base:?}"
-    );
-    assert!(
-        !base
-            .iter()
-            .any(|i| i == "env CSIS_TEST_UNREAD" || i == "env *"),
-        "{base:?}"
-    );
-    assert!(!base.contains(&"clock".to_string()), "{base:?}");
-    let web = inputs(&ws, "images/web.yml");
-    assert!(web.contains(&"clock".to_string()), "{web:?}");
+fn a_template_that_names_the_run_reads_the_clock() {
+    let (_, clock) = reads(&format!("{TREE}{DATED}"));
+    assert!(clock);
 }

@@ -15,8 +15,8 @@ use csis_model::models::Item;
 use csis_model::{Diagnostic, ItemKind, Origin, Vct};
 use csis_plugin_api::Builder;
 
+use crate::db::ItemSource;
 use crate::db::files::parse_file;
-use crate::db::index::ItemSource;
 use crate::db::{Db, SourceFile, Tree};
 use crate::load::builders::builders;
 use crate::load::items::{ItemId, indexed_in_file, indexed_in_overlays, item_index};

@@ -132,14 +132,6 @@ fn gathered_findings(db: &dyn Db, tree: Tree) -> Gathered {
     out
 }
 
-/// The inputs one item file's findings were computed from, as
-/// [`crate::db::reads::described`] names them: what the persisted cache
-/// keys those findings by.
-pub fn file_findings_inputs(db: &dyn Db, file: SourceFile) -> Vec<String> {
-    let reads = file_findings::accumulated::<crate::db::reads::Read>(db, file);
-    crate::db::reads::described(db, &reads)
-}
-
 /// What a tree-wide report needs from one item file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FileFindings {

@@ -89,8 +89,7 @@ pub struct Cache {
 
 /// What a process read of the environment and the clock, as its queries
 /// noted it (`db::reads`): besides the files, what a plan record is kept
-/// with. A note is a query of its own, executed once per process, so each
-/// variable is written here once.
+/// with.
 #[derive(Debug, Default)]
 pub struct EnvReads {
     vars: std::sync::Mutex<std::collections::BTreeSet<String>>,
@@ -100,10 +99,11 @@ pub struct EnvReads {
 
 impl EnvReads {
     pub fn var(&self, key: &str) {
-        self.vars
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key.to_string());
+        // Noted at every render that looks it up: copied the first time.
+        let mut vars = self.vars.lock().unwrap_or_else(|p| p.into_inner());
+        if !vars.contains(key) {
+            vars.insert(key.to_string());
+        }
     }
 
     pub fn whole(&self) {

@@ -12,86 +12,17 @@
 pub mod cache;
 pub mod emit;
 pub mod files;
-pub mod index;
+mod inputs;
 pub mod lock;
 pub mod reads;
 pub mod run_input;
-mod source_file;
 pub mod stats;
 pub mod system;
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use crate::registry::Registry;
-pub use source_file::SourceFile;
-
-/// An item file and the item directory it was found under.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ItemFile {
-    pub dir: &'static str,
-    pub file: SourceFile,
-}
-
-/// The whole configuration tree as the engine sees it.
-#[salsa::input(debug)]
-pub struct Tree {
-    /// How messages name the root (`<root>/cfg`).
-    #[returns(ref)]
-    pub root_display: Arc<str>,
-    /// cfg/*.yml and cfg/*.yaml, sorted by file name.
-    #[returns(ref)]
-    pub cfg_files: Vec<SourceFile>,
-    /// Every file under the item directories, sorted by path.
-    #[returns(ref)]
-    pub item_files: Vec<ItemFile>,
-    /// `--overlay` files in command-line order.
-    #[returns(ref)]
-    pub overlays: Vec<SourceFile>,
-    /// `--undeclare KIND:NAME` flags in command-line order.
-    #[returns(ref)]
-    pub undeclare: Vec<String>,
-    /// The process environment snapshot (ENV in templates).
-    #[returns(ref)]
-    pub env: Arc<BTreeMap<String, String>>,
-    /// The run's start, seconds since the epoch, UTC (execution.*).
-    #[returns(copy)]
-    pub start_unix: i64,
-    /// meta-state/*.yaml: the records runs leave (lineage, pins, ...).
-    #[returns(ref)]
-    pub meta_files: Vec<SourceFile>,
-    /// Files the configuration refers to by path (modification scripts),
-    /// read so their content enters fingerprints; a missing one is absent.
-    #[returns(ref)]
-    pub aux_files: Vec<SourceFile>,
-    /// What the load learnt of the paths an image template chain names
-    /// (its canonical path, whether it is a symlink), by path relative to
-    /// the root: the facts the extends resolver asks besides file texts.
-    #[returns(ref)]
-    pub path_facts: Arc<BTreeMap<String, PathFact>>,
-    /// The identities CSIS_CONFIG_IDENTITY names.
-    #[returns(ref)]
-    pub identities: csis_secrets::IdentitySource,
-    /// Every item by kind and name. Derived from the item files, but held
-    /// as an input the workspace refreshes after an edit (see
-    /// `Workspace::set_file_text`): an edit that renames nothing leaves it
-    /// untouched, so what reads it keeps its durability and is not
-    /// re-verified.
-    #[returns(ref)]
-    pub index: crate::db::index::ItemIndex,
-}
-
-/// A path's facts as the load found them through the `System`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct PathFact {
-    /// Every symlink followed; `None` when the path does not exist.
-    pub canonical: Option<std::path::PathBuf>,
-    /// The path itself is a symbolic link.
-    pub symlink: bool,
-    /// The blake3 digest of its bytes, taken for a file the configuration
-    /// names by content rather than as text (a vendor root tarball).
-    pub digest: Option<String>,
-}
+pub use inputs::{ItemFile, ItemIndex, ItemSource, Names, PathFact, SourceFile, Tree};
 
 #[salsa::db]
 pub trait Db: salsa::Database {

@@ -24,8 +24,8 @@ use csis_string_stage::interp::{
 };
 use csis_string_stage::passes::{DEFAULT_DATEFORMAT, LAST_JINJA_ORDER, StageEnv};
 
+use crate::db::ItemSource;
 use crate::db::files::aux_file;
-use crate::db::index::ItemSource;
 use crate::db::{Db, SourceFile, Tree};
 use crate::load::cfg::cfg_document;
 use crate::load::items::mentions;
@@ -463,7 +463,7 @@ fn run_passes(db: &dyn Db, tree: Tree, doc: &mut Value, ext: External) -> Outcom
             (pass.run)(doc, &st, &r);
         }
     }
-    crate::db::reads::note_looked(db, tree, &looked);
+    crate::db::reads::note_looked(db, &looked);
     st.take_interpolation()
 }
 

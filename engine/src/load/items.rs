@@ -12,8 +12,8 @@ use csis_model::naming::as_safe_name;
 use csis_model::{Diagnostic, DocPath, ItemKind, Origin, PackedValue, Subject, Value};
 use csis_string_stage::interp::{ENV_FILE_KEY, has_placeholder};
 
-use crate::db::index::{ItemIndex, ItemSource, Names};
 use crate::db::{Db, SourceFile, Tree};
+use crate::db::{ItemIndex, ItemSource, Names};
 use crate::load::entries;
 pub use crate::load::entries::{ItemFileEntries, RawItem};
 use crate::load::overlay::{overlay_document, parse_undeclare};

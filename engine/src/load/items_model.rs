@@ -171,7 +171,7 @@ fn resolve<'b>(db: &dyn Db, tree: Tree, raw: &RawItem, b: &'b Builders) -> Resol
         let looked = Looked::new();
         let ctx = smart_context(db, tree, kind, &value, b, &looked);
         let refused = Renderer::shared(|r| resolve_item(kind, &mut value, &ctx, r));
-        crate::db::reads::note_looked(db, tree, &looked);
+        crate::db::reads::note_looked(db, &looked);
         refused
     } else {
         Vec::new()

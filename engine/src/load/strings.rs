@@ -76,7 +76,7 @@ pub fn rendered_cfg(db: &dyn Db, tree: Tree) -> RenderedCfg {
     // pass rendered it; the marks go once all passes are done. A field
     // rendered again per item keeps its data as data there.
     csis_string_stage::data::unmark_document(&mut doc, &rendered_per_item);
-    crate::db::reads::note_looked(db, tree, &looked);
+    crate::db::reads::note_looked(db, &looked);
     let mut diags: Vec<Diagnostic> = st
         .take_refusals()
         .iter()
