@@ -6,11 +6,21 @@
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
 use csis_engine::workspace::LoadOptions;
-use csis_test_support::{LINKED, fixture_dir, inline, read_tree, workspace_with};
+use csis_test_support::{LINKED, ROOT, fixture_dir, inline, read_tree, workspace_with};
 
 /// The refusals of the clouds tree with `extra` appended to its files.
 fn collisions(extra: &[(&str, &str)]) -> Vec<String> {
+    collisions_with(extra, None)
+}
+
+/// The same, loaded with `overlay` as an `--overlay` file.
+fn collisions_with(extra: &[(&str, &str)], overlay: Option<&str>) -> Vec<String> {
     let mut files = read_tree(&fixture_dir("clouds"));
+    let mut options = LoadOptions::default();
+    if let Some(text) = overlay {
+        files.insert("overlay.yml".into(), text.into());
+        options.overlays.push(format!("{ROOT}/overlay.yml").into());
+    }
     for (path, text) in extra {
         let f = files.get_mut(*path).unwrap();
         // A builder list entry goes after its list's first line.
@@ -23,7 +33,7 @@ fn collisions(extra: &[(&str, &str)]) -> Vec<String> {
             f.push_str(text);
         }
     }
-    let ws = workspace_with(&inline(&files), LINKED, &[], &LoadOptions::default());
+    let ws = workspace_with(&inline(&files), LINKED, &[], &options);
     let all: Vec<String> = ws
         .load_diagnostics()
         .into_iter()
@@ -50,6 +60,22 @@ fn a_second_disk_of_one_gce_name_is_refused_naming_the_first() {
         "storages/volumes.yml",
         "  - {name: gce-data, type: pd, groups: [ops], availability_zone: europe-west1-b, config: {size: 30}}\n",
     )]);
+    assert_eq!(
+        found,
+        [
+            "storage 'gce-data' becomes GCE disk name 'gce-data', as storage 'gce_data' (storages/volumes.yml:5:6) does; two resources cannot share a name: rename one"
+        ]
+    );
+}
+
+#[test]
+fn a_disk_an_overlay_declares_comes_after_the_trees_and_is_refused() {
+    let found = collisions_with(
+        &[],
+        Some(
+            "storages:\n  - {name: gce-data, type: pd, groups: [ops], availability_zone: europe-west1-b, config: {size: 30}}\n",
+        ),
+    );
     assert_eq!(
         found,
         [

@@ -15,11 +15,10 @@ use csis_model::models::Item;
 use csis_model::{Diagnostic, ItemKind, Origin, Vct};
 use csis_plugin_api::Builder;
 
-use crate::db::ItemSource;
 use crate::db::files::parse_file;
 use crate::db::{Db, SourceFile, Tree};
 use crate::load::builders::builders;
-use crate::load::items::{ItemId, indexed_in_file, indexed_in_overlays, item_index};
+use crate::load::items::{ItemId, indexed_in_file, indexed_in_overlays};
 use crate::load::items_model::structured_item;
 
 /// One name an item's runtime derives from its declared name.
@@ -55,39 +54,34 @@ fn name_origin(db: &dyn Db, tree: Tree, kind: ItemKind, name: &str) -> Option<Or
 /// Every declaration whose derived cloud name an earlier one in the same
 /// namespace already has.
 pub fn cloud_name_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
-    let index = item_index(db, tree);
     // What an overlay declares has no file's query.
-    let overlaid: HashMap<ItemId<'_>, Vec<Derived>> = NAMED_KINDS
+    let overlaid: Vec<(ItemKind, ItemId<'_>, Vec<Derived>)> = NAMED_KINDS
         .into_iter()
-        .flat_map(|kind| indexed_in_overlays(db, tree, kind))
-        .map(|id| (id, item_cloud_names(db, id)))
+        .flat_map(|kind| {
+            indexed_in_overlays(db, tree, kind)
+                .into_iter()
+                .map(move |id| (kind, id, item_cloud_names(db, id)))
+        })
         .collect();
     let mut first: HashMap<(&str, &'static str, &str), First<'_>, foldhash::fast::RandomState> =
         HashMap::default();
     let mut out = Vec::new();
-    // The index lists a file's items one after another: its names are
-    // fetched once per file, not once per item (a query of two keys
-    // interns the pair on every call).
-    let mut file_names: Option<(SourceFile, &[FileName<'_>])> = None;
     for kind in NAMED_KINDS {
-        for (name, source) in index.items.get(&kind).into_iter().flatten() {
-            let id = ItemId::new(db, tree, kind, &**name);
-            let names = match source {
-                ItemSource::Tree { file, .. } => {
-                    let list = match file_names {
-                        Some((f, list)) if f == *file => list,
-                        _ => {
-                            let list = &file_cloud_names(db, *file)[..];
-                            file_names = Some((*file, list));
-                            list
-                        }
-                    };
-                    list.iter()
-                        .find(|(of, _)| *of == id)
-                        .map_or(&[][..], |(_, names)| &names[..])
-                }
-                _ => overlaid.get(&id).map_or(&[][..], |names| &names[..]),
-            };
+        // In index order: each file's items through the ids its query
+        // holds (a pass over the index by name interned every item
+        // again), then what an overlay declares.
+        let in_files = crate::db::reads::item_files(db, tree)
+            .iter()
+            .filter(|f| f.dir == kind.dir())
+            .flat_map(|f| file_cloud_names(db, f.file).iter())
+            .filter(|(id, _)| id.kind(db) == kind)
+            .map(|(id, names)| (*id, &names[..]));
+        let declared_by_overlays = overlaid
+            .iter()
+            .filter(|(of, _, _)| *of == kind)
+            .map(|(_, id, names)| (*id, &names[..]));
+        for (id, names) in in_files.chain(declared_by_overlays) {
+            let name = id.name(db).as_str();
             // One refusal per pair of declarations: an image whose family
             // collides has colliding image names too.
             let mut named: Vec<&str> = Vec::new();
@@ -95,7 +89,7 @@ pub fn cloud_name_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
                 let key = (d.scope.as_str(), d.what, d.name.as_str());
                 match first.get(&key) {
                     // The same item on two runtimes of one namespace.
-                    Some(f) if *f.name == **name => {}
+                    Some(f) if f.name == name => {}
                     Some(f) => {
                         if named.contains(&f.name) {
                             continue;

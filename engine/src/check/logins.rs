@@ -76,7 +76,14 @@ pub fn login_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
         .filter(|f| f.dir == ItemKind::USERS.dir())
         .flat_map(|f| file_logins(db, f.file).iter());
     let mut out = Vec::new();
-    let mut first: HashMap<&str, &Login, foldhash::fast::RandomState> = HashMap::default();
+    // Sized for every user at once: grown by doubling, its rehashes of a
+    // large tree's logins were a third of this check.
+    let users = crate::load::items::item_index(db, tree)
+        .items
+        .get(&ItemKind::USERS)
+        .map_or(0, |names| names.len());
+    let mut first: HashMap<&str, &Login, foldhash::fast::RandomState> =
+        HashMap::with_capacity_and_hasher(users, Default::default());
     for this in in_files.chain(&overlaid) {
         let login = this.login.as_str();
         if let Some(why) = csis_model::login::problem(login) {
