@@ -14,7 +14,7 @@ use petgraph::graph::DiGraph;
 use crate::db::run_input::{RunInput, RunOptions};
 use crate::db::{Db, Tree};
 use crate::load::builders::builders;
-use crate::load::items::{ItemId, item_index};
+use crate::load::items::{ItemId, indexed_of_kind, item_index};
 use crate::load::items_model::structured_item;
 use crate::plan::fingerprint::{SeriesKey, input_fingerprint};
 use crate::state::lineage::{Pins, head_of, pins, run_time, short_fingerprint};
@@ -24,6 +24,10 @@ use crate::state::lineage::{Pins, head_of, pins, run_time, short_fingerprint};
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ImageGraph {
     pub order: Vec<String>,
+    /// Each of `order`'s images by its place in index order
+    /// (`indexed_of_kind`): what reads the order takes the image's id from
+    /// there instead of interning its name again.
+    pub places: Vec<usize>,
     pub diags: Vec<Diagnostic>,
 }
 
@@ -31,18 +35,19 @@ pub struct ImageGraph {
 /// chain; a parent that names nothing is left to validation.
 #[salsa::tracked(returns(ref))]
 pub fn image_graph(db: &dyn Db, tree: Tree) -> ImageGraph {
-    let index = item_index(db, tree);
-    let names: Vec<String> = index.names(ItemKind::IMAGES).map(String::from).collect();
-    let images = index.items.get(&ItemKind::IMAGES);
-    let mut graph = DiGraph::<String, ()>::with_capacity(names.len(), names.len());
+    let images = item_index(db, tree).items.get(&ItemKind::IMAGES);
+    // Every image's id in index order: a kind's items are declared only
+    // under its own directory, so this is the index's order, and an
+    // image's place here is its place in the index.
+    let ids = indexed_of_kind(db, tree, ItemKind::IMAGES);
+    let mut graph = DiGraph::<usize, ()>::with_capacity(ids.len(), ids.len());
     // An image's node is its place in the index: a parent is found by the
     // index's hash, not by an ordered map of every name built again.
-    let nodes: Vec<_> = names.iter().map(|n| graph.add_node(n.clone())).collect();
-    for (child, name) in names.iter().enumerate() {
-        let Some((parent, _)) =
-            image_series(db, ItemId::new(db, tree, ItemKind::IMAGES, name.as_str()))
-                .as_ref()
-                .and_then(|s| s.parent.as_ref())
+    let nodes: Vec<_> = (0..ids.len()).map(|place| graph.add_node(place)).collect();
+    for (child, id) in ids.iter().enumerate() {
+        let Some((parent, _)) = image_series(db, *id)
+            .as_ref()
+            .and_then(|s| s.parent.as_ref())
         else {
             continue;
         };
@@ -54,16 +59,23 @@ pub fn image_graph(db: &dyn Db, tree: Tree) -> ImageGraph {
         }
     }
     match toposort(&graph, None) {
-        Ok(order) => ImageGraph {
-            order: order.into_iter().map(|n| graph[n].clone()).collect(),
-            diags: Vec::new(),
-        },
+        Ok(order) => {
+            let places: Vec<usize> = order.into_iter().map(|n| graph[n]).collect();
+            ImageGraph {
+                order: places
+                    .iter()
+                    .map(|p| ids[*p].name(db).to_string())
+                    .collect(),
+                places,
+                diags: Vec::new(),
+            }
+        }
         Err(cycle) => {
-            let start = graph[cycle.node_id()].clone();
+            let start = ids[graph[cycle.node_id()]].name(db).to_string();
             let mut path = vec![start.clone()];
             let mut at = start.clone();
             // Walk parents until the start comes round again.
-            for _ in 0..names.len() {
+            for _ in 0..ids.len() {
                 let id = ItemId::new(db, tree, ItemKind::IMAGES, at.as_str());
                 let next = image_series(db, id)
                     .as_ref()
@@ -82,6 +94,7 @@ pub fn image_graph(db: &dyn Db, tree: Tree) -> ImageGraph {
             }
             ImageGraph {
                 order: Vec::new(),
+                places: Vec::new(),
                 diags: vec![Diagnostic::error(format!(
                     "image chain cycle: {} (source_image links never reach a base image)",
                     path.join(" -> ")
@@ -178,9 +191,13 @@ fn bake_series(db: &dyn Db, tree: Tree) -> Vec<Series> {
             series.push((decl.name().to_string(), rts, None));
         }
     }
-    for name in &image_graph(db, tree).order {
-        let id = ItemId::new(db, tree, ItemKind::IMAGES, name.as_str());
-        if let Some(spec) = image_series(db, id) {
+    let ids = indexed_of_kind(db, tree, ItemKind::IMAGES);
+    let graph = image_graph(db, tree);
+    for (name, place) in graph.order.iter().zip(&graph.places) {
+        if let Some(spec) = ids
+            .get(*place)
+            .and_then(|id| image_series(db, *id).as_ref())
+        {
             series.push((name.clone(), spec.runtimes.clone(), spec.parent.clone()));
         }
     }

@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::check::capabilities::instances_by_image;
 use crate::db::run_input::RunInput;
 use crate::db::{Db, Tree};
-use crate::load::items::{ItemId, item_index};
+use crate::load::items::{ItemId, indexed_of_kind, item_index};
 use crate::plan::bakes::{bake_plan, image_series};
 use crate::plan::user_data::user_data_sha256;
 use crate::state::launch_params::{launch_record, moved_off, user_data_moved};
@@ -118,12 +118,9 @@ pub fn plan_summary(db: &dyn Db, tree: Tree, run: RunInput) -> PlanSummary {
     }
     // Images pinned to their parent's build, by parent series.
     let mut pinned_children: BTreeMap<&str, Vec<(&str, &String)>> = BTreeMap::new();
-    let series: Vec<_> = index
-        .names(ItemKind::IMAGES)
-        .map(|name| {
-            let id = ItemId::new(db, tree, ItemKind::IMAGES, name);
-            (name, image_series(db, id))
-        })
+    let series: Vec<_> = indexed_of_kind(db, tree, ItemKind::IMAGES)
+        .into_iter()
+        .map(|id| (id.name(db).as_str(), image_series(db, id)))
         .collect();
     for (child, s) in &series {
         if let Some((parent, policy)) = s.as_ref().and_then(|s| s.parent.as_ref())
