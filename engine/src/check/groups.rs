@@ -8,14 +8,14 @@
 //! storage names is its foreign keys' check; whether a group's builder
 //! provides an identity, the capabilities'.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use csis_model::models::Item;
 use csis_model::{Diagnostic, ItemKind, Subject, Value};
 use serde::Deserialize;
 
 use crate::db::{Db, Tree};
-use crate::load::items::{ItemId, item_index, raw_item};
+use crate::load::items::{indexed_of_kind, item_index, raw_item};
 use crate::load::items_model::structured_item;
 use crate::state::lineage::{Record, read_record};
 use crate::state::read_models::IDENTITY;
@@ -25,14 +25,16 @@ use crate::state::read_models::IDENTITY;
 pub fn check_groups(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     let index = item_index(db, tree);
     let mut out = Vec::new();
-    let users: BTreeSet<&str> = index.names(ItemKind::USERS).collect();
+    // Every user's name, sorted, for a message's suggestions: made only
+    // when a member is unknown (a sorted set of a large tree's users was
+    // most of this check, and a member is looked up in the index).
+    let mut sorted_users: Option<Vec<&str>> = None;
     let mut roots = 0;
     let mut any_group = false;
     // A group whose is_root is no boolean was refused for it; counting
     // the roots again would only repeat that.
     let mut unreadable_root = false;
-    for name in index.names(ItemKind::GROUPS) {
-        let id = ItemId::new(db, tree, ItemKind::GROUPS, name);
+    for id in indexed_of_kind(db, tree, ItemKind::GROUPS) {
         let si = structured_item(db, id);
         let Some(Item::Group(g)) = si.item.as_deref() else {
             continue;
@@ -61,7 +63,12 @@ pub fn check_groups(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
             );
         for (key, role, i, member) in listed {
             let m = csis_model::naming::safe_name(member);
-            if !users.contains(m.as_str()) {
+            if !index.contains(ItemKind::USERS, m.as_str()) {
+                let users = sorted_users.get_or_insert_with(|| {
+                    let mut names: Vec<&str> = index.names(ItemKind::USERS).collect();
+                    names.sort_unstable();
+                    names
+                });
                 // What follows from an account that is not there (its
                 // user-data account, its login) is this error's.
                 out.push(

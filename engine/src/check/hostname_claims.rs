@@ -15,7 +15,7 @@ use std::path::Path;
 
 use crate::db::run_input::RunOptions;
 use crate::db::{Db, Tree};
-use crate::load::items::{ItemId, item_index};
+use crate::load::items::{ItemId, indexed_of_kind};
 use crate::load::items_model::structured_item;
 use crate::plan::bakes::apply_scope;
 use crate::state::launch_params::compute_all;
@@ -27,8 +27,8 @@ pub fn check(db: &dyn Db, tree: Tree, root: &Path, opts: &RunOptions) -> Vec<Str
     let params = compute_all(db, tree, record);
     let scope = apply_scope(db, tree, opts);
     let mut errors = Vec::new();
-    for name in item_index(db, tree).names(ItemKind::INSTANCES) {
-        let id = ItemId::new(db, tree, ItemKind::INSTANCES, name);
+    for id in indexed_of_kind(db, tree, ItemKind::INSTANCES) {
+        let name = id.name(db).as_str();
         let Some(Item::Instance(inst)) = structured_item(db, id).item.as_deref() else {
             continue;
         };

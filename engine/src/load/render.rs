@@ -9,7 +9,7 @@ use serde_json::{Map as JMap, Value as J};
 use crate::db::{Db, Tree};
 use crate::load::builders::builders;
 use crate::load::cfg::cfg_document;
-use crate::load::items::{ItemId, item_index, raw_item};
+use crate::load::items::{ItemId, indexed_of_kind, raw_item};
 use crate::load::items_model::structured_item;
 
 /// The raw view: cfg/ merged as written, then each item collection.
@@ -106,10 +106,7 @@ fn login_beside_name(m: &mut JMap<String, J>) {
 }
 
 fn ids<'db>(db: &'db dyn Db, tree: Tree, kind: ItemKind) -> Vec<ItemId<'db>> {
-    item_index(db, tree)
-        .names(kind)
-        .map(|n| ItemId::new(db, tree, kind, n))
-        .collect()
+    indexed_of_kind(db, tree, kind)
 }
 
 /// The places where a rendered value still holds a template tag, for

@@ -12,7 +12,7 @@ use serde_json::{Value as J, json};
 
 use crate::db::{Db, Tree};
 use crate::load::builders::{Builders, builders};
-use crate::load::items::{ItemId, item_index};
+use crate::load::items::{ItemId, indexed_of_kind};
 use crate::load::items_model::structured_item;
 use crate::state::lineage::pins;
 
@@ -177,8 +177,7 @@ pub fn aux_text(db: &dyn Db, tree: Tree, path: &str) -> Option<Arc<str>> {
 #[salsa::tracked(returns(ref))]
 pub fn referenced_files(db: &dyn Db, tree: Tree) -> Vec<String> {
     let mut out = Vec::new();
-    for name in item_index(db, tree).names(ItemKind::IMAGES) {
-        let id = ItemId::new(db, tree, ItemKind::IMAGES, name);
+    for id in indexed_of_kind(db, tree, ItemKind::IMAGES) {
         for m in &structured_item(db, id).mods {
             if let Some(Value::Seq(files)) = m.extra.get("scripts") {
                 out.extend(files.iter().filter_map(Value::as_str).map(str::to_string));

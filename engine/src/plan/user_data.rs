@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 
 use crate::db::{Db, Tree};
 use crate::load::builders::builders;
-use crate::load::items::{ItemId, item_index};
+use crate::load::items::{ItemId, indexed_of_kind};
 use crate::load::items_model::structured_item;
 use crate::plan::hook_context::EngineContext;
 
@@ -51,11 +51,8 @@ pub fn user_data_sha256<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Option<String>
 /// Every declared instance's digest, by name, where its builder emits
 /// user-data.
 pub fn user_data_digests(db: &dyn Db, tree: Tree) -> BTreeMap<String, String> {
-    item_index(db, tree)
-        .names(ItemKind::INSTANCES)
-        .filter_map(|name| {
-            let id = ItemId::new(db, tree, ItemKind::INSTANCES, name);
-            Some((name.to_string(), user_data_sha256(db, id).clone()?))
-        })
+    indexed_of_kind(db, tree, ItemKind::INSTANCES)
+        .into_iter()
+        .filter_map(|id| Some((id.name(db).to_string(), user_data_sha256(db, id).clone()?)))
         .collect()
 }
