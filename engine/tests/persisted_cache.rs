@@ -77,7 +77,7 @@ fn a_tree_read_again_unchanged_is_read_from_the_cache_which_is_left_as_it_was() 
     let written = files(cache.path());
 
     let second = fresh(root.path(), cache.path());
-    let items = csis_engine::db::reads::item_files(&second.db, second.tree).len();
+    let items = second.tree.item_files(&second.db).len();
     // Every item file but the one with a finding (its entry without a
     // name), which is read again each time.
     assert_eq!(second.db.cache().unwrap().taken(), items - 1);

@@ -19,7 +19,7 @@ pub fn alias_pool_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
         return Vec::new();
     };
     let instances: Vec<&str> = item_index(db, tree).names(ItemKind::INSTANCES).collect();
-    check(crate::db::reads::text(db, file), |name| {
+    check(file.text(db), |name| {
         instances.iter().any(|i| i.eq_ignore_ascii_case(name))
     })
 }

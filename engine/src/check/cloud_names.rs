@@ -70,7 +70,8 @@ pub fn cloud_name_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
         // In index order: each file's items through the ids its query
         // holds (a pass over the index by name interned every item
         // again), then what an overlay declares.
-        let in_files = crate::db::reads::item_files(db, tree)
+        let in_files = tree
+            .item_files(db)
             .iter()
             .filter(|f| f.dir == kind.dir())
             .flat_map(|f| file_cloud_names(db, f.file).iter())
@@ -195,10 +196,11 @@ fn item_cloud_names<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Vec<Derived> {
 /// `file:line:col` of `origin`'s key, or the origin as written when its
 /// file is not one of the tree's.
 fn position(db: &dyn Db, tree: Tree, origin: &Origin) -> String {
-    let file = crate::db::reads::item_files(db, tree)
+    let file = tree
+        .item_files(db)
         .iter()
         .map(|f| f.file)
-        .chain(crate::db::reads::overlays(db, tree).iter().copied())
+        .chain(tree.overlays(db).iter().copied())
         .find(|f| f.path(db).as_ref() == origin.file.as_ref());
     let span = file.and_then(|f| parse_file(db, f).positions.nearest(&origin.path, true));
     match span {

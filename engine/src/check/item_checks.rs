@@ -115,7 +115,7 @@ pub struct Gathered {
 #[salsa::tracked(returns(ref))]
 fn gathered_findings(db: &dyn Db, tree: Tree) -> Gathered {
     let mut out = Gathered::default();
-    for f in crate::db::reads::item_files(db, tree) {
+    for f in tree.item_files(db) {
         let findings = file_findings(db, f.file);
         out.entries.extend(findings.entries.iter().cloned());
         for found in findings

@@ -71,7 +71,8 @@ pub fn login_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
         .into_iter()
         .filter_map(|id| login_of(db, id))
         .collect();
-    let in_files = crate::db::reads::item_files(db, tree)
+    let in_files = tree
+        .item_files(db)
         .iter()
         .filter(|f| f.dir == ItemKind::USERS.dir())
         .flat_map(|f| file_logins(db, f.file).iter());

@@ -23,7 +23,7 @@ pub fn load_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     {
         return out;
     }
-    for file in crate::db::reads::overlays(db, tree) {
+    for file in tree.overlays(db) {
         out.extend(overlay_document(db, *file).diags.iter().cloned());
     }
     out.extend(builders(db, tree).diags.iter().cloned());

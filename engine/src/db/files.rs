@@ -30,7 +30,7 @@ pub struct ParsedFile {
 
 #[salsa::tracked(returns(ref))]
 pub fn parse_file(db: &dyn Db, file: SourceFile) -> ParsedFile {
-    match yaml::parse(crate::db::reads::text(db, file)) {
+    match yaml::parse(file.text(db)) {
         Ok((value, positions)) => ParsedFile {
             value: Some(Arc::new(value)),
             positions: Arc::new(positions),
@@ -67,7 +67,7 @@ pub fn file_document(db: &dyn Db, file: SourceFile) -> FileDocument {
 /// backdated, instead of at the document).
 pub fn document(db: &dyn Db, file: SourceFile) -> FileDocument {
     let path = file.path(db);
-    let value = match yaml::parse_value(crate::db::reads::text(db, file)) {
+    let value = match yaml::parse_value(file.text(db)) {
         Ok(v) => v,
         Err(e) => {
             return FileDocument {
@@ -112,7 +112,7 @@ fn aux_files_by_path(
     tree: Tree,
 ) -> HashMap<Arc<str>, SourceFile, foldhash::fast::RandomState> {
     let mut out = HashMap::default();
-    for f in crate::db::reads::aux_files(db, tree) {
+    for f in tree.aux_files(db) {
         // The first of a path, as a scan in order finds it.
         out.entry(f.path(db).clone()).or_insert(*f);
     }

@@ -1,28 +1,27 @@
-//! The one door through which queries read the tree's inputs.
-//!
-//! A query reads a file's text, a field of the tree, the environment or
-//! the clock only through the readers here (tests/e2e/layering.rs holds
-//! the engine to it). Most of them hand the input on as it is; the
-//! environment and the clock are also noted, in the persisted cache's
+//! The one door through which queries read the environment and the
+//! clock: each read is noted, in the persisted cache's
 //! [`EnvReads`](crate::db::cache::EnvReads), because a plan is kept whole
 //! only with the variables it read and only when it did not read the
-//! clock (`run/plan_record.rs`).
+//! clock (`run/plan_record.rs`). tests/e2e/layering.rs holds the engine
+//! to it. The tree's files and its other fields are read as they are:
+//! what a plan read of them, the machine's door records
+//! (`db::system::Recording`).
 //!
 //! They are noted as narrowly as they are used: a template that names
 //! `ENV.USER` reads `USER` only, and one that never names `execution`
 //! does not read the time of the run ([`note_looked`], called by each
 //! renderer with what its templates looked up).
 //!
-//! Each read was once also noted as a salsa accumulator value, so that
-//! the inputs of any memoized result could be named afterwards; a cache
-//! keyed by them cost more to key than it saved (docs/performance.md,
-//! sixth and eighth sessions of issue 40), and the notes cost every plan
-//! about 3%.
+//! Every read of an input was once noted here as a salsa accumulator
+//! value, so that the inputs of any memoized result could be named
+//! afterwards; a cache keyed by them cost more to key than it saved
+//! (docs/performance.md, sixth and eighth sessions of issue 40), and the
+//! notes cost every plan about 3%.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::db::{Db, ItemFile, PathFact, SourceFile, Tree};
+use crate::db::{Db, Tree};
 
 /// Note a read of the environment variable `key`.
 fn note_env(db: &dyn Db, key: &str) {
@@ -43,52 +42,6 @@ fn note_clock(db: &dyn Db) {
     if let Some(cache) = db.cache() {
         cache.env_reads().clock();
     }
-}
-
-/// A file's text.
-pub fn text(db: &dyn Db, file: SourceFile) -> &Arc<str> {
-    file.text(db)
-}
-
-/// What messages call the root (`<root>/cfg`).
-pub fn root_display(db: &dyn Db, tree: Tree) -> &Arc<str> {
-    tree.root_display(db)
-}
-
-pub fn cfg_files(db: &dyn Db, tree: Tree) -> &Vec<SourceFile> {
-    tree.cfg_files(db)
-}
-
-pub fn item_files(db: &dyn Db, tree: Tree) -> &Vec<ItemFile> {
-    tree.item_files(db)
-}
-
-pub fn overlays(db: &dyn Db, tree: Tree) -> &Vec<SourceFile> {
-    tree.overlays(db)
-}
-
-pub fn undeclare(db: &dyn Db, tree: Tree) -> &Vec<String> {
-    tree.undeclare(db)
-}
-
-pub fn meta_files(db: &dyn Db, tree: Tree) -> &Vec<SourceFile> {
-    tree.meta_files(db)
-}
-
-pub fn aux_files(db: &dyn Db, tree: Tree) -> &Vec<SourceFile> {
-    tree.aux_files(db)
-}
-
-pub fn path_facts(db: &dyn Db, tree: Tree) -> &Arc<BTreeMap<String, PathFact>> {
-    tree.path_facts(db)
-}
-
-pub fn identities(db: &dyn Db, tree: Tree) -> &csis_secrets::IdentitySource {
-    tree.identities(db)
-}
-
-pub fn index(db: &dyn Db, tree: Tree) -> &crate::db::ItemIndex {
-    tree.index(db)
 }
 
 /// The whole environment, for a reader that hands it on whole (the

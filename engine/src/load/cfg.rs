@@ -63,10 +63,10 @@ fn is_named_list(key: &str) -> bool {
 
 /// The refusal of a root with no cfg/ YAML: nothing else can be read.
 pub fn missing_cfg(db: &dyn Db, tree: Tree) -> Option<Diagnostic> {
-    crate::db::reads::cfg_files(db, tree).is_empty().then(|| {
+    tree.cfg_files(db).is_empty().then(|| {
         Diagnostic::error(format!(
             "Failed to read configuration from {}/cfg",
-            crate::db::reads::root_display(db, tree)
+            tree.root_display(db)
         ))
         .help("no cfg/ directory or no YAML in it; check --root-dir")
     })
@@ -74,7 +74,7 @@ pub fn missing_cfg(db: &dyn Db, tree: Tree) -> Option<Diagnostic> {
 
 #[salsa::tracked(returns(ref))]
 pub fn cfg_document(db: &dyn Db, tree: Tree) -> CfgDocument {
-    let files = crate::db::reads::cfg_files(db, tree);
+    let files = tree.cfg_files(db);
     let mut doc = CfgDocument::default();
     if let Some(missing) = missing_cfg(db, tree) {
         doc.diags.push(missing);

@@ -292,7 +292,7 @@ pub fn interpolation_files(db: &dyn Db, tree: Tree) -> Reads {
             }
         }
     }
-    let no_overlays = crate::db::reads::overlays(db, tree).is_empty();
+    let no_overlays = tree.overlays(db).is_empty();
     for kind in db.registry().item_kinds() {
         if !sections.iter().any(|s| s == kind.key()) {
             continue;
@@ -359,7 +359,7 @@ fn remote_read(db: &dyn Db, decl: &Declared, loc: &str, tokens: &Tokens) -> Opti
 /// One state file's outputs, parsed once per revision of its text.
 #[salsa::tracked(returns(ref))]
 pub fn state_outputs(db: &dyn Db, file: SourceFile) -> Result<Arc<Outputs>, String> {
-    tfstate_outputs(crate::db::reads::text(db, file)).map(Arc::new)
+    tfstate_outputs(file.text(db)).map(Arc::new)
 }
 
 /// What the pass needs for `entries`: only the files they read.
@@ -378,9 +378,7 @@ fn external_for(db: &dyn Db, tree: Tree, entries: &[&Value]) -> External {
         for loc in locs {
             let parsed = match aux_file(db, tree, &loc) {
                 // Refused when read, and reported there: no second error.
-                Some(f) if &**crate::db::reads::text(db, f) == REFUSED_READ => {
-                    Err(REFUSED_READ.to_string())
-                }
+                Some(f) if &**f.text(db) == REFUSED_READ => Err(REFUSED_READ.to_string()),
                 Some(f) => state_outputs(db, f).clone(),
                 None if is_remote_location(&loc) => Err(
                     "the state object could not be read (the error reading it is reported above)"
@@ -396,7 +394,7 @@ fn external_for(db: &dyn Db, tree: Tree, entries: &[&Value]) -> External {
             ext.states.insert(loc, parsed);
         }
         if let Some(p) = env_file {
-            let text = aux_file(db, tree, &p).map(|f| crate::db::reads::text(db, f).clone());
+            let text = aux_file(db, tree, &p).map(|f| f.text(db).clone());
             ext.env_files.insert(p, text);
         }
     }

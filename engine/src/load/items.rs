@@ -37,7 +37,7 @@ pub fn item_file_entries(db: &dyn Db, file: SourceFile) -> ItemFileEntries {
     let tree = file.tree(db);
     let path = file.path(db).clone();
     if let Some(kept) = db.cache().and_then(|cache| {
-        cache.take(&path, crate::db::reads::text(db, file), |bytes| {
+        cache.take(&path, file.text(db), |bytes| {
             entries::decode(&path, &kinds_for(db, &path).1, bytes)
         })
     }) {
@@ -251,7 +251,7 @@ fn decrypt_fields(
             return;
         }
         let at = at();
-        match csis_secrets::decrypt(text, crate::db::reads::identities(db, tree)) {
+        match csis_secrets::decrypt(text, tree.identities(db)) {
             Ok(plain) => {
                 secrets.push(csis_model::models::Secret {
                     plaintext: plain.clone(),
@@ -318,7 +318,8 @@ pub fn indexed_in_file<'db>(db: &'db dyn Db, file: SourceFile) -> Vec<ItemId<'db
 /// up every item again, which at ten times the reference tree costs a
 /// main-memory read each (issue 40).
 pub fn indexed_of_kind<'db>(db: &'db dyn Db, tree: Tree, kind: ItemKind) -> Vec<ItemId<'db>> {
-    let mut out: Vec<ItemId<'db>> = crate::db::reads::item_files(db, tree)
+    let mut out: Vec<ItemId<'db>> = tree
+        .item_files(db)
         .iter()
         .filter(|f| f.dir == kind.dir())
         .flat_map(|f| indexed_in_file(db, f.file).iter().copied())
@@ -343,7 +344,7 @@ pub fn indexed_in_overlays<'db>(db: &'db dyn Db, tree: Tree, kind: ItemKind) -> 
 
 /// The tree's item index (see [`Tree::index`]).
 pub fn item_index(db: &dyn Db, tree: Tree) -> &ItemIndex {
-    crate::db::reads::index(db, tree)
+    tree.index(db)
 }
 
 /// Builds the item index from the item files' names, the overlays and
@@ -357,7 +358,8 @@ pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
     // Each file's entries are read once, then taken kind by kind (users
     // before groups, whatever the files' order). The first declaration
     // of a name is the one the index already holds.
-    let files: Vec<(SourceFile, &ItemFileEntries)> = crate::db::reads::item_files(db, tree)
+    let files: Vec<(SourceFile, &ItemFileEntries)> = tree
+        .item_files(db)
         .iter()
         .map(|f| (f.file, item_file_entries(db, f.file)))
         .collect();
@@ -406,7 +408,7 @@ pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
             names.insert(name.clone(), ItemSource::Tree { file, index: n });
         }
     }
-    for file in crate::db::reads::overlays(db, tree) {
+    for file in tree.overlays(db) {
         let od = overlay_document(db, *file);
         for (i, entry) in od.entries.iter().enumerate() {
             let Some(m) = index.items.get_mut(&entry.kind) else {
@@ -440,7 +442,7 @@ pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
             }
         }
     }
-    for spec in crate::db::reads::undeclare(db, tree) {
+    for spec in tree.undeclare(db) {
         match parse_undeclare(spec, &kinds) {
             Err(d) => index.diags.push(d),
             Ok(u) => {
@@ -496,7 +498,8 @@ pub fn raw_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<Cow
     let (mut item, mut value) = match source {
         ItemSource::Tree { file, index } => {
             let entry = item_file_entries(db, file).items.get(index)?;
-            let mut updates = crate::db::reads::overlays(db, tree)
+            let mut updates = tree
+                .overlays(db)
                 .iter()
                 .flat_map(|f| overlay_document(db, *f).entries.iter())
                 .filter(|e| e.kind == kind && e.name == *name && !e.undeclare)

@@ -245,7 +245,7 @@ fn open_derived_email(
         if text.trim() == marker {
             continue; // a whole marker is the email field's own, already opened
         }
-        match csis_secrets::decrypt(&marker, crate::db::reads::identities(db, tree)) {
+        match csis_secrets::decrypt(&marker, tree.identities(db)) {
             Ok(plain) => {
                 *text = text.replace(&marker, &plain);
                 secrets.push(csis_model::models::Secret {

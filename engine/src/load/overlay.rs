@@ -160,7 +160,7 @@ pub fn parse_undeclare(spec: &str, kinds: &[ItemKind]) -> Result<Undeclare, Diag
 #[salsa::tracked(returns(ref))]
 pub fn overlay_config(db: &dyn Db, tree: Tree) -> Option<Map> {
     let mut merged: Option<Map> = None;
-    for file in crate::db::reads::overlays(db, tree) {
+    for file in tree.overlays(db) {
         if let Some(c) = &overlay_document(db, *file).config {
             let m = merged.get_or_insert_with(Map::default);
             for (k, v) in c {

@@ -153,7 +153,8 @@ pub fn use_for<'a>(
 /// `None` for a path that leaves the root.
 pub fn tree_key(db: &dyn Db, tree: Tree, path: &Path) -> Option<String> {
     let path = if path.is_absolute() {
-        let real_root = crate::db::reads::path_facts(db, tree)
+        let real_root = tree
+            .path_facts(db)
             .get("")
             .and_then(|f| f.canonical.clone())?;
         path.strip_prefix(&real_root).ok()?.to_path_buf()
@@ -193,9 +194,7 @@ impl TreeFs<'_> {
     }
 
     fn fact(&self, key: &str) -> Option<crate::db::PathFact> {
-        let fact = crate::db::reads::path_facts(self.db, self.tree)
-            .get(key)
-            .cloned();
+        let fact = self.tree.path_facts(self.db).get(key).cloned();
         if fact.is_none() {
             self.wanted.borrow_mut().push(key.to_string());
         }
@@ -210,11 +209,13 @@ fn not_found() -> io::Error {
 impl TemplateFs for TreeFs<'_> {
     fn read(&self, path: &Path) -> io::Result<String> {
         let key = self.key(path)?;
-        if let Some(f) = crate::db::reads::aux_files(self.db, self.tree)
+        if let Some(f) = self
+            .tree
+            .aux_files(self.db)
             .iter()
             .find(|f| f.path(self.db).as_ref() == key)
         {
-            return Ok(crate::db::reads::text(self.db, *f).to_string());
+            return Ok(f.text(self.db).to_string());
         }
         match self.fact(&key) {
             Some(f) if f.canonical.is_some() => Err(io::Error::new(
@@ -262,7 +263,8 @@ pub fn resolved_template<'db>(
     out.chain = out.chain.iter().map(named).collect();
     out.defaults = out.defaults.as_ref().map(named);
     // Canonical paths in messages (a cycle's) are shown from the root.
-    if let Some(real_root) = crate::db::reads::path_facts(db, tree)
+    if let Some(real_root) = tree
+        .path_facts(db)
         .get("")
         .and_then(|f| f.canonical.clone())
     {

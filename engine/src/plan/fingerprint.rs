@@ -169,7 +169,7 @@ pub fn hash(v: &J) -> String {
 
 /// The text of a file the configuration refers to, when the tree has it.
 pub fn aux_text(db: &dyn Db, tree: Tree, path: &str) -> Option<Arc<str>> {
-    crate::db::files::aux_file(db, tree, path).map(|f| crate::db::reads::text(db, f).clone())
+    crate::db::files::aux_file(db, tree, path).map(|f| f.text(db).clone())
 }
 
 /// Every file modifications name (`scripts:`), sorted and unique: the loader
@@ -446,7 +446,7 @@ fn base_fingerprint(
     if let Some(digest) = entry
         .image_id
         .as_ref()
-        .and_then(|id| crate::db::reads::path_facts(db, tree).get(id))
+        .and_then(|id| tree.path_facts(db).get(id))
         .and_then(|f| f.digest.clone())
         && let Some(J::Object(v)) = fields.get_mut("vendor")
     {

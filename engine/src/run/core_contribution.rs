@@ -145,7 +145,8 @@ fn transient_storage_teardown(db: &dyn Db, tree: Tree) -> Option<Vec<String>> {
     ]
     .map(String::from)
     .to_vec();
-    let undeclare: Vec<String> = crate::db::reads::undeclare(db, tree)
+    let undeclare: Vec<String> = tree
+        .undeclare(db)
         .iter()
         .cloned()
         .chain(

@@ -31,7 +31,8 @@ impl Runner<'_> {
             let help = missing.help.as_deref().unwrap_or_default();
             return Err(format!("{}: {help}", missing.message));
         }
-        summary.overlays = crate::db::reads::overlays(db, tree)
+        summary.overlays = tree
+            .overlays(db)
             .iter()
             .map(|f| f.path(db).to_string())
             .collect();

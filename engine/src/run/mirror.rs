@@ -15,7 +15,7 @@ impl Runner<'_> {
     /// incrementally. Only `.terraform.lock.hcl` files are ever copied back.
     /// In a git repository `_private/` is appended to the root's .gitignore.
     pub(super) fn materialize(&mut self, name: &str, em: &Emission) -> Result<PathBuf, String> {
-        let identities = crate::db::reads::identities(&self.ws.db, self.ws.tree);
+        let identities = self.ws.tree.identities(&self.ws.db);
         let mut files = BTreeMap::new();
         for (path, bytes) in &em.files {
             let text = String::from_utf8_lossy(bytes);

@@ -6,7 +6,6 @@ use rayon::prelude::*;
 
 use crate::db::SourceFile;
 use crate::db::cache::{SHARDS, digest, shard_of};
-use crate::db::reads;
 use crate::db::system::System;
 use crate::load::entries;
 use crate::load::items::item_file_entries;
@@ -27,7 +26,7 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
     // from the cache. On this thread: every entry is memoized, and handing
     // the files to every core cost more than reading them.
     let mut shards: Vec<Vec<(SourceFile, bool)>> = vec![Vec::new(); SHARDS];
-    for f in reads::item_files(db, tree) {
+    for f in tree.item_files(db) {
         let path = f.file.path(db);
         if entries::keeps(path, item_file_entries(db, f.file)) {
             shards[shard_of(path)].push((f.file, cache.taken_digest(path).is_some()));
@@ -62,7 +61,7 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
                     let path = file.path(db);
                     let digest = cache
                         .taken_digest(path)
-                        .unwrap_or_else(|| digest(reads::text(db, *file)));
+                        .unwrap_or_else(|| digest(file.text(db)));
                     let bytes =
                         entries::encode(path, item_file_entries(db, *file)).ok_or_else(|| {
                             std::io::Error::other(format!("{path}: its entries are not to be kept"))

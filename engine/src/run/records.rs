@@ -36,8 +36,7 @@ where
     let on_disk = system
         .read_to_string(&path)
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    let as_loaded = crate::state::lineage::meta_file(&ws.db, ws.tree, file)
-        .map(|f| crate::db::reads::text(&ws.db, f));
+    let as_loaded = crate::state::lineage::meta_file(&ws.db, ws.tree, file).map(|f| f.text(&ws.db));
     if loaded.diags.is_empty() && on_disk.as_deref() == as_loaded.map(|t| &**t) {
         return Ok(Cow::Borrowed(&loaded.value));
     }

@@ -43,7 +43,7 @@ pub fn draw(
 /// The line validate logs for a pool that has free names: how many remain.
 pub fn remaining_info(db: &dyn Db, tree: Tree) -> Option<String> {
     let file = crate::state::lineage::meta_file(db, tree, FILE)?;
-    let n = free_lines(crate::db::reads::text(db, file)).len();
+    let n = free_lines(file.text(db)).len();
     (n > 0).then(|| format!("Alias pool: {n} free name(s) remaining in meta-state/{FILE}"))
 }
 

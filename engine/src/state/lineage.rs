@@ -100,7 +100,7 @@ pub struct Record<T> {
 
 pub(crate) fn meta_file(db: &dyn Db, tree: Tree, name: &str) -> Option<SourceFile> {
     let path = format!("{}/{name}", crate::state::meta_state::DIR);
-    crate::db::reads::meta_files(db, tree)
+    tree.meta_files(db)
         .iter()
         .copied()
         .find(|f| f.path(db).as_ref() == path)
@@ -120,7 +120,7 @@ pub(crate) fn read_record<T: Default + for<'de> Deserialize<'de>>(
         return Record::default();
     };
     let path = file.path(db);
-    match crate::state::meta_state::parse(crate::db::reads::text(db, file), path) {
+    match crate::state::meta_state::parse(file.text(db), path) {
         Ok(value) => Record {
             value,
             diags: Vec::new(),

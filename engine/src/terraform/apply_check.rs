@@ -143,13 +143,13 @@ fn unloaded(ws: &Workspace) -> Vec<String> {
         .filter(|d| d.is_error())
         .map(|d| located(ws, d))
         .collect();
-    for file in crate::db::reads::cfg_files(db, ws.tree) {
+    for file in ws.tree.cfg_files(db) {
         let doc = file_document(db, *file);
         if doc.value.is_none() {
             out.extend(doc.diags.iter().map(|d| located(ws, d)));
         }
     }
-    for file in crate::db::reads::overlays(db, ws.tree) {
+    for file in ws.tree.overlays(db) {
         let parsed = parse_file(db, *file);
         let loads = parsed.error.is_none()
             && parsed

@@ -28,7 +28,8 @@ impl Workspace {
     /// Whether the load took `path`'s digest (a vendor root tarball): a
     /// change to it is followed by a load, which takes it again.
     pub fn digested(&self, path: &str) -> bool {
-        crate::db::reads::path_facts(&self.db, self.tree)
+        self.tree
+            .path_facts(&self.db)
             .get(path)
             .is_some_and(|f| f.digest.is_some())
     }
@@ -39,7 +40,7 @@ impl Workspace {
         let Some(f) = self.files.get(path).copied() else {
             return false;
         };
-        if crate::db::reads::text(&self.db, f).as_ref() == text {
+        if f.text(&self.db).as_ref() == text {
             return true;
         }
         // The durability the file was loaded with: lowering it would stop
@@ -48,9 +49,7 @@ impl Workspace {
         // Item names come from the item files (rendered with cfg/): the
         // index is rebuilt only when the edit may have renamed something.
         let tree = self.tree;
-        let item_file = crate::db::reads::item_files(&self.db, tree)
-            .iter()
-            .any(|i| i.file == f);
+        let item_file = tree.item_files(&self.db).iter().any(|i| i.file == f);
         let names_before = item_file.then(|| item_file_names(&self.db, f));
         f.set_text(&mut self.db)
             .with_durability(durability)
@@ -59,13 +58,12 @@ impl Workspace {
             Some(before) => before != item_file_names(&self.db, f),
             // cfg/ and overlays may rename; records and scripts cannot.
             None => {
-                !crate::db::reads::meta_files(&self.db, tree).contains(&f)
-                    && !crate::db::reads::aux_files(&self.db, tree).contains(&f)
+                !tree.meta_files(&self.db).contains(&f) && !tree.aux_files(&self.db).contains(&f)
             }
         };
         if renamed {
             let index = crate::load::items::compute_index(&self.db, tree);
-            if &index != crate::db::reads::index(&self.db, tree) {
+            if &index != tree.index(&self.db) {
                 tree.set_index(&mut self.db)
                     .with_durability(Durability::MEDIUM)
                     .to(index);

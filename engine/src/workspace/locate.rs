@@ -56,7 +56,7 @@ impl Workspace {
         };
         Some(Located {
             file: file.to_string(),
-            text: crate::db::reads::text(&self.db, *sf).clone(),
+            text: sf.text(&self.db).clone(),
             span,
         })
     }

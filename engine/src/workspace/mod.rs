@@ -151,19 +151,11 @@ impl Workspace {
     /// directories), by path relative to the root, with their text.
     pub fn config_files(&self) -> Vec<(String, Arc<str>)> {
         let tree = self.tree;
-        let mut out: Vec<(String, Arc<str>)> = crate::db::reads::cfg_files(&self.db, tree)
+        let mut out: Vec<(String, Arc<str>)> = tree
+            .cfg_files(&self.db)
             .iter()
-            .chain(
-                crate::db::reads::item_files(&self.db, tree)
-                    .iter()
-                    .map(|f| &f.file),
-            )
-            .map(|f| {
-                (
-                    f.path(&self.db).to_string(),
-                    crate::db::reads::text(&self.db, *f).clone(),
-                )
-            })
+            .chain(tree.item_files(&self.db).iter().map(|f| &f.file))
+            .map(|f| (f.path(&self.db).to_string(), f.text(&self.db).clone()))
             .collect();
         out.sort();
         out

@@ -219,7 +219,9 @@ fn raw_runtime(entry: &Value, file: &Path, notes: &mut Vec<String>) -> Option<Ra
 /// preflight's sessions from the caches only, asking no provider.
 pub fn sessions(ws: &crate::workspace::Workspace, system: &dyn System) -> Preflight {
     use crate::db::Db;
-    let overlays: Vec<PathBuf> = crate::db::reads::overlays(&ws.db, ws.tree)
+    let overlays: Vec<PathBuf> = ws
+        .tree
+        .overlays(&ws.db)
         .iter()
         .map(|f| PathBuf::from(f.path(&ws.db).to_string()))
         .collect();

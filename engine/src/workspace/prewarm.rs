@@ -53,11 +53,7 @@ pub fn parse_files(db: &Database, tree: Tree) {
     let jobs: Vec<Job> = records
         .into_iter()
         .map(Job::Record)
-        .chain(
-            crate::db::reads::item_files(db, tree)
-                .iter()
-                .map(|f| Job::File(f.file)),
-        )
+        .chain(tree.item_files(db).iter().map(|f| Job::File(f.file)))
         .collect();
     jobs.par_iter()
         .with_max_len(PIECE / 4)
@@ -97,10 +93,7 @@ fn each_image(db: &Database, tree: Tree, query: impl Fn(&Database, ItemId<'_>) +
 /// index once, where a pass by name did both again (at ten times the
 /// reference tree, neither table fits a cache; issue 40).
 pub fn structure_items(db: &Database, tree: Tree) {
-    let files: Vec<SourceFile> = crate::db::reads::item_files(db, tree)
-        .iter()
-        .map(|f| f.file)
-        .collect();
+    let files: Vec<SourceFile> = tree.item_files(db).iter().map(|f| f.file).collect();
     files
         .par_iter()
         .with_max_len(1)
@@ -128,7 +121,7 @@ pub fn structure_items(db: &Database, tree: Tree) {
 /// Every item file's checks, its users' logins and the cloud names its
 /// images, instances and storages derive.
 fn check_files(db: &Database, tree: Tree) {
-    let files: Vec<_> = crate::db::reads::item_files(db, tree).to_vec();
+    let files: Vec<_> = tree.item_files(db).to_vec();
     files
         .par_iter()
         .with_max_len(PIECE / 8)
