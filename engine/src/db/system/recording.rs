@@ -268,6 +268,10 @@ impl System for Recording<'_> {
 /// A digest of parts, each tagged, so that no two answers of different
 /// shapes can digest alike.
 fn digest_of(parts: &[&[u8]]) -> [u8; 32] {
+    digest_parts(parts.iter().copied())
+}
+
+fn digest_parts<'p>(parts: impl IntoIterator<Item = &'p [u8]>) -> [u8; 32] {
     let mut h = blake3::Hasher::new();
     for part in parts {
         h.update(&(part.len() as u64).to_le_bytes());
@@ -305,16 +309,10 @@ fn of_path(got: &io::Result<PathBuf>) -> [u8; 32] {
 
 fn of_listing(got: &io::Result<Vec<PathBuf>>) -> [u8; 32] {
     match got {
-        Ok(paths) => {
-            let mut h = blake3::Hasher::new();
-            h.update(b"listing");
-            for p in paths {
-                let p = p.as_os_str().as_encoded_bytes();
-                h.update(&(p.len() as u64).to_le_bytes());
-                h.update(p);
-            }
-            *h.finalize().as_bytes()
-        }
+        Ok(paths) => digest_parts(
+            std::iter::once(&b"listing"[..])
+                .chain(paths.iter().map(|p| p.as_os_str().as_encoded_bytes())),
+        ),
         Err(e) => of_error(e),
     }
 }
