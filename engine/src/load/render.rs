@@ -2,14 +2,13 @@
 //! applied) or resolved (after the string stage, template resolution and
 //! structuring, defaults filled).
 
-use csis_model::ItemKind;
 use csis_model::vct::BUILDER_KEYS;
 use serde_json::{Map as JMap, Value as J};
 
 use crate::db::{Db, Tree};
 use crate::load::builders::builders;
 use crate::load::cfg::cfg_document;
-use crate::load::items::{ItemId, indexed_of_kind, raw_item};
+use crate::load::items::{indexed_of_kind, raw_item};
 use crate::load::items_model::structured_item;
 
 /// The raw view: cfg/ merged as written, then each item collection.
@@ -19,7 +18,7 @@ pub fn raw_tree(db: &dyn Db, tree: Tree) -> J {
         _ => JMap::new(),
     };
     for kind in db.registry().item_kinds() {
-        let items: Vec<J> = ids(db, tree, kind)
+        let items: Vec<J> = indexed_of_kind(db, tree, kind)
             .into_iter()
             .filter_map(|id| raw_item(db, tree, id).map(|r| r.value.unpack().to_json()))
             .collect();
@@ -65,7 +64,7 @@ pub fn resolved_tree(db: &dyn Db, tree: Tree) -> J {
         out.insert(key.to_string(), J::Array(decls));
     }
     for kind in db.registry().item_kinds() {
-        let items: Vec<J> = ids(db, tree, kind)
+        let items: Vec<J> = indexed_of_kind(db, tree, kind)
             .into_iter()
             .filter_map(|id| {
                 let si = structured_item(db, id);
@@ -103,10 +102,6 @@ fn login_beside_name(m: &mut JMap<String, J>) {
             std::iter::once((k, v)).chain(after)
         })
         .collect();
-}
-
-fn ids<'db>(db: &'db dyn Db, tree: Tree, kind: ItemKind) -> Vec<ItemId<'db>> {
-    indexed_of_kind(db, tree, kind)
 }
 
 /// The places where a rendered value still holds a template tag, for
