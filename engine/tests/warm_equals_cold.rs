@@ -44,6 +44,10 @@ images:
       - image_builder: ib
     modifications:
       - {name: site, script: "echo web"}
+--- groups/staff.yml
+users:
+  - {name: casey.charlie, first_name: Casey, last_name: Charlie}
+  - {name: dana.delta, first_name: Dana, last_name: Delta, description: "{{ config.owner }}"}
 --- storages/data.yml
 storages:
   - name: data

@@ -65,7 +65,7 @@ impl ItemCheck {
         match self {
             ItemCheck::Structure => crate::load::items_model::structured_item(db, id)
                 .diags
-                .clone(),
+                .to_vec(),
             ItemCheck::Own => crate::check::own_checks::item_diagnostics(db, tree, id),
             ItemCheck::Attach => crate::check::storages::attach_diagnostics(db, tree, id),
             ItemCheck::LabelKeys => crate::check::labels::label_keys_of(db, tree, id),
@@ -141,6 +141,13 @@ pub struct FileFindings {
     found: Vec<Found>,
 }
 
+impl FileFindings {
+    /// Reading the file and every check over its items found nothing.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty() && self.found.is_empty()
+    }
+}
+
 /// What one check found over the items of one kind in one file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Found {
@@ -154,6 +161,13 @@ pub struct Found {
 /// check; only what found something.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn file_findings(db: &dyn Db, file: SourceFile) -> FileFindings {
+    // A users file kept with its checks found nothing (check/kept.rs).
+    if crate::check::kept::kept_checks(db, file).is_some() {
+        return FileFindings {
+            entries: item_file_entries(db, file).diags.clone(),
+            found: Vec::new(),
+        };
+    }
     let tree = file.tree(db);
     // Each item's kind read once: asked per check and kind, it was half a
     // million interned lookups for a large tree.

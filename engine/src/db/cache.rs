@@ -81,6 +81,9 @@ pub struct Cache {
     key: String,
     shards: Vec<Shard>,
     units: HashMap<String, Kept>,
+    /// The bytes of the units still to be taken once the files are read
+    /// (`release`): a file's checks are asked after the load.
+    held: RwLock<HashMap<String, Vec<u8>>>,
     /// The one notice for the files that were ignored.
     notice: Option<String>,
     /// What this process read of the environment and the clock.
@@ -190,6 +193,7 @@ impl Cache {
             key,
             shards,
             units,
+            held: RwLock::default(),
             notice,
             env_reads: EnvReads::default(),
         }
@@ -222,20 +226,46 @@ impl Cache {
         if kept.digest != digest(text) {
             return None;
         }
-        let bytes = self
-            .shards
-            .get(kept.shard)?
-            .bytes
-            .read()
-            .unwrap_or_else(|p| p.into_inner());
-        let value = read(bytes.get(kept.range.clone())?)?;
+        let held = self.held.read().unwrap_or_else(|p| p.into_inner());
+        let value = match held.get(path) {
+            Some(bytes) => read(bytes)?,
+            None => {
+                let bytes = self
+                    .shards
+                    .get(kept.shard)?
+                    .bytes
+                    .read()
+                    .unwrap_or_else(|p| p.into_inner());
+                read(bytes.get(kept.range.clone())?)?
+            }
+        };
         kept.taken.store(true, Ordering::Relaxed);
         Some(value)
     }
 
+    /// Whether a unit is kept for `path` (taken or not).
+    pub fn holds(&self, path: &str) -> bool {
+        self.units.contains_key(path)
+    }
+
     /// Drop the loaded bytes: every file has been read. A later `take`
-    /// finds nothing, and its file is read as without a cache.
-    pub fn release(&self) {
+    /// finds nothing, and its file is read as without a cache, except the
+    /// units `hold` names, which are asked for after the load: their
+    /// bytes are copied out first.
+    pub fn release(&self, hold: &dyn Fn(&str) -> bool) {
+        let mut held = self.held.write().unwrap_or_else(|p| p.into_inner());
+        for (path, kept) in &self.units {
+            if !hold(path) {
+                continue;
+            }
+            let bytes = self.shards.get(kept.shard).map(|s| {
+                let bytes = s.bytes.read().unwrap_or_else(|p| p.into_inner());
+                bytes.get(kept.range.clone()).map(<[u8]>::to_vec)
+            });
+            if let Some(Some(bytes)) = bytes {
+                held.insert(path.clone(), bytes);
+            }
+        }
         for shard in &self.shards {
             *shard.bytes.write().unwrap_or_else(|p| p.into_inner()) = Vec::new();
         }
@@ -487,7 +517,7 @@ mod tests {
         let empty = (0..SHARDS).find(|s| *s != shard && *s != shard_of("users/u.yml"));
         assert!(!cache.stale(empty.unwrap(), 0, 0));
         // Released, the bytes are gone; what was taken stays known.
-        cache.release();
+        cache.release(&|_| false);
         assert_eq!(take("users/u.yml", "u: 2\n"), None);
         assert_eq!(cache.taken(), 1);
     }

@@ -35,9 +35,14 @@ pub struct StructuredItem {
     /// Decrypted values with their markers (for emission).
     pub secrets: Box<[csis_model::models::Secret]>,
     pub origin: Option<Origin>,
-    pub diags: Vec<Diagnostic>,
+    /// Boxed: the memo of every item holds one, most of them empty.
+    pub diags: Box<[Diagnostic]>,
     /// What `${env.*}` / `${terraform.*}` substituted, and from where.
     pub interpolated: Box<[csis_string_stage::interp::Used]>,
+    /// Its templates named another item (or looked a name up that might
+    /// be one): its model depends on more than its own entry and cfg/,
+    /// which is what a kept file's checks are keyed by (`check::kept`).
+    pub reads_items: bool,
 }
 
 impl StructuredItem {
@@ -84,18 +89,20 @@ pub fn structured_item<'db>(db: &'db dyn Db, id: ItemId<'db>) -> StructuredItem 
         secrets,
         interpolated,
         user_rule,
-        diags,
+        reads_items,
+        mut diags,
     } = resolve(db, tree, &raw, b);
-    out.diags = diags;
     out.interpolated = interpolated.into();
+    out.reads_items = reads_items;
     let Some(map) = value.as_map() else {
+        out.diags = diags.into();
         return out;
     };
     let name = map.get("name").and_then(Value::as_str).unwrap_or_default();
     // Concatenated, not formatted: made for every item, where `format!`
     // was a thirtieth of a cold plan.
     let owner = [label(kind), " '", name, "'"].concat();
-    let mut f = Fields::new(map, raw.origin.clone(), owner, &mut out.diags);
+    let mut f = Fields::new(map, raw.origin.clone(), owner, &mut diags);
     let item = match kind {
         ItemKind::USERS => {
             let mut user = User::read(&mut f);
@@ -124,25 +131,19 @@ pub fn structured_item<'db>(db: &'db dyn Db, id: ItemId<'db>) -> StructuredItem 
         }
     };
     f.finish();
-    check_builder(kind, &item, &raw.origin, b, &mut out.diags);
+    check_builder(kind, &item, &raw.origin, b, &mut diags);
     match &item {
         Item::Image(img) => {
             let owner = img.root.name();
-            out.mods = structure_mods(
-                db,
-                owner,
-                &img.modifications,
-                &raw.origin,
-                b,
-                &mut out.diags,
-            )
-            .into();
+            out.mods =
+                structure_mods(db, owner, &img.modifications, &raw.origin, b, &mut diags).into();
         }
         Item::Instance(inst) => {
-            out.storages = structure_storages(&inst.storages, &raw.origin, &mut out.diags).into();
+            out.storages = structure_storages(&inst.storages, &raw.origin, &mut diags).into();
         }
         _ => {}
     }
+    out.diags = diags.into();
     out.item = Some(Arc::new(item));
     out.secrets = secrets.into();
     out.origin = Some(raw.origin.clone());
@@ -156,6 +157,8 @@ struct Resolution<'b> {
     secrets: Vec<csis_model::models::Secret>,
     interpolated: Vec<csis_string_stage::interp::Used>,
     user_rule: Option<UserRule<'b>>,
+    /// See [`StructuredItem::reads_items`].
+    reads_items: bool,
     diags: Vec<Diagnostic>,
 }
 
@@ -167,14 +170,14 @@ fn resolve<'b>(db: &dyn Db, tree: Tree, raw: &RawItem, b: &'b Builders) -> Resol
     // A value with no template renders nothing: its context (an
     // instance's image unpacked whole, the builders and items its
     // templates name) is not made, and not depended on.
-    let refused = if value.contains_template() {
+    let (refused, reads_items) = if value.contains_template() {
         let looked = Looked::new();
-        let ctx = smart_context(db, tree, kind, &value, b, &looked);
+        let (ctx, reads_items) = smart_context(db, tree, kind, &value, b, &looked);
         let refused = Renderer::shared(|r| resolve_item(kind, &mut value, &ctx, r));
         crate::db::reads::note_looked(db, &looked);
-        refused
+        (refused, reads_items)
     } else {
-        Vec::new()
+        (Vec::new(), false)
     };
     if !refused.is_empty() {
         let name = value
@@ -210,6 +213,7 @@ fn resolve<'b>(db: &dyn Db, tree: Tree, raw: &RawItem, b: &'b Builders) -> Resol
         secrets,
         interpolated: interpolated.used,
         user_rule,
+        reads_items,
         diags,
     }
 }
@@ -314,7 +318,8 @@ fn context_values(db: &dyn Db, tree: Tree) -> ContextValues {
 }
 
 /// The SmartContext of an item: its builder, and the objects its foreign
-/// keys name (an instance's image, a builder's runtime).
+/// keys name (an instance's image, a builder's runtime); and whether it
+/// reads another item for them (see [`StructuredItem::reads_items`]).
 fn smart_context(
     db: &dyn Db,
     tree: Tree,
@@ -322,7 +327,7 @@ fn smart_context(
     value: &Value,
     b: &Builders,
     looked: &Arc<Looked>,
-) -> SmartContext {
+) -> (SmartContext, bool) {
     let shared = context_values(db, tree);
     let mut ctx = SmartContext {
         env: csis_string_stage::looked::env_value(shared.env.clone(), looked.clone()),
@@ -349,9 +354,11 @@ fn smart_context(
             shared.builder(Vct::RuntimeBuilderModel, decl),
         );
     }
+    let mut reads_items = false;
     if kind == ItemKind::INSTANCES
         && let Some(img) = value.get("image").and_then(Value::as_str)
     {
+        reads_items = true;
         let id = ItemId::new(
             db,
             tree,
@@ -365,14 +372,15 @@ fn smart_context(
             );
         }
     }
-    add_named_objects(db, tree, kind, value, b, &mut ctx);
-    ctx
+    reads_items |= add_named_objects(db, tree, kind, value, b, &mut ctx);
+    (ctx, reads_items)
 }
 
 /// Every other name a template uses that names a declared builder or item
 /// (`{{ dummy_cloud.region }}`), hyphen and underscore spellings tried
 /// interchangeably. Only the names actually used are looked up, so an item
-/// depends on exactly the objects its templates reach.
+/// depends on exactly the objects its templates reach. Whether any name
+/// was looked up among the items.
 fn add_named_objects(
     db: &dyn Db,
     tree: Tree,
@@ -380,7 +388,7 @@ fn add_named_objects(
     value: &Value,
     b: &Builders,
     ctx: &mut SmartContext,
-) {
+) -> bool {
     let own = crate::load::resolve::own_name(kind);
     // The names the context binds already are not looked up (and not
     // copied: a user's templates name only `user`, twenty thousand times
@@ -391,6 +399,7 @@ fn add_named_objects(
     let mut names = std::collections::BTreeSet::new();
     Renderer::shared(|r| collect_template_names(value, r, &bound, &mut names));
     let index = item_index(db, tree);
+    let mut looked_up = false;
     for name in names {
         let safe = csis_model::naming::safe_name(&name);
         let spellings = [safe.clone(), safe.replace('_', "-"), safe.replace('-', "_")];
@@ -403,6 +412,7 @@ fn add_named_objects(
                 .insert(name, context_values(db, tree).builder(vct, decl));
             continue;
         }
+        looked_up = true;
         let item = db.registry().item_kinds().into_iter().find_map(|k| {
             spellings
                 .iter()
@@ -416,6 +426,7 @@ fn add_named_objects(
                 .insert(name, TemplateItem::value(Arc::new(raw.value.unpack())));
         }
     }
+    looked_up
 }
 
 fn collect_template_names(

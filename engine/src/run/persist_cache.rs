@@ -4,6 +4,8 @@
 
 use rayon::prelude::*;
 
+use crate::check::item_checks::file_findings;
+use crate::check::kept;
 use crate::db::SourceFile;
 use crate::db::cache::{SHARDS, digest, shard_of};
 use crate::db::system::System;
@@ -22,24 +24,35 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
         return Ok(());
     };
     let (db, tree) = (&ws.db, ws.tree);
-    // Each kept file by shard, in path order, and whether it was taken
+    // Each kept unit by shard, in path order, and whether it was taken
     // from the cache. On this thread: every entry is memoized, and handing
     // the files to every core cost more than reading them.
-    let mut shards: Vec<Vec<(SourceFile, bool)>> = vec![Vec::new(); SHARDS];
+    let mut shards: Vec<Vec<Kept>> = (0..SHARDS).map(|_| Vec::new()).collect();
     for f in tree.item_files(db) {
         let path = f.file.path(db);
-        if entries::keeps(path, item_file_entries(db, f.file)) {
-            shards[shard_of(path)].push((f.file, cache.taken_digest(path).is_some()));
+        if !entries::keeps(path, item_file_entries(db, f.file)) {
+            continue;
+        }
+        let taken = cache.taken_digest(path).is_some();
+        shards[shard_of(path)].push((path.to_string(), Unit::Entries(f.file), taken));
+        let found_nothing = file_findings(db, f.file).is_empty();
+        if let Some((digest, bytes)) = kept::encode(db, f.file, found_nothing) {
+            let unit = kept::unit_path(path);
+            let taken = cache.taken_digest(&unit) == Some(digest);
+            shards[shard_of(&unit)].push((unit, Unit::Checks(digest, bytes), taken));
         }
     }
-    let stale: Vec<(usize, &[(SourceFile, bool)])> = shards
+    for units in &mut shards {
+        units.sort_by(|a, b| a.0.cmp(&b.0));
+    }
+    let stale: Vec<(usize, &[Kept])> = shards
         .iter()
         .enumerate()
-        .filter(|(shard, files)| {
-            let taken = files.iter().filter(|(_, taken)| *taken).count();
-            cache.stale(*shard, files.len(), taken)
+        .filter(|(shard, units)| {
+            let taken = units.iter().filter(|(_, _, taken)| *taken).count();
+            cache.stale(*shard, units.len(), taken)
         })
-        .map(|(shard, files)| (shard, files.as_slice()))
+        .map(|(shard, units)| (shard, units.as_slice()))
         .collect();
     if stale.is_empty() {
         return Ok(());
@@ -55,22 +68,39 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
     }
     stale
         .par_iter()
-        .map_with(db.clone(), |db, (shard, files)| {
-            cache.save(system, *shard, files.len(), &mut |out| {
-                for (file, _) in *files {
-                    let path = file.path(db);
-                    let digest = cache
-                        .taken_digest(path)
-                        .unwrap_or_else(|| digest(file.text(db)));
-                    let bytes =
-                        entries::encode(path, item_file_entries(db, *file)).ok_or_else(|| {
-                            std::io::Error::other(format!("{path}: its entries are not to be kept"))
-                        })?;
-                    out.unit(path, &digest, &bytes)?;
+        .map_with(db.clone(), |db, (shard, units)| {
+            cache.save(system, *shard, units.len(), &mut |out| {
+                for (path, unit, _) in *units {
+                    match unit {
+                        Unit::Entries(file) => {
+                            let digest = cache
+                                .taken_digest(path)
+                                .unwrap_or_else(|| digest(file.text(db)));
+                            let bytes = entries::encode(path, item_file_entries(db, *file))
+                                .ok_or_else(|| {
+                                    std::io::Error::other(format!(
+                                        "{path}: its entries are not to be kept"
+                                    ))
+                                })?;
+                            out.unit(path, &digest, &bytes)?;
+                        }
+                        Unit::Checks(digest, bytes) => out.unit(path, digest, bytes)?,
+                    }
                 }
                 Ok(())
             })
         })
         .collect::<std::io::Result<()>>()
         .map_err(failed)
+}
+
+/// One unit a shard keeps, by its path, and whether this process took it
+/// from the cache.
+type Kept = (String, Unit, bool);
+
+/// What a unit holds: a file's entries (encoded as it is written), or a
+/// users file's checks (`check::kept`), encoded already.
+enum Unit {
+    Entries(SourceFile),
+    Checks([u8; 32], Vec<u8>),
 }
