@@ -25,18 +25,27 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
     };
     let (db, tree) = (&ws.db, ws.tree);
     // Each kept unit by shard, in path order, and whether it was taken
-    // from the cache. On this thread: every entry is memoized, and handing
-    // the files to every core cost more than reading them.
+    // from the cache. The entries on this thread: every entry is
+    // memoized, and handing the files to every core cost more than
+    // reading them.
+    let files = tree.item_files(db);
+    // A users file's checks on every core: each digests its file and cfg/.
+    let checks: Vec<Option<([u8; 32], Vec<u8>)>> = files
+        .par_iter()
+        .map_with(db.clone(), |db, f| {
+            let found_nothing = file_findings(db, f.file).is_empty();
+            kept::encode(db, f.file, found_nothing)
+        })
+        .collect();
     let mut shards: Vec<Vec<Kept>> = (0..SHARDS).map(|_| Vec::new()).collect();
-    for f in tree.item_files(db) {
+    for (f, checks) in files.iter().zip(checks) {
         let path = f.file.path(db);
         if !entries::keeps(path, item_file_entries(db, f.file)) {
             continue;
         }
         let taken = cache.taken_digest(path).is_some();
         shards[shard_of(path)].push((path.to_string(), Unit::Entries(f.file), taken));
-        let found_nothing = file_findings(db, f.file).is_empty();
-        if let Some((digest, bytes)) = kept::encode(db, f.file, found_nothing) {
+        if let Some((digest, bytes)) = checks {
             let unit = kept::unit_path(path);
             let taken = cache.taken_digest(&unit) == Some(digest);
             shards[shard_of(&unit)].push((unit, Unit::Checks(digest, bytes), taken));
