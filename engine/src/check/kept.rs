@@ -87,9 +87,12 @@ pub fn encode(db: &dyn Db, file: SourceFile, found_nothing: bool) -> Option<([u8
     let tree = file.tree(db);
     let cache = db.cache()?;
     users_of(db, file).filter(|n| *n > 0)?;
-    // Taken: what it holds is this file's result still.
-    if let Some(kept) = kept_checks(db, file) {
-        return Some((crate::db::cache::digest(&key(db, file)), bytes_of(kept)));
+    // Taken: what it holds is this file's result still, under the digest
+    // it was taken with.
+    if let Some(kept) = kept_checks(db, file)
+        && let Some(digest) = cache.taken_digest(&unit_path(file.path(db)))
+    {
+        return Some((digest, bytes_of(kept)));
     }
     let reads = cache.env_reads();
     if !found_nothing || !keyable(db, tree) || reads.read_clock() {
