@@ -146,8 +146,11 @@ fn run() -> ExitCode {
     // A plan another process made from the same reads is printed again
     // (run/plan_record.rs); else this one's reads are recorded to keep it.
     let record = PlanRecord::asked(&cli, &options, &registry, &root);
-    if let Some(r) = &record {
-        match plan_record::find(&OsSystem, &r.env, &r.dir, &r.key, &r.request) {
+    let recording = record
+        .as_ref()
+        .map(|r| Recording::new(&OsSystem).unnoted_below(&r.dir));
+    if let (Some(r), Some(recording)) = (&record, &recording) {
+        match plan_record::find(recording, &r.env, &r.dir, &r.key, &r.request) {
             plan_record::Found::Same(printed) => {
                 csis_plugin_api::stdout::write(&printed.stdout);
                 let _ = std::io::Write::write_all(&mut std::io::stderr(), &printed.stderr);
@@ -157,9 +160,6 @@ fn run() -> ExitCode {
             plan_record::Found::Changed => {}
         }
     }
-    let recording = record
-        .as_ref()
-        .map(|r| Recording::new(&OsSystem).unnoted_below(&r.dir));
     let system: &dyn System = match &recording {
         Some(r) => r,
         None => &OsSystem,

@@ -25,7 +25,7 @@ use csis_model::packed::{read_bytes, read_len, read_str, write_len, write_str};
 use rayon::prelude::*;
 
 use crate::db::cache::{checked, ignoring, malformed};
-use crate::db::system::{Ask, Probe, System};
+use crate::db::system::{Ask, Probe, Recording, SourceRead, System};
 
 /// The record's file in the cache directory.
 pub const FILE: &str = "plan.record";
@@ -69,16 +69,18 @@ pub fn request(args: &[String], root: &Path, env: &BTreeMap<String, String>) -> 
 }
 
 /// What the record in `dir` says for `request` in the environment `env`,
-/// asking `system` each question the plan it holds asked (on every core).
+/// asking each question the plan it holds asked (on every core) through
+/// `asker`, the recording the plan that follows reads through when the
+/// record does not hold: the files read here are not read again.
 pub fn find(
-    system: &dyn System,
+    asker: &Recording<'_>,
     env: &BTreeMap<String, String>,
     dir: &Path,
     key: &str,
     request: &str,
 ) -> Found {
     let path = dir.join(FILE);
-    let bytes = match system.read_bytes(&path) {
+    let bytes = match asker.read_bytes(&path) {
         Ok(Some(bytes)) => bytes,
         Ok(None) => return Found::Changed,
         // The directory is a file: the cache's own write says so.
@@ -96,11 +98,35 @@ pub fn find(
         .vars
         .iter()
         .all(|(k, d)| *d == var_digest(env.get(k.as_str())));
-    if vars_hold && record.probes.par_iter().all(|p| p.holds(system)) {
-        Found::Same(record.printed)
-    } else {
-        Found::Changed
+    if !vars_hold {
+        return Found::Changed;
     }
+    // Each file read into its probe's slot: gathered into the recording
+    // only when the record does not hold, so a plan printed again pays
+    // for no map of them.
+    let read: Vec<std::sync::OnceLock<(SourceRead, [u8; DIGEST])>> = record
+        .probes
+        .iter()
+        .map(|_| std::sync::OnceLock::new())
+        .collect();
+    let holds = record.probes.par_iter().zip(&read).all(|(p, slot)| {
+        let (holds, got) = asker.holds_ahead(p);
+        if let Some(got) = got {
+            let _ = slot.set(got);
+        }
+        holds
+    });
+    if holds {
+        return Found::Same(record.printed);
+    }
+    asker.read_ahead(record.probes.into_iter().zip(read).filter_map(|(p, slot)| {
+        let (got, digest) = slot.into_inner()?;
+        let Ask::ReadSource(max) = p.ask else {
+            return None;
+        };
+        Some((p.path, max, got, digest))
+    }));
+    Found::Changed
 }
 
 /// Keep `printed` in `dir` as the answer to `request`, with the questions
@@ -304,7 +330,7 @@ mod tests {
     fn a_record_answers_while_what_it_read_is_the_same() {
         let (tmp, dir) = kept();
         let ana = env(&[("USER", "ana"), ("HOME", "/h")]);
-        let find = |request| find(&OsSystem, &ana, &dir, "k", request);
+        let find = |request| find(&Recording::new(&OsSystem), &ana, &dir, "k", request);
         assert_eq!(find("plan"), Found::Same(printed()));
         assert_eq!(find("plan --format json"), Found::Changed);
 
@@ -330,7 +356,7 @@ mod tests {
     #[test]
     fn a_variable_the_plan_looked_up_is_part_of_the_answer() {
         let (_tmp, dir) = kept();
-        let find = |env| find(&OsSystem, &env, &dir, "k", "plan");
+        let find = |env| find(&Recording::new(&OsSystem), &env, &dir, "k", "plan");
         assert_eq!(find(env(&[("USER", "bo")])), Found::Changed);
         assert_eq!(find(env(&[])), Found::Changed);
         assert_eq!(
@@ -352,26 +378,35 @@ mod tests {
             ))
         };
         assert_eq!(
-            find(&OsSystem, &ana, &dir, "k2", "plan"),
+            find(&Recording::new(&OsSystem), &ana, &dir, "k2", "plan"),
             ignored("it was written by another csis build or plugin set (k, not k2)")
         );
         let damaged = "it is truncated or damaged (its checksum does not match)";
         OsSystem
             .write_atomic(&path, &bytes[..bytes.len() - 5], false)
             .unwrap();
-        assert_eq!(find(&OsSystem, &ana, &dir, "k", "plan"), ignored(damaged));
+        assert_eq!(
+            find(&Recording::new(&OsSystem), &ana, &dir, "k", "plan"),
+            ignored(damaged)
+        );
         let mut flipped = bytes.clone();
         flipped[MAGIC.len() + 3] ^= 0x10;
         OsSystem.write_atomic(&path, &flipped, false).unwrap();
-        assert_eq!(find(&OsSystem, &ana, &dir, "k", "plan"), ignored(damaged));
+        assert_eq!(
+            find(&Recording::new(&OsSystem), &ana, &dir, "k", "plan"),
+            ignored(damaged)
+        );
         OsSystem
             .write_atomic(&path, "something else".as_ref(), false)
             .unwrap();
         assert_eq!(
-            find(&OsSystem, &ana, &dir, "k", "plan"),
+            find(&Recording::new(&OsSystem), &ana, &dir, "k", "plan"),
             ignored("it is not a csis plan record")
         );
         OsSystem.remove_file(&path).unwrap();
-        assert_eq!(find(&OsSystem, &ana, &dir, "k", "plan"), Found::Changed);
+        assert_eq!(
+            find(&Recording::new(&OsSystem), &ana, &dir, "k", "plan"),
+            Found::Changed
+        );
     }
 }

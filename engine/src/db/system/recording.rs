@@ -9,7 +9,7 @@
 //! question whose answer cannot be asked again without doing something
 //! (running a process, writing, locking) makes the recording unrepeatable.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -72,7 +72,14 @@ pub struct Recording<'a> {
     probes: Mutex<Vec<Probe>>,
     /// Why the answers cannot all be asked for again.
     unrepeatable: Mutex<Option<&'static str>>,
+    /// Files read ahead ([`Recording::read_ahead`]) with their answers'
+    /// digests, each handed to the first read of it through the
+    /// recording: a plan whose record did not hold reads no file twice.
+    ahead: Mutex<HashMap<(PathBuf, u64), ReadAhead>>,
 }
+
+/// A source read made ahead, and its answer's digest.
+type ReadAhead = (SourceRead, [u8; 32]);
 
 impl<'a> Recording<'a> {
     pub fn new(inner: &'a dyn System) -> Self {
@@ -81,6 +88,7 @@ impl<'a> Recording<'a> {
             unnoted: None,
             probes: Mutex::new(Vec::new()),
             unrepeatable: Mutex::new(None),
+            ahead: Mutex::new(HashMap::new()),
         }
     }
 
@@ -109,6 +117,32 @@ impl<'a> Recording<'a> {
             return Err("a file changed while it was read");
         }
         Ok(probes)
+    }
+
+    /// Whether the recording's system answers `probe` as it was answered
+    /// then, asked without noting it; what a source read found, for
+    /// [`Recording::read_ahead`].
+    pub fn holds_ahead(&self, probe: &Probe) -> (bool, Option<(SourceRead, [u8; 32])>) {
+        let Ask::ReadSource(max) = probe.ask else {
+            return (probe.holds(self.inner), None);
+        };
+        let got = self.inner.read_source(&probe.path, max);
+        let digest = of_source(&got);
+        (digest == probe.answer, Some((got, digest)))
+    }
+
+    /// Source reads made ahead (by [`Recording::holds_ahead`]), each the
+    /// answer to the first read of its file through the recording.
+    pub fn read_ahead(
+        &self,
+        reads: impl IntoIterator<Item = (PathBuf, u64, SourceRead, [u8; 32])>,
+    ) {
+        let mut ahead = self.ahead.lock().unwrap_or_else(|p| p.into_inner());
+        ahead.extend(
+            reads
+                .into_iter()
+                .map(|(path, max, got, digest)| ((path, max), (got, digest))),
+        );
     }
 
     /// Mark the recording unrepeatable, for the first reason given.
@@ -146,6 +180,15 @@ impl System for Recording<'_> {
     }
 
     fn read_source(&self, path: &Path, max_bytes: u64) -> SourceRead {
+        let ahead = self
+            .ahead
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&(path.to_path_buf(), max_bytes));
+        if let Some((got, digest)) = ahead {
+            self.note(Ask::ReadSource(max_bytes), path, || digest);
+            return got;
+        }
         let got = self.inner.read_source(path, max_bytes);
         self.note(Ask::ReadSource(max_bytes), path, || of_source(&got));
         got
@@ -382,6 +425,39 @@ mod tests {
 
         sys.write(Path::new("/t/cfg/b.yml"), "b: 1\n");
         assert!(!probes[0].holds(&sys), "a new file changes the listing");
+    }
+
+    #[test]
+    fn a_file_read_ahead_is_read_once_and_noted_as_read() {
+        let sys = MemorySystem::new();
+        let a = Path::new("/t/cfg/a.yml");
+        sys.write(a, "a: 1\n");
+        let rec = Recording::new(&sys);
+        let _ = rec.read_source(a, 1024);
+        let probes = rec.take_probes().unwrap();
+
+        // A later process checks the probe ahead, then the file changes
+        // before its load reads it: the load gets what was checked, once,
+        // and notes the answer it got.
+        let later = Recording::new(&sys);
+        let (holds, got) = later.holds_ahead(&probes[0]);
+        assert!(holds);
+        let (got, digest) = got.unwrap();
+        later.read_ahead([(a.to_path_buf(), 1024, got, digest)]);
+        sys.write(a, "a: 2\n");
+        let text = |r: SourceRead| match r {
+            SourceRead::Text { text, .. } => text,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(text(later.read_source(a, 1024)), "a: 1\n");
+        assert_eq!(later.take_probes().unwrap(), probes);
+        assert_eq!(
+            text(later.read_source(a, 1024)),
+            "a: 2\n",
+            "read ahead once"
+        );
+        // Checked again now, the answer has changed.
+        assert!(!later.holds_ahead(&probes[0]).0);
     }
 
     #[test]
