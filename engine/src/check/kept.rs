@@ -81,9 +81,14 @@ fn taken_checks(db: &dyn Db, file: SourceFile) -> Option<KeptChecks> {
 }
 
 /// The bytes to keep for `file` and the digest to keep them with, when
-/// they may be kept (see the module's comment). `found_nothing`: the
-/// file's checks found nothing.
-pub fn encode(db: &dyn Db, file: SourceFile, found_nothing: bool) -> Option<([u8; 32], Vec<u8>)> {
+/// they may be kept (see the module's comment). `found_nothing`: whether
+/// the file's checks found nothing (asked only of a file of users: the
+/// checks are not this module's to run).
+pub fn encode(
+    db: &dyn Db,
+    file: SourceFile,
+    found_nothing: impl FnOnce() -> bool,
+) -> Option<([u8; 32], Vec<u8>)> {
     let tree = file.tree(db);
     let cache = db.cache()?;
     users_of(db, file).filter(|n| *n > 0)?;
@@ -95,7 +100,7 @@ pub fn encode(db: &dyn Db, file: SourceFile, found_nothing: bool) -> Option<([u8
         return Some((digest, bytes_of(kept)));
     }
     let reads = cache.env_reads();
-    if !found_nothing || !keyable(db, tree) || reads.read_clock() {
+    if !keyable(db, tree) || reads.read_clock() || !found_nothing() {
         return None;
     }
     let vars = reads.vars()?;

@@ -24,19 +24,19 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
         return Ok(());
     };
     let (db, tree) = (&ws.db, ws.tree);
-    // Each kept unit by shard, in path order, and whether it was taken
-    // from the cache. The entries on this thread: every entry is
-    // memoized, and handing the files to every core cost more than
-    // reading them.
+    // The users files' checks on every core: each digests its file and
+    // cfg/ for its key.
     let files = tree.item_files(db);
-    // A users file's checks on every core: each digests its file and cfg/.
     let checks: Vec<Option<([u8; 32], Vec<u8>)>> = files
         .par_iter()
         .map_with(db.clone(), |db, f| {
-            let found_nothing = file_findings(db, f.file).is_empty();
-            kept::encode(db, f.file, found_nothing)
+            kept::encode(db, f.file, || file_findings(db, f.file).is_empty())
         })
         .collect();
+    // Each kept unit by shard, in path order, and whether it was taken
+    // from the cache. The entries on this thread: every entry is
+    // memoized, and handing them to every core cost more than reading
+    // them.
     let mut shards: Vec<Vec<Kept>> = (0..SHARDS).map(|_| Vec::new()).collect();
     for (f, checks) in files.iter().zip(checks) {
         let path = f.file.path(db);
