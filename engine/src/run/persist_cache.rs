@@ -37,7 +37,7 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
     // from the cache. The entries on this thread: every entry is
     // memoized, and handing them to every core cost more than reading
     // them.
-    let mut shards: Vec<Vec<Kept>> = (0..SHARDS).map(|_| Vec::new()).collect();
+    let mut shards: Vec<Vec<ToKeep>> = (0..SHARDS).map(|_| Vec::new()).collect();
     for (f, checks) in files.iter().zip(checks) {
         let path = f.file.path(db);
         if !entries::keeps(path, item_file_entries(db, f.file)) {
@@ -54,7 +54,7 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
     for units in &mut shards {
         units.sort_by(|a, b| a.0.cmp(&b.0));
     }
-    let stale: Vec<(usize, &[Kept])> = shards
+    let stale: Vec<(usize, &[ToKeep])> = shards
         .iter()
         .enumerate()
         .filter(|(shard, units)| {
@@ -105,7 +105,7 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
 
 /// One unit a shard keeps, by its path, and whether this process took it
 /// from the cache.
-type Kept = (String, Unit, bool);
+type ToKeep = (String, Unit, bool);
 
 /// What a unit holds: a file's entries (encoded as it is written), or a
 /// users file's checks (`check::kept`), encoded already.
