@@ -21,6 +21,7 @@ use csis_model::ItemKind;
 use csis_model::models::Item;
 use csis_model::packed::{read_len, read_str, write_len, write_str};
 
+use crate::db::system::digest_parts;
 use crate::db::{Db, SourceFile, Tree};
 use crate::load::items::indexed_in_file;
 use crate::load::items_model::structured_item;
@@ -142,42 +143,31 @@ fn keyable(db: &dyn Db, tree: Tree) -> bool {
 /// the other files when a name is declared twice).
 fn key(db: &dyn Db, file: SourceFile) -> String {
     let tree = file.tree(db);
-    let mut h = blake3::Hasher::new();
-    h.update(b"csis users checks\0");
-    part(&mut h, file.text(db).as_bytes());
-    for cfg in tree.cfg_files(db) {
-        part(&mut h, cfg.path(db).as_bytes());
-        part(&mut h, cfg.text(db).as_bytes());
-    }
-    for id in indexed_in_file(db, file) {
-        part(&mut h, id.name(db).as_bytes());
-    }
-    h.finalize().to_hex().to_string()
-}
-
-/// One length-prefixed part of a digest.
-fn part(h: &mut blake3::Hasher, bytes: &[u8]) {
-    h.update(&(bytes.len() as u64).to_le_bytes());
-    h.update(bytes);
+    let cfg = tree
+        .cfg_files(db)
+        .iter()
+        .flat_map(|f| [f.path(db).as_bytes(), f.text(db).as_bytes()]);
+    let names = indexed_in_file(db, file)
+        .iter()
+        .map(|id| id.name(db).as_bytes());
+    let parts = [b"csis users checks".as_slice(), file.text(db).as_bytes()]
+        .into_iter()
+        .chain(cfg)
+        .chain(names);
+    blake3::Hash::from(digest_parts(parts)).to_hex().to_string()
 }
 
 /// The digest of the values of `vars` (an unset one differs from every
 /// value).
 fn values(db: &dyn Db, tree: Tree, vars: &[String]) -> [u8; 32] {
-    let mut h = blake3::Hasher::new();
-    for var in vars {
-        part(&mut h, var.as_bytes());
-        match crate::db::reads::env_var(db, tree, var) {
-            Some(value) => {
-                h.update(&[1]);
-                part(&mut h, value.as_bytes());
-            }
-            None => {
-                h.update(&[0]);
-            }
-        }
-    }
-    *h.finalize().as_bytes()
+    digest_parts(vars.iter().flat_map(|var| {
+        let value = crate::db::reads::env_var(db, tree, var);
+        [
+            var.as_bytes(),
+            if value.is_some() { b"set" } else { b"unset" },
+            value.map_or(&b""[..], |v| v.as_bytes()),
+        ]
+    }))
 }
 
 fn bytes_of(kept: &KeptChecks) -> Vec<u8> {

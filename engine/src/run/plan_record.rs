@@ -25,7 +25,7 @@ use csis_model::packed::{read_bytes, read_len, read_str, write_len, write_str};
 use rayon::prelude::*;
 
 use crate::db::cache::{checked, ignoring, malformed};
-use crate::db::system::{Ask, Probe, Recording, SourceRead, System};
+use crate::db::system::{Ask, Probe, ReadAhead, Recording, System};
 
 /// The record's file in the cache directory.
 pub const FILE: &str = "plan.record";
@@ -104,7 +104,7 @@ pub fn find(
     // Each file read into its probe's slot: gathered into the recording
     // only when the record does not hold, so a plan printed again pays
     // for no map of them.
-    let read: Vec<std::sync::OnceLock<(SourceRead, [u8; DIGEST])>> = record
+    let read: Vec<std::sync::OnceLock<ReadAhead>> = record
         .probes
         .iter()
         .map(|_| std::sync::OnceLock::new())

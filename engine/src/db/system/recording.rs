@@ -79,7 +79,7 @@ pub struct Recording<'a> {
 }
 
 /// A source read made ahead, and its answer's digest.
-type ReadAhead = (SourceRead, [u8; 32]);
+pub type ReadAhead = (SourceRead, [u8; 32]);
 
 impl<'a> Recording<'a> {
     pub fn new(inner: &'a dyn System) -> Self {
@@ -122,7 +122,7 @@ impl<'a> Recording<'a> {
     /// Whether the recording's system answers `probe` as it was answered
     /// then, asked without noting it; what a source read found, for
     /// [`Recording::read_ahead`].
-    pub fn holds_ahead(&self, probe: &Probe) -> (bool, Option<(SourceRead, [u8; 32])>) {
+    pub fn holds_ahead(&self, probe: &Probe) -> (bool, Option<ReadAhead>) {
         let Ask::ReadSource(max) = probe.ask else {
             return (probe.holds(self.inner), None);
         };
@@ -314,7 +314,9 @@ fn digest_of(parts: &[&[u8]]) -> [u8; 32] {
     digest_parts(parts.iter().copied())
 }
 
-fn digest_parts<'p>(parts: impl IntoIterator<Item = &'p [u8]>) -> [u8; 32] {
+/// The blake3 digest of `parts`, each prefixed with its length (so that
+/// no two lists of parts digest alike by where one ends).
+pub fn digest_parts<'p>(parts: impl IntoIterator<Item = &'p [u8]>) -> [u8; 32] {
     let mut h = blake3::Hasher::new();
     for part in parts {
         h.update(&(part.len() as u64).to_le_bytes());
