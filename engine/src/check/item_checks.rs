@@ -161,8 +161,8 @@ pub struct Found {
 /// check; only what found something.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn file_findings(db: &dyn Db, file: SourceFile) -> FileFindings {
-    // A users file kept with its checks found nothing (check/kept.rs).
-    if crate::check::kept::kept_checks(db, file).is_some() {
+    // A users file kept with its checks found nothing (load/kept_users.rs).
+    if crate::load::kept_users::kept_users(db, file).is_some() {
         return FileFindings {
             entries: item_file_entries(db, file).diags.clone(),
             found: Vec::new(),

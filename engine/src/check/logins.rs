@@ -44,7 +44,7 @@ impl Login<'_> {
 /// 20,000 users made it the largest part of every re-plan.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn file_logins<'db>(db: &'db dyn Db, file: SourceFile) -> Vec<Login<'db>> {
-    if let Some(kept) = crate::check::kept::kept_checks(db, file) {
+    if let Some(kept) = crate::load::kept_users::kept_users(db, file) {
         return indexed_in_file(db, file)
             .iter()
             .zip(kept.logins())

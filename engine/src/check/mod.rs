@@ -22,7 +22,6 @@ pub mod hostname_claims;
 mod hostnames;
 pub mod identity_items;
 pub mod item_checks;
-pub mod kept;
 pub mod labels;
 mod launch_params;
 pub mod logins;

@@ -137,16 +137,22 @@ fn skipped_accounts<'db>(db: &'db dyn Db, group: ItemId<'db>) -> Vec<SkippedAcco
     for user in accounts {
         // The account is the user's login; an empty or dash-first
         // login is refused where the user is declared (check/logins.rs).
-        let id = ItemId::new(
-            db,
-            tree,
-            ItemKind::USERS,
-            csis_model::naming::as_safe_name(user),
-        );
-        let login = match structured_item(db, id).item.as_deref() {
-            Some(Item::User(u)) if csis_model::login::problem(&u.login).is_some() => continue,
-            Some(Item::User(u)) => u.login.to_string(),
-            _ => user.clone(),
+        // A kept users file holds it (no secret makes it a marker there).
+        let safe = csis_model::naming::as_safe_name(user);
+        let declared = match crate::load::kept_users::kept_account(db, tree, &safe) {
+            Some(kept) => Some(kept.login.clone()),
+            None => {
+                let id = ItemId::new(db, tree, ItemKind::USERS, safe);
+                match structured_item(db, id).item.as_deref() {
+                    Some(Item::User(u)) => Some(u.login.to_string()),
+                    _ => None,
+                }
+            }
+        };
+        let login = match declared {
+            Some(login) if csis_model::login::problem(&login).is_some() => continue,
+            Some(login) => login,
+            None => user.clone(),
         };
         let account = if &login == user {
             format!("'{user}'")

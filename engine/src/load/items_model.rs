@@ -41,7 +41,7 @@ pub struct StructuredItem {
     pub interpolated: Box<[csis_string_stage::interp::Used]>,
     /// Its templates named another item (or looked a name up that might
     /// be one): its model depends on more than its own entry and cfg/,
-    /// which is what a kept file's checks are keyed by (`check::kept`).
+    /// which is what a kept file's checks are keyed by (`load::kept_users`).
     pub reads_items: bool,
 }
 

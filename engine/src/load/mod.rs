@@ -13,6 +13,7 @@ pub mod entries;
 pub mod interp;
 pub mod items;
 pub mod items_model;
+pub mod kept_users;
 pub mod overlay;
 pub mod render;
 pub mod reserved;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use csis_model::models::{ExecutableModel, Item, ItemView};
 use csis_model::{ItemKind, Map, Vct};
-use csis_plugin_api::cloud_config::GroupAccounts;
+use csis_plugin_api::cloud_config::{AccountFields, GroupAccounts, account_fields};
 use csis_plugin_api::{BakeDecision, BuilderDecl, HookContext, StateRoot};
 
 use crate::db::run_input::RunInput;
@@ -102,6 +102,15 @@ impl HookContext for EngineContext<'_> {
     fn item_model(&self, kind: ItemKind, name: &str) -> Option<Arc<Item>> {
         let id = ItemId::new(self.db, self.tree, kind, name);
         structured_item(self.db, id).item.clone()
+    }
+
+    fn user_account(&self, user: &str) -> Option<AccountFields> {
+        // A kept users file answers without structuring the user.
+        if let Some(kept) = crate::load::kept_users::kept_account(self.db, self.tree, user) {
+            return Some(kept.clone());
+        }
+        self.item(ItemKind::USERS, user)
+            .and_then(|view| account_fields(&view))
     }
 
     fn group_accounts(&self, group: Option<&str>) -> Arc<GroupAccounts> {

@@ -5,12 +5,12 @@
 use rayon::prelude::*;
 
 use crate::check::item_checks::file_findings;
-use crate::check::kept;
 use crate::db::SourceFile;
 use crate::db::cache::{SHARDS, digest, shard_of};
 use crate::db::system::System;
 use crate::load::entries;
 use crate::load::items::item_file_entries;
+use crate::load::kept_users;
 use crate::workspace::Workspace;
 
 /// What the cache directory's own .gitignore holds: everything in it.
@@ -30,7 +30,7 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
     let checks: Vec<Option<([u8; 32], Vec<u8>)>> = files
         .par_iter()
         .map_with(db.clone(), |db, f| {
-            kept::encode(db, f.file, || file_findings(db, f.file).is_empty())
+            kept_users::encode(db, f.file, || file_findings(db, f.file).is_empty())
         })
         .collect();
     // Each kept unit by shard, in path order, and whether it was taken
@@ -46,7 +46,7 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
         let taken = cache.taken_digest(path).is_some();
         shards[shard_of(path)].push((path.to_string(), Unit::Entries(f.file), taken));
         if let Some((digest, bytes)) = checks {
-            let unit = kept::unit_path(path);
+            let unit = kept_users::unit_path(path);
             let taken = cache.taken_digest(&unit) == Some(digest);
             shards[shard_of(&unit)].push((unit, Unit::Checks(digest, bytes), taken));
         }
@@ -108,7 +108,7 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
 type ToKeep = (String, Unit, bool);
 
 /// What a unit holds: a file's entries (encoded as it is written), or a
-/// users file's checks (`check::kept`), encoded already.
+/// users file's checks (`load::kept_users`), encoded already.
 enum Unit {
     Entries(SourceFile),
     Checks([u8; 32], Vec<u8>),

@@ -251,7 +251,7 @@ files inside the tree",
         // Every file is read: what the cache held for them is not needed
         // again, and a large tree's would be held through the plan.
         if let Some(cache) = crate::db::Db::cache(&db) {
-            cache.release(&crate::check::kept::is_unit_path);
+            cache.release(&crate::load::kept_users::is_unit_path);
         }
         let index = crate::load::items::compute_index(&db, tree);
         tree.set_index(&mut db)

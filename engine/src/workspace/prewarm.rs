@@ -100,7 +100,7 @@ pub fn structure_items(db: &Database, tree: Tree) {
         .for_each_with(db.clone(), |db, file| {
             // A users file whose checks the cache kept: its users are
             // structured only if something asks for one.
-            if crate::check::kept::kept_checks(db, *file).is_some() {
+            if crate::load::kept_users::kept_users(db, *file).is_some() {
                 return;
             }
             for id in indexed_in_file(db, *file) {

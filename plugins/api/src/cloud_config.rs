@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use csis_model::ItemKind;
-use csis_model::models::Item;
+use csis_model::models::{Item, ItemView};
 use serde_json::{Value as J, json};
 
 use crate::builder::HookContext;
@@ -124,19 +124,12 @@ pub fn group_accounts(ctx: &dyn HookContext, group: Option<&str>) -> GroupAccoun
         members.dedup();
         let mut logins = Vec::new();
         for m in &members {
-            // The account is the user's login (its email's local part
-            // under email_as_username), not its name.
-            let (login, gecos, keys) = ctx
-                .item(ItemKind::USERS, m)
-                .and_then(|u| match u.item.as_ref() {
-                    Item::User(user) => Some((
-                        u.emit(&user.login),
-                        u.emit(&format!("{} {}", user.first_name, user.last_name)),
-                        user.public_keys.iter().map(|k| u.emit(k)).collect(),
-                    )),
-                    _ => None,
-                })
-                .unwrap_or_else(|| (view.emit(m), String::new(), Vec::new()));
+            let AccountFields { login, gecos, keys } =
+                ctx.user_account(m).unwrap_or_else(|| AccountFields {
+                    login: view.emit(m),
+                    gecos: String::new(),
+                    keys: Vec::new(),
+                });
             logins.push(login.clone());
             users.push(Account {
                 name: login,
@@ -154,6 +147,30 @@ pub fn group_accounts(ctx: &dyn HookContext, group: Option<&str>) -> GroupAccoun
         groups.push((gname, logins));
     }
     GroupAccounts { users, groups }
+}
+
+/// What one user's account is made of, as it may be emitted: its login
+/// (the account's name: the email's local part under email_as_username,
+/// not the user's name), its real name and its public keys.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AccountFields {
+    pub login: String,
+    pub gecos: String,
+    pub keys: Vec<String>,
+}
+
+/// `view`'s account, when it is a user: what
+/// [`HookContext::user_account`] answers unless the engine knows it
+/// without structuring the user.
+pub fn account_fields(view: &ItemView) -> Option<AccountFields> {
+    let Item::User(user) = view.item.as_ref() else {
+        return None;
+    };
+    Some(AccountFields {
+        login: view.emit(&user.login),
+        gecos: view.emit(&format!("{} {}", user.first_name, user.last_name)),
+        keys: user.public_keys.iter().map(|k| view.emit(k)).collect(),
+    })
 }
 
 /// The accounts of an image's group and the group with their logins, as

@@ -48,6 +48,12 @@ pub trait HookContext {
     fn item_model(&self, kind: ItemKind, name: &str) -> Option<Arc<Item>> {
         self.item(kind, name).map(|view| view.item)
     }
+    /// A user's account ([`crate::cloud_config::account_fields`]), when
+    /// the user is declared.
+    fn user_account(&self, user: &str) -> Option<crate::cloud_config::AccountFields> {
+        self.item(ItemKind::USERS, user)
+            .and_then(|view| crate::cloud_config::account_fields(&view))
+    }
     /// The accounts the user-data of an instance of an image with `group`
     /// carries ([`crate::cloud_config::group_accounts`]), read once per
     /// group rather than once per instance.

@@ -1,21 +1,25 @@
-//! A users file's checks kept in the persisted cache (check/kept.rs): a
+//! A users file's checks kept in the persisted cache (load/kept_users.rs): a
 //! fresh process takes them only while everything they were computed
 //! from is as it was (the file, cfg/, which of its entries the index
 //! takes, the environment variables looked up), never for a file whose
 //! users read another item; and it answers exactly as a cold process,
-//! whether it takes them or not.
+//! whether it takes them or not, down to the accounts a group's
+//! user-data carries, which a kept file answers without structuring its
+//! users.
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use csis_engine::check::kept::kept_checks;
 use csis_engine::db::system::{
     HeldLock, OsSystem, Process, ProcessOutput, SourceRead, Stream, System,
 };
+use csis_engine::load::kept_users::kept_users;
+use csis_engine::plan::hook_context::EngineContext;
 use csis_engine::run::persist_cache::save_cache;
 use csis_engine::workspace::{LoadOptions, Workspace};
+use csis_plugin_api::HookContext;
 use csis_test_support::{LINKED, LOCAL_BASE, parse, registry, temp_tree, write_file};
 
 /// The disk, with an environment of the test's own.
@@ -78,12 +82,16 @@ impl System for WithEnv {
 
 /// A users file of its own beside LOCAL_BASE's (which holds a group too,
 /// so is never kept): two users whose emails share a local part, one
-/// described from the environment.
+/// described from the environment; and a group of them in a file of its
+/// own, whose accounts read their logins, names and keys.
 const STAFF: &str = r#"
 --- groups/staff.yml
 users:
-  - {name: casey.charlie, first_name: Casey, last_name: Charlie, email: casey@example.com}
+  - {name: casey.charlie, first_name: Casey, last_name: Charlie, email: casey@example.com, public_keys: ["ssh-ed25519 AAAAC3casey casey@laptop"]}
   - {name: dana.delta, first_name: Dana, last_name: Delta, email: casey@example.org, description: "{{ ENV.TEAM }} member"}
+--- groups/crew.yml
+groups:
+  - {name: crew, members: [casey.charlie, nobody.declared], admins: [dana.delta]}
 "#;
 
 const STAFF_FILE: &str = "groups/staff.yml";
@@ -110,8 +118,14 @@ fn took(sys: &WithEnv, root: &Path, cache: &Path) -> bool {
     let cached = fresh(sys, root, Some(cache));
     let cold = fresh(sys, root, None);
     assert_eq!(diagnostics(&cached), diagnostics(&cold));
+    let accounts = |ws: &Workspace| {
+        let crew = EngineContext::outside_run(&ws.db, ws.tree).group_accounts(Some("crew"));
+        (crew.users.clone(), crew.groups.clone())
+    };
+    assert_eq!(accounts(&cached), accounts(&cold));
+    assert_eq!(accounts(&cold).0.len(), 3, "the crew's accounts");
     let file = cached.file(STAFF_FILE).expect("the staff file");
-    let taken = kept_checks(&cached.db, file).is_some();
+    let taken = kept_users(&cached.db, file).is_some();
     save_cache(&cached, sys).unwrap();
     taken
 }

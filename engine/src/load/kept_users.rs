@@ -1,10 +1,11 @@
-//! A users file's checks and logins as the persisted cache keeps them
+//! A users file's checks and accounts as the persisted cache keeps them
 //! (issue 40): a fresh process whose users file, cfg/ and environment are
-//! as they were takes the file's logins from the cache, knows its checks
-//! found nothing, and structures none of its users unless something else
-//! asks for one (a group's accounts). Users are most of a tree's items:
+//! as they were takes the file's logins and accounts from the cache,
+//! knows its checks found nothing, and structures none of its users
+//! unless something else asks for one. Users are most of a tree's items:
 //! structuring and checking them is about a fifth of a cold plan of the
-//! reference tree.
+//! reference tree, and the accounts a group's user-data carries asked for
+//! a sixth of them again.
 //!
 //! A unit is kept only for a file of users alone whose checks found
 //! nothing, and whose users read nothing but their own entry, cfg/ and
@@ -16,14 +17,20 @@
 //! and, inside the unit, the values of the environment variables the
 //! process had looked up when it was written (a superset of those the
 //! users' templates read).
+//!
+//! It is the load's, beside `entries.rs` (the other kind of unit): the
+//! load's warm-up, the checks and the plan's hook context all ask it,
+//! and whether the file's checks found nothing is handed in by the
+//! writer (`run/persist_cache.rs`), never asked of check/ from here.
 
 use csis_model::ItemKind;
 use csis_model::models::Item;
 use csis_model::packed::{read_len, read_str, write_len, write_str};
+use csis_plugin_api::cloud_config::{AccountFields, account_fields};
 
 use crate::db::system::digest_parts;
-use crate::db::{Db, SourceFile, Tree};
-use crate::load::items::indexed_in_file;
+use crate::db::{Db, ItemSource, SourceFile, Tree};
+use crate::load::items::{indexed_in_file, item_index};
 use crate::load::items_model::structured_item;
 
 /// What a unit's path adds to its file's (no path holds a NUL).
@@ -42,32 +49,60 @@ pub fn is_unit_path(path: &str) -> bool {
 
 /// What the cache kept of one users file.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct KeptChecks {
+pub struct KeptUsers {
     /// The environment variables the writing process had looked up, and
     /// the digest of their values then.
     vars: Vec<String>,
     values: [u8; 32],
-    /// Each user's login, in the order the index takes them.
-    logins: Vec<String>,
+    /// Each user, in the order the index takes them.
+    users: Vec<KeptUser>,
 }
 
-impl KeptChecks {
-    pub fn logins(&self) -> &[String] {
-        &self.logins
+/// One user of a kept file: the entry that declares it, and its account
+/// (a kept user holds no secret, so nothing of it is a marker).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct KeptUser {
+    entry: usize,
+    account: AccountFields,
+}
+
+impl KeptUsers {
+    pub fn logins(&self) -> impl Iterator<Item = &String> {
+        self.users.iter().map(|u| &u.account.login)
     }
+
+    /// The account of the user the file's `entry`-th entry declares.
+    fn account(&self, entry: usize) -> Option<&AccountFields> {
+        let at = self.users.binary_search_by_key(&entry, |u| u.entry).ok()?;
+        self.users.get(at).map(|u| &u.account)
+    }
+}
+
+/// The account of user `name`, when the file that declares it is kept:
+/// what [`account_fields`] gives of the structured user, without
+/// structuring it.
+pub fn kept_account<'db>(db: &'db dyn Db, tree: Tree, name: &str) -> Option<&'db AccountFields> {
+    let ItemSource::Tree { file, index } = *item_index(db, tree)
+        .items
+        .get(&ItemKind::USERS)?
+        .get(name)?
+    else {
+        return None;
+    };
+    kept_users(db, file)?.account(index)
 }
 
 /// The file's kept checks, when every input they were computed from is
 /// as it was when they were kept. Asked of every item file: a file the
 /// cache holds nothing for (every file, without a cache) is answered
 /// without a query, whose memo a plan would carry for each file.
-pub fn kept_checks(db: &dyn Db, file: SourceFile) -> Option<&KeptChecks> {
+pub fn kept_users(db: &dyn Db, file: SourceFile) -> Option<&KeptUsers> {
     let held = db.cache()?.holds(&unit_path(file.path(db)));
-    held.then(|| taken_checks(db, file).as_ref()).flatten()
+    held.then(|| taken_users(db, file).as_ref()).flatten()
 }
 
 #[salsa::tracked(returns(ref))]
-fn taken_checks(db: &dyn Db, file: SourceFile) -> Option<KeptChecks> {
+fn taken_users(db: &dyn Db, file: SourceFile) -> Option<KeptUsers> {
     let cache = db.cache()?;
     let path = unit_path(file.path(db));
     let tree = file.tree(db);
@@ -77,7 +112,7 @@ fn taken_checks(db: &dyn Db, file: SourceFile) -> Option<KeptChecks> {
     }
     cache.take(&path, &key(db, file), |bytes| {
         let kept = decode(bytes)?;
-        (kept.logins.len() == users && kept.values == values(db, tree, &kept.vars)).then_some(kept)
+        (kept.users.len() == users && kept.values == values(db, tree, &kept.vars)).then_some(kept)
     })
 }
 
@@ -95,7 +130,7 @@ pub fn encode(
     users_of(db, file).filter(|n| *n > 0)?;
     // Taken: what it holds is this file's result still, under the digest
     // it was taken with.
-    if let Some(kept) = kept_checks(db, file)
+    if let Some(kept) = kept_users(db, file)
         && let Some(digest) = cache.taken_digest(&unit_path(file.path(db)))
     {
         return Some((digest, bytes_of(kept)));
@@ -105,21 +140,28 @@ pub fn encode(
         return None;
     }
     let vars = reads.vars()?;
-    let mut logins = Vec::new();
+    let names = item_index(db, tree).items.get(&ItemKind::USERS)?;
+    let mut users = Vec::new();
     for id in indexed_in_file(db, file) {
         let si = structured_item(db, *id);
         if !si.secrets.is_empty() || !si.interpolated.is_empty() || si.reads_items {
             return None;
         }
-        let Some(Item::User(user)) = si.item.as_deref() else {
+        if !matches!(si.item.as_deref(), Some(Item::User(_))) {
+            return None;
+        }
+        let ItemSource::Tree { index: entry, .. } = *names.get(id.name(db).as_str())? else {
             return None;
         };
-        logins.push(user.login.to_string());
+        users.push(KeptUser {
+            entry,
+            account: account_fields(&si.view()?)?,
+        });
     }
-    let kept = KeptChecks {
+    let kept = KeptUsers {
         values: values(db, tree, &vars),
         vars,
-        logins,
+        users,
     };
     Some((crate::db::cache::digest(&key(db, file)), bytes_of(&kept)))
 }
@@ -170,21 +212,28 @@ fn values(db: &dyn Db, tree: Tree, vars: &[String]) -> [u8; 32] {
     }))
 }
 
-fn bytes_of(kept: &KeptChecks) -> Vec<u8> {
+fn bytes_of(kept: &KeptUsers) -> Vec<u8> {
     let mut out = Vec::new();
     write_len(kept.vars.len(), &mut out);
     for var in &kept.vars {
         write_str(var, &mut out);
     }
     out.extend_from_slice(&kept.values);
-    write_len(kept.logins.len(), &mut out);
-    for login in &kept.logins {
+    write_len(kept.users.len(), &mut out);
+    for user in &kept.users {
+        let AccountFields { login, gecos, keys } = &user.account;
+        write_len(user.entry, &mut out);
         write_str(login, &mut out);
+        write_str(gecos, &mut out);
+        write_len(keys.len(), &mut out);
+        for key in keys {
+            write_str(key, &mut out);
+        }
     }
     out
 }
 
-fn decode(bytes: &[u8]) -> Option<KeptChecks> {
+fn decode(bytes: &[u8]) -> Option<KeptUsers> {
     let mut at = 0;
     let n = read_len(bytes, &mut at)?;
     let mut vars = Vec::with_capacity(n.min(bytes.len()));
@@ -194,14 +243,30 @@ fn decode(bytes: &[u8]) -> Option<KeptChecks> {
     let values = bytes.get(at..at + 32)?.try_into().ok()?;
     at += 32;
     let n = read_len(bytes, &mut at)?;
-    let mut logins = Vec::with_capacity(n.min(bytes.len()));
+    let mut users: Vec<KeptUser> = Vec::with_capacity(n.min(bytes.len()));
     for _ in 0..n {
-        logins.push(read_str(bytes, &mut at)?.to_string());
+        let entry = read_len(bytes, &mut at)?;
+        // In entry order, as the index takes them ([`KeptUsers::account`]
+        // searches them).
+        if users.last().is_some_and(|u| u.entry >= entry) {
+            return None;
+        }
+        let login = read_str(bytes, &mut at)?.to_string();
+        let gecos = read_str(bytes, &mut at)?.to_string();
+        let n = read_len(bytes, &mut at)?;
+        let mut keys = Vec::with_capacity(n.min(bytes.len()));
+        for _ in 0..n {
+            keys.push(read_str(bytes, &mut at)?.to_string());
+        }
+        users.push(KeptUser {
+            entry,
+            account: AccountFields { login, gecos, keys },
+        });
     }
-    (at == bytes.len()).then_some(KeptChecks {
+    (at == bytes.len()).then_some(KeptUsers {
         vars,
         values,
-        logins,
+        users,
     })
 }
 
@@ -211,11 +276,31 @@ mod tests {
 
     #[test]
     fn a_unit_reads_back_as_written_and_a_short_one_not_at_all() {
-        let kept = KeptChecks {
+        let kept = KeptUsers {
             vars: vec!["HOME".into(), "USER".into()],
             values: [7; 32],
-            logins: vec!["ada".into(), "".into(), "grace".into()],
+            users: [
+                (0, "ada", vec![]),
+                (2, "", vec!["ssh-ed25519 AAAA"]),
+                (3, "grace", vec!["a", "b"]),
+            ]
+            .into_iter()
+            .map(|(entry, login, keys)| KeptUser {
+                entry,
+                account: AccountFields {
+                    login: login.into(),
+                    gecos: format!("{login} Lovelace"),
+                    keys: keys.into_iter().map(String::from).collect(),
+                },
+            })
+            .collect(),
         };
+        assert_eq!(kept.account(2).map(|a| a.keys.len()), Some(1));
+        assert_eq!(kept.account(1), None);
+        // Out of entry order, a unit could not be searched: refused.
+        let mut reversed = kept.clone();
+        reversed.users.reverse();
+        assert_eq!(decode(&bytes_of(&reversed)), None);
         let bytes = bytes_of(&kept);
         assert_eq!(decode(&bytes), Some(kept));
         assert_eq!(decode(&bytes[..bytes.len() - 1]), None);
