@@ -82,6 +82,9 @@ impl KeptUsers {
 /// what [`account_fields`] gives of the structured user, without
 /// structuring it.
 pub fn kept_account<'db>(db: &'db dyn Db, tree: Tree, name: &str) -> Option<&'db AccountFields> {
+    // Without a cache nothing is kept: no lookup of the name (a cold
+    // plan asks this of every group's every member).
+    db.cache()?;
     let ItemSource::Tree { file, index } = *item_index(db, tree)
         .items
         .get(&ItemKind::USERS)?
