@@ -1,8 +1,9 @@
 //! The persisted cache's key names the build, not only the version: a
 //! cache written by a binary built from other sources (a developer's
 //! tree between two commits of one version) is another cache. What a
-//! unit holds depends on the engine, the models and the libraries that
-//! read files, so their sources are digested into `CSIS_BUILD_SOURCES`.
+//! unit holds depends on the engine, the models, the libraries that read
+//! files and the plugin API (a kept user's account is made there), so
+//! their sources are digested into `CSIS_BUILD_SOURCES`.
 // A build script speaks to cargo on stdout and reads the sources it is
 // built from: neither goes through the engine's `System`, which is for
 // the tree csis reads at run time.
@@ -13,7 +14,11 @@ use std::path::{Path, PathBuf};
 fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
     let workspace = manifest.parent().map(Path::to_path_buf).unwrap_or_default();
-    let mut dirs = vec![manifest.join("src"), workspace.join("model/src")];
+    let mut dirs = vec![
+        manifest.join("src"),
+        workspace.join("model/src"),
+        workspace.join("plugins/api/src"),
+    ];
     if let Ok(libs) = std::fs::read_dir(workspace.join("libs")) {
         let mut libs: Vec<PathBuf> = libs.flatten().map(|e| e.path().join("src")).collect();
         libs.sort();

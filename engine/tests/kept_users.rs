@@ -192,6 +192,9 @@ fn a_users_file_is_taken_only_while_what_it_read_is_as_it_was() {
         "users:\n  - {name: casey.charlie, first_name: Casey, last_name: Early}\n",
     );
     assert!(!took(&sys, root.path(), cache), "a name taken from it");
+    // Kept again with one user less: the crew's casey.charlie is early's
+    // (kept too), its other accounts the staff file's.
+    assert!(took(&sys, root.path(), cache), "kept with one user less");
 }
 
 #[test]

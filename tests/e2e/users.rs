@@ -175,3 +175,53 @@ validate: 2 error(s)
 "
     );
 }
+
+/// A users file the persisted cache kept answers for its users' accounts
+/// in user-data: a validate that takes it reports what the validate that
+/// wrote it did, down to the account instance-setup would skip and the
+/// sudo grant it would not give.
+#[test]
+fn a_kept_users_file_gives_user_data_the_accounts_a_cold_validate_does() {
+    let t = tree("local-run");
+    let r = t.path();
+    edit(
+        r,
+        "cfg/builders.yml",
+        "{name: people, type: basic, is_default: true}",
+        "{name: people, type: basic, is_default: true, email_as_username: false}",
+    );
+    // The users alone in their file (one that declares a group is never
+    // kept), each named.
+    std::fs::write(
+        r.join("groups/people.yml"),
+        "users:\n  - {name: avery.alpha@example.com, first_name: Avery, last_name: Alpha}\n  - {name: blake.bravo, email: blake.bravo@example.com, first_name: Blake, last_name: Bravo}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        r.join("groups/ops.yml"),
+        "groups:\n  - {name: ops, is_root: true, members: [avery.alpha@example.com, blake.bravo], admins: [avery.alpha@example.com]}\n",
+    )
+    .unwrap();
+    let first = validate_refuses(r);
+    assert!(
+        first.contains("instance 'box': user-data account 'avery.alpha@example.com' (group 'ops') has characters outside [A-Za-z0-9._-]"),
+        "{first}"
+    );
+    assert!(
+        first.contains(
+            "user-data account 'avery.alpha@example.com' is granted sudo, but its name holds a dot"
+        ),
+        "{first}"
+    );
+    // The cache keeps the users file's unit.
+    let unit = b"groups/people.yml\0checks";
+    let kept = std::fs::read_dir(r.join(".csis/cache"))
+        .unwrap()
+        .flatten()
+        .any(|e| {
+            let bytes = std::fs::read(e.path()).unwrap_or_default();
+            bytes.windows(unit.len()).any(|w| w == unit)
+        });
+    assert!(kept, "the users file's unit is in the cache");
+    assert_eq!(validate_refuses(r), first);
+}

@@ -24,7 +24,6 @@
 //! writer (`run/persist_cache.rs`), never asked of check/ from here.
 
 use csis_model::ItemKind;
-use csis_model::models::Item;
 use csis_model::packed::{read_len, read_str, write_len, write_str};
 use csis_plugin_api::cloud_config::{AccountFields, account_fields};
 
@@ -148,9 +147,6 @@ pub fn encode(
     for id in indexed_in_file(db, file) {
         let si = structured_item(db, *id);
         if !si.secrets.is_empty() || !si.interpolated.is_empty() || si.reads_items {
-            return None;
-        }
-        if !matches!(si.item.as_deref(), Some(Item::User(_))) {
             return None;
         }
         let ItemSource::Tree { index: entry, .. } = *names.get(id.name(db).as_str())? else {

@@ -48,8 +48,9 @@ pub trait HookContext {
     fn item_model(&self, kind: ItemKind, name: &str) -> Option<Arc<Item>> {
         self.item(kind, name).map(|view| view.item)
     }
-    /// A user's account ([`crate::cloud_config::account_fields`]), when
-    /// the user is declared.
+    /// The account ([`crate::cloud_config::account_fields`]) of the user
+    /// the index names `user` (looked up as given), when it structured
+    /// as a user.
     fn user_account(&self, user: &str) -> Option<crate::cloud_config::AccountFields> {
         self.item(ItemKind::USERS, user)
             .and_then(|view| crate::cloud_config::account_fields(&view))
