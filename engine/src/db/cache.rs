@@ -271,6 +271,16 @@ impl Cache {
         }
     }
 
+    /// `write` given the bytes of the unit this process took for `path`,
+    /// as they were loaded and held past the load ([`Cache::release`]):
+    /// written back as they are, not encoded again. `None` when they are
+    /// not held.
+    pub fn write_held<T>(&self, path: &str, write: impl FnOnce(&[u8]) -> T) -> Option<T> {
+        self.taken_digest(path)?;
+        let held = self.held.read().unwrap_or_else(|p| p.into_inner());
+        held.get(path).map(|bytes| write(bytes))
+    }
+
     /// The digest of the unit this process took for `path`.
     pub fn taken_digest(&self, path: &str) -> Option<[u8; DIGEST]> {
         let kept = self.units.get(path)?;

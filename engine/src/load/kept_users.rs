@@ -121,7 +121,8 @@ fn taken_users(db: &dyn Db, file: SourceFile) -> Option<KeptUsers> {
 /// The bytes to keep for `file` and the digest to keep them with, when
 /// they may be kept (see the module's comment). `found_nothing`: whether
 /// the file's checks found nothing (asked only of a file of users: the
-/// checks are not this module's to run).
+/// checks are not this module's to run). Not asked of a unit this
+/// process took: the cache writes its loaded bytes back.
 pub fn encode(
     db: &dyn Db,
     file: SourceFile,
@@ -130,13 +131,6 @@ pub fn encode(
     let tree = file.tree(db);
     let cache = db.cache()?;
     users_of(db, file).filter(|n| *n > 0)?;
-    // Taken: what it holds is this file's result still, under the digest
-    // it was taken with.
-    if let Some(kept) = kept_users(db, file)
-        && let Some(digest) = cache.taken_digest(&unit_path(file.path(db)))
-    {
-        return Some((digest, bytes_of(kept)));
-    }
     let reads = cache.env_reads();
     if !keyable(db, tree) || reads.read_clock() || !found_nothing() {
         return None;

@@ -25,12 +25,17 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
     };
     let (db, tree) = (&ws.db, ws.tree);
     // The users files' checks on every core: each digests its file and
-    // cfg/ for its key.
+    // cfg/ for its key. A unit taken from the cache is written back with
+    // the bytes it was loaded with.
     let files = tree.item_files(db);
-    let checks: Vec<Option<([u8; 32], Vec<u8>)>> = files
+    let checks: Vec<Option<Unit>> = files
         .par_iter()
         .map_with(db.clone(), |db, f| {
+            if let Some(digest) = cache.taken_digest(&kept_users::unit_path(f.file.path(db))) {
+                return Some(Unit::Held(digest));
+            }
             kept_users::encode(db, f.file, || file_findings(db, f.file).is_empty())
+                .map(|(digest, bytes)| Unit::Checks(digest, bytes))
         })
         .collect();
     // Each kept unit by shard, in path order, and whether it was taken
@@ -45,10 +50,10 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
         }
         let taken = cache.taken_digest(path).is_some();
         shards[shard_of(path)].push((path.to_string(), Unit::Entries(f.file), taken));
-        if let Some((digest, bytes)) = checks {
+        if let Some(checks) = checks {
             let unit = kept_users::unit_path(path);
-            let taken = cache.taken_digest(&unit) == Some(digest);
-            shards[shard_of(&unit)].push((unit, Unit::Checks(digest, bytes), taken));
+            let taken = matches!(checks, Unit::Held(_));
+            shards[shard_of(&unit)].push((unit, checks, taken));
         }
     }
     for units in &mut shards {
@@ -94,6 +99,11 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
                             out.unit(path, &digest, &bytes)?;
                         }
                         Unit::Checks(digest, bytes) => out.unit(path, digest, bytes)?,
+                        Unit::Held(digest) => cache
+                            .write_held(path, |bytes| out.unit(path, digest, bytes))
+                            .ok_or_else(|| {
+                                std::io::Error::other(format!("{path}: its bytes are not held"))
+                            })??,
                     }
                 }
                 Ok(())
@@ -107,9 +117,11 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
 /// from the cache.
 type ToKeep = (String, Unit, bool);
 
-/// What a unit holds: a file's entries (encoded as it is written), or a
-/// users file's checks (`load::kept_users`), encoded already.
+/// What a unit holds: a file's entries (encoded as it is written), a
+/// users file's checks (`load::kept_users`), encoded already, or the
+/// bytes of a unit this process took, held by the cache.
 enum Unit {
     Entries(SourceFile),
     Checks([u8; 32], Vec<u8>),
+    Held([u8; 32]),
 }
