@@ -225,3 +225,39 @@ fn a_kept_users_file_gives_user_data_the_accounts_a_cold_validate_does() {
     assert!(kept, "the users file's unit is in the cache");
     assert_eq!(validate_refuses(r), first);
 }
+
+/// A group's members are users by their safe names, in the user-data
+/// accounts as in the group's checks: a member written in capitals is
+/// the declared user, with its login and its grant, and one account.
+#[test]
+fn a_member_written_in_capitals_is_the_declared_users_account() {
+    let t = tree("local-run");
+    let r = t.path();
+    edit(
+        r,
+        "groups/people.yml",
+        "members: [avery.alpha@example.com, blake.bravo@example.com], admins: [avery.alpha@example.com]",
+        "members: [Avery.Alpha@Example.com, blake.bravo@example.com], admins: [avery.alpha@example.com]",
+    );
+    ok(csis_at(r, NOW, &["validate"]));
+    ok(csis_at(r, NOW, &["run", "all", "--no-apply"]));
+    let doc = r.join(
+        "generated/instance-image/vm/instance-generation/vm-instance-generation-box.cloud-config",
+    );
+    let text = std::fs::read_to_string(&doc).unwrap();
+    let body: serde_json::Value =
+        serde_json::from_str(text.strip_prefix("#cloud-config\n").unwrap()).unwrap();
+    let accounts: Vec<(&str, Option<&str>)> = body["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| (u["name"].as_str().unwrap(), u["sudo"].as_str()))
+        .collect();
+    assert_eq!(
+        accounts,
+        [
+            ("avery_alpha", Some("ALL=(ALL) NOPASSWD:ALL")),
+            ("blake_bravo", None)
+        ]
+    );
+}

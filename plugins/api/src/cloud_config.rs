@@ -119,7 +119,11 @@ pub fn group_accounts(ctx: &dyn HookContext, group: Option<&str>) -> GroupAccoun
         && let Item::Group(g) = view.item.as_ref()
     {
         let gname = view.emit(g.name());
-        let mut members: Vec<String> = g.members.iter().chain(&g.admins).cloned().collect();
+        // By safe name, as the group's checks find its members: a member
+        // written `Avery.Alpha` is user `avery.alpha`, and one account.
+        let safe = |m: &String| csis_model::naming::safe_name(m);
+        let admins: Vec<String> = g.admins.iter().map(safe).collect();
+        let mut members: Vec<String> = g.members.iter().map(safe).chain(admins.clone()).collect();
         members.sort();
         members.dedup();
         let mut logins = Vec::new();
@@ -137,8 +141,7 @@ pub fn group_accounts(ctx: &dyn HookContext, group: Option<&str>) -> GroupAccoun
                 groups: vec![gname.clone()],
                 // The accounts are key-only (lock_passwd): a grant that
                 // asks for a password could never be used.
-                sudo: g
-                    .admins
+                sudo: admins
                     .contains(m)
                     .then(|| "ALL=(ALL) NOPASSWD:ALL".to_string()),
                 ssh_authorized_keys: keys,
