@@ -21,25 +21,8 @@ fn email_named_users_run_for_real_with_derived_logins() {
     assert!(plan.contains("Plan: 4 to bake"), "{plan}");
     ok(csis_at(r, NOW, &["run", "all", "--no-dry-run"]));
 
-    let doc = r.join(
-        "generated/instance-image/vm/instance-generation/vm-instance-generation-box.cloud-config",
-    );
-    let text = std::fs::read_to_string(&doc).unwrap();
-    let body: serde_json::Value =
-        serde_json::from_str(text.strip_prefix("#cloud-config\n").unwrap()).unwrap();
-    let accounts: Vec<(&str, Option<&str>)> = body["users"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|u| (u["name"].as_str().unwrap(), u["sudo"].as_str()))
-        .collect();
-    assert_eq!(
-        accounts,
-        [
-            ("avery_alpha", Some("ALL=(ALL) NOPASSWD:ALL")),
-            ("blake_bravo", None)
-        ]
-    );
+    let (doc, body) = box_cloud_config(r);
+    assert_eq!(accounts(&body), ADMIN_AND_MEMBER);
     assert_eq!(
         body["groups"],
         serde_json::json!([{ "ops": ["avery_alpha", "blake_bravo"] }])
@@ -150,18 +133,24 @@ validate: 1 error(s)
     ok(csis_at(r, NOW, &["validate"]));
 }
 
-/// Names that are logins stay as they were under `email_as_username:
-/// false`, where a blank name is not taken from the email.
-#[test]
-fn without_email_as_username_names_are_logins() {
+/// fixtures/local-run with its user builder's `email_as_username: false`.
+fn names_are_logins() -> tempfile::TempDir {
     let t = tree("local-run");
-    let r = t.path();
     edit(
-        r,
+        t.path(),
         "cfg/builders.yml",
         "{name: people, type: basic, is_default: true}",
         "{name: people, type: basic, is_default: true, email_as_username: false}",
     );
+    t
+}
+
+/// Names that are logins stay as they were under `email_as_username:
+/// false`, where a blank name is not taken from the email.
+#[test]
+fn without_email_as_username_names_are_logins() {
+    let t = names_are_logins();
+    let r = t.path();
     // Blake's blank name is refused, and its account's characters follow
     // from that; Avery's email-shaped name is a login of its own.
     assert_eq!(
@@ -182,14 +171,8 @@ validate: 2 error(s)
 /// sudo grant it would not give.
 #[test]
 fn a_kept_users_file_gives_user_data_the_accounts_a_cold_validate_does() {
-    let t = tree("local-run");
+    let t = names_are_logins();
     let r = t.path();
-    edit(
-        r,
-        "cfg/builders.yml",
-        "{name: people, type: basic, is_default: true}",
-        "{name: people, type: basic, is_default: true, email_as_username: false}",
-    );
     // The users alone in their file (one that declares a group is never
     // kept), each named.
     std::fs::write(
@@ -241,23 +224,34 @@ fn a_member_written_in_capitals_is_the_declared_users_account() {
     );
     ok(csis_at(r, NOW, &["validate"]));
     ok(csis_at(r, NOW, &["run", "all", "--no-apply"]));
+    let (_, body) = box_cloud_config(r);
+    assert_eq!(accounts(&body), ADMIN_AND_MEMBER);
+}
+
+/// The accounts fixtures/local-run's box boots with: Avery's, an admin's
+/// with its grant, and Blake's.
+const ADMIN_AND_MEMBER: [(&str, Option<&str>); 2] = [
+    ("avery_alpha", Some("ALL=(ALL) NOPASSWD:ALL")),
+    ("blake_bravo", None),
+];
+
+/// The cloud-config the local runtime generated for fixtures/local-run's
+/// instance `box`: its path and its body.
+fn box_cloud_config(r: &std::path::Path) -> (std::path::PathBuf, serde_json::Value) {
     let doc = r.join(
         "generated/instance-image/vm/instance-generation/vm-instance-generation-box.cloud-config",
     );
     let text = std::fs::read_to_string(&doc).unwrap();
-    let body: serde_json::Value =
-        serde_json::from_str(text.strip_prefix("#cloud-config\n").unwrap()).unwrap();
-    let accounts: Vec<(&str, Option<&str>)> = body["users"]
+    let body = serde_json::from_str(text.strip_prefix("#cloud-config\n").unwrap()).unwrap();
+    (doc, body)
+}
+
+/// A cloud-config body's accounts: each name, and its sudo grant.
+fn accounts(body: &serde_json::Value) -> Vec<(&str, Option<&str>)> {
+    body["users"]
         .as_array()
         .unwrap()
         .iter()
         .map(|u| (u["name"].as_str().unwrap(), u["sudo"].as_str()))
-        .collect();
-    assert_eq!(
-        accounts,
-        [
-            ("avery_alpha", Some("ALL=(ALL) NOPASSWD:ALL")),
-            ("blake_bravo", None)
-        ]
-    );
+        .collect()
 }
