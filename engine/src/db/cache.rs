@@ -82,7 +82,8 @@ pub struct Cache {
     shards: Vec<Shard>,
     units: HashMap<String, Kept>,
     /// The bytes of the units still to be taken once the files are read
-    /// (`release`): a file's checks are asked after the load.
+    /// (`release`): a file's checks are asked after the load, and a taken
+    /// one is written back from them (`write_held`).
     held: RwLock<HashMap<String, Vec<u8>>>,
     /// The one notice for the files that were ignored.
     notice: Option<String>,

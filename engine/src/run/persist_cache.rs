@@ -28,14 +28,15 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
     // cfg/ for its key. A unit taken from the cache is written back with
     // the bytes it was loaded with.
     let files = tree.item_files(db);
-    let checks: Vec<Option<Unit>> = files
+    let checks: Vec<Option<ToKeep>> = files
         .par_iter()
         .map_with(db.clone(), |db, f| {
-            if let Some(digest) = cache.taken_digest(&kept_users::unit_path(f.file.path(db))) {
-                return Some(Unit::Held(digest));
+            let unit = kept_users::unit_path(f.file.path(db));
+            if let Some(digest) = cache.taken_digest(&unit) {
+                return Some((unit, Unit::Held(digest), true));
             }
             kept_users::encode(db, f.file, || file_findings(db, f.file).is_empty())
-                .map(|(digest, bytes)| Unit::Checks(digest, bytes))
+                .map(|(digest, bytes)| (unit, Unit::Checks(digest, bytes), false))
         })
         .collect();
     // Each kept unit by shard, in path order, and whether it was taken
@@ -51,9 +52,7 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
         let taken = cache.taken_digest(path).is_some();
         shards[shard_of(path)].push((path.to_string(), Unit::Entries(f.file), taken));
         if let Some(checks) = checks {
-            let unit = kept_users::unit_path(path);
-            let taken = matches!(checks, Unit::Held(_));
-            shards[shard_of(&unit)].push((unit, checks, taken));
+            shards[shard_of(&checks.0)].push(checks);
         }
     }
     for units in &mut shards {
