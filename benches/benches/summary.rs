@@ -377,8 +377,9 @@ fn from_disk(fx: &Fixture, bin: &std::path::Path, budget: Budget) -> Vec<(Measur
 
 /// `csis plan` in a fresh process after a one-file edit, from the cache
 /// the state before the edit left (issue 40: at most a quarter of the
-/// cold plan): each run restores that cache, appends a comment to one
-/// instances file (a new text, so that file is read anew), and plans.
+/// cold plan): each run restores that cache, gives the first instance of
+/// one instances file a new description (a value the plan reads, so that
+/// file's items are structured and checked anew), and plans.
 fn cached_after_an_edit(
     fx: &Fixture,
     bin: &std::path::Path,
@@ -398,9 +399,9 @@ fn cached_after_an_edit(
     let edited = fx
         .files
         .iter()
-        .map(|(rel, _)| rel)
-        .find(|rel| rel.starts_with("instances/"))
+        .find(|(rel, _)| rel.starts_with("instances/"))
         .expect("the tree has an instances file");
+    let (edited, original) = (&edited.0, edited.1.as_str());
     let mut round = 0;
     let mut before_each = || {
         let _ = std::fs::remove_dir_all(&cache);
@@ -410,8 +411,7 @@ fn cached_after_an_edit(
             std::fs::copy(entry.path(), cache.join(entry.file_name())).unwrap();
         }
         let path = root.join(edited);
-        let text = std::fs::read_to_string(&path).unwrap();
-        std::fs::write(&path, format!("{text}# edit {round}\n")).unwrap();
+        std::fs::write(&path, described(original, round)).unwrap();
         round += 1;
     };
     let cache_arg = cache.to_string_lossy().to_string();
@@ -428,6 +428,19 @@ fn cached_after_an_edit(
     before_each();
     let peak = peak_from_stats(bin, &root, &args);
     (m, peak)
+}
+
+/// `text` (an instances file) with its first instance described as edit
+/// `round`: the line after the first item's name, shifting every place
+/// below it.
+fn described(text: &str, round: u32) -> String {
+    let first = text.find("\n  - name:").expect("an instances file lists items") + 1;
+    let line_end = first + text[first..].find('\n').expect("a name line ends");
+    format!(
+        "{}\n    description: edit {round}{}",
+        &text[..line_end],
+        &text[line_end..]
+    )
 }
 
 /// Writes a generated tree of `size` under `root`, then writes it back to
