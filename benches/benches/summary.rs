@@ -434,7 +434,10 @@ fn cached_after_an_edit(
 /// `round`: the line after the first item's name, shifting every place
 /// below it.
 fn described(text: &str, round: u32) -> String {
-    let first = text.find("\n  - name:").expect("an instances file lists items") + 1;
+    let first = text
+        .find("\n  - name:")
+        .expect("an instances file lists items")
+        + 1;
     let line_end = first + text[first..].find('\n').expect("a name line ends");
     format!(
         "{}\n    description: edit {round}{}",

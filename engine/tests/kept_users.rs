@@ -9,76 +9,16 @@
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
-use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use csis_engine::db::system::{
-    HeldLock, OsSystem, Process, ProcessOutput, SourceRead, Stream, System,
-};
 use csis_engine::load::kept_users::kept_users;
 use csis_engine::plan::hook_context::EngineContext;
 use csis_engine::run::persist_cache::save_cache;
-use csis_engine::workspace::{LoadOptions, Workspace};
+use csis_engine::workspace::Workspace;
 use csis_plugin_api::HookContext;
-use csis_test_support::{LINKED, LOCAL_BASE, parse, registry, temp_tree, write_file};
-
-/// The disk, with an environment of the test's own.
-struct WithEnv(BTreeMap<String, String>);
-
-impl System for WithEnv {
-    fn read_to_string(&self, path: &Path) -> io::Result<Option<String>> {
-        OsSystem.read_to_string(path)
-    }
-    fn read_source(&self, path: &Path, max_bytes: u64) -> SourceRead {
-        OsSystem.read_source(path, max_bytes)
-    }
-    fn resolve(&self, path: &Path) -> io::Result<PathBuf> {
-        OsSystem.resolve(path)
-    }
-    fn list_files(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
-        OsSystem.list_files(dir)
-    }
-    fn is_dir(&self, path: &Path) -> bool {
-        OsSystem.is_dir(path)
-    }
-    fn env(&self) -> BTreeMap<String, String> {
-        self.0.clone()
-    }
-    fn now_unix(&self) -> i64 {
-        OsSystem.now_unix()
-    }
-    fn read_bytes(&self, path: &Path) -> io::Result<Option<Vec<u8>>> {
-        OsSystem.read_bytes(path)
-    }
-    fn write_atomic(&self, path: &Path, bytes: &[u8], executable: bool) -> io::Result<()> {
-        OsSystem.write_atomic(path, bytes, executable)
-    }
-    fn write_replace(&self, path: &Path, bytes: &[u8], executable: bool) -> io::Result<()> {
-        OsSystem.write_replace(path, bytes, executable)
-    }
-    fn remove_file(&self, path: &Path) -> io::Result<()> {
-        OsSystem.remove_file(path)
-    }
-    fn remove_empty_dirs(&self, dir: &Path) -> io::Result<()> {
-        OsSystem.remove_empty_dirs(dir)
-    }
-    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
-        OsSystem.canonicalize(path)
-    }
-    fn run_streaming(
-        &self,
-        process: &Process,
-        on_line: &mut dyn FnMut(Stream, &str),
-    ) -> io::Result<ProcessOutput> {
-        OsSystem.run_streaming(process, on_line)
-    }
-    fn modified(&self, path: &Path) -> io::Result<Option<std::time::SystemTime>> {
-        OsSystem.modified(path)
-    }
-    fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn HeldLock>>> {
-        OsSystem.try_lock(path)
-    }
-}
+use csis_test_support::{
+    DiskWithEnv, LOCAL_BASE, described_diagnostics, load_cached, parse, temp_tree, write_file,
+};
 
 /// A users file of its own beside LOCAL_BASE's (which holds a group too,
 /// so is never kept): two users whose emails share a local part, one
@@ -96,28 +36,12 @@ groups:
 
 const STAFF_FILE: &str = "groups/staff.yml";
 
-fn fresh(sys: &WithEnv, root: &Path, cache: Option<&Path>) -> Workspace {
-    let options = LoadOptions {
-        cache_dir: cache.map(Path::to_path_buf),
-        ..LoadOptions::default()
-    };
-    Workspace::load(sys, registry(LINKED), root, &options).expect("the tree reads")
-}
-
-/// The diagnostics of a load, as text.
-fn diagnostics(ws: &Workspace) -> Vec<String> {
-    ws.load_diagnostics()
-        .iter()
-        .map(|d| ws.describe(d))
-        .collect()
-}
-
 /// Whether a fresh process took the staff file's checks from the cache,
 /// after checking it answers as a cold one; then it writes the cache.
-fn took(sys: &WithEnv, root: &Path, cache: &Path) -> bool {
-    let cached = fresh(sys, root, Some(cache));
-    let cold = fresh(sys, root, None);
-    assert_eq!(diagnostics(&cached), diagnostics(&cold));
+fn took(sys: &DiskWithEnv, root: &Path, cache: &Path) -> bool {
+    let cached = load_cached(sys, root, Some(cache));
+    let cold = load_cached(sys, root, None);
+    assert_eq!(described_diagnostics(&cached), described_diagnostics(&cold));
     let accounts = |ws: &Workspace| {
         let crew = EngineContext::outside_run(&ws.db, ws.tree).group_accounts(Some("crew"));
         (crew.users.clone(), crew.groups.clone())
@@ -130,8 +54,8 @@ fn took(sys: &WithEnv, root: &Path, cache: &Path) -> bool {
     taken
 }
 
-fn env(team: &str) -> WithEnv {
-    WithEnv(BTreeMap::from([("TEAM".to_string(), team.to_string())]))
+fn env(team: &str) -> DiskWithEnv {
+    DiskWithEnv(BTreeMap::from([("TEAM".to_string(), team.to_string())]))
 }
 
 #[test]
@@ -164,16 +88,16 @@ fn a_users_file_is_taken_only_while_what_it_read_is_as_it_was() {
     write_file(root.path(), "cfg/builders.yml", &builders);
     let sys = env("green");
     let clash = |ws: &Workspace| {
-        diagnostics(ws)
+        described_diagnostics(ws)
             .iter()
             .any(|d| d.contains("both log in as 'casey'"))
     };
     assert!(
-        clash(&fresh(&sys, root.path(), None)),
+        clash(&load_cached(&sys, root.path(), None)),
         "the cold load refuses the clash"
     );
     assert!(!took(&sys, root.path(), cache), "cfg/ changed");
-    assert!(clash(&fresh(&sys, root.path(), Some(cache))));
+    assert!(clash(&load_cached(&sys, root.path(), Some(cache))));
 
     // Its checks found something: not kept.
     assert!(

@@ -99,14 +99,21 @@ fn a_tree_read_again_unchanged_is_read_from_the_cache_which_is_left_as_it_was() 
     assert_eq!(third.db.cache().unwrap().taken(), items - 2);
     std::thread::sleep(std::time::Duration::from_millis(20));
     save_cache(&third, &OsSystem).unwrap();
-    // Only the edited file's shard is written again.
-    let shard =
-        csis_engine::db::cache::shard_file(csis_engine::db::cache::shard_of("instances/box.yml"));
+    // Only the edited file's shards are written again: its entries', and
+    // its checks' (load/kept_instances.rs), which the new text keys anew.
+    let shard_of =
+        |path: &str| csis_engine::db::cache::shard_file(csis_engine::db::cache::shard_of(path));
+    let shard = shard_of("instances/box.yml");
+    let checks = shard_of(&csis_engine::load::kept_instances::unit_path(
+        "instances/box.yml",
+    ));
     let now = files(cache.path());
     assert_ne!(now[&shard], written[&shard]);
+    assert_ne!(now[&checks], written[&checks]);
     let after = modified(cache.path());
-    let rewritten: Vec<&String> = after.keys().filter(|f| after[*f] != before[*f]).collect();
-    assert_eq!(rewritten, [&shard]);
+    let rewritten: std::collections::BTreeSet<&String> =
+        after.keys().filter(|f| after[*f] != before[*f]).collect();
+    assert_eq!(rewritten, [&shard, &checks].into_iter().collect());
     let fourth = fresh(root.path(), cache.path());
     assert_eq!(fourth.db.cache().unwrap().taken(), items - 1);
 }

@@ -13,6 +13,7 @@
 use csis_engine::db::Db;
 use csis_engine::db::run_input::{RunInput, RunOptions};
 use csis_engine::db::system::OsSystem;
+use csis_engine::load::kept_instances::kept_instances;
 use csis_engine::plan::bakes::bake_plan;
 use csis_engine::workspace::{LoadOptions, Workspace};
 use csis_test_support::{
@@ -61,6 +62,11 @@ instances:
       - {name: data, mount_point: /srv/data}
   - name: cache
     image: base
+--- instances/more.yml
+instances:
+  - name: spare
+    image: base
+    userdata: echo spare
 "#;
 
 fn tree() -> String {
@@ -109,7 +115,9 @@ fn edit(rng: &mut Rng, text: &str, original: &str, step: usize) -> String {
         // Rename an item.
         4 => text
             .replacen("name: cache", &format!("name: cache{step}"), 1)
-            .replacen("name: blake.bravo", &format!("name: blake.bravo{step}"), 1),
+            .replacen("name: blake.bravo", &format!("name: blake.bravo{step}"), 1)
+            // A name another instances file declares first.
+            .replacen("name: spare", "name: box", 1),
         // A foreign key that names nothing, and back.
         5 => text
             .replacen("image: base", "image: nowhere", 1)
@@ -245,7 +253,7 @@ fn after_any_edit_a_fresh_process_with_the_cache_answers_as_cold() {
         };
         load(&OsSystem, registry(LINKED), root, &options)
     };
-    let (mut taken, mut ignored) = (0, 0);
+    let (mut taken, mut ignored, mut instances_kept) = (0, 0, 0);
     for seed in 1..=6u64 {
         let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
         let mut files = original.clone();
@@ -263,14 +271,23 @@ fn after_any_edit_a_fresh_process_with_the_cache_answers_as_cold() {
             let at = format!("seed {seed} step {step} ({path}, cache {damaged:?})");
             assert_eq!(cache.notice().is_some(), damaged.is_some(), "{at}");
             ignored += usize::from(damaged.is_some());
-            taken += cache.taken();
             let (c, cold) = (answers(&cached), answers(&fresh(root.path(), false)));
+            taken += cache.taken();
+            instances_kept += ["instances/box.yml", "instances/more.yml"]
+                .into_iter()
+                .filter_map(|p| cached.file(p))
+                .filter(|f| kept_instances(&cached.db, *f).is_some())
+                .count();
             assert_eq!(c.0, cold.0, "{at}: diagnostics differ");
             assert_eq!(c.1, cold.1, "{at}: plans differ");
             assert_eq!(c.2, cold.2, "{at}: generated files differ");
             csis_engine::run::persist_cache::save_cache(&cached, &OsSystem).unwrap();
         }
     }
-    // The cache did serve files, and damaged caches were met.
-    assert!(taken > 0 && ignored > 0, "{taken} {ignored}");
+    // The cache did serve files, instances files' checks among them, and
+    // damaged caches were met.
+    assert!(
+        taken > 0 && ignored > 0 && instances_kept > 0,
+        "{taken} {ignored} {instances_kept}"
+    );
 }

@@ -101,6 +101,13 @@ pub fn entries_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     gathered_findings(db, tree).entries.clone()
 }
 
+/// Run every item file's checks (memoized): what the cache's writer asks
+/// before it keeps any instances file, since a hook reading across
+/// instances is noted as the checks run (load/kept_instances.rs).
+pub fn check_every_file(db: &dyn Db, tree: Tree) {
+    gathered_findings(db, tree);
+}
+
 /// Every item file's findings, in file order, by check and kind.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Gathered {
@@ -161,8 +168,11 @@ pub struct Found {
 /// check; only what found something.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn file_findings(db: &dyn Db, file: SourceFile) -> FileFindings {
-    // A users file kept with its checks found nothing (load/kept_users.rs).
-    if crate::load::kept_users::kept_users(db, file).is_some() {
+    // A users or instances file kept with its checks found nothing
+    // (load/kept_users.rs, load/kept_instances.rs).
+    if crate::load::kept_users::kept_users(db, file).is_some()
+        || crate::load::kept_instances::kept_instances(db, file).is_some()
+    {
         return FileFindings {
             entries: item_file_entries(db, file).diags.clone(),
             found: Vec::new(),

@@ -40,7 +40,9 @@ pub(crate) fn user_data_of<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) ->
     // carries them: the userdata lines arrive inside the builder's launch
     // script, so the limit applies to the script, not to the declared
     // lines alone.
-    let document = builder.user_data(&EngineContext::outside_run(db, tree), name);
+    // Answering for this instance: a hook reading another one keeps this
+    // process from keeping instances files' checks (load/kept_instances.rs).
+    let document = builder.user_data(&EngineContext::about_instance(db, tree, name), name);
     for file in document.iter().flat_map(|d| &d.write_files) {
         let carries = if !inst.userdata.is_empty() && file.content.contains(&inst.userdata) {
             format!(" (userdata is {} of them)", inst.userdata.len())

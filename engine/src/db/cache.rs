@@ -89,6 +89,9 @@ pub struct Cache {
     notice: Option<String>,
     /// What this process read of the environment and the clock.
     env_reads: EnvReads,
+    /// A builder's hook read another instance while it answered for one
+    /// (`plan::hook_context`): no instances file's checks are kept.
+    reached_across: AtomicBool,
 }
 
 /// What a process read of the environment and the clock, as its queries
@@ -197,12 +200,24 @@ impl Cache {
             held: RwLock::default(),
             notice,
             env_reads: EnvReads::default(),
+            reached_across: AtomicBool::new(false),
         }
     }
 
     /// What this process read of the environment and the clock.
     pub fn env_reads(&self) -> &EnvReads {
         &self.env_reads
+    }
+
+    /// Note that an instance's checks read another instance
+    /// (`load::kept_instances`).
+    pub fn note_reach_across(&self) {
+        self.reached_across.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether an instance's checks read another instance in this process.
+    pub fn reached_across(&self) -> bool {
+        self.reached_across.load(Ordering::Relaxed)
     }
 
     pub fn dir(&self) -> &Path {

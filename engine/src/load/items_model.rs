@@ -40,8 +40,10 @@ pub struct StructuredItem {
     /// What `${env.*}` / `${terraform.*}` substituted, and from where.
     pub interpolated: Box<[csis_string_stage::interp::Used]>,
     /// Its templates named another item (or looked a name up that might
-    /// be one): its model depends on more than its own entry and cfg/,
-    /// which is what a kept file's checks are keyed by (`load::kept_users`).
+    /// be one) besides an instance's image: its model depends on more
+    /// than its own entry, cfg/ and that image, which is what a kept
+    /// file's checks are keyed by (`load::kept_users`,
+    /// `load::kept_instances`).
     pub reads_items: bool,
 }
 
@@ -318,8 +320,9 @@ fn context_values(db: &dyn Db, tree: Tree) -> ContextValues {
 }
 
 /// The SmartContext of an item: its builder, and the objects its foreign
-/// keys name (an instance's image, a builder's runtime); and whether it
-/// reads another item for them (see [`StructuredItem::reads_items`]).
+/// keys name (an instance's image, a builder's runtime); and whether its
+/// templates read another item besides (see
+/// [`StructuredItem::reads_items`]).
 fn smart_context(
     db: &dyn Db,
     tree: Tree,
@@ -354,11 +357,9 @@ fn smart_context(
             shared.builder(Vct::RuntimeBuilderModel, decl),
         );
     }
-    let mut reads_items = false;
     if kind == ItemKind::INSTANCES
         && let Some(img) = value.get("image").and_then(Value::as_str)
     {
-        reads_items = true;
         let id = ItemId::new(
             db,
             tree,
@@ -372,7 +373,7 @@ fn smart_context(
             );
         }
     }
-    reads_items |= add_named_objects(db, tree, kind, value, b, &mut ctx);
+    let reads_items = add_named_objects(db, tree, kind, value, b, &mut ctx);
     (ctx, reads_items)
 }
 

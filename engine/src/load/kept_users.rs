@@ -31,6 +31,7 @@ use crate::db::system::digest_parts;
 use crate::db::{Db, ItemSource, SourceFile, Tree};
 use crate::load::items::{indexed_in_file, item_index};
 use crate::load::items_model::structured_item;
+use crate::load::kept_env::{KeptEnv, keyable};
 
 /// What a unit's path adds to its file's (no path holds a NUL).
 const SUFFIX: &str = "\0checks";
@@ -49,10 +50,7 @@ pub fn is_unit_path(path: &str) -> bool {
 /// What the cache kept of one users file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeptUsers {
-    /// The environment variables the writing process had looked up, and
-    /// the digest of their values then.
-    vars: Vec<String>,
-    values: [u8; 32],
+    env: KeptEnv,
     /// Each user, in the order the index takes them.
     users: Vec<KeptUser>,
 }
@@ -114,7 +112,7 @@ fn taken_users(db: &dyn Db, file: SourceFile) -> Option<KeptUsers> {
     }
     cache.take(&path, &key(db, file), |bytes| {
         let kept = decode(bytes)?;
-        (kept.users.len() == users && kept.values == values(db, tree, &kept.vars)).then_some(kept)
+        (kept.users.len() == users && kept.env.holds(db, tree)).then_some(kept)
     })
 }
 
@@ -152,8 +150,7 @@ pub fn encode(
         });
     }
     let kept = KeptUsers {
-        values: values(db, tree, &vars),
-        vars,
+        env: KeptEnv::now(db, tree, vars),
         users,
     };
     Some((crate::db::cache::digest(&key(db, file)), bytes_of(&kept)))
@@ -165,12 +162,6 @@ fn users_of(db: &dyn Db, file: SourceFile) -> Option<usize> {
     ids.iter()
         .all(|id| id.kind(db) == ItemKind::USERS)
         .then_some(ids.len())
-}
-
-/// A run with overlays or `--undeclare` changes items for itself alone:
-/// nothing of it is kept or taken.
-fn keyable(db: &dyn Db, tree: Tree) -> bool {
-    tree.overlays(db).is_empty() && tree.undeclare(db).is_empty()
 }
 
 /// What a unit of `file` is kept with: its text, every cfg/ file, and
@@ -192,26 +183,9 @@ fn key(db: &dyn Db, file: SourceFile) -> String {
     blake3::Hash::from(digest_parts(parts)).to_hex().to_string()
 }
 
-/// The digest of the values of `vars` (an unset one differs from every
-/// value).
-fn values(db: &dyn Db, tree: Tree, vars: &[String]) -> [u8; 32] {
-    digest_parts(vars.iter().flat_map(|var| {
-        let value = crate::db::reads::env_var(db, tree, var);
-        [
-            var.as_bytes(),
-            if value.is_some() { b"set" } else { b"unset" },
-            value.map_or(&b""[..], |v| v.as_bytes()),
-        ]
-    }))
-}
-
 fn bytes_of(kept: &KeptUsers) -> Vec<u8> {
     let mut out = Vec::new();
-    write_len(kept.vars.len(), &mut out);
-    for var in &kept.vars {
-        write_str(var, &mut out);
-    }
-    out.extend_from_slice(&kept.values);
+    kept.env.write(&mut out);
     write_len(kept.users.len(), &mut out);
     for user in &kept.users {
         let AccountFields { login, gecos, keys } = &user.account;
@@ -228,13 +202,7 @@ fn bytes_of(kept: &KeptUsers) -> Vec<u8> {
 
 fn decode(bytes: &[u8]) -> Option<KeptUsers> {
     let mut at = 0;
-    let n = read_len(bytes, &mut at)?;
-    let mut vars = Vec::with_capacity(n.min(bytes.len()));
-    for _ in 0..n {
-        vars.push(read_str(bytes, &mut at)?.to_string());
-    }
-    let values = bytes.get(at..at + 32)?.try_into().ok()?;
-    at += 32;
+    let env = KeptEnv::read(bytes, &mut at)?;
     let n = read_len(bytes, &mut at)?;
     let mut users: Vec<KeptUser> = Vec::with_capacity(n.min(bytes.len()));
     for _ in 0..n {
@@ -256,11 +224,7 @@ fn decode(bytes: &[u8]) -> Option<KeptUsers> {
             account: AccountFields { login, gecos, keys },
         });
     }
-    (at == bytes.len()).then_some(KeptUsers {
-        vars,
-        values,
-        users,
-    })
+    (at == bytes.len()).then_some(KeptUsers { env, users })
 }
 
 #[cfg(test)]
@@ -270,8 +234,7 @@ mod tests {
     #[test]
     fn a_unit_reads_back_as_written_and_a_short_one_not_at_all() {
         let kept = KeptUsers {
-            vars: vec!["HOME".into(), "USER".into()],
-            values: [7; 32],
+            env: KeptEnv::now_for_test(),
             users: [
                 (0, "ada", vec![]),
                 (2, "", vec!["ssh-ed25519 AAAA"]),

@@ -13,6 +13,8 @@ pub mod entries;
 pub mod interp;
 pub mod items;
 pub mod items_model;
+pub(crate) mod kept_env;
+pub mod kept_instances;
 pub mod kept_users;
 pub mod overlay;
 pub mod render;

@@ -28,6 +28,11 @@ pub struct EngineContext<'a> {
     /// instance's user-data): a dry run that bakes nothing.
     pub run: Option<RunInput>,
     pub lifecycle: String,
+    /// The instance whose user-data the context answers for, at
+    /// validate: a hook reading any other instance through it keeps this
+    /// process from keeping instances files' checks
+    /// (`load::kept_instances`).
+    pub about: Option<&'a str>,
 }
 
 /// The accounts of one group, as plugin-api reads them: a query, so the
@@ -50,6 +55,27 @@ impl<'a> EngineContext<'a> {
             tree,
             run: None,
             lifecycle: String::new(),
+            about: None,
+        }
+    }
+
+    /// The tree, answering for one instance's user-data at validate.
+    pub fn about_instance(db: &'a dyn Db, tree: Tree, instance: &'a str) -> Self {
+        EngineContext {
+            about: Some(instance),
+            ..EngineContext::outside_run(db, tree)
+        }
+    }
+
+    /// Note a read of instance `name` (`None`: of every instance), when it
+    /// is not the one this context answers for.
+    fn reads_instance(&self, kind: ItemKind, name: Option<&str>) {
+        if kind == ItemKind::INSTANCES
+            && let Some(about) = self.about
+            && name != Some(about)
+            && let Some(cache) = self.db.cache()
+        {
+            cache.note_reach_across();
         }
     }
 }
@@ -88,6 +114,7 @@ impl HookContext for EngineContext<'_> {
     }
 
     fn items(&self, kind: ItemKind) -> Vec<ItemView> {
+        self.reads_instance(kind, None);
         item_index(self.db, self.tree)
             .names(kind)
             .filter_map(|n| self.item(kind, n))
@@ -95,11 +122,13 @@ impl HookContext for EngineContext<'_> {
     }
 
     fn item(&self, kind: ItemKind, name: &str) -> Option<ItemView> {
+        self.reads_instance(kind, Some(name));
         let id = ItemId::new(self.db, self.tree, kind, name);
         structured_item(self.db, id).view()
     }
 
     fn item_model(&self, kind: ItemKind, name: &str) -> Option<Arc<Item>> {
+        self.reads_instance(kind, Some(name));
         let id = ItemId::new(self.db, self.tree, kind, name);
         structured_item(self.db, id).item.clone()
     }
@@ -124,6 +153,7 @@ impl HookContext for EngineContext<'_> {
     }
 
     fn item_names(&self, kind: ItemKind) -> Vec<String> {
+        self.reads_instance(kind, None);
         item_index(self.db, self.tree)
             .names(kind)
             .map(String::from)
@@ -186,6 +216,7 @@ impl HookContext for EngineContext<'_> {
     }
 
     fn undeclared_instances(&self) -> Vec<String> {
+        self.reads_instance(ItemKind::INSTANCES, None);
         let index = item_index(self.db, self.tree);
         crate::state::launch_params::launch_record(self.db, self.tree)
             .value

@@ -197,6 +197,7 @@ pub fn after_generate<'db>(
         tree,
         run: Some(run),
         lifecycle: name.clone(),
+        about: None,
     };
     AfterGenerate {
         core: core_contribution(db, tree, run, &name),

@@ -136,6 +136,7 @@ pub fn validation(
         tree: ws.tree,
         run: Some(run),
         lifecycle: String::new(),
+        about: None,
     };
     for hooks in ws.db.registry().run_hooks() {
         errors.extend(hooks.validators(&ctx));

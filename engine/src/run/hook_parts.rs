@@ -140,6 +140,7 @@ fn hooks_of<'db>(
         tree,
         run: Some(run),
         lifecycle: key.lifecycle(db).clone(),
+        about: None,
     };
     Some(((model.builder)(decl), ctx))
 }

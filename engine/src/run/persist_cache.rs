@@ -4,13 +4,13 @@
 
 use rayon::prelude::*;
 
-use crate::check::item_checks::file_findings;
+use crate::check::item_checks::{check_every_file, file_findings};
 use crate::db::SourceFile;
 use crate::db::cache::{SHARDS, digest, shard_of};
 use crate::db::system::System;
 use crate::load::entries;
 use crate::load::items::item_file_entries;
-use crate::load::kept_users;
+use crate::load::{kept_instances, kept_users};
 use crate::workspace::Workspace;
 
 /// What the cache directory's own .gitignore holds: everything in it.
@@ -24,19 +24,32 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
         return Ok(());
     };
     let (db, tree) = (&ws.db, ws.tree);
-    // The users files' checks on every core: each digests its file and
-    // cfg/ for its key. A unit taken from the cache is written back with
-    // the bytes it was loaded with.
+    // Every file's checks first: whether a hook read across instances is
+    // known only once they have all run.
+    check_every_file(db, tree);
+    // The users and instances files' checks on every core: each digests
+    // its file for its key. A unit taken from the cache is written back
+    // with the bytes it was loaded with.
     let files = tree.item_files(db);
     let checks: Vec<Option<ToKeep>> = files
         .par_iter()
         .map_with(db.clone(), |db, f| {
-            let unit = kept_users::unit_path(f.file.path(db));
-            if let Some(digest) = cache.taken_digest(&unit) {
-                return Some((unit, Unit::Held(digest), true));
+            let found_nothing = || file_findings(db, f.file).is_empty();
+            let path = f.file.path(db);
+            let users = kept_users::unit_path(path);
+            if let Some(digest) = cache.taken_digest(&users) {
+                return Some((users, Unit::Held(digest), true));
             }
-            kept_users::encode(db, f.file, || file_findings(db, f.file).is_empty())
-                .map(|(digest, bytes)| (unit, Unit::Checks(digest, bytes), false))
+            let instances = kept_instances::unit_path(path);
+            if let Some(digest) = cache.taken_digest(&instances) {
+                return Some((instances, Unit::Held(digest), true));
+            }
+            kept_users::encode(db, f.file, found_nothing)
+                .map(|(digest, bytes)| (users, Unit::Checks(digest, bytes), false))
+                .or_else(|| {
+                    kept_instances::encode(db, f.file, found_nothing)
+                        .map(|(digest, bytes)| (instances, Unit::Checks(digest, bytes), false))
+                })
         })
         .collect();
     // Each kept unit by shard, in path order, and whether it was taken
@@ -117,7 +130,8 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
 type ToKeep = (String, Unit, bool);
 
 /// What a unit holds: a file's entries (encoded as it is written), a
-/// users file's checks (`load::kept_users`), encoded already, or the
+/// users or instances file's checks (`load::kept_users`,
+/// `load::kept_instances`), encoded already, or the
 /// bytes of a unit this process took, held by the cache.
 enum Unit {
     Entries(SourceFile),

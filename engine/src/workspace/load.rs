@@ -251,7 +251,10 @@ files inside the tree",
         // Every file is read: what the cache held for them is not needed
         // again, and a large tree's would be held through the plan.
         if let Some(cache) = crate::db::Db::cache(&db) {
-            cache.release(&crate::load::kept_users::is_unit_path);
+            cache.release(&|path| {
+                crate::load::kept_users::is_unit_path(path)
+                    || crate::load::kept_instances::is_unit_path(path)
+            });
         }
         let index = crate::load::items::compute_index(&db, tree);
         tree.set_index(&mut db)

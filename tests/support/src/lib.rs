@@ -15,10 +15,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 use std::collections::BTreeMap;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use csis_engine::db::system::{MemorySystem, System};
+use csis_engine::db::system::{
+    HeldLock, MemorySystem, OsSystem, Process, ProcessOutput, SourceRead, Stream, System,
+};
 use csis_engine::registry::Registry;
 use csis_engine::run::{Level, RunRequest, RunSummary, run};
 use csis_engine::workspace::{LoadOptions, Workspace};
@@ -262,6 +265,24 @@ pub fn load(
     Workspace::load(sys, registry, root, options).expect("the tree reads")
 }
 
+/// A tree on disk loaded with the plugins `csis` links, with the
+/// persisted cache in `cache` when one is given (as `plan` loads it).
+pub fn load_cached(sys: &dyn System, root: &Path, cache: Option<&Path>) -> Workspace {
+    let options = LoadOptions {
+        cache_dir: cache.map(Path::to_path_buf),
+        ..LoadOptions::default()
+    };
+    load(sys, registry(LINKED), root, &options)
+}
+
+/// Every diagnostic of a load, as `csis validate` describes it.
+pub fn described_diagnostics(ws: &Workspace) -> Vec<String> {
+    ws.load_diagnostics()
+        .iter()
+        .map(|d| ws.describe(d))
+        .collect()
+}
+
 /// An inline tree (see [`parse`]) loaded from a memory system at [`ROOT`]
 /// whose environment is `env`, with `plugins`.
 pub fn workspace_with(
@@ -374,6 +395,65 @@ pub fn check_hcl(dirs: &[&std::path::Path]) -> Result<bool, String> {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         )),
+    }
+}
+
+/// The disk, with an environment of the test's own: what a kept unit
+/// keyed by the variables its templates read is tested against.
+pub struct DiskWithEnv(pub BTreeMap<String, String>);
+
+impl System for DiskWithEnv {
+    fn read_to_string(&self, path: &Path) -> io::Result<Option<String>> {
+        OsSystem.read_to_string(path)
+    }
+    fn read_source(&self, path: &Path, max_bytes: u64) -> SourceRead {
+        OsSystem.read_source(path, max_bytes)
+    }
+    fn resolve(&self, path: &Path) -> io::Result<PathBuf> {
+        OsSystem.resolve(path)
+    }
+    fn list_files(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        OsSystem.list_files(dir)
+    }
+    fn is_dir(&self, path: &Path) -> bool {
+        OsSystem.is_dir(path)
+    }
+    fn env(&self) -> BTreeMap<String, String> {
+        self.0.clone()
+    }
+    fn now_unix(&self) -> i64 {
+        OsSystem.now_unix()
+    }
+    fn read_bytes(&self, path: &Path) -> io::Result<Option<Vec<u8>>> {
+        OsSystem.read_bytes(path)
+    }
+    fn write_atomic(&self, path: &Path, bytes: &[u8], executable: bool) -> io::Result<()> {
+        OsSystem.write_atomic(path, bytes, executable)
+    }
+    fn write_replace(&self, path: &Path, bytes: &[u8], executable: bool) -> io::Result<()> {
+        OsSystem.write_replace(path, bytes, executable)
+    }
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        OsSystem.remove_file(path)
+    }
+    fn remove_empty_dirs(&self, dir: &Path) -> io::Result<()> {
+        OsSystem.remove_empty_dirs(dir)
+    }
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        OsSystem.canonicalize(path)
+    }
+    fn run_streaming(
+        &self,
+        process: &Process,
+        on_line: &mut dyn FnMut(Stream, &str),
+    ) -> io::Result<ProcessOutput> {
+        OsSystem.run_streaming(process, on_line)
+    }
+    fn modified(&self, path: &Path) -> io::Result<Option<std::time::SystemTime>> {
+        OsSystem.modified(path)
+    }
+    fn try_lock(&self, path: &Path) -> io::Result<Option<Box<dyn HeldLock>>> {
+        OsSystem.try_lock(path)
     }
 }
 
