@@ -18,7 +18,8 @@ use csis_engine::workspace::Workspace;
 use csis_model::ItemKind;
 use csis_plugin_api::HookContext;
 use csis_test_support::{
-    DiskWithEnv, LOCAL_BASE, described_diagnostics, load_cached, parse, temp_tree, write_file,
+    DiskWithEnv, LOCAL_BASE, described_diagnostics, fixture_dir, load_cached, parse, read_tree,
+    temp_tree, write_file,
 };
 
 /// Two instances files over LOCAL_BASE: `box` attaches a storage its
@@ -193,4 +194,76 @@ fn a_hook_reading_another_instance_keeps_no_instances_file() {
     assert!(!ws.db.cache().unwrap().reached_across(), "for no instance");
     EngineContext::about_instance(&ws.db, ws.tree, "box").item_model(ItemKind::INSTANCES, "spare");
     assert!(ws.db.cache().unwrap().reached_across(), "spare, for box");
+}
+
+/// The clouds tree with its instances file kept, then a second instances
+/// file whose instances collide with the kept ones: a GCE name, and an
+/// EBS volume two instances attach. The tree-wide checks read the kept
+/// instances from the unit, and refuse as a cold load does.
+#[test]
+fn the_tree_wide_checks_read_a_kept_files_instances_as_a_cold_load_does() {
+    let root = temp_tree(read_tree(&fixture_dir("clouds")));
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = cache_dir.path();
+    let sys = DiskWithEnv(BTreeMap::new());
+    for _ in 0..2 {
+        let ws = load_cached(&sys, root.path(), Some(cache));
+        assert_eq!(described_diagnostics(&ws), Vec::<String>::new());
+        save_cache(&ws, &sys).unwrap();
+    }
+    write_file(
+        root.path(),
+        "instances/later.yml",
+        "instances:\n  - name: web_gce\n    type: gce-vms\n    image: web\n  - name: later-aws\n    type: ec2\n    image: web\n    storages:\n      - {name: web_data, mount_point: /srv/later}\n",
+    );
+    let cached = load_cached(&sys, root.path(), Some(cache));
+    let found = described_diagnostics(&cached);
+    let web = cached.file("instances/web.yml").unwrap();
+    assert!(kept_instances(&cached.db, web).is_some(), "web.yml is kept");
+    assert_eq!(
+        found,
+        described_diagnostics(&load_cached(&sys, root.path(), None))
+    );
+    let has = |text: &str| found.iter().any(|d| d.contains(text));
+    // later.yml is read first: the kept instance is the second to
+    // derive the name, refused where its file declares it.
+    assert!(
+        has(
+            "instances/web.yml:11:5: instance 'web-gce' becomes GCE instance name 'web-gce', as instance 'web_gce' (instances/later.yml:2:5) does"
+        ),
+        "{found:#?}"
+    );
+    assert!(
+        has(
+            "storage 'web_data' (ebs) is single-attach but instances [later-aws, web-aws] all attach it"
+        ),
+        "{found:#?}"
+    );
+}
+
+/// A kept instance whose storage its image's base cannot mount: the
+/// capabilities (a tree-wide check, by image) read which instances launch
+/// the image and what they attach from the unit, and refuse as a cold
+/// load does, where the instance declares its storages.
+#[test]
+fn the_capabilities_read_a_kept_files_instances_as_a_cold_load_does() {
+    let base = LOCAL_BASE.replace("storage_types: [local]", "storage_types: [nfs]");
+    let root = temp_tree(parse(&format!("{base}{HOSTS}")));
+    let cache_dir = tempfile::tempdir().unwrap();
+    let sys = env("blue");
+    assert!(
+        !took(&sys, root.path(), cache_dir.path()),
+        "nothing kept yet"
+    );
+    write_file(
+        root.path(),
+        "instances/more.yml",
+        "instances:\n  - name: spare\n    image: web\n    description: edited\n",
+    );
+    assert!(took(&sys, root.path(), cache_dir.path()), "box's file kept");
+    let found = described_diagnostics(&load_cached(&sys, root.path(), Some(cache_dir.path())));
+    assert!(
+        found.iter().any(|d| d.starts_with("instances/box.yml:6:7: image 'web' attaches storage 'data' of type 'local' which base 'alma' does not declare")),
+        "{found:#?}"
+    );
 }

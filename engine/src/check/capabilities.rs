@@ -16,6 +16,7 @@ use crate::check::context::Checks;
 use crate::db::{Db, Tree};
 use crate::load::items::{ItemId, indexed_of_kind};
 use crate::load::items_model::structured_item;
+use crate::load::kept_instances::instance_links;
 
 /// Every image's capability findings, in name order; a group without an
 /// identity builder is reported once, at the first image that meets it.
@@ -74,8 +75,9 @@ pub(crate) fn capability_diagnostics<'db>(db: &'db dyn Db, id: ItemId<'db>) -> C
 pub(crate) fn instances_by_image<'db>(db: &'db dyn Db, tree: Tree) -> InstancesByImage<'db> {
     let mut out = InstancesByImage::default();
     for id in indexed_of_kind(db, tree, ItemKind::INSTANCES) {
-        if let Some(Item::Instance(inst)) = structured_item(db, id).item.as_deref()
-            && let Some(image) = inst.image.as_deref()
+        // A kept instances file answers without structuring its instances.
+        if let Some(links) = instance_links(db, id)
+            && let Some(image) = links.image()
         {
             out.entry(csis_model::naming::safe_name(image))
                 .or_default()
@@ -174,9 +176,11 @@ impl<'a> Checks<'a> {
         }
         let mut reported: BTreeSet<String> = BTreeSet::new();
         for inst in image_instances(self.db, image) {
-            let si = structured_item(self.db, *inst);
-            for m in &si.storages {
-                let Some(item) = self.storage(&m.name) else {
+            let Some(links) = instance_links(self.db, *inst) else {
+                continue;
+            };
+            for storage in links.storages() {
+                let Some(item) = self.storage(storage) else {
                     continue;
                 };
                 let Item::Storage(st) = &*item else {
@@ -188,14 +192,16 @@ impl<'a> Checks<'a> {
                 else {
                     continue;
                 };
-                if !sts.contains(&t) && reported.insert(m.name.clone()) {
+                if !sts.contains(&t) && reported.insert(storage.to_string()) {
+                    // Where, only for a refusal: a kept instance is not
+                    // structured otherwise.
+                    let at = structured_item(self.db, *inst).origin_of("storages");
                     self.err(
                         format!(
-                            "image '{name}' attaches storage '{}' of type '{t}' which base '{root}' does not declare (declared: [{}], via {source}) -- declare the type on the OS builder and re-bake the chain",
-                            m.name,
+                            "image '{name}' attaches storage '{storage}' of type '{t}' which base '{root}' does not declare (declared: [{}], via {source}) -- declare the type on the OS builder and re-bake the chain",
                             sts.join(", ")
                         ),
-                        si.origin.as_ref().map(|o| o.key("storages")),
+                        at,
                     );
                 }
             }

@@ -20,6 +20,7 @@ use crate::db::{Db, SourceFile, Tree};
 use crate::load::builders::builders;
 use crate::load::items::{ItemId, indexed_in_file, indexed_in_overlays};
 use crate::load::items_model::structured_item;
+use crate::load::kept_instances::instance_links;
 
 /// One name an item's runtime derives from its declared name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, salsa::SalsaValue)]
@@ -147,8 +148,16 @@ fn item_cloud_names<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Vec<Derived> {
         b.resolve(vct, reference)
             .and_then(|d| d.base.runtime().map(str::to_string))
     };
+    // A kept instances file answers without structuring its instances.
+    if kind == ItemKind::INSTANCES {
+        let runtimes: Vec<String> = instance_links(db, id)
+            .and_then(|links| runtime_of(Vct::InstanceBuilderModel, links.builder()))
+            .into_iter()
+            .collect();
+        return derived_names(db, b, kind, name, runtimes);
+    }
     let si = structured_item(db, id);
-    let mut runtimes: Vec<String> = match si.item.as_deref() {
+    let runtimes: Vec<String> = match si.item.as_deref() {
         Some(Item::Image(img)) => img
             .runtimes
             .iter()
@@ -165,6 +174,17 @@ fn item_cloud_names<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Vec<Derived> {
         ],
         _ => Vec::new(),
     };
+    derived_names(db, b, kind, name, runtimes)
+}
+
+/// The names `runtimes` derive from item `name` of `kind`.
+fn derived_names(
+    db: &dyn Db,
+    b: &crate::load::builders::Builders,
+    kind: ItemKind,
+    name: &str,
+    mut runtimes: Vec<String>,
+) -> Vec<Derived> {
     runtimes.sort();
     runtimes.dedup();
     let mut out = Vec::new();

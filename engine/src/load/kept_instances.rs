@@ -1,8 +1,12 @@
 //! An instances file's checks as the persisted cache keeps them (issue
 //! 40): a fresh process whose instances file, and everything that is not
 //! an instances file, are as they were knows the file's checks found
-//! nothing and does not run them. An edit of one instances file then
-//! re-checks that file alone: its 10 instances, not the tree's 5,000.
+//! nothing and does not run them. The unit also holds what the tree-wide
+//! checks read of each instance (its image, its storages' names, its
+//! builder: [`InstanceLinks`]), so a kept file's instances are not
+//! structured at all unless a refusal needs where one is declared. An
+//! edit of one instances file then structures and checks that file's 10
+//! instances, not the tree's 5,000.
 //!
 //! An instance's checks (`check::item_checks`) read its own entry, the
 //! image, storages, groups and users it names, the builders, cfg/,
@@ -16,8 +20,10 @@
 //!
 //! - a template naming another item (`StructuredItem::reads_items`);
 //! - a builder's hook reading another instance while it answers for one
-//!   (`plan::hook_context::EngineContext::about`): the process keeps no
-//!   instances file at all (`Cache::reached_across`);
+//!   (`plan::hook_context::EngineContext::about`): the process keeps none
+//!   of the instances files whose checks it ran (`Cache::reached_across`;
+//!   one it took was checked by a process where no hook read across, and
+//!   the same inputs lead the same hooks to the same reads);
 //! - a file under instances/ that declares anything but instances: it is
 //!   part of [`world`], never kept.
 //!
@@ -26,12 +32,13 @@
 //! decrypt (an identity is set).
 
 use csis_model::ItemKind;
-use csis_model::packed::{read_len, write_len};
+use csis_model::models::{Instance, Item, StorageMapping};
+use csis_model::packed::{read_len, read_str, write_len, write_str};
 use csis_secrets::IdentitySource;
 
 use crate::db::system::digest_parts;
-use crate::db::{Db, SourceFile, Tree};
-use crate::load::items::{indexed_in_file, item_file_entries};
+use crate::db::{Db, ItemSource, SourceFile, Tree};
+use crate::load::items::{ItemId, indexed_in_file, item_file_entries, item_index};
 use crate::load::items_model::structured_item;
 use crate::load::kept_env::{KeptEnv, keyable};
 
@@ -50,11 +57,104 @@ pub fn is_unit_path(path: &str) -> bool {
 }
 
 /// What the cache kept of one instances file: that its checks found
-/// nothing, for this many instances, under these variables' values.
+/// nothing, under these variables' values, and what the tree-wide checks
+/// read of each of its instances.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeptInstances {
     env: KeptEnv,
-    instances: usize,
+    /// Each instance, in the order the index takes them.
+    instances: Vec<KeptInstance>,
+}
+
+/// One instance of a kept file: the entry that declares it, and what the
+/// tree-wide checks read of it (the capabilities, single-attach
+/// cardinality, the cloud names its runtime derives), so that they need
+/// not structure it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeptInstance {
+    entry: usize,
+    links: Links,
+}
+
+/// What the tree-wide checks read of an instance.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Links {
+    image: Option<String>,
+    storages: Vec<String>,
+    builder: String,
+}
+
+impl KeptInstances {
+    /// The instance the file's `entry`-th entry declares.
+    fn instance(&self, entry: usize) -> Option<&KeptInstance> {
+        let at = self
+            .instances
+            .binary_search_by_key(&entry, |i| i.entry)
+            .ok()?;
+        self.instances.get(at)
+    }
+}
+
+/// What the tree-wide checks read of an instance: from its kept file, or
+/// from the structured instance (and only then is it structured).
+pub enum InstanceLinks<'db> {
+    Kept(&'db KeptInstance),
+    Structured(&'db Instance, &'db [StorageMapping]),
+}
+
+impl InstanceLinks<'_> {
+    /// The image it launches, as written.
+    pub fn image(&self) -> Option<&str> {
+        match self {
+            InstanceLinks::Kept(k) => k.links.image.as_deref(),
+            InstanceLinks::Structured(inst, _) => inst.image.as_deref(),
+        }
+    }
+
+    /// The (normalized) names of the storages it attaches.
+    pub fn storages(&self) -> Vec<&str> {
+        match self {
+            InstanceLinks::Kept(k) => k.links.storages.iter().map(String::as_str).collect(),
+            InstanceLinks::Structured(_, mappings) => {
+                mappings.iter().map(|m| m.name.as_str()).collect()
+            }
+        }
+    }
+
+    /// Its instance builder, as written (`type:`).
+    pub fn builder(&self) -> &str {
+        match self {
+            InstanceLinks::Kept(k) => &k.links.builder,
+            InstanceLinks::Structured(inst, _) => &inst.root.named.type_,
+        }
+    }
+}
+
+/// What the tree-wide checks read of instance `id`; `None` when it did
+/// not structure into an instance.
+pub fn instance_links<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Option<InstanceLinks<'db>> {
+    if let Some(kept) = kept_instance(db, id) {
+        return Some(InstanceLinks::Kept(kept));
+    }
+    let si = structured_item(db, id);
+    match si.item.as_deref() {
+        Some(Item::Instance(inst)) => Some(InstanceLinks::Structured(inst, &si.storages)),
+        _ => None,
+    }
+}
+
+/// Instance `id`, when the file that declares it is kept.
+fn kept_instance<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Option<&'db KeptInstance> {
+    // Without a cache nothing is kept: no lookup of the name.
+    db.cache()?;
+    let ItemSource::Tree { file, index } = *item_index(db, id.tree(db))
+        .items
+        .get(&ItemKind::INSTANCES)?
+        .get(id.name(db).as_str())?
+    else {
+        return None;
+    };
+    kept_instances(db, file)?.instance(index)
 }
 
 /// The file's kept checks, when every input they were computed from is
@@ -73,7 +173,7 @@ fn taken_instances(db: &dyn Db, file: SourceFile) -> Option<KeptInstances> {
     let key = key(db, file)?;
     cache.take(&unit_path(file.path(db)), &key, |bytes| {
         let kept = decode(bytes)?;
-        (kept.instances == instances && kept.env.holds(db, tree)).then_some(kept)
+        (kept.instances.len() == instances && kept.env.holds(db, tree)).then_some(kept)
     })
 }
 
@@ -89,18 +189,32 @@ pub fn encode(
 ) -> Option<([u8; 32], Vec<u8>)> {
     let tree = file.tree(db);
     let cache = db.cache()?;
-    let instances = instances_of(db, file).filter(|n| *n > 0)?;
+    instances_of(db, file).filter(|n| *n > 0)?;
     let reads = cache.env_reads();
     if reads.read_clock() || cache.reached_across() || !found_nothing() {
         return None;
     }
     let vars = reads.vars()?;
-    let reads_another = indexed_in_file(db, file).iter().any(|id| {
+    let names = item_index(db, tree).items.get(&ItemKind::INSTANCES)?;
+    let mut instances = Vec::new();
+    for id in indexed_in_file(db, file) {
         let si = structured_item(db, *id);
-        !si.secrets.is_empty() || si.reads_items
-    });
-    if reads_another {
-        return None;
+        if !si.secrets.is_empty() || si.reads_items {
+            return None;
+        }
+        let (Some(Item::Instance(inst)), ItemSource::Tree { index: entry, .. }) =
+            (si.item.as_deref(), *names.get(id.name(db).as_str())?)
+        else {
+            return None;
+        };
+        instances.push(KeptInstance {
+            entry,
+            links: Links {
+                image: inst.image.clone(),
+                storages: si.storages.iter().map(|m| m.name.clone()).collect(),
+                builder: inst.root.named.type_.to_string(),
+            },
+        });
     }
     let key = key(db, file)?;
     let kept = KeptInstances {
@@ -191,14 +305,63 @@ fn world(db: &dyn Db, tree: Tree) -> Option<[u8; 32]> {
 fn bytes_of(kept: &KeptInstances) -> Vec<u8> {
     let mut out = Vec::new();
     kept.env.write(&mut out);
-    write_len(kept.instances, &mut out);
+    write_len(kept.instances.len(), &mut out);
+    for instance in &kept.instances {
+        let Links {
+            image,
+            storages,
+            builder,
+        } = &instance.links;
+        write_len(instance.entry, &mut out);
+        // An instance without an image is 0, one with an image 1 and it.
+        match image {
+            None => write_len(0, &mut out),
+            Some(image) => {
+                write_len(1, &mut out);
+                write_str(image, &mut out);
+            }
+        }
+        write_len(storages.len(), &mut out);
+        for storage in storages {
+            write_str(storage, &mut out);
+        }
+        write_str(builder, &mut out);
+    }
     out
 }
 
 fn decode(bytes: &[u8]) -> Option<KeptInstances> {
     let mut at = 0;
     let env = KeptEnv::read(bytes, &mut at)?;
-    let instances = read_len(bytes, &mut at)?;
+    let n = read_len(bytes, &mut at)?;
+    let mut instances: Vec<KeptInstance> = Vec::with_capacity(n.min(bytes.len()));
+    for _ in 0..n {
+        let entry = read_len(bytes, &mut at)?;
+        // In entry order, as the index takes them
+        // ([`KeptInstances::instance`] searches them).
+        if instances.last().is_some_and(|i| i.entry >= entry) {
+            return None;
+        }
+        let image = match read_len(bytes, &mut at)? {
+            0 => None,
+            1 => Some(read_str(bytes, &mut at)?.to_string()),
+            _ => return None,
+        };
+        let n = read_len(bytes, &mut at)?;
+        let mut storages = Vec::with_capacity(n.min(bytes.len()));
+        for _ in 0..n {
+            storages.push(read_str(bytes, &mut at)?.to_string());
+        }
+        let builder = read_str(bytes, &mut at)?.to_string();
+        instances.push(KeptInstance {
+            entry,
+            links: Links {
+                image,
+                storages,
+                builder,
+            },
+        });
+    }
     (at == bytes.len()).then_some(KeptInstances { env, instances })
 }
 
@@ -208,10 +371,30 @@ mod tests {
 
     #[test]
     fn a_unit_reads_back_as_written_and_a_short_or_long_one_not_at_all() {
+        let links = |image: Option<&str>, storages: &[&str]| Links {
+            image: image.map(String::from),
+            storages: storages.iter().map(|s| s.to_string()).collect(),
+            builder: "vm".into(),
+        };
         let kept = KeptInstances {
             env: KeptEnv::now_for_test(),
-            instances: 10,
+            instances: vec![
+                KeptInstance {
+                    entry: 0,
+                    links: links(Some("web"), &["data", "logs"]),
+                },
+                KeptInstance {
+                    entry: 2,
+                    links: links(None, &[]),
+                },
+            ],
         };
+        assert_eq!(kept.instance(2).map(|i| i.links.image.clone()), Some(None));
+        assert_eq!(kept.instance(1), None);
+        // Out of entry order, a unit could not be searched: refused.
+        let mut reversed = kept.clone();
+        reversed.instances.reverse();
+        assert_eq!(decode(&bytes_of(&reversed)), None);
         let bytes = bytes_of(&kept);
         assert_eq!(decode(&bytes), Some(kept));
         assert_eq!(decode(&bytes[..bytes.len() - 1]), None);

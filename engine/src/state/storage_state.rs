@@ -14,6 +14,7 @@ use crate::db::{Db, Tree};
 use crate::load::builders::builders;
 use crate::load::items::{indexed_of_kind, item_index};
 use crate::load::items_model::structured_item;
+use crate::load::kept_instances::instance_links;
 
 /// The record's file name inside meta-state/.
 pub const FILE: &str = "storage-state.yaml";
@@ -65,8 +66,12 @@ pub struct Declared {
 pub fn attachments(db: &dyn Db, tree: Tree) -> BTreeMap<String, Vec<String>> {
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for id in indexed_of_kind(db, tree, ItemKind::INSTANCES) {
-        for m in &structured_item(db, id).storages {
-            out.entry(m.name.clone())
+        // A kept instances file answers without structuring its instances.
+        let Some(links) = instance_links(db, id) else {
+            continue;
+        };
+        for storage in links.storages() {
+            out.entry(storage.to_string())
                 .or_default()
                 .push(id.name(db).to_string());
         }
