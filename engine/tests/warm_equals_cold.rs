@@ -145,6 +145,10 @@ fn answers(ws: &Workspace) -> (Vec<String>, Vec<String>, Vec<String>) {
         .collect();
     diags.sort();
     let run = RunInput::new(&ws.db, RunOptions::default());
+    // As `csis plan` does: every fingerprint first, on every core (and
+    // then the cache keeps them, plan/kept_fingerprints.rs).
+    let keys = csis_engine::plan::bakes::bake_keys(&ws.db, ws.tree);
+    csis_engine::workspace::prewarm::fingerprints(&ws.db, ws.tree, &keys);
     let plan = bake_plan(&ws.db, ws.tree, run)
         .decisions
         .iter()

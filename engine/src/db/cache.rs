@@ -92,6 +92,9 @@ pub struct Cache {
     /// A builder's hook read another instance while it answered for one
     /// (`plan::hook_context`): no instances file's checks are kept.
     reached_across: AtomicBool,
+    /// This process computed every series' fingerprint
+    /// (`workspace::prewarm::fingerprints`): they may be kept.
+    fingerprinted: AtomicBool,
 }
 
 /// What a process read of the environment and the clock, as its queries
@@ -201,6 +204,7 @@ impl Cache {
             notice,
             env_reads: EnvReads::default(),
             reached_across: AtomicBool::new(false),
+            fingerprinted: AtomicBool::new(false),
         }
     }
 
@@ -218,6 +222,17 @@ impl Cache {
     /// Whether an instance's checks read another instance in this process.
     pub fn reached_across(&self) -> bool {
         self.reached_across.load(Ordering::Relaxed)
+    }
+
+    /// Note that this process computed every series' fingerprint
+    /// (`plan::kept_fingerprints`).
+    pub fn note_fingerprinted(&self) {
+        self.fingerprinted.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether this process computed every series' fingerprint.
+    pub fn fingerprinted(&self) -> bool {
+        self.fingerprinted.load(Ordering::Relaxed)
     }
 
     pub fn dir(&self) -> &Path {

@@ -13,7 +13,7 @@
 //! meta-state, and the builders' hooks they call (user-data). None of
 //! those is another instances file, so the key ([`key`]) is the file's
 //! text, the digest of every input of the tree but the instances files
-//! ([`world`]), which of its entries the index takes, and, inside the
+//! (`load::world`), which of its entries the index takes, and, inside the
 //! unit, the values of the environment variables the writing process
 //! had looked up. Three things could make an instance read another, and
 //! each keeps the file out:
@@ -25,7 +25,7 @@
 //!   one it took was checked by a process where no hook read across, and
 //!   the same inputs lead the same hooks to the same reads);
 //! - a file under instances/ that declares anything but instances: it is
-//!   part of [`world`], never kept.
+//!   part of the world, never kept.
 //!
 //! As for users, nothing is kept of a process that read the clock or the
 //! whole environment, ran with overlays or `--undeclare`, or could
@@ -34,13 +34,13 @@
 use csis_model::ItemKind;
 use csis_model::models::{Instance, Item, StorageMapping};
 use csis_model::packed::{read_len, read_str, write_len, write_str};
-use csis_secrets::IdentitySource;
 
 use crate::db::system::digest_parts;
-use crate::db::{Db, ItemSource, SourceFile, Tree};
-use crate::load::items::{ItemId, indexed_in_file, item_file_entries, item_index};
+use crate::db::{Db, ItemSource, SourceFile};
+use crate::load::items::{ItemId, indexed_in_file, item_index};
 use crate::load::items_model::structured_item;
-use crate::load::kept_env::{KeptEnv, keyable};
+use crate::load::kept_env::KeptEnv;
+use crate::load::world::{is_instances_file, world};
 
 /// What a unit's path adds to its file's (no path holds a NUL).
 const SUFFIX: &str = "\0instances";
@@ -229,17 +229,6 @@ fn instances_of(db: &dyn Db, file: SourceFile) -> Option<usize> {
     is_instances_file(db, file).then(|| indexed_in_file(db, file).len())
 }
 
-/// A file under instances/ that declares instances and nothing else: what
-/// may be kept, and what [`world`] leaves out.
-fn is_instances_file(db: &dyn Db, file: SourceFile) -> bool {
-    let under = file
-        .path(db)
-        .split_once('/')
-        .is_some_and(|(dir, _)| dir == ItemKind::INSTANCES.dir());
-    let entries = &item_file_entries(db, file).items;
-    under && !entries.is_empty() && entries.iter().all(|e| e.kind == ItemKind::INSTANCES)
-}
-
 /// What a unit of `file` is kept with: its text, the [`world`], and the
 /// names of the entries the index takes from it (which follow from the
 /// other files when a name is declared twice). `None` when nothing of
@@ -257,49 +246,6 @@ fn key(db: &dyn Db, file: SourceFile) -> Option<String> {
     .into_iter()
     .chain(names.map(str::as_bytes));
     Some(blake3::Hash::from(digest_parts(parts)).to_hex().to_string())
-}
-
-/// The digest of every input of the tree an instance's checks may read:
-/// every file but the instances files (cfg/, the other item files,
-/// meta-state, the files the configuration names, remote state read for
-/// interpolation), with its path, and what the load learnt of the paths
-/// template chains name. `None` with overlays, `--undeclare` or an
-/// identity set.
-#[salsa::tracked(returns(ref))]
-fn world(db: &dyn Db, tree: Tree) -> Option<[u8; 32]> {
-    if !keyable(db, tree) || !matches!(tree.identities(db), IdentitySource::Unset) {
-        return None;
-    }
-    let items = tree
-        .item_files(db)
-        .iter()
-        .map(|f| f.file)
-        .filter(|f| !is_instances_file(db, *f));
-    let files = tree
-        .cfg_files(db)
-        .iter()
-        .copied()
-        .chain(items)
-        .chain(tree.meta_files(db).iter().copied())
-        .chain(tree.aux_files(db).iter().copied())
-        .flat_map(|f| [f.path(db).as_bytes(), f.text(db).as_bytes()]);
-    let facts = tree.path_facts(db).iter().flat_map(|(path, fact)| {
-        let canonical = fact
-            .canonical
-            .as_ref()
-            .map_or(&b"\0absent"[..], |p| p.as_os_str().as_encoded_bytes());
-        [
-            path.as_bytes(),
-            canonical,
-            if fact.symlink { b"link" } else { b"file" },
-            fact.digest.as_deref().map_or(&b"\0none"[..], str::as_bytes),
-        ]
-    });
-    let parts = [b"csis world".as_slice(), tree.root_display(db).as_bytes()]
-        .into_iter()
-        .chain(files)
-        .chain(facts);
-    Some(digest_parts(parts))
 }
 
 fn bytes_of(kept: &KeptInstances) -> Vec<u8> {

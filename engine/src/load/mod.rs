@@ -23,3 +23,4 @@ pub mod resolve;
 pub mod strings;
 pub mod templates;
 pub mod user_identity;
+pub(crate) mod world;

@@ -271,6 +271,13 @@ pub fn input_fingerprint<'db>(
     tree: Tree,
     key: SeriesKey<'db>,
 ) -> Option<InputFingerprint> {
+    // The tree's fingerprints the persisted cache kept
+    // (plan/kept_fingerprints.rs).
+    if let Some(kept) =
+        crate::plan::kept_fingerprints::kept_fingerprint(db, tree, key.series(db), key.runtime(db))
+    {
+        return kept.cloned();
+    }
     let fp = fingerprint_detail(db, tree, key)?;
     Some(InputFingerprint {
         bake_disk_size: fp

@@ -9,4 +9,5 @@ pub mod bakes;
 pub mod fingerprint;
 pub mod graph;
 pub mod hook_context;
+pub mod kept_fingerprints;
 pub mod user_data;

@@ -11,6 +11,7 @@ use crate::db::system::System;
 use crate::load::entries;
 use crate::load::items::item_file_entries;
 use crate::load::{kept_instances, kept_users};
+use crate::plan::kept_fingerprints;
 use crate::workspace::Workspace;
 
 /// What the cache directory's own .gitignore holds: everything in it.
@@ -52,6 +53,21 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
                 })
         })
         .collect();
+    // The tree's fingerprints (plan/kept_fingerprints.rs).
+    let fingerprints: Option<ToKeep> = match cache.taken_digest(kept_fingerprints::UNIT) {
+        Some(digest) => Some((
+            kept_fingerprints::UNIT.to_string(),
+            Unit::Held(digest),
+            true,
+        )),
+        None => kept_fingerprints::encode(db, tree).map(|(digest, bytes)| {
+            (
+                kept_fingerprints::UNIT.to_string(),
+                Unit::Checks(digest, bytes),
+                false,
+            )
+        }),
+    };
     // Each kept unit by shard, in path order, and whether it was taken
     // from the cache. The entries on this thread: every entry is
     // memoized, and handing them to every core cost more than reading
@@ -67,6 +83,9 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
         if let Some(checks) = checks {
             shards[shard_of(&checks.0)].push(checks);
         }
+    }
+    if let Some(unit) = fingerprints {
+        shards[shard_of(&unit.0)].push(unit);
     }
     for units in &mut shards {
         units.sort_by(|a, b| a.0.cmp(&b.0));
@@ -131,7 +150,8 @@ type ToKeep = (String, Unit, bool);
 
 /// What a unit holds: a file's entries (encoded as it is written), a
 /// users or instances file's checks (`load::kept_users`,
-/// `load::kept_instances`), encoded already, or the
+/// `load::kept_instances`) or the tree's fingerprints
+/// (`plan::kept_fingerprints`), encoded already, or the
 /// bytes of a unit this process took, held by the cache.
 enum Unit {
     Entries(SourceFile),

@@ -254,6 +254,7 @@ files inside the tree",
             cache.release(&|path| {
                 crate::load::kept_users::is_unit_path(path)
                     || crate::load::kept_instances::is_unit_path(path)
+                    || path == crate::plan::kept_fingerprints::UNIT
             });
         }
         let index = crate::load::items::compute_index(&db, tree);

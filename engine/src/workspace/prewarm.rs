@@ -157,6 +157,11 @@ fn check_tree(db: &Database, tree: Tree) {
 /// The input fingerprint of each `(series, runtime)`: a chain's parent is
 /// computed once, by whichever worker reaches it first.
 pub fn fingerprints(db: &Database, tree: Tree, keys: &[(String, String)]) {
+    // Every series' fingerprint, so the cache may keep them
+    // (plan/kept_fingerprints.rs).
+    if let Some(cache) = crate::db::Db::cache(db) {
+        cache.note_fingerprinted();
+    }
     keys.par_iter()
         .with_max_len(PIECE / 4)
         .for_each_with(db.clone(), |db, (series, runtime)| {

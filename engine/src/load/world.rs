@@ -1,0 +1,68 @@
+//! The tree but its instances files: a digest of every input an
+//! instance's checks, an image's fingerprint or anything else but an
+//! instance may read (issue 40). What is computed from these alone is
+//! kept in the persisted cache under this digest, so an edit of an
+//! instances file leaves it as it was (`load::kept_instances`,
+//! `plan::kept_fingerprints`); an edit of any other file changes it.
+
+use csis_model::ItemKind;
+use csis_secrets::IdentitySource;
+
+use crate::db::system::digest_parts;
+use crate::db::{Db, SourceFile, Tree};
+use crate::load::items::item_file_entries;
+use crate::load::kept_env::keyable;
+
+/// A file under instances/ that declares instances and nothing else: what
+/// `load::kept_instances` may keep, and what [`world`] leaves out.
+pub(crate) fn is_instances_file(db: &dyn Db, file: SourceFile) -> bool {
+    let under = file
+        .path(db)
+        .split_once('/')
+        .is_some_and(|(dir, _)| dir == ItemKind::INSTANCES.dir());
+    let entries = &item_file_entries(db, file).items;
+    under && !entries.is_empty() && entries.iter().all(|e| e.kind == ItemKind::INSTANCES)
+}
+
+/// The digest of every input of the tree but its instances files: every
+/// other file (cfg/, the other item files,
+/// meta-state, the files the configuration names, remote state read for
+/// interpolation), with its path, and what the load learnt of the paths
+/// template chains name. `None` with overlays, `--undeclare` or an
+/// identity set.
+#[salsa::tracked(returns(ref))]
+pub(crate) fn world(db: &dyn Db, tree: Tree) -> Option<[u8; 32]> {
+    if !keyable(db, tree) || !matches!(tree.identities(db), IdentitySource::Unset) {
+        return None;
+    }
+    let items = tree
+        .item_files(db)
+        .iter()
+        .map(|f| f.file)
+        .filter(|f| !is_instances_file(db, *f));
+    let files = tree
+        .cfg_files(db)
+        .iter()
+        .copied()
+        .chain(items)
+        .chain(tree.meta_files(db).iter().copied())
+        .chain(tree.aux_files(db).iter().copied())
+        .flat_map(|f| [f.path(db).as_bytes(), f.text(db).as_bytes()]);
+    let facts = tree.path_facts(db).iter().flat_map(|(path, fact)| {
+        let canonical = fact
+            .canonical
+            .as_ref()
+            .map_or(&b"\0absent"[..], |p| p.as_os_str().as_encoded_bytes());
+        [
+            path.as_bytes(),
+            canonical,
+            if fact.symlink { b"link" } else { b"file" },
+            fact.digest.as_deref().map_or(&b"\0none"[..], str::as_bytes),
+        ]
+    });
+    let parts = [b"csis world".as_slice(), tree.root_display(db).as_bytes()]
+        .into_iter()
+        .chain(files)
+        .chain(facts);
+    Some(digest_parts(parts))
+}
