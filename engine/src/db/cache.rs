@@ -5,8 +5,12 @@
 //! alone: bytes by source path. What a unit's bytes mean belongs to the
 //! query that keeps them (`load::entries`).
 //!
-//! The units are spread over [`SHARDS`] files by a hash of their path, so
-//! that an edit rewrites the one file its unit is in. Each file,
+//! The units of files are spread over [`FILE_SHARDS`] files by a hash of
+//! their path, so that an edit rewrites the one file its unit is in; the
+//! units of the tree as a whole (a path that starts with a NUL: they are
+//! keyed by most of the tree and change together) are in a file of their
+//! own, the last shard, so that a change to the tree rewrites that one
+//! file and not every shard. Each file,
 //! `csis-XX.cache` in the cache directory: [`MAGIC`]; the key (the format,
 //! the csis version and the plugin set); the units sorted by path (path,
 //! digest, bytes); then the blake3 digest of everything before it, so that
@@ -30,12 +34,15 @@ use crate::registry::Registry;
 
 /// The default directory, under the configuration root.
 pub const DEFAULT_DIR: &str = ".csis/cache";
-/// How many files the units are spread over.
-pub const SHARDS: usize = 64;
+/// How many files the units are spread over: the files' units', and the
+/// tree's.
+pub const SHARDS: usize = FILE_SHARDS + 1;
+/// How many files the units of files are spread over.
+const FILE_SHARDS: usize = 64;
 const MAGIC: &[u8] = b"csis cache\n";
 /// Raised whenever what a unit holds, or how it is written, changes: a
 /// cache of another format is ignored whole.
-const FORMAT: u32 = 2;
+const FORMAT: u32 = 3;
 const DIGEST: usize = 32;
 
 /// The name of shard `shard`'s file in the cache directory.
@@ -43,13 +50,17 @@ pub fn shard_file(shard: usize) -> String {
     format!("csis-{shard:02x}.cache")
 }
 
-/// The shard a unit's path is kept in: FNV-1a of the path (part of the
-/// format: a change raises [`FORMAT`]).
+/// The shard a unit's path is kept in: FNV-1a of the path, or the last
+/// shard for a unit of the tree (part of the format: a change raises
+/// [`FORMAT`]).
 pub fn shard_of(path: &str) -> usize {
+    if path.starts_with('\0') {
+        return FILE_SHARDS;
+    }
     let hash = path.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     });
-    (hash % SHARDS as u64) as usize
+    (hash % FILE_SHARDS as u64) as usize
 }
 
 /// A unit of a loaded file: where its bytes are in it.
@@ -637,6 +648,16 @@ csis build or plugin set (k, not k2)); this run rebuilds them",
             ))
         );
         assert_eq!(cache.take("images/a.yml", "a: 1\n", as_text), None);
+    }
+
+    #[test]
+    fn the_units_of_the_tree_share_the_last_shard_and_no_files_unit_is_in_it() {
+        assert_eq!(shard_of("\0fingerprints"), SHARDS - 1);
+        assert_eq!(shard_of("\0instances\0instances/a.yml"), SHARDS - 1);
+        assert_eq!(shard_file(SHARDS - 1), "csis-40.cache");
+        for path in ["instances/a.yml", "users/u.yml\0checks", "images/x/y.yml"] {
+            assert!(shard_of(path) < SHARDS - 1, "{path}");
+        }
     }
 
     #[test]

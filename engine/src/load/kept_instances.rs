@@ -42,18 +42,21 @@ use crate::load::items_model::structured_item;
 use crate::load::kept_env::KeptEnv;
 use crate::load::world::{is_instances_file, world};
 
-/// What a unit's path adds to its file's (no path holds a NUL).
-const SUFFIX: &str = "\0instances";
+/// What a unit's path puts before its file's: a NUL first, since it is
+/// keyed by the tree but its instances files, as a unit of the tree is
+/// (the cache keeps those together, and a change to the tree rewrites
+/// them alone; no file's path holds a NUL).
+const PREFIX: &str = "\0instances\0";
 
 /// The path the cache keeps `path`'s checks under.
 pub fn unit_path(path: &str) -> String {
-    format!("{path}{SUFFIX}")
+    format!("{PREFIX}{path}")
 }
 
 /// Whether a unit of the cache is an instances file's checks (asked for
 /// after the load, so its bytes are held past it).
 pub fn is_unit_path(path: &str) -> bool {
-    path.ends_with(SUFFIX)
+    path.starts_with(PREFIX)
 }
 
 /// What the cache kept of one instances file: that its checks found
