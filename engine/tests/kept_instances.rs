@@ -54,11 +54,20 @@ const BOX_FILE: &str = "instances/box.yml";
 /// Whether a fresh process took box's file's checks from the cache,
 /// after checking it answers as a cold one; then it writes the cache.
 fn took(sys: &DiskWithEnv, root: &Path, cache: &Path) -> bool {
+    took_file(sys, root, cache, BOX_FILE)
+}
+
+/// The same for the instances file at `path`; the process plans as
+/// `csis plan` does (every fingerprint computed, so the cache may keep
+/// them too).
+fn took_file(sys: &DiskWithEnv, root: &Path, cache: &Path, path: &str) -> bool {
     let cached = load_cached(sys, root, Some(cache));
     let cold = load_cached(sys, root, None);
     assert_eq!(described_diagnostics(&cached), described_diagnostics(&cold));
-    let file = cached.file(BOX_FILE).expect("box's file");
+    let file = cached.file(path).expect("the instances file");
     let taken = kept_instances(&cached.db, file).is_some();
+    let keys = csis_engine::plan::bakes::bake_keys(&cached.db, cached.tree);
+    csis_engine::workspace::prewarm::fingerprints(&cached.db, cached.tree, &keys);
     save_cache(&cached, sys).unwrap();
     taken
 }
@@ -265,5 +274,67 @@ fn the_capabilities_read_a_kept_files_instances_as_a_cold_load_does() {
     assert!(
         found.iter().any(|d| d.starts_with("instances/box.yml:6:7: image 'web' attaches storage 'data' of type 'local' which base 'alma' does not declare")),
         "{found:#?}"
+    );
+}
+
+/// An image whose group an instance's description gives: the world then
+/// reads an instances file, and nothing is kept under it. Kept, the other
+/// instances file's checks would miss that its instance may no longer
+/// attach its storage once the description changes.
+#[test]
+fn nothing_is_kept_while_an_item_outside_the_instances_files_names_another_item() {
+    let tree = r#"
+--- images/web.yml
+images:
+  - name: web
+    source_image: alma
+    group: "{{ box.description }}"
+    runtimes:
+      - image_builder: ib
+--- storages/data.yml
+storages:
+  - name: data
+    groups: [ops]
+--- instances/box.yml
+instances:
+  - name: box
+    image: web
+    description: ops
+--- instances/more.yml
+instances:
+  - name: spare
+    image: web
+    storages:
+      - {name: data, mount_point: /srv/data}
+"#;
+    let files = parse(&format!("{LOCAL_BASE}{tree}"));
+    let root = temp_tree(&files);
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = cache_dir.path();
+    let sys = env("blue");
+    let more = "instances/more.yml";
+    assert!(
+        !took_file(&sys, root.path(), cache, more),
+        "nothing kept yet"
+    );
+    assert!(!took_file(&sys, root.path(), cache, more), "never kept");
+    let ws = load_cached(&sys, root.path(), Some(cache));
+    assert!(
+        csis_engine::plan::kept_fingerprints::kept_fingerprint(&ws.db, ws.tree, "web", "here")
+            .is_none(),
+        "no fingerprint kept"
+    );
+    write_file(
+        root.path(),
+        "instances/box.yml",
+        &files["instances/box.yml"].replace("description: ops", "description: ghosts"),
+    );
+    assert!(!took_file(&sys, root.path(), cache, more));
+    let refused = described_diagnostics(&load_cached(&sys, root.path(), Some(cache)));
+    assert!(
+        refused.iter().any(|d| d.contains(
+            "instance 'spare' (image 'web', group 'ghosts') may not attach storage 'data'"
+        )),
+        "{refused:#?}"
     );
 }

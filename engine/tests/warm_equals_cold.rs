@@ -40,7 +40,7 @@ images:
   - name: web
     source_image: base
     group: ops
-    description: "web for {{ config.owner }}"
+    description: "{{ image.name }} image"
     runtimes:
       - image_builder: ib
     modifications:
@@ -48,7 +48,7 @@ images:
 --- groups/staff.yml
 users:
   - {name: casey.charlie, first_name: Casey, last_name: Charlie}
-  - {name: dana.delta, first_name: Dana, last_name: Delta, description: "{{ config.owner }}"}
+  - {name: dana.delta, first_name: Dana, last_name: Delta, description: "{{ user.first_name }} of staff"}
 --- storages/data.yml
 storages:
   - name: data
@@ -57,6 +57,7 @@ storages:
 instances:
   - name: box
     image: web
+    description: "box of {{ config.owner }}"
     userdata: echo box
     storages:
       - {name: data, mount_point: /srv/data}

@@ -163,9 +163,6 @@ fn item_cloud_names<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Vec<Derived> {
             .iter()
             .filter_map(|e| runtime_of(Vct::ImageBuilderModel, &e.image_builder))
             .collect(),
-        Some(Item::Instance(inst)) => runtime_of(Vct::InstanceBuilderModel, &inst.root.named.type_)
-            .into_iter()
-            .collect(),
         // The runtime its builder applies on, as the storage's root names
         // the disk.
         Some(Item::Storage(st)) => vec![

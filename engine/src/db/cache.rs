@@ -172,7 +172,7 @@ impl Cache {
     /// is none yet; a file that cannot be used is left out and named in
     /// the notice.
     pub fn load(system: &dyn System, dir: &Path, key: String) -> Cache {
-        // No directory yet (a first run): nothing to try 64 times.
+        // No directory yet (a first run): no shard file to try.
         let shards = if system.is_dir(dir) { SHARDS } else { 0 };
         let loaded: Vec<(Shard, Vec<(String, Kept)>)> = (0..shards)
             .into_par_iter()

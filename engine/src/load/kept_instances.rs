@@ -15,12 +15,15 @@
 //! text, the digest of every input of the tree but the instances files
 //! (`load::world`), which of its entries the index takes, and, inside the
 //! unit, the values of the environment variables the writing process
-//! had looked up. Three things could make an instance read another, and
-//! each keeps the file out:
+//! had looked up. Four things could make an instance's results depend on
+//! another instances file, and each keeps the file out:
 //!
-//! - a template naming another item (`StructuredItem::reads_items`);
+//! - a template of the instance naming another item
+//!   (`StructuredItem::reads_items`);
+//! - a template of an item of the world naming another item, which could
+//!   be an instance (`load::world::world_names_no_item`): nothing is kept;
 //! - a builder's hook reading another instance while it answers for one
-//!   (`plan::hook_context::EngineContext::about`): the process keeps none
+//!   (`plan::hook_context::EngineContext::about_instance`): the process keeps none
 //!   of the instances files whose checks it ran (`Cache::reached_across`;
 //!   one it took was checked by a process where no hook read across, and
 //!   the same inputs lead the same hooks to the same reads);
@@ -40,7 +43,7 @@ use crate::db::{Db, ItemSource, SourceFile, Tree};
 use crate::load::items::{ItemId, indexed_in_file, item_index};
 use crate::load::items_model::structured_item;
 use crate::load::kept_env::KeptEnv;
-use crate::load::world::{is_instances_file, world};
+use crate::load::world::{is_instances_file, world, world_names_no_item};
 
 /// What a unit's path puts before its file's: a NUL first, since it is
 /// keyed by the tree but its instances files, as a unit of the tree is
@@ -209,8 +212,13 @@ pub fn encode(
     let tree = file.tree(db);
     let cache = db.cache()?;
     instances_of(db, file).filter(|n| *n > 0)?;
+    // The checks first: a hook reading across instances is noted as they
+    // run.
+    if !found_nothing() || !world_names_no_item(db, tree) {
+        return None;
+    }
     let reads = cache.env_reads();
-    if reads.read_clock() || cache.reached_across() || !found_nothing() {
+    if reads.read_clock() || cache.reached_across() {
         return None;
     }
     let vars = reads.vars()?;

@@ -10,8 +10,10 @@ use csis_secrets::IdentitySource;
 
 use crate::db::system::digest_parts;
 use crate::db::{Db, SourceFile, Tree};
-use crate::load::items::item_file_entries;
+use crate::load::items::{indexed_in_file, item_file_entries};
+use crate::load::items_model::structured_item;
 use crate::load::kept_env::keyable;
+use crate::load::kept_users::kept_users;
 
 /// A file under instances/ that declares instances and nothing else: what
 /// `load::kept_instances` may keep, and what [`world`] leaves out.
@@ -65,4 +67,27 @@ pub(crate) fn world(db: &dyn Db, tree: Tree) -> Option<[u8; 32]> {
         .chain(files)
         .chain(facts);
     Some(digest_parts(parts))
+}
+
+/// Whether no item of the world names another item in its templates
+/// (`StructuredItem::reads_items`). Only then does the world depend on
+/// nothing an instances file declares: an image whose group is
+/// `{{ box.description }}`, or whose template names an item that does not
+/// exist until an instance takes that name, reads the instances files. So
+/// what is kept under [`world`] is written only when this holds, by a
+/// process that has structured the world's items (a kept users file's
+/// users read no item, or it would not have been kept); a later process
+/// whose world has the same texts has items with the same templates,
+/// which name no item either.
+#[salsa::tracked]
+pub(crate) fn world_names_no_item(db: &dyn Db, tree: Tree) -> bool {
+    tree.item_files(db)
+        .iter()
+        .map(|f| f.file)
+        .filter(|f| !is_instances_file(db, *f) && kept_users(db, *f).is_none())
+        .all(|f| {
+            indexed_in_file(db, f)
+                .iter()
+                .all(|id| !structured_item(db, *id).reads_items)
+        })
 }

@@ -276,7 +276,10 @@ pub fn input_fingerprint<'db>(
     if let Some(kept) =
         crate::plan::kept_fingerprints::kept_fingerprint(db, tree, key.series(db), key.runtime(db))
     {
-        return kept.cloned();
+        return kept.map(|k| InputFingerprint {
+            hex: k.hex.clone(),
+            bake_disk_size: k.bake_disk_size.clone(),
+        });
     }
     let fp = fingerprint_detail(db, tree, key)?;
     Some(InputFingerprint {

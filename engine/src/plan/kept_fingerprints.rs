@@ -7,7 +7,9 @@
 //! modification builders, the scripts and template files they name,
 //! cfg/ and the pins (`plan::fingerprint`), never an instance and no
 //! builder's hook. So its key is the digest of the tree but its
-//! instances files (`load::world`), and, inside the unit, the values of
+//! instances files (`load::world`, kept only while no item of that world
+//! names another item in its templates, which could be an instance),
+//! and, inside the unit, the values of
 //! the environment variables the writing process had looked up (an
 //! image's templates may read one). Nothing is kept of a process that
 //! read the clock or the whole environment, ran with overlays or
@@ -19,9 +21,7 @@ use csis_model::packed::{read_len, read_str, write_len, write_str};
 use crate::db::system::digest_parts;
 use crate::db::{Db, Tree};
 use crate::load::kept_env::KeptEnv;
-use crate::load::world::world;
-use crate::plan::bakes::bake_keys;
-use crate::plan::fingerprint::{InputFingerprint, SeriesKey, input_fingerprint};
+use crate::load::world::{world, world_names_no_item};
 
 /// Where the cache keeps the tree's fingerprints: a unit of the tree, not
 /// of a file (no file's path starts with a NUL).
@@ -33,7 +33,16 @@ pub const UNIT: &str = "\0fingerprints";
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeptFingerprints {
     env: KeptEnv,
-    series: Vec<((String, String), Option<InputFingerprint>)>,
+    series: Vec<((String, String), Option<Kept>)>,
+}
+
+/// One series' fingerprint as kept: its hash and its bake disk size
+/// (what `plan::fingerprint::InputFingerprint` holds; that file asks this
+/// one, not the reverse).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kept {
+    pub hex: String,
+    pub bake_disk_size: Option<String>,
 }
 
 /// The fingerprint of `series` on `runtime` when the tree's are kept:
@@ -44,7 +53,7 @@ pub fn kept_fingerprint<'db>(
     tree: Tree,
     series: &str,
     runtime: &str,
-) -> Option<Option<&'db InputFingerprint>> {
+) -> Option<Option<&'db Kept>> {
     // A query only when the cache holds the unit: a cold plan asks this
     // of every series.
     if !db.cache()?.holds(UNIT) {
@@ -68,25 +77,29 @@ fn taken_fingerprints(db: &dyn Db, tree: Tree) -> Option<KeptFingerprints> {
 }
 
 /// The bytes to keep and the digest to keep them with, when they may be
-/// kept (see the module's comment). Not asked of a unit this process
-/// took: the cache writes its loaded bytes back.
-pub fn encode(db: &dyn Db, tree: Tree) -> Option<([u8; 32], Vec<u8>)> {
+/// kept (see the module's comment). `fingerprints`: every series' on each
+/// of its runtimes, asked only when they may be (the writer computes them
+/// from `plan::fingerprint`). Not asked of a unit this process took: the
+/// cache writes its loaded bytes back.
+pub fn encode(
+    db: &dyn Db,
+    tree: Tree,
+    fingerprints: impl FnOnce() -> Vec<((String, String), Option<Kept>)>,
+) -> Option<([u8; 32], Vec<u8>)> {
     let cache = db.cache()?;
+    if !cache.fingerprinted() || !world_names_no_item(db, tree) {
+        return None;
+    }
+    let key = key(db, tree)?;
+    let mut series = fingerprints();
+    series.sort_by(|a, b| a.0.cmp(&b.0));
+    series.dedup_by(|a, b| a.0 == b.0);
+    // What the fingerprints read, once they are all computed.
     let reads = cache.env_reads();
-    if reads.read_clock() || !cache.fingerprinted() {
+    if reads.read_clock() {
         return None;
     }
     let vars = reads.vars()?;
-    let key = key(db, tree)?;
-    let mut series: Vec<((String, String), Option<InputFingerprint>)> = bake_keys(db, tree)
-        .into_iter()
-        .map(|(s, r)| {
-            let fp = input_fingerprint(db, tree, SeriesKey::new(db, s.clone(), r.clone()));
-            ((s, r), fp.clone())
-        })
-        .collect();
-    series.sort_by(|a, b| a.0.cmp(&b.0));
-    series.dedup_by(|a, b| a.0 == b.0);
     let kept = KeptFingerprints {
         env: KeptEnv::now(db, tree, vars),
         series,
@@ -113,7 +126,7 @@ fn bytes_of(kept: &KeptFingerprints) -> Vec<u8> {
         // bake disk size.
         match fp {
             None => write_len(0, &mut out),
-            Some(InputFingerprint {
+            Some(Kept {
                 hex,
                 bake_disk_size,
             }) => {
@@ -136,8 +149,7 @@ fn decode(bytes: &[u8]) -> Option<KeptFingerprints> {
     let mut at = 0;
     let env = KeptEnv::read(bytes, &mut at)?;
     let n = read_len(bytes, &mut at)?;
-    let mut series: Vec<((String, String), Option<InputFingerprint>)> =
-        Vec::with_capacity(n.min(bytes.len()));
+    let mut series: Vec<((String, String), Option<Kept>)> = Vec::with_capacity(n.min(bytes.len()));
     let optional = |at: &mut usize| -> Option<Option<String>> {
         match read_len(bytes, at)? {
             0 => Some(None),
@@ -156,7 +168,7 @@ fn decode(bytes: &[u8]) -> Option<KeptFingerprints> {
         }
         let fp = match optional(&mut at)? {
             None => None,
-            Some(hex) => Some(InputFingerprint {
+            Some(hex) => Some(Kept {
                 hex,
                 bake_disk_size: optional(&mut at)?,
             }),
@@ -173,7 +185,7 @@ mod tests {
     #[test]
     fn the_fingerprints_read_back_as_written_and_a_short_or_unsorted_unit_not_at_all() {
         let fp = |hex: &str, size: Option<&str>| {
-            Some(InputFingerprint {
+            Some(Kept {
                 hex: hex.into(),
                 bake_disk_size: size.map(String::from),
             })

@@ -11,6 +11,8 @@ use crate::db::system::System;
 use crate::load::entries;
 use crate::load::items::item_file_entries;
 use crate::load::{kept_instances, kept_users};
+use crate::plan::bakes::bake_keys;
+use crate::plan::fingerprint::{SeriesKey, input_fingerprint};
 use crate::plan::kept_fingerprints;
 use crate::workspace::Workspace;
 
@@ -46,10 +48,10 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
                 return Some((instances, Unit::Held(digest), true));
             }
             kept_users::encode(db, f.file, found_nothing)
-                .map(|(digest, bytes)| (users, Unit::Checks(digest, bytes), false))
+                .map(|(digest, bytes)| (users, Unit::Encoded(digest, bytes), false))
                 .or_else(|| {
                     kept_instances::encode(db, f.file, found_nothing)
-                        .map(|(digest, bytes)| (instances, Unit::Checks(digest, bytes), false))
+                        .map(|(digest, bytes)| (instances, Unit::Encoded(digest, bytes), false))
                 })
         })
         .collect();
@@ -60,10 +62,25 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
             Unit::Held(digest),
             true,
         )),
-        None => kept_fingerprints::encode(db, tree).map(|(digest, bytes)| {
+        None => kept_fingerprints::encode(db, tree, || {
+            bake_keys(db, tree)
+                .into_iter()
+                .map(|(s, r)| {
+                    let key = SeriesKey::new(db, s.clone(), r.clone());
+                    let kept = input_fingerprint(db, tree, key).as_ref().map(|fp| {
+                        kept_fingerprints::Kept {
+                            hex: fp.hex.clone(),
+                            bake_disk_size: fp.bake_disk_size.clone(),
+                        }
+                    });
+                    ((s, r), kept)
+                })
+                .collect()
+        })
+        .map(|(digest, bytes)| {
             (
                 kept_fingerprints::UNIT.to_string(),
-                Unit::Checks(digest, bytes),
+                Unit::Encoded(digest, bytes),
                 false,
             )
         }),
@@ -129,7 +146,7 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
                                 })?;
                             out.unit(path, &digest, &bytes)?;
                         }
-                        Unit::Checks(digest, bytes) => out.unit(path, digest, bytes)?,
+                        Unit::Encoded(digest, bytes) => out.unit(path, digest, bytes)?,
                         Unit::Held(digest) => cache
                             .write_held(path, |bytes| out.unit(path, digest, bytes))
                             .ok_or_else(|| {
@@ -155,6 +172,6 @@ type ToKeep = (String, Unit, bool);
 /// bytes of a unit this process took, held by the cache.
 enum Unit {
     Entries(SourceFile),
-    Checks([u8; 32], Vec<u8>),
+    Encoded([u8; 32], Vec<u8>),
     Held([u8; 32]),
 }
