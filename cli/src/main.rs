@@ -62,7 +62,7 @@ fn run() -> ExitCode {
         return code;
     }
     let registry = match Registry::build(&plugins()) {
-        Ok(r) => Arc::new(r),
+        Ok(r) => Arc::new(r.with_plugin_sources(env!("CSIS_PLUGIN_SOURCES"))),
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(1);

@@ -155,10 +155,11 @@ impl EnvReads {
 /// depends on, engine/build.rs) or with other plugins is another cache.
 pub fn key(registry: &Registry) -> String {
     format!(
-        "format {FORMAT}, csis {} ({}), plugins {}",
+        "format {FORMAT}, csis {} ({}), plugins {} ({})",
         env!("CARGO_PKG_VERSION"),
         env!("CSIS_BUILD_SOURCES"),
-        registry.plugins().join(" ")
+        registry.plugins().join(" "),
+        registry.plugin_sources().unwrap_or("sources not named"),
     )
 }
 

@@ -28,6 +28,9 @@ pub struct Registry {
     /// Item kinds plugins added, after the core ones.
     item_kinds: Vec<ItemKindPlugin>,
     plugins: Vec<&'static str>,
+    /// A digest of the plugins' sources, when the binary names one: the
+    /// persisted cache's key holds it (`db::cache::key`).
+    plugin_sources: Option<&'static str>,
     /// The string stage's passes, sorted by order.
     passes: Vec<ResolutionPass>,
     /// Every lifecycle in run order.
@@ -248,6 +251,18 @@ impl Registry {
 
     pub fn plugins(&self) -> &[&'static str] {
         &self.plugins
+    }
+
+    /// The registry, its plugins built from sources of digest `digest`
+    /// (the binary's build script makes it).
+    pub fn with_plugin_sources(mut self, digest: &'static str) -> Registry {
+        self.plugin_sources = Some(digest);
+        self
+    }
+
+    /// The digest of the plugins' sources, when the binary named one.
+    pub fn plugin_sources(&self) -> Option<&'static str> {
+        self.plugin_sources
     }
 
     /// How to read `object`, the state of a workspace on state backend
