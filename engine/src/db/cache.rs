@@ -652,6 +652,19 @@ csis build or plugin set (k, not k2)); this run rebuilds them",
     }
 
     #[test]
+    fn the_key_names_the_plugins_sources_when_the_binary_does() {
+        let registry = || Registry::build(&[]).unwrap();
+        let unnamed = key(&registry());
+        let named = key(&registry().with_plugin_sources("0123456789abcdef"));
+        assert!(named.contains("(0123456789abcdef)"), "{named}");
+        assert_ne!(
+            named,
+            key(&registry().with_plugin_sources("fedcba9876543210"))
+        );
+        assert_ne!(named, unnamed);
+    }
+
+    #[test]
     fn the_units_of_the_tree_share_the_last_shard_and_no_files_unit_is_in_it() {
         assert_eq!(shard_of("\0fingerprints"), SHARDS - 1);
         assert_eq!(shard_of("\0instances\0instances/a.yml"), SHARDS - 1);
