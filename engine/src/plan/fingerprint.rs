@@ -24,15 +24,9 @@ pub struct SeriesKey<'db> {
     pub runtime: String,
 }
 
-/// What a plan keeps of a fingerprint: the hash, and the one field the
-/// emitters read. The fields it hashes are computed again when asked
-/// ([`fingerprint_detail`]): only `--explain` and build records read them,
-/// and keeping them was a fourteenth of a cold plan's heap.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InputFingerprint {
-    pub hex: String,
-    pub bake_disk_size: Option<String>,
-}
+/// What a plan keeps of a fingerprint (defined beside the persisted
+/// cache's unit of them, which this file asks and which may not ask it).
+pub use crate::plan::kept_fingerprints::InputFingerprint;
 
 /// A fingerprint, the fields it hashes, and each modification's content
 /// (what [`Fingerprint::inputs`] lists in place of its hash).
@@ -276,10 +270,7 @@ pub fn input_fingerprint<'db>(
     if let Some(kept) =
         crate::plan::kept_fingerprints::kept_fingerprint(db, tree, key.series(db), key.runtime(db))
     {
-        return kept.map(|k| InputFingerprint {
-            hex: k.hex.clone(),
-            bake_disk_size: k.bake_disk_size.clone(),
-        });
+        return kept.cloned();
     }
     let fp = fingerprint_detail(db, tree, key)?;
     Some(InputFingerprint {

@@ -33,14 +33,17 @@ pub const UNIT: &str = "\0fingerprints";
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeptFingerprints {
     env: KeptEnv,
-    series: Vec<((String, String), Option<Kept>)>,
+    series: Vec<((String, String), Option<InputFingerprint>)>,
 }
 
-/// One series' fingerprint as kept: its hash and its bake disk size
-/// (what `plan::fingerprint::InputFingerprint` holds; that file asks this
-/// one, not the reverse).
+/// What a plan keeps of a fingerprint: the hash, and the one field the
+/// emitters read. The fields it hashes are computed again when asked
+/// (`plan::fingerprint::fingerprint_detail`): only `--explain` and build
+/// records read them, and keeping them was a fourteenth of a cold plan's
+/// heap. Defined here, where the cache keeps it, and used through
+/// `plan::fingerprint`, which asks this file (not the reverse).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Kept {
+pub struct InputFingerprint {
     pub hex: String,
     pub bake_disk_size: Option<String>,
 }
@@ -53,7 +56,7 @@ pub fn kept_fingerprint<'db>(
     tree: Tree,
     series: &str,
     runtime: &str,
-) -> Option<Option<&'db Kept>> {
+) -> Option<Option<&'db InputFingerprint>> {
     // A query only when the cache holds the unit: a cold plan asks this
     // of every series.
     if !db.cache()?.holds(UNIT) {
@@ -84,7 +87,7 @@ fn taken_fingerprints(db: &dyn Db, tree: Tree) -> Option<KeptFingerprints> {
 pub fn encode(
     db: &dyn Db,
     tree: Tree,
-    fingerprints: impl FnOnce() -> Vec<((String, String), Option<Kept>)>,
+    fingerprints: impl FnOnce() -> Vec<((String, String), Option<InputFingerprint>)>,
 ) -> Option<([u8; 32], Vec<u8>)> {
     let cache = db.cache()?;
     if !cache.fingerprinted() || !world_names_no_item(db, tree) {
@@ -126,7 +129,7 @@ fn bytes_of(kept: &KeptFingerprints) -> Vec<u8> {
         // bake disk size.
         match fp {
             None => write_len(0, &mut out),
-            Some(Kept {
+            Some(InputFingerprint {
                 hex,
                 bake_disk_size,
             }) => {
@@ -149,7 +152,8 @@ fn decode(bytes: &[u8]) -> Option<KeptFingerprints> {
     let mut at = 0;
     let env = KeptEnv::read(bytes, &mut at)?;
     let n = read_len(bytes, &mut at)?;
-    let mut series: Vec<((String, String), Option<Kept>)> = Vec::with_capacity(n.min(bytes.len()));
+    let mut series: Vec<((String, String), Option<InputFingerprint>)> =
+        Vec::with_capacity(n.min(bytes.len()));
     let optional = |at: &mut usize| -> Option<Option<String>> {
         match read_len(bytes, at)? {
             0 => Some(None),
@@ -168,7 +172,7 @@ fn decode(bytes: &[u8]) -> Option<KeptFingerprints> {
         }
         let fp = match optional(&mut at)? {
             None => None,
-            Some(hex) => Some(Kept {
+            Some(hex) => Some(InputFingerprint {
                 hex,
                 bake_disk_size: optional(&mut at)?,
             }),
@@ -185,7 +189,7 @@ mod tests {
     #[test]
     fn the_fingerprints_read_back_as_written_and_a_short_or_unsorted_unit_not_at_all() {
         let fp = |hex: &str, size: Option<&str>| {
-            Some(Kept {
+            Some(InputFingerprint {
                 hex: hex.into(),
                 bake_disk_size: size.map(String::from),
             })

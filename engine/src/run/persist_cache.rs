@@ -39,52 +39,29 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
         .map_with(db.clone(), |db, f| {
             let found_nothing = || file_findings(db, f.file).is_empty();
             let path = f.file.path(db);
-            let users = kept_users::unit_path(path);
-            if let Some(digest) = cache.taken_digest(&users) {
-                return Some((users, Unit::Held(digest), true));
-            }
-            let instances = kept_instances::unit_path(path);
-            if let Some(digest) = cache.taken_digest(&instances) {
-                return Some((instances, Unit::Held(digest), true));
-            }
-            kept_users::encode(db, f.file, found_nothing)
-                .map(|(digest, bytes)| (users, Unit::Encoded(digest, bytes), false))
-                .or_else(|| {
+            held_or_encoded(cache, kept_users::unit_path(path), || {
+                kept_users::encode(db, f.file, found_nothing)
+            })
+            .or_else(|| {
+                held_or_encoded(cache, kept_instances::unit_path(path), || {
                     kept_instances::encode(db, f.file, found_nothing)
-                        .map(|(digest, bytes)| (instances, Unit::Encoded(digest, bytes), false))
                 })
+            })
         })
         .collect();
     // The tree's fingerprints (plan/kept_fingerprints.rs).
-    let fingerprints: Option<ToKeep> = match cache.taken_digest(kept_fingerprints::UNIT) {
-        Some(digest) => Some((
-            kept_fingerprints::UNIT.to_string(),
-            Unit::Held(digest),
-            true,
-        )),
-        None => kept_fingerprints::encode(db, tree, || {
+    let fingerprints = held_or_encoded(cache, kept_fingerprints::UNIT.to_string(), || {
+        kept_fingerprints::encode(db, tree, || {
             bake_keys(db, tree)
                 .into_iter()
                 .map(|(s, r)| {
                     let key = SeriesKey::new(db, s.clone(), r.clone());
-                    let kept = input_fingerprint(db, tree, key).as_ref().map(|fp| {
-                        kept_fingerprints::Kept {
-                            hex: fp.hex.clone(),
-                            bake_disk_size: fp.bake_disk_size.clone(),
-                        }
-                    });
-                    ((s, r), kept)
+                    let fp = input_fingerprint(db, tree, key).clone();
+                    ((s, r), fp)
                 })
                 .collect()
         })
-        .map(|(digest, bytes)| {
-            (
-                kept_fingerprints::UNIT.to_string(),
-                Unit::Encoded(digest, bytes),
-                false,
-            )
-        }),
-    };
+    });
     // Each kept unit by shard, in path order, and whether it was taken
     // from the cache. The entries on this thread: every entry is
     // memoized, and handing them to every core cost more than reading
@@ -164,6 +141,20 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
 /// One unit a shard keeps, by its path, and whether this process took it
 /// from the cache.
 type ToKeep = (String, Unit, bool);
+
+/// The unit at `path`: the bytes this process took it with, written back
+/// as they were loaded; else what `encode` makes of it now, when it may be
+/// kept.
+fn held_or_encoded(
+    cache: &crate::db::cache::Cache,
+    path: String,
+    encode: impl FnOnce() -> Option<([u8; 32], Vec<u8>)>,
+) -> Option<ToKeep> {
+    match cache.taken_digest(&path) {
+        Some(digest) => Some((path, Unit::Held(digest), true)),
+        None => encode().map(|(digest, bytes)| (path, Unit::Encoded(digest, bytes), false)),
+    }
+}
 
 /// What a unit holds: a file's entries (encoded as it is written), a
 /// users or instances file's checks (`load::kept_users`,
