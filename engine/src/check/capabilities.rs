@@ -13,6 +13,7 @@ use csis_model::models::{BaseBuilder, Item};
 use csis_model::{Diagnostic, ItemKind, Subject, Vct};
 
 use crate::check::context::Checks;
+use crate::check::kept_capabilities::{Carries, ToKeep, kept_image, kept_storage};
 use crate::db::{Db, Tree};
 use crate::load::items::{ItemId, indexed_of_kind};
 use crate::load::items_model::structured_item;
@@ -58,14 +59,75 @@ pub(crate) struct CapabilityFindings {
     diagnostics: Vec<Diagnostic>,
 }
 
+/// One image's capability findings: its own part (`image_part`), or what
+/// the persisted cache kept of it (`check::kept_capabilities`), then the
+/// storages its instances attach.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn capability_diagnostics<'db>(db: &'db dyn Db, id: ItemId<'db>) -> CapabilityFindings {
-    let mut v = Checks::new(db, id.tree(db));
-    let group_without_identity = v.capabilities(id);
+    let tree = id.tree(db);
+    let mut v = Checks::new(db, tree);
+    let (group_without_identity, carries) = match kept_image(db, tree, id.name(db).as_str()) {
+        Some(carries) => (None, carries),
+        None => {
+            let own = image_part(db, id);
+            v.out.extend(own.diagnostics.iter().cloned());
+            (own.group_without_identity.clone(), own.carries.as_ref())
+        }
+    };
+    if let Some(carries) = carries {
+        v.instances_storages(id, carries);
+    }
     CapabilityFindings {
         group_without_identity,
         diagnostics: v.out,
     }
+}
+
+/// What an image's capability check reads of the world alone: its group
+/// and its chain (`Checks::image_capabilities`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ImagePart {
+    /// The image's group, when no identity builder serves it.
+    group_without_identity: Option<String>,
+    diagnostics: Vec<Diagnostic>,
+    /// What its chain carries; `None` when its instances' storages are not
+    /// checked.
+    carries: Option<Carries>,
+}
+
+#[salsa::tracked(returns(ref))]
+fn image_part<'db>(db: &'db dyn Db, id: ItemId<'db>) -> ImagePart {
+    let mut v = Checks::new(db, id.tree(db));
+    let mut group_without_identity = None;
+    let carries = v.image_capabilities(id, &mut group_without_identity);
+    ImagePart {
+        group_without_identity,
+        diagnostics: v.out,
+        carries,
+    }
+}
+
+/// What the persisted cache may keep of the tree's capabilities
+/// (`check::kept_capabilities`): each image whose own part found nothing,
+/// and each storage's capability type. Asked by the cache's writer.
+pub fn to_keep(db: &dyn Db, tree: Tree) -> ToKeep {
+    let images = indexed_of_kind(db, tree, ItemKind::IMAGES)
+        .iter()
+        .filter_map(|id| {
+            let own = image_part(db, *id);
+            (own.group_without_identity.is_none() && own.diagnostics.is_empty())
+                .then(|| (id.name(db).to_string(), own.carries.clone()))
+        })
+        .collect();
+    let v = Checks::new(db, tree);
+    let storages = indexed_of_kind(db, tree, ItemKind::STORAGES)
+        .iter()
+        .map(|id| {
+            let name = id.name(db).as_str();
+            (name.to_string(), v.structured_storage_type(name))
+        })
+        .collect();
+    (images, storages)
 }
 
 /// Instances by the (safe) name of the image they launch, each list in
@@ -103,11 +165,16 @@ fn image_instances<'db>(db: &'db dyn Db, image: ItemId<'db>) -> Vec<ItemId<'db>>
 }
 
 impl<'a> Checks<'a> {
-    /// An image whose group's identity type, or an attached storage's
-    /// type, its chain's root base does not carry: through the pins to the
-    /// stamped build, else the declaration.
-    /// Returns the image's group when no identity builder serves it.
-    fn capabilities(&mut self, image: ItemId<'a>) -> Option<String> {
+    /// An image whose group's identity type its chain's root base does not
+    /// carry: through the pins to the stamped build, else the declaration.
+    /// Sets `group_without_identity` when no identity builder serves the
+    /// image's group. Returns what the chain carries, against which its
+    /// instances' storages are checked; `None` when they are not.
+    fn image_capabilities(
+        &mut self,
+        image: ItemId<'a>,
+        group_without_identity: &mut Option<String>,
+    ) -> Option<Carries> {
         let name = image.name(self.db).as_str();
         let pins = &crate::state::lineage::pins(self.db, self.tree).value;
         let image_item = structured_item(self.db, image).item.clone()?;
@@ -142,7 +209,6 @@ impl<'a> Checks<'a> {
                 "declaration".to_string(),
             ),
         };
-        let mut group_without_identity = None;
         if let Some(g) = img.group.as_deref() {
             let group_item = self.structured(ItemKind::GROUPS, g)?;
             let Item::Group(group) = &*group_item else {
@@ -152,7 +218,7 @@ impl<'a> Checks<'a> {
                 .builder_of(Vct::GroupBuilderModel, &group.root.named.type_)
                 .and_then(|b| b.identity_type().map(str::to_string));
             match identity {
-                None => group_without_identity = Some(g.to_string()),
+                None => *group_without_identity = Some(g.to_string()),
                 Some(t) if !ids.contains(&t) => {
                     // A chain not baked yet needs the declaration only; a
                     // baked one carries the types it was baked with.
@@ -174,22 +240,29 @@ impl<'a> Checks<'a> {
                 Some(_) => {}
             }
         }
+        Some(Carries {
+            root,
+            source,
+            storage_types: sts,
+        })
+    }
+
+    /// An attached storage whose type the image's chain does not carry,
+    /// once per storage.
+    fn instances_storages(&mut self, image: ItemId<'a>, carries: &Carries) {
+        let name = image.name(self.db).as_str();
+        let Carries {
+            root,
+            source,
+            storage_types: sts,
+        } = carries;
         let mut reported: BTreeSet<String> = BTreeSet::new();
         for inst in image_instances(self.db, image) {
             let Some(links) = instance_links(self.db, *inst) else {
                 continue;
             };
             for storage in links.storages() {
-                let Some(item) = self.storage(storage) else {
-                    continue;
-                };
-                let Item::Storage(st) = &*item else {
-                    continue;
-                };
-                let Some(t) = self
-                    .builder_of(Vct::StorageBuilderModel, &st.named.type_)
-                    .and_then(|b| b.capability_type().map(str::to_string))
-                else {
+                let Some(t) = self.storage_type(storage) else {
                     continue;
                 };
                 if !sts.contains(&t) && reported.insert(storage.to_string()) {
@@ -206,6 +279,24 @@ impl<'a> Checks<'a> {
                 }
             }
         }
-        group_without_identity
+    }
+
+    /// The capability type storage `name`'s builder asks its machines to
+    /// carry: kept, or read from the structured storage.
+    fn storage_type(&self, name: &str) -> Option<String> {
+        let safe = csis_model::naming::as_safe_name(name);
+        match kept_storage(self.db, self.tree, &safe) {
+            Some(kept) => kept.map(str::to_string),
+            None => self.structured_storage_type(name),
+        }
+    }
+
+    fn structured_storage_type(&self, name: &str) -> Option<String> {
+        let item = self.storage(name)?;
+        let Item::Storage(st) = &*item else {
+            return None;
+        };
+        self.builder_of(Vct::StorageBuilderModel, &st.named.type_)
+            .and_then(|b| b.capability_type().map(str::to_string))
     }
 }

@@ -22,6 +22,7 @@ pub mod hostname_claims;
 mod hostnames;
 pub mod identity_items;
 pub mod item_checks;
+pub mod kept_capabilities;
 pub mod labels;
 mod launch_params;
 pub mod logins;

@@ -257,16 +257,16 @@ impl Cache {
     }
 
     /// What `read` makes of the bytes kept for `path`, when they were
-    /// computed from `text` (which is what makes them this file's result)
-    /// and are still held.
+    /// kept under `key` (the [`digest`] of what makes them this file's
+    /// result: its text, or a unit's inputs) and are still held.
     pub fn take<T>(
         &self,
         path: &str,
-        text: &str,
+        key: &[u8; DIGEST],
         read: impl FnOnce(&[u8]) -> Option<T>,
     ) -> Option<T> {
         let kept = self.units.get(path)?;
-        if kept.digest != digest(text) {
+        if kept.digest != *key {
             return None;
         }
         let held = self.held.read().unwrap_or_else(|p| p.into_inner());
@@ -552,7 +552,7 @@ mod tests {
         let (dir, _) = saved(&tmp);
         let cache = Cache::load(&OsSystem, &dir, "k".into());
         assert_eq!(cache.notice(), None);
-        let take = |path, text| cache.take(path, text, as_text);
+        let take = |path, text: &str| cache.take(path, &digest(text), as_text);
         let shard = shard_of("images/a.yml");
         assert_eq!(take("images/a.yml", "a: 2\n"), None);
         assert_eq!(cache.taken_digest("images/a.yml"), None);
@@ -610,9 +610,13 @@ mod tests {
         let ignored = |bytes: &[u8]| {
             OsSystem.write_replace(&file, bytes, false).unwrap();
             let cache = Cache::load(&OsSystem, &dir, "k".into());
-            assert_eq!(cache.take(UNITS[0].0, UNITS[0].1, as_text), None);
+            assert_eq!(cache.take(UNITS[0].0, &digest(UNITS[0].1), as_text), None);
             // The other shard is still used.
-            assert!(cache.take(UNITS[1].0, UNITS[1].1, as_text).is_some());
+            assert!(
+                cache
+                    .take(UNITS[1].0, &digest(UNITS[1].1), as_text)
+                    .is_some()
+            );
             assert!(cache.stale(shard_of(UNITS[0].0), 1, 0));
             cache.notice().map(str::to_string)
         };
@@ -648,7 +652,7 @@ csis build or plugin set (k, not k2)); this run rebuilds them",
                 shard_file(shard_of(UNITS[0].0).min(shard_of(UNITS[1].0)))
             ))
         );
-        assert_eq!(cache.take("images/a.yml", "a: 1\n", as_text), None);
+        assert_eq!(cache.take("images/a.yml", &digest("a: 1\n"), as_text), None);
     }
 
     #[test]

@@ -28,6 +28,15 @@ pub struct ParsedFile {
     pub error_span: Option<yaml::Span>,
 }
 
+/// The blake3 digest of a file's text: what the persisted cache keys a
+/// file's entries by, and what every key over many files (`load::world`)
+/// is made of. Memoized, so a text is hashed once, by the worker that
+/// parses it, not again by each key it enters on one core.
+#[salsa::tracked]
+pub fn text_digest(db: &dyn Db, file: SourceFile) -> [u8; 32] {
+    *blake3::hash(file.text(db).as_bytes()).as_bytes()
+}
+
 #[salsa::tracked(returns(ref))]
 pub fn parse_file(db: &dyn Db, file: SourceFile) -> ParsedFile {
     match yaml::parse(file.text(db)) {

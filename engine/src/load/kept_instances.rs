@@ -38,6 +38,7 @@ use csis_model::ItemKind;
 use csis_model::models::{Instance, Item, StorageMapping};
 use csis_model::packed::{read_len, read_str, write_len, write_str};
 
+use crate::db::files::text_digest;
 use crate::db::system::digest_parts;
 use crate::db::{Db, ItemSource, SourceFile, Tree};
 use crate::load::items::{ItemId, indexed_in_file, item_index};
@@ -165,7 +166,10 @@ fn kept_instance<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Option<&'db KeptInsta
     else {
         return None;
     };
-    kept_instances(db, file)?.instance(index)
+    // The query itself, not `kept_instances`: an instance's file is an
+    // instances file, which the cache holds a unit for, and asking the
+    // cache by path first cost a path built per instance, 15,000 a plan.
+    taken_instances(db, file).as_ref()?.instance(index)
 }
 
 /// Whether this process took any instances file from the cache: asked
@@ -248,7 +252,7 @@ pub fn encode(
         env: KeptEnv::now(db, tree, vars),
         instances,
     };
-    Some((crate::db::cache::digest(&key), bytes_of(&kept)))
+    Some((key, bytes_of(&kept)))
 }
 
 /// How many items the index takes from `file`, when it may be kept.
@@ -260,19 +264,20 @@ fn instances_of(db: &dyn Db, file: SourceFile) -> Option<usize> {
 /// names of the entries the index takes from it (which follow from the
 /// other files when a name is declared twice). `None` when nothing of
 /// this tree may be kept.
-fn key(db: &dyn Db, file: SourceFile) -> Option<String> {
+fn key(db: &dyn Db, file: SourceFile) -> Option<[u8; 32]> {
     let world = world(db, file.tree(db)).as_ref()?;
     let names = indexed_in_file(db, file)
         .iter()
         .map(|id| id.name(db).as_str());
+    let text = text_digest(db, file);
     let parts = [
         b"csis instances checks".as_slice(),
-        file.text(db).as_bytes(),
+        text.as_slice(),
         world.as_slice(),
     ]
     .into_iter()
     .chain(names.map(str::as_bytes));
-    Some(blake3::Hash::from(digest_parts(parts)).to_hex().to_string())
+    Some(digest_parts(parts))
 }
 
 fn bytes_of(kept: &KeptInstances) -> Vec<u8> {

@@ -27,6 +27,7 @@ use csis_model::ItemKind;
 use csis_model::packed::{read_len, read_str, write_len, write_str};
 use csis_plugin_api::cloud_config::{AccountFields, account_fields};
 
+use crate::db::files::text_digest;
 use crate::db::system::digest_parts;
 use crate::db::{Db, ItemSource, SourceFile, Tree};
 use crate::load::items::{indexed_in_file, item_index};
@@ -153,7 +154,7 @@ pub fn encode(
         env: KeptEnv::now(db, tree, vars),
         users,
     };
-    Some((crate::db::cache::digest(&key(db, file)), bytes_of(&kept)))
+    Some((key(db, file), bytes_of(&kept)))
 }
 
 /// How many items the index takes from `file`, when they are all users.
@@ -167,20 +168,25 @@ fn users_of(db: &dyn Db, file: SourceFile) -> Option<usize> {
 /// What a unit of `file` is kept with: its text, every cfg/ file, and
 /// the names of the entries the index takes from it (which follow from
 /// the other files when a name is declared twice).
-fn key(db: &dyn Db, file: SourceFile) -> String {
+fn key(db: &dyn Db, file: SourceFile) -> [u8; 32] {
     let tree = file.tree(db);
-    let cfg = tree
+    let cfg: Vec<_> = tree
         .cfg_files(db)
         .iter()
-        .flat_map(|f| [f.path(db).as_bytes(), f.text(db).as_bytes()]);
+        .map(|f| (f.path(db), text_digest(db, *f)))
+        .collect();
     let names = indexed_in_file(db, file)
         .iter()
         .map(|id| id.name(db).as_bytes());
-    let parts = [b"csis users checks".as_slice(), file.text(db).as_bytes()]
+    let text = text_digest(db, file);
+    let parts = [b"csis users checks".as_slice(), text.as_slice()]
         .into_iter()
-        .chain(cfg)
+        .chain(
+            cfg.iter()
+                .flat_map(|(path, text)| [path.as_bytes(), text.as_slice()]),
+        )
         .chain(names);
-    blake3::Hash::from(digest_parts(parts)).to_hex().to_string()
+    digest_parts(parts)
 }
 
 fn bytes_of(kept: &KeptUsers) -> Vec<u8> {

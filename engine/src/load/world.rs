@@ -8,6 +8,7 @@
 use csis_model::ItemKind;
 use csis_secrets::IdentitySource;
 
+use crate::db::files::text_digest;
 use crate::db::system::digest_parts;
 use crate::db::{Db, SourceFile, Tree};
 use crate::load::items::{indexed_in_file, item_file_entries};
@@ -29,9 +30,11 @@ pub(crate) fn is_instances_file(db: &dyn Db, file: SourceFile) -> bool {
 /// The digest of every input of the tree but its instances files: every
 /// other file (cfg/, the other item files,
 /// meta-state, the files the configuration names, remote state read for
-/// interpolation), with its path, and what the load learnt of the paths
-/// template chains name. `None` with overlays, `--undeclare` or an
-/// identity set.
+/// interpolation), its path and its text's digest (each text hashed once,
+/// by the worker that read its entries, where hashing them all here kept
+/// one core busy for a thirtieth of a plan after an edit), and what the
+/// load learnt of the paths template chains name. `None` with overlays,
+/// `--undeclare` or an identity set.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn world(db: &dyn Db, tree: Tree) -> Option<[u8; 32]> {
     if !keyable(db, tree) || !matches!(tree.identities(db), IdentitySource::Unset) {
@@ -49,7 +52,11 @@ pub(crate) fn world(db: &dyn Db, tree: Tree) -> Option<[u8; 32]> {
         .chain(items)
         .chain(tree.meta_files(db).iter().copied())
         .chain(tree.aux_files(db).iter().copied())
-        .flat_map(|f| [f.path(db).as_bytes(), f.text(db).as_bytes()]);
+        .map(|f| (f.path(db), text_digest(db, f)))
+        .collect::<Vec<_>>();
+    let files = files
+        .iter()
+        .flat_map(|(path, text)| [path.as_bytes(), text.as_slice()]);
     let facts = tree.path_facts(db).iter().flat_map(|(path, fact)| {
         let canonical = fact
             .canonical

@@ -107,15 +107,17 @@ pub fn encode(
         env: KeptEnv::now(db, tree, vars),
         series,
     };
-    Some((crate::db::cache::digest(&key), bytes_of(&kept)))
+    Some((key, bytes_of(&kept)))
 }
 
 /// What the unit is kept with: the digest of the tree but its instances
 /// files. `None` when nothing of this tree may be kept.
-fn key(db: &dyn Db, tree: Tree) -> Option<String> {
+fn key(db: &dyn Db, tree: Tree) -> Option<[u8; 32]> {
     let world = world(db, tree).as_ref()?;
-    let parts = [b"csis fingerprints".as_slice(), world.as_slice()];
-    Some(blake3::Hash::from(digest_parts(parts)).to_hex().to_string())
+    Some(digest_parts([
+        b"csis fingerprints".as_slice(),
+        world.as_slice(),
+    ]))
 }
 
 fn bytes_of(kept: &KeptFingerprints) -> Vec<u8> {

@@ -5,8 +5,10 @@
 use rayon::prelude::*;
 
 use crate::check::item_checks::{check_every_file, file_findings};
+use crate::check::{capabilities, kept_capabilities};
 use crate::db::SourceFile;
-use crate::db::cache::{SHARDS, digest, shard_of};
+use crate::db::cache::{SHARDS, shard_of};
+use crate::db::files::text_digest;
 use crate::db::system::System;
 use crate::load::entries;
 use crate::load::items::item_file_entries;
@@ -62,6 +64,14 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
                 .collect()
         })
     });
+    // The world's part of the capabilities (check/kept_capabilities.rs),
+    // asked first: a process that checked no capability (a load alone)
+    // writes back a unit that still holds as it was loaded, rather than
+    // computing it again.
+    kept_capabilities::kept_capabilities(db, tree);
+    let capabilities = held_or_encoded(cache, kept_capabilities::UNIT.to_string(), || {
+        kept_capabilities::encode(db, tree, || capabilities::to_keep(db, tree))
+    });
     // Each kept unit by shard, in path order, and whether it was taken
     // from the cache. The entries on this thread: every entry is
     // memoized, and handing them to every core cost more than reading
@@ -78,7 +88,7 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
             shards[shard_of(&checks.0)].push(checks);
         }
     }
-    if let Some(unit) = fingerprints {
+    for unit in [fingerprints, capabilities].into_iter().flatten() {
         shards[shard_of(&unit.0)].push(unit);
     }
     for units in &mut shards {
@@ -114,7 +124,7 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
                         Unit::Entries(file) => {
                             let digest = cache
                                 .taken_digest(path)
-                                .unwrap_or_else(|| digest(file.text(db)));
+                                .unwrap_or_else(|| *text_digest(db, *file));
                             let bytes = entries::encode(path, item_file_entries(db, *file))
                                 .ok_or_else(|| {
                                     std::io::Error::other(format!(

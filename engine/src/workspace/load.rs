@@ -255,6 +255,7 @@ files inside the tree",
                 crate::load::kept_users::is_unit_path(path)
                     || crate::load::kept_instances::is_unit_path(path)
                     || path == crate::plan::kept_fingerprints::UNIT
+                    || path == crate::check::kept_capabilities::UNIT
             });
         }
         let index = crate::load::items::compute_index(&db, tree);

@@ -91,7 +91,9 @@ fn each_image(db: &Database, tree: Tree, query: impl Fn(&Database, ItemId<'_>) +
 /// File by file, through the ids each file's checks read
 /// (`indexed_in_file`): every item is then interned and looked up in the
 /// index once, where a pass by name did both again (at ten times the
-/// reference tree, neither table fits a cache; issue 40).
+/// reference tree, neither table fits a cache; issue 40). A file's items
+/// go [`PIECE`] at a time: the reference tree's 500 groups are one file,
+/// which one worker structured while the other had nothing left to take.
 pub fn structure_items(db: &Database, tree: Tree) {
     let files: Vec<SourceFile> = tree.item_files(db).iter().map(|f| f.file).collect();
     files
@@ -105,9 +107,13 @@ pub fn structure_items(db: &Database, tree: Tree) {
             {
                 return;
             }
-            for id in indexed_in_file(db, *file) {
-                structured_item(db, *id);
-            }
+            indexed_in_file(db, *file)
+                .par_chunks(PIECE)
+                .for_each_with(db.clone(), |db, ids| {
+                    for id in ids {
+                        structured_item(db, *id);
+                    }
+                });
         });
     let overlaid: Vec<(ItemKind, String)> = item_index(db, tree).overlay_declared.clone();
     overlaid

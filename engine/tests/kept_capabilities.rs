@@ -1,0 +1,161 @@
+//! The world's part of the capabilities check kept in the persisted cache
+//! (check/kept_capabilities.rs): a fresh process takes it only while the
+//! tree but its instances files and the variables its templates read are
+//! as they were, checks only the storages the instances attach against
+//! it, and refuses exactly as a cold process does, whether it takes the
+//! unit or not.
+#![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use csis_engine::check::kept_capabilities::kept_capabilities;
+use csis_engine::run::persist_cache::save_cache;
+use csis_test_support::{
+    DiskWithEnv, LOCAL_BASE, described_diagnostics, load_cached, parse, temp_tree, write_file,
+};
+
+/// Two images: `web` on alma, which carries local storages, and `lean` on
+/// slim, which carries none; a local storage `data` that box attaches.
+const TREE: &str = r#"
+--- images/web.yml
+images:
+  - name: web
+    source_image: alma
+    group: ops
+    description: "{{ ENV.TEAM }} web"
+    runtimes:
+      - image_builder: ib
+  - name: lean
+    source_image: slim
+    group: ops
+    runtimes:
+      - image_builder: ib
+--- storages/data.yml
+storages:
+  - name: data
+    groups: [ops]
+--- instances/box.yml
+instances:
+  - name: box
+    image: web
+    storages:
+      - {name: data, mount_point: /srv/data}
+--- instances/more.yml
+instances:
+  - name: spare
+    image: lean
+"#;
+
+/// The second OS builder, after alma in cfg/builders.yml.
+const SLIM: &str = "  - name: slim
+    type: local
+    family: alma-linux
+    family_version: 10
+    identity_types: [unix]
+    storage_types: []
+    runtimes:
+      - image_builder: ib
+";
+
+/// LOCAL_BASE with slim, and TREE.
+fn tree() -> csis_test_support::Files {
+    let mut files = parse(&format!("{LOCAL_BASE}{TREE}"));
+    let builders = format!("{}{SLIM}", files["cfg/builders.yml"]);
+    files.insert("cfg/builders.yml".into(), builders);
+    files
+}
+
+/// What lean's instance attaching data brings.
+const REFUSAL: &str = "image 'lean' attaches storage 'data' of type 'local' which base 'slim' does not declare (declared: [], via declaration)";
+
+fn env(team: &str) -> DiskWithEnv {
+    DiskWithEnv(BTreeMap::from([("TEAM".to_string(), team.to_string())]))
+}
+
+/// Whether a fresh process took the capabilities from the cache, after
+/// checking it refuses what a cold one does; then it writes the cache.
+/// Returns what it refused too.
+fn took(sys: &DiskWithEnv, root: &Path, cache: &Path) -> (bool, Vec<String>) {
+    let cached = load_cached(sys, root, Some(cache));
+    let found = described_diagnostics(&cached);
+    assert_eq!(found, described_diagnostics(&load_cached(sys, root, None)));
+    let taken = kept_capabilities(&cached.db, cached.tree).is_some();
+    save_cache(&cached, sys).unwrap();
+    (taken, found)
+}
+
+fn refuses(found: &[String]) -> bool {
+    found.iter().any(|d| d.contains(REFUSAL))
+}
+
+#[test]
+fn the_capabilities_are_taken_only_while_the_world_is_as_it_was_and_refuse_as_a_cold_load() {
+    let files = tree();
+    let root = temp_tree(&files);
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = cache_dir.path();
+    let sys = env("blue");
+    assert!(!took(&sys, root.path(), cache).0, "nothing kept yet");
+    let (taken, found) = took(&sys, root.path(), cache);
+    assert!(taken, "nothing changed");
+    assert!(!refuses(&found), "{found:#?}");
+
+    // An instances file's edit: spare now attaches data, which lean's
+    // base does not carry. The kept part answers for lean and for data.
+    let attaching = "instances:\n  - name: spare\n    image: lean\n    storages:\n      - {name: data, mount_point: /srv/data}\n";
+    write_file(root.path(), "instances/more.yml", attaching);
+    let (taken, found) = took(&sys, root.path(), cache);
+    assert!(taken, "an instances file edited");
+    assert!(refuses(&found), "{found:#?}");
+    assert!(
+        found
+            .iter()
+            .any(|d| d.starts_with("instances/more.yml:5:7: ")),
+        "where spare declares its storages: {found:#?}"
+    );
+
+    // A variable an image's template reads.
+    assert!(!took(&env("green"), root.path(), cache).0, "TEAM changed");
+    let sys = env("green");
+    assert!(took(&sys, root.path(), cache).0, "kept again");
+
+    // Any file but an instances file: slim carries local storages now.
+    write_file(
+        root.path(),
+        "cfg/builders.yml",
+        &files["cfg/builders.yml"].replace("storage_types: []", "storage_types: [local]"),
+    );
+    let (taken, found) = took(&sys, root.path(), cache);
+    assert!(!taken, "cfg/ changed");
+    assert!(!refuses(&found), "{found:#?}");
+    assert!(took(&sys, root.path(), cache).0, "kept again");
+}
+
+/// An image whose own part found something (an identity type its base
+/// does not declare) is not kept: it is checked whole, and its refusal is
+/// a cold load's, in a process that took the rest.
+#[test]
+fn an_image_whose_own_part_found_something_is_checked_whole() {
+    let mut files = tree();
+    let builders = files["cfg/builders.yml"].replace(
+        "identity_types: [unix]\n    storage_types: []",
+        "identity_types: []\n    storage_types: []",
+    );
+    files.insert("cfg/builders.yml".into(), builders);
+    let root = temp_tree(&files);
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = cache_dir.path();
+    let sys = env("blue");
+    let identity = "image 'lean' uses an identity type its base 'slim' does not declare: 'unix'";
+    let (_, found) = took(&sys, root.path(), cache);
+    assert!(found.iter().any(|d| d.contains(identity)), "{found:#?}");
+    write_file(
+        root.path(),
+        "instances/more.yml",
+        "instances:\n  - name: spare\n    image: lean\n    description: edited\n",
+    );
+    let (taken, found) = took(&sys, root.path(), cache);
+    assert!(taken, "an instances file edited");
+    assert!(found.iter().any(|d| d.contains(identity)), "{found:#?}");
+}
