@@ -13,7 +13,7 @@ use csis_model::models::{BaseBuilder, Item};
 use csis_model::{Diagnostic, ItemKind, Subject, Vct};
 
 use crate::check::context::Checks;
-use crate::check::kept_capabilities::{Carries, ToKeep, kept_image, kept_storage};
+use crate::check::kept_capabilities::{Carries, Parts, kept_image, kept_storage};
 use crate::db::{Db, Tree};
 use crate::load::items::{ItemId, indexed_of_kind};
 use crate::load::items_model::structured_item;
@@ -110,7 +110,7 @@ fn image_part<'db>(db: &'db dyn Db, id: ItemId<'db>) -> ImagePart {
 /// What the persisted cache may keep of the tree's capabilities
 /// (`check::kept_capabilities`): each image whose own part found nothing,
 /// and each storage's capability type. Asked by the cache's writer.
-pub fn to_keep(db: &dyn Db, tree: Tree) -> ToKeep {
+pub fn to_keep(db: &dyn Db, tree: Tree) -> Parts {
     let images = indexed_of_kind(db, tree, ItemKind::IMAGES)
         .iter()
         .filter_map(|id| {
@@ -123,8 +123,8 @@ pub fn to_keep(db: &dyn Db, tree: Tree) -> ToKeep {
     let storages = indexed_of_kind(db, tree, ItemKind::STORAGES)
         .iter()
         .map(|id| {
-            let name = id.name(db).as_str();
-            (name.to_string(), v.structured_storage_type(name))
+            let item = structured_item(db, *id).item.clone();
+            (id.name(db).to_string(), v.type_of_storage(item))
         })
         .collect();
     (images, storages)
@@ -292,7 +292,11 @@ impl<'a> Checks<'a> {
     }
 
     fn structured_storage_type(&self, name: &str) -> Option<String> {
-        let item = self.storage(name)?;
+        self.type_of_storage(self.storage(name))
+    }
+
+    fn type_of_storage(&self, item: Option<std::sync::Arc<Item>>) -> Option<String> {
+        let item = item?;
         let Item::Storage(st) = &*item else {
             return None;
         };

@@ -22,10 +22,9 @@
 
 use csis_model::packed::{read_len, read_str, write_len, write_str};
 
-use crate::db::system::digest_parts;
 use crate::db::{Db, Tree};
 use crate::load::kept_env::KeptEnv;
-use crate::load::world::{world, world_names_no_item};
+use crate::load::world::{world_key, world_names_no_item};
 
 /// Where the cache keeps the unit: a unit of the tree, not of a file (no
 /// file's path starts with a NUL).
@@ -56,7 +55,7 @@ pub struct KeptCapabilities {
 
 /// What the writer hands [`encode`]: the kept images and storages, in any
 /// order.
-pub type ToKeep = (
+pub type Parts = (
     Vec<(String, Option<Carries>)>,
     Vec<(String, Option<String>)>,
 );
@@ -116,7 +115,7 @@ fn taken_capabilities(db: &dyn Db, tree: Tree) -> Option<KeptCapabilities> {
 pub fn encode(
     db: &dyn Db,
     tree: Tree,
-    to_keep: impl FnOnce() -> ToKeep,
+    to_keep: impl FnOnce() -> Parts,
 ) -> Option<([u8; 32], Vec<u8>)> {
     db.cache()?;
     if !world_names_no_item(db, tree) {
@@ -129,12 +128,8 @@ pub fn encode(
     storages.sort_by(|a, b| a.0.cmp(&b.0));
     storages.dedup_by(|a, b| a.0 == b.0);
     // What they read, once they are all computed.
-    let reads = db.cache()?.env_reads();
-    if reads.read_clock() {
-        return None;
-    }
     let kept = KeptCapabilities {
-        env: KeptEnv::now(db, tree, reads.vars()?),
+        env: KeptEnv::of_process(db, tree)?,
         images,
         storages,
     };
@@ -144,11 +139,7 @@ pub fn encode(
 /// What the unit is kept with: the digest of the tree but its instances
 /// files. `None` when nothing of this tree may be kept.
 fn key(db: &dyn Db, tree: Tree) -> Option<[u8; 32]> {
-    let world = world(db, tree).as_ref()?;
-    Some(digest_parts([
-        b"csis capabilities".as_slice(),
-        world.as_slice(),
-    ]))
+    world_key(db, tree, "csis capabilities")
 }
 
 fn write_optional(value: Option<&str>, out: &mut Vec<u8>) {

@@ -257,8 +257,9 @@ impl Cache {
     }
 
     /// What `read` makes of the bytes kept for `path`, when they were
-    /// kept under `key` (the [`digest`] of what makes them this file's
-    /// result: its text, or a unit's inputs) and are still held.
+    /// kept under `key` (a digest of what makes them this file's result:
+    /// its text's, `db::files::text_digest`, or a unit's inputs') and are
+    /// still held.
     pub fn take<T>(
         &self,
         path: &str,

@@ -30,11 +30,12 @@ pub struct ParsedFile {
 
 /// The blake3 digest of a file's text: what the persisted cache keys a
 /// file's entries by, and what every key over many files (`load::world`)
-/// is made of. Memoized, so a text is hashed once, by the worker that
-/// parses it, not again by each key it enters on one core.
+/// is made of. Memoized, so a text is hashed once (an item file's by the
+/// worker that takes its entries from the cache), not again by each key
+/// it enters on one core.
 #[salsa::tracked]
 pub fn text_digest(db: &dyn Db, file: SourceFile) -> [u8; 32] {
-    *blake3::hash(file.text(db).as_bytes()).as_bytes()
+    crate::db::cache::digest(file.text(db))
 }
 
 #[salsa::tracked(returns(ref))]

@@ -23,6 +23,18 @@ impl KeptEnv {
         KeptEnv { vars, values }
     }
 
+    /// What a unit this process computed is kept under: every variable
+    /// it looked up; `None` when it read the clock or the whole
+    /// environment, and nothing of it may be kept. Asked once the unit's
+    /// contents are computed: reads are noted as they happen.
+    pub(crate) fn of_process(db: &dyn Db, tree: Tree) -> Option<KeptEnv> {
+        let reads = db.cache()?.env_reads();
+        if reads.read_clock() {
+            return None;
+        }
+        Some(KeptEnv::now(db, tree, reads.vars()?))
+    }
+
     /// Whether every variable has the value it had when the unit was kept.
     pub(crate) fn holds(&self, db: &dyn Db, tree: Tree) -> bool {
         self.values == values(db, tree, &self.vars)

@@ -166,9 +166,9 @@ fn kept_instance<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Option<&'db KeptInsta
     else {
         return None;
     };
-    // The query itself, not `kept_instances`: an instance's file is an
-    // instances file, which the cache holds a unit for, and asking the
-    // cache by path first cost a path built per instance, 15,000 a plan.
+    // The query itself, not `kept_instances`: it is memoized per file
+    // (`None` for a file without a unit), where asking the cache by path
+    // first built a path per instance, 15,000 a plan.
     taken_instances(db, file).as_ref()?.instance(index)
 }
 

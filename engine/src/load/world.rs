@@ -3,7 +3,8 @@
 //! instance may read (issue 40). What is computed from these alone is
 //! kept in the persisted cache under this digest, so an edit of an
 //! instances file leaves it as it was (`load::kept_instances`,
-//! `plan::kept_fingerprints`); an edit of any other file changes it.
+//! `plan::kept_fingerprints`, `check::kept_capabilities`); an edit of any
+//! other file changes it.
 
 use csis_model::ItemKind;
 use csis_secrets::IdentitySource;
@@ -30,9 +31,10 @@ pub(crate) fn is_instances_file(db: &dyn Db, file: SourceFile) -> bool {
 /// The digest of every input of the tree but its instances files: every
 /// other file (cfg/, the other item files,
 /// meta-state, the files the configuration names, remote state read for
-/// interpolation), its path and its text's digest (each text hashed once,
-/// by the worker that read its entries, where hashing them all here kept
-/// one core busy for a thirtieth of a plan after an edit), and what the
+/// interpolation), its path and its text's digest (an item file's hashed
+/// by the worker that took its entries from the cache, where hashing
+/// every text here kept one core busy for a thirtieth of a plan after an
+/// edit; cfg/, meta-state and the other files here), and what the
 /// load learnt of the paths template chains name. `None` with overlays,
 /// `--undeclare` or an identity set.
 #[salsa::tracked(returns(ref))]
@@ -74,6 +76,14 @@ pub(crate) fn world(db: &dyn Db, tree: Tree) -> Option<[u8; 32]> {
         .chain(files)
         .chain(facts);
     Some(digest_parts(parts))
+}
+
+/// The key of a unit of the tree kept under the world: `tag` (which
+/// unit it is) and the [`world`]'s digest. `None` when nothing of this
+/// tree may be kept.
+pub(crate) fn world_key(db: &dyn Db, tree: Tree, tag: &str) -> Option<[u8; 32]> {
+    let world = world(db, tree).as_ref()?;
+    Some(digest_parts([tag.as_bytes(), world.as_slice()]))
 }
 
 /// Whether no item of the world names another item in its templates

@@ -18,10 +18,9 @@
 
 use csis_model::packed::{read_len, read_str, write_len, write_str};
 
-use crate::db::system::digest_parts;
 use crate::db::{Db, Tree};
 use crate::load::kept_env::KeptEnv;
-use crate::load::world::{world, world_names_no_item};
+use crate::load::world::{world_key, world_names_no_item};
 
 /// Where the cache keeps the tree's fingerprints: a unit of the tree, not
 /// of a file (no file's path starts with a NUL).
@@ -98,13 +97,8 @@ pub fn encode(
     series.sort_by(|a, b| a.0.cmp(&b.0));
     series.dedup_by(|a, b| a.0 == b.0);
     // What the fingerprints read, once they are all computed.
-    let reads = cache.env_reads();
-    if reads.read_clock() {
-        return None;
-    }
-    let vars = reads.vars()?;
     let kept = KeptFingerprints {
-        env: KeptEnv::now(db, tree, vars),
+        env: KeptEnv::of_process(db, tree)?,
         series,
     };
     Some((key, bytes_of(&kept)))
@@ -113,11 +107,7 @@ pub fn encode(
 /// What the unit is kept with: the digest of the tree but its instances
 /// files. `None` when nothing of this tree may be kept.
 fn key(db: &dyn Db, tree: Tree) -> Option<[u8; 32]> {
-    let world = world(db, tree).as_ref()?;
-    Some(digest_parts([
-        b"csis fingerprints".as_slice(),
-        world.as_slice(),
-    ]))
+    world_key(db, tree, "csis fingerprints")
 }
 
 fn bytes_of(kept: &KeptFingerprints) -> Vec<u8> {

@@ -168,8 +168,9 @@ fn held_or_encoded(
 
 /// What a unit holds: a file's entries (encoded as it is written), a
 /// users or instances file's checks (`load::kept_users`,
-/// `load::kept_instances`) or the tree's fingerprints
-/// (`plan::kept_fingerprints`), encoded already, or the
+/// `load::kept_instances`), the tree's fingerprints
+/// (`plan::kept_fingerprints`) or its capabilities' world part
+/// (`check::kept_capabilities`), encoded already, or the
 /// bytes of a unit this process took, held by the cache.
 enum Unit {
     Entries(SourceFile),
