@@ -159,3 +159,46 @@ fn an_image_whose_own_part_found_something_is_checked_whole() {
     assert!(taken, "an instances file edited");
     assert!(found.iter().any(|d| d.contains(identity)), "{found:#?}");
 }
+
+/// Images whose group has no identity builder are not kept either: the
+/// refusal, once for the group at the first image that meets it, is a
+/// cold load's in a process that took the rest.
+#[test]
+fn a_group_without_an_identity_builder_is_reported_once_as_a_cold_load_does() {
+    let mut files = tree();
+    let builders = files["cfg/builders.yml"].replace(
+        "  - {name: unix, type: basic, is_default: true}\n",
+        "  - {name: unix, type: basic, is_default: true}\n  - {name: sheet, type: dummy-roster}\n",
+    );
+    files.insert("cfg/builders.yml".into(), builders);
+    let groups = format!(
+        "{}  - {{name: lab, type: sheet, members: [avery.alpha]}}\n",
+        files["groups/people.yml"]
+    );
+    files.insert("groups/people.yml".into(), groups);
+    let images = files["images/web.yml"].replace(
+        "  - name: lean\n    source_image: slim\n    group: ops\n",
+        "  - name: lean\n    source_image: slim\n    group: lab\n",
+    ) + "  - name: lean2\n    source_image: lean\n    group: lab\n    runtimes:\n      - image_builder: ib\n";
+    files.insert("images/web.yml".into(), images);
+    let root = temp_tree(&files);
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = cache_dir.path();
+    let sys = env("blue");
+    let once = |found: &[String]| {
+        found
+            .iter()
+            .filter(|d| d.contains("group 'lab' has no identity builder"))
+            .count()
+    };
+    let (_, found) = took(&sys, root.path(), cache);
+    assert_eq!(once(&found), 1, "{found:#?}");
+    write_file(
+        root.path(),
+        "instances/more.yml",
+        "instances:\n  - name: spare\n    image: lean2\n    description: edited\n",
+    );
+    let (taken, found) = took(&sys, root.path(), cache);
+    assert!(taken, "an instances file edited");
+    assert_eq!(once(&found), 1, "{found:#?}");
+}
