@@ -24,11 +24,14 @@ use csis_model::packed::{read_len, read_str, write_len, write_str};
 
 use crate::db::{Db, Tree};
 use crate::load::kept_env::KeptEnv;
-use crate::load::world::{world_key, world_names_no_item};
+use crate::load::world::{key_to_keep, sort_unique, take_under_world};
 
 /// Where the cache keeps the unit: a unit of the tree, not of a file (no
 /// file's path starts with a NUL).
 pub const UNIT: &str = "\0capabilities";
+
+/// What the unit is kept with besides the world's digest.
+const TAG: &str = "csis capabilities";
 
 /// What an image's chain carries, against which the storages its
 /// instances attach are checked: its root base, where the types come from
@@ -77,12 +80,7 @@ pub(crate) fn kept_image<'db>(
     tree: Tree,
     name: &str,
 ) -> Option<Option<&'db Carries>> {
-    let kept = kept_capabilities(db, tree)?;
-    let at = kept
-        .images
-        .binary_search_by(|(n, _)| n.as_str().cmp(name))
-        .ok()?;
-    kept.images.get(at).map(|(_, c)| c.as_ref())
+    row(&kept_capabilities(db, tree)?.images, name).map(Option::as_ref)
 }
 
 /// Storage `name`'s capability type, when the unit holds the storage.
@@ -91,19 +89,18 @@ pub(crate) fn kept_storage<'db>(
     tree: Tree,
     name: &str,
 ) -> Option<Option<&'db str>> {
-    let kept = kept_capabilities(db, tree)?;
-    let at = kept
-        .storages
-        .binary_search_by(|(n, _)| n.as_str().cmp(name))
-        .ok()?;
-    kept.storages.get(at).map(|(_, t)| t.as_deref())
+    row(&kept_capabilities(db, tree)?.storages, name).map(Option::as_deref)
+}
+
+/// The value of `name`'s row, in rows sorted by name.
+fn row<'a, V>(rows: &'a [(String, V)], name: &str) -> Option<&'a V> {
+    let at = rows.binary_search_by(|(n, _)| n.as_str().cmp(name)).ok()?;
+    rows.get(at).map(|(_, v)| v)
 }
 
 #[salsa::tracked(returns(ref))]
 fn taken_capabilities(db: &dyn Db, tree: Tree) -> Option<KeptCapabilities> {
-    let cache = db.cache()?;
-    let key = key(db, tree)?;
-    cache.take(UNIT, &key, |bytes| {
+    take_under_world(db, tree, UNIT, TAG, |bytes| {
         decode(bytes).filter(|kept| kept.env.holds(db, tree))
     })
 }
@@ -117,16 +114,10 @@ pub fn encode(
     tree: Tree,
     to_keep: impl FnOnce() -> Parts,
 ) -> Option<([u8; 32], Vec<u8>)> {
-    db.cache()?;
-    if !world_names_no_item(db, tree) {
-        return None;
-    }
-    let key = key(db, tree)?;
+    let key = key_to_keep(db, tree, TAG)?;
     let (mut images, mut storages) = to_keep();
-    images.sort_by(|a, b| a.0.cmp(&b.0));
-    images.dedup_by(|a, b| a.0 == b.0);
-    storages.sort_by(|a, b| a.0.cmp(&b.0));
-    storages.dedup_by(|a, b| a.0 == b.0);
+    sort_unique(&mut images);
+    sort_unique(&mut storages);
     // What they read, once they are all computed.
     let kept = KeptCapabilities {
         env: KeptEnv::of_process(db, tree)?,
@@ -134,12 +125,6 @@ pub fn encode(
         storages,
     };
     Some((key, bytes_of(&kept)))
-}
-
-/// What the unit is kept with: the digest of the tree but its instances
-/// files. `None` when nothing of this tree may be kept.
-fn key(db: &dyn Db, tree: Tree) -> Option<[u8; 32]> {
-    world_key(db, tree, "csis capabilities")
 }
 
 fn write_optional(value: Option<&str>, out: &mut Vec<u8>) {

@@ -81,9 +81,39 @@ pub(crate) fn world(db: &dyn Db, tree: Tree) -> Option<[u8; 32]> {
 /// The key of a unit of the tree kept under the world: `tag` (which
 /// unit it is) and the [`world`]'s digest. `None` when nothing of this
 /// tree may be kept.
-pub(crate) fn world_key(db: &dyn Db, tree: Tree, tag: &str) -> Option<[u8; 32]> {
+fn world_key(db: &dyn Db, tree: Tree, tag: &str) -> Option<[u8; 32]> {
     let world = world(db, tree).as_ref()?;
     Some(digest_parts([tag.as_bytes(), world.as_slice()]))
+}
+
+/// The unit of the tree at `unit`, kept under `tag` and the world, as
+/// `read` makes it of its bytes (the units of the tree:
+/// `plan::kept_fingerprints`, `check::kept_capabilities`).
+pub(crate) fn take_under_world<T>(
+    db: &dyn Db,
+    tree: Tree,
+    unit: &str,
+    tag: &str,
+    read: impl FnOnce(&[u8]) -> Option<T>,
+) -> Option<T> {
+    db.cache()?.take(unit, &world_key(db, tree, tag)?, read)
+}
+
+/// The key to keep a unit of the tree under, `tag` and the world; `None`
+/// when nothing may be kept under the world ([`world_names_no_item`]).
+/// Asked by the cache's writer, once the world's items are structured.
+pub(crate) fn key_to_keep(db: &dyn Db, tree: Tree, tag: &str) -> Option<[u8; 32]> {
+    if !world_names_no_item(db, tree) {
+        return None;
+    }
+    world_key(db, tree, tag)
+}
+
+/// Rows a unit keeps, sorted by key and each key once, as its readers
+/// search them.
+pub(crate) fn sort_unique<K: Ord, V>(rows: &mut Vec<(K, V)>) {
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    rows.dedup_by(|a, b| a.0 == b.0);
 }
 
 /// Whether no item of the world names another item in its templates

@@ -20,11 +20,14 @@ use csis_model::packed::{read_len, read_str, write_len, write_str};
 
 use crate::db::{Db, Tree};
 use crate::load::kept_env::KeptEnv;
-use crate::load::world::{world_key, world_names_no_item};
+use crate::load::world::{key_to_keep, sort_unique, take_under_world};
 
 /// Where the cache keeps the tree's fingerprints: a unit of the tree, not
 /// of a file (no file's path starts with a NUL).
 pub const UNIT: &str = "\0fingerprints";
+
+/// What the unit is kept with besides the world's digest.
+const TAG: &str = "csis fingerprints";
 
 /// Every series' fingerprint on each of its runtimes, sorted by series
 /// and runtime; `None` where the series has none (an image that did not
@@ -71,9 +74,7 @@ pub fn kept_fingerprint<'db>(
 
 #[salsa::tracked(returns(ref))]
 fn taken_fingerprints(db: &dyn Db, tree: Tree) -> Option<KeptFingerprints> {
-    let cache = db.cache()?;
-    let key = key(db, tree)?;
-    cache.take(UNIT, &key, |bytes| {
+    take_under_world(db, tree, UNIT, TAG, |bytes| {
         decode(bytes).filter(|kept| kept.env.holds(db, tree))
     })
 }
@@ -88,26 +89,18 @@ pub fn encode(
     tree: Tree,
     fingerprints: impl FnOnce() -> Vec<((String, String), Option<InputFingerprint>)>,
 ) -> Option<([u8; 32], Vec<u8>)> {
-    let cache = db.cache()?;
-    if !cache.fingerprinted() || !world_names_no_item(db, tree) {
+    if !db.cache()?.fingerprinted() {
         return None;
     }
-    let key = key(db, tree)?;
+    let key = key_to_keep(db, tree, TAG)?;
     let mut series = fingerprints();
-    series.sort_by(|a, b| a.0.cmp(&b.0));
-    series.dedup_by(|a, b| a.0 == b.0);
+    sort_unique(&mut series);
     // What the fingerprints read, once they are all computed.
     let kept = KeptFingerprints {
         env: KeptEnv::of_process(db, tree)?,
         series,
     };
     Some((key, bytes_of(&kept)))
-}
-
-/// What the unit is kept with: the digest of the tree but its instances
-/// files. `None` when nothing of this tree may be kept.
-fn key(db: &dyn Db, tree: Tree) -> Option<[u8; 32]> {
-    world_key(db, tree, "csis fingerprints")
 }
 
 fn bytes_of(kept: &KeptFingerprints) -> Vec<u8> {
