@@ -35,6 +35,9 @@ images:
       - image_builder: ib
     modifications:
       - {name: tools, script: "echo base"}
+      - {name: kit, scripts: [scripts/kit.sh]}
+--- scripts/kit.sh
+echo kit
 --- images/web.yml
 images:
   - name: web

@@ -21,6 +21,8 @@ use crate::load::builders::builders;
 use crate::load::items::{ItemId, indexed_in_file, indexed_in_overlays};
 use crate::load::items_model::structured_item;
 use crate::load::kept_instances::instance_links;
+use crate::load::kept_world::kept_storage_runtime;
+use crate::plan::bakes::image_series;
 
 /// One name an item's runtime derives from its declared name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, salsa::SalsaValue)]
@@ -156,22 +158,38 @@ fn item_cloud_names<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Vec<Derived> {
             .collect();
         return derived_names(db, b, kind, name, runtimes);
     }
-    let si = structured_item(db, id);
-    let runtimes: Vec<String> = match si.item.as_deref() {
-        Some(Item::Image(img)) => img
-            .runtimes
-            .iter()
-            .filter_map(|e| runtime_of(Vct::ImageBuilderModel, &e.image_builder))
-            .collect(),
-        // The runtime its builder applies on, as the storage's root names
-        // the disk.
-        Some(Item::Storage(st)) => vec![
-            runtime_of(Vct::StorageBuilderModel, &st.named.type_)
-                .unwrap_or_else(|| st.runtime.clone()),
-        ],
-        _ => Vec::new(),
+    // What the plan reads of an image names its runtimes, in entry order,
+    // as the cache may keep it (`load::kept_world`).
+    let runtimes: Vec<String> = if kind == ItemKind::IMAGES {
+        image_series(db, id)
+            .as_ref()
+            .map(|s| s.runtimes.clone())
+            .unwrap_or_default()
+    } else if kind == ItemKind::STORAGES {
+        storage_runtime(db, id).into_iter().collect()
+    } else {
+        Vec::new()
     };
     derived_names(db, b, kind, name, runtimes)
+}
+
+/// The runtime storage `id`'s builder applies on, as the storage's root
+/// names the disk (else the runtime it names): kept by the persisted
+/// cache with the world's files (`load::kept_world`).
+pub(crate) fn storage_runtime(db: &dyn Db, id: ItemId<'_>) -> Option<String> {
+    let tree = id.tree(db);
+    if let Some(kept) = kept_storage_runtime(db, tree, id.name(db).as_str()) {
+        return Some(kept.to_string());
+    }
+    let Some(Item::Storage(st)) = structured_item(db, id).item.as_deref() else {
+        return None;
+    };
+    Some(
+        builders(db, tree)
+            .resolve(Vct::StorageBuilderModel, &st.named.type_)
+            .and_then(|d| d.base.runtime().map(str::to_string))
+            .unwrap_or_else(|| st.runtime.clone()),
+    )
 }
 
 /// The names `runtimes` derive from item `name` of `kind`.

@@ -168,10 +168,12 @@ pub struct Found {
 /// check; only what found something.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn file_findings(db: &dyn Db, file: SourceFile) -> FileFindings {
-    // A users or instances file kept with its checks found nothing
-    // (load/kept_users.rs, load/kept_instances.rs).
+    // A users or instances file kept with its checks, or a file of the
+    // world kept quiet, found nothing (load/kept_users.rs,
+    // load/kept_instances.rs, load/kept_world.rs).
     if crate::load::kept_users::kept_users(db, file).is_some()
         || crate::load::kept_instances::kept_instances(db, file).is_some()
+        || crate::load::kept_world::quiet_file(db, file)
     {
         return FileFindings {
             entries: item_file_entries(db, file).diags.clone(),

@@ -44,7 +44,8 @@ use crate::db::{Db, ItemSource, SourceFile, Tree};
 use crate::load::items::{ItemId, indexed_in_file, item_index};
 use crate::load::items_model::structured_item;
 use crate::load::kept_env::KeptEnv;
-use crate::load::world::{is_instances_file, world, world_names_no_item};
+use crate::load::kept_world::names_no_item;
+use crate::load::world::{is_instances_file, world};
 
 /// What a unit's path puts before its file's: a NUL first, since it is
 /// keyed by the tree but its instances files, as a unit of the tree is
@@ -218,7 +219,7 @@ pub fn encode(
     instances_of(db, file).filter(|n| *n > 0)?;
     // The checks first: a hook reading across instances is noted as they
     // run.
-    if !found_nothing() || !world_names_no_item(db, tree) {
+    if !found_nothing() || !names_no_item(db, tree) {
         return None;
     }
     let reads = cache.env_reads();

@@ -39,6 +39,38 @@ pub(crate) fn is_instances_file(db: &dyn Db, file: SourceFile) -> bool {
 /// `--undeclare` or an identity set.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn world(db: &dyn Db, tree: Tree) -> Option<[u8; 32]> {
+    digest_of_world(db, tree, tree.aux_files(db), true)
+}
+
+/// What the load has read of the world when it asks which scripts the
+/// images' modifications name (`load::kept_scripts`): the [`world`]
+/// with, of the files the configuration names, only those interpolation
+/// reads (`interpolated`), and no path facts yet. The same at the end of
+/// the process, where the cache's writer asks it again. `None` also
+/// when interpolation reads remote state.
+pub(crate) fn world_before_scripts(
+    db: &dyn Db,
+    tree: Tree,
+    interpolated: &crate::load::interp::Reads,
+) -> Option<[u8; 32]> {
+    if !interpolated.remote.is_empty() {
+        return None;
+    }
+    let aux: Vec<SourceFile> = tree
+        .aux_files(db)
+        .iter()
+        .copied()
+        .filter(|f| interpolated.files.iter().any(|p| **p == **f.path(db)))
+        .collect();
+    digest_of_world(db, tree, &aux, false)
+}
+
+fn digest_of_world(
+    db: &dyn Db,
+    tree: Tree,
+    aux: &[SourceFile],
+    with_facts: bool,
+) -> Option<[u8; 32]> {
     if !keyable(db, tree) || !matches!(tree.identities(db), IdentitySource::Unset) {
         return None;
     }
@@ -53,24 +85,28 @@ pub(crate) fn world(db: &dyn Db, tree: Tree) -> Option<[u8; 32]> {
         .copied()
         .chain(items)
         .chain(tree.meta_files(db).iter().copied())
-        .chain(tree.aux_files(db).iter().copied())
+        .chain(aux.iter().copied())
         .map(|f| (f.path(db), text_digest(db, f)))
         .collect::<Vec<_>>();
     let files = files
         .iter()
         .flat_map(|(path, text)| [path.as_bytes(), text.as_slice()]);
-    let facts = tree.path_facts(db).iter().flat_map(|(path, fact)| {
-        let canonical = fact
-            .canonical
-            .as_ref()
-            .map_or(&b"\0absent"[..], |p| p.as_os_str().as_encoded_bytes());
-        [
-            path.as_bytes(),
-            canonical,
-            if fact.symlink { b"link" } else { b"file" },
-            fact.digest.as_deref().map_or(&b"\0none"[..], str::as_bytes),
-        ]
-    });
+    let facts = with_facts.then(|| tree.path_facts(db));
+    let facts = facts
+        .iter()
+        .flat_map(|facts| facts.iter())
+        .flat_map(|(path, fact)| {
+            let canonical = fact
+                .canonical
+                .as_ref()
+                .map_or(&b"\0absent"[..], |p| p.as_os_str().as_encoded_bytes());
+            [
+                path.as_bytes(),
+                canonical,
+                if fact.symlink { b"link" } else { b"file" },
+                fact.digest.as_deref().map_or(&b"\0none"[..], str::as_bytes),
+            ]
+        });
     let parts = [b"csis world".as_slice(), tree.root_display(db).as_bytes()]
         .into_iter()
         .chain(files)

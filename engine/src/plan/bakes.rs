@@ -16,6 +16,8 @@ use crate::db::{Db, Tree};
 use crate::load::builders::builders;
 use crate::load::items::{ItemId, indexed_of_kind, item_index};
 use crate::load::items_model::structured_item;
+pub use crate::load::kept_world::ImageSeries;
+use crate::load::kept_world::kept_series;
 use crate::plan::fingerprint::{SeriesKey, input_fingerprint};
 use crate::state::lineage::{Pins, head_of, pins, run_time, short_fingerprint};
 
@@ -107,19 +109,17 @@ pub fn image_graph(db: &dyn Db, tree: Tree) -> ImageGraph {
 /// An image's parent series and its parent_policy.
 type Parent = (String, String);
 
-/// What the plan reads of one image: the runtimes it bakes on (in entry
-/// order, unresolvable ones left out) and its parent. A query of its own,
-/// so an edit to anything else of the image (a description, a script)
-/// rebuilds neither the image graph nor the plan's series list.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ImageSeries {
-    pub runtimes: Vec<String>,
-    pub parent: Option<Parent>,
-}
-
+/// What the plan reads of one image, a query of its own, so an edit to
+/// anything else of the image (a description, a script) rebuilds neither
+/// the image graph nor the plan's series list. Kept by the persisted
+/// cache with the world's files (`load::kept_world`): a process that took
+/// them structures no image for it.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn image_series<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Option<ImageSeries> {
     let tree = id.tree(db);
+    if let Some(kept) = kept_series(db, tree, id.name(db).as_str()) {
+        return Some(kept.clone());
+    }
     let Some(Item::Image(img)) = structured_item(db, id).item.as_deref() else {
         return None;
     };

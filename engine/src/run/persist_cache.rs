@@ -4,19 +4,24 @@
 
 use rayon::prelude::*;
 
+use crate::check::cloud_names::storage_runtime;
 use crate::check::item_checks::{check_every_file, file_findings};
 use crate::check::{capabilities, kept_capabilities};
 use crate::db::SourceFile;
 use crate::db::cache::{SHARDS, shard_of};
 use crate::db::files::text_digest;
 use crate::db::system::System;
+use crate::db::{Database, Tree};
 use crate::load::entries;
+use crate::load::items::indexed_of_kind;
 use crate::load::items::item_file_entries;
-use crate::load::{kept_instances, kept_users};
+use crate::load::{kept_instances, kept_scripts, kept_users, kept_world};
 use crate::plan::bakes::bake_keys;
-use crate::plan::fingerprint::{SeriesKey, input_fingerprint};
+use crate::plan::bakes::image_series;
+use crate::plan::fingerprint::{SeriesKey, input_fingerprint, referenced_files};
 use crate::plan::kept_fingerprints;
 use crate::workspace::Workspace;
+use csis_model::ItemKind;
 
 /// What the cache directory's own .gitignore holds: everything in it.
 const GITIGNORE: &str = "# Written by csis: its persisted cache is never committed.\n*\n";
@@ -72,6 +77,18 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
     let capabilities = held_or_encoded(cache, kept_capabilities::UNIT.to_string(), || {
         kept_capabilities::encode(db, tree, || capabilities::to_keep(db, tree))
     });
+    // What the world's files found and what the plan reads of their
+    // images and storages (load/kept_world.rs).
+    kept_world::kept_world(db, tree);
+    let world = held_or_encoded(cache, kept_world::UNIT.to_string(), || {
+        kept_world::encode(db, tree, || world_parts(db, tree))
+    });
+    // The scripts the images name, with what interpolation read, as the
+    // load asked (load/kept_scripts.rs).
+    let scripts = held_or_encoded(cache, kept_scripts::UNIT.to_string(), || {
+        let interpolated = crate::load::interp::interpolation_files(db, tree);
+        kept_scripts::encode(db, tree, &interpolated, referenced_files(db, tree))
+    });
     // Each kept unit by shard, in path order, and whether it was taken
     // from the cache. The entries on this thread: every entry is
     // memoized, and handing them to every core cost more than reading
@@ -88,7 +105,10 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
             shards[shard_of(&checks.0)].push(checks);
         }
     }
-    for unit in [fingerprints, capabilities].into_iter().flatten() {
+    for unit in [fingerprints, capabilities, world, scripts]
+        .into_iter()
+        .flatten()
+    {
         shards[shard_of(&unit.0)].push(unit);
     }
     for units in &mut shards {
@@ -148,6 +168,35 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
         .map_err(failed)
 }
 
+/// The world's files whose checks found nothing, each image's series and
+/// each storage's runtime (`load::kept_world`).
+fn world_parts(db: &Database, tree: Tree) -> kept_world::Parts {
+    let quiet = tree
+        .item_files(db)
+        .iter()
+        // A file declaring an instance among other kinds is left out: its
+        // instance's checks may read other instances files (a name two
+        // files declare, the hooks' user-data).
+        .filter(|f| {
+            !item_file_entries(db, f.file)
+                .items
+                .iter()
+                .any(|e| e.kind == ItemKind::INSTANCES)
+                && file_findings(db, f.file).is_empty()
+        })
+        .map(|f| f.file.path(db).to_string())
+        .collect();
+    let images = indexed_of_kind(db, tree, ItemKind::IMAGES)
+        .iter()
+        .filter_map(|id| Some((id.name(db).to_string(), image_series(db, *id).clone()?)))
+        .collect();
+    let storages = indexed_of_kind(db, tree, ItemKind::STORAGES)
+        .iter()
+        .filter_map(|id| Some((id.name(db).to_string(), storage_runtime(db, *id)?)))
+        .collect();
+    (quiet, images, storages)
+}
+
 /// One unit a shard keeps, by its path, and whether this process took it
 /// from the cache.
 type ToKeep = (String, Unit, bool);
@@ -169,8 +218,9 @@ fn held_or_encoded(
 /// What a unit holds: a file's entries (encoded as it is written), a
 /// users or instances file's checks (`load::kept_users`,
 /// `load::kept_instances`), the tree's fingerprints
-/// (`plan::kept_fingerprints`) or its capabilities' world part
-/// (`check::kept_capabilities`), encoded already, or the
+/// (`plan::kept_fingerprints`), its capabilities' world part
+/// (`check::kept_capabilities`), the world's files (`load::kept_world`)
+/// or the images' scripts (`load::kept_scripts`), encoded already, or the
 /// bytes of a unit this process took, held by the cache.
 enum Unit {
     Entries(SourceFile),

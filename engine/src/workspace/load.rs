@@ -256,6 +256,8 @@ files inside the tree",
                     || crate::load::kept_instances::is_unit_path(path)
                     || path == crate::plan::kept_fingerprints::UNIT
                     || path == crate::check::kept_capabilities::UNIT
+                    || path == crate::load::kept_world::UNIT
+                    || path == crate::load::kept_scripts::UNIT
             });
         }
         let index = crate::load::items::compute_index(&db, tree);
@@ -282,7 +284,7 @@ files inside the tree",
         // found by structuring, which reads them.
         let reads = crate::load::interp::interpolation_files(&db, tree);
         let remote_tried: Vec<String> = reads.remote.iter().map(|r| r.location.clone()).collect();
-        let mut referenced = reads.files;
+        let mut referenced = reads.files.clone();
         // A path that would leave the root is never read; the pass says
         // why at the entry (csis_model::confine).
         referenced.retain(|p| csis_model::confine::relative_path_problem("path", p).is_none());
@@ -306,8 +308,14 @@ files inside the tree",
                 .with_durability(Durability::MEDIUM)
                 .to(aux.clone());
         }
-        crate::workspace::prewarm::structure_images(&db, tree);
-        for path in crate::plan::fingerprint::referenced_files(&db, tree).clone() {
+        // The scripts the images' modifications name: kept by the cache
+        // while the world is as it was, else from every image structured.
+        let scripts =
+            crate::load::kept_scripts::kept_scripts(&db, tree, &reads).unwrap_or_else(|| {
+                crate::workspace::prewarm::structure_images(&db, tree);
+                crate::plan::fingerprint::referenced_files(&db, tree).clone()
+            });
+        for path in scripts {
             if files.contains_key(&path) {
                 continue;
             }

@@ -100,10 +100,12 @@ pub fn structure_items(db: &Database, tree: Tree) {
         .par_iter()
         .with_max_len(1)
         .for_each_with(db.clone(), |db, file| {
-            // A users or instances file whose checks the cache kept: its
-            // items are structured only if something asks for one.
+            // A users or instances file whose checks the cache kept, or a
+            // file of the world it kept quiet: its items are structured
+            // only if something asks for one.
             if crate::load::kept_users::kept_users(db, *file).is_some()
                 || crate::load::kept_instances::kept_instances(db, *file).is_some()
+                || crate::load::kept_world::quiet_file(db, *file)
             {
                 return;
             }
