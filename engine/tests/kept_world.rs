@@ -9,6 +9,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use csis_engine::db::Db;
+
 use csis_engine::load::kept_world::kept_world;
 use csis_engine::plan::bakes::bake_keys;
 use csis_engine::plan::fingerprint::{SeriesKey, input_fingerprint};
@@ -119,8 +121,6 @@ fn finds(found: &[String], what: &str) -> bool {
     found.iter().any(|d| d.contains(what))
 }
 
-use csis_engine::db::Db;
-
 #[test]
 fn the_world_is_taken_after_an_instances_edit_and_a_file_that_found_something_is_checked_again() {
     let files = parse(&format!("{LOCAL_BASE}{TREE}"));
@@ -199,4 +199,31 @@ fn the_scripts_kept_are_read_and_a_new_list_is_made_when_an_image_names_another(
     assert!(!third.scripts, "an image edited");
     assert_ne!(third.fingerprints, second.fingerprints);
     assert!(took(&sys, root.path(), cache).scripts, "kept again");
+}
+
+/// A check across the world that found something (a group whose member
+/// is not declared) is not kept: a process that took the world's files
+/// makes it again and refuses as a cold one, where a kept "found
+/// nothing" would stay silent.
+#[test]
+fn a_check_across_the_world_that_found_something_is_made_again() {
+    let mut files = parse(&format!("{LOCAL_BASE}{TREE}"));
+    files.insert(
+        "groups/extra.yml".into(),
+        "groups:\n  - {name: ghost, members: [nobody]}\n".into(),
+    );
+    let root = temp_tree(&files);
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = cache_dir.path();
+    let sys = env("ops");
+    const GHOST: &str = "Group ghost has member nobody which is not in the list of defined users.";
+    assert!(finds(&took(&sys, root.path(), cache).found, GHOST));
+    write_file(
+        root.path(),
+        "instances/more.yml",
+        "instances:\n  - name: spare\n    image: web\n    description: edited\n",
+    );
+    let second = took(&sys, root.path(), cache);
+    assert!(second.world, "an instances file edited");
+    assert!(finds(&second.found, GHOST), "{:#?}", second.found);
 }

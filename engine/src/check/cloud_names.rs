@@ -11,7 +11,6 @@
 
 use std::collections::HashMap;
 
-use csis_model::models::Item;
 use csis_model::{Diagnostic, ItemKind, Origin, Vct};
 use csis_plugin_api::Builder;
 
@@ -21,8 +20,8 @@ use crate::load::builders::builders;
 use crate::load::items::{ItemId, indexed_in_file, indexed_in_overlays};
 use crate::load::items_model::structured_item;
 use crate::load::kept_instances::instance_links;
-use crate::load::kept_world::kept_storage_runtime;
 use crate::plan::bakes::image_series;
+use crate::state::storage_state::storage_runtime;
 
 /// One name an item's runtime derives from its declared name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, salsa::SalsaValue)]
@@ -171,25 +170,6 @@ fn item_cloud_names<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Vec<Derived> {
         Vec::new()
     };
     derived_names(db, b, kind, name, runtimes)
-}
-
-/// The runtime storage `id`'s builder applies on, as the storage's root
-/// names the disk (else the runtime it names): kept by the persisted
-/// cache with the world's files (`load::kept_world`).
-pub(crate) fn storage_runtime(db: &dyn Db, id: ItemId<'_>) -> Option<String> {
-    let tree = id.tree(db);
-    if let Some(kept) = kept_storage_runtime(db, tree, id.name(db).as_str()) {
-        return Some(kept.to_string());
-    }
-    let Some(Item::Storage(st)) = structured_item(db, id).item.as_deref() else {
-        return None;
-    };
-    Some(
-        builders(db, tree)
-            .resolve(Vct::StorageBuilderModel, &st.named.type_)
-            .and_then(|d| d.base.runtime().map(str::to_string))
-            .unwrap_or_else(|| st.runtime.clone()),
-    )
 }
 
 /// The names `runtimes` derive from item `name` of `kind`.

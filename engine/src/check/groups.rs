@@ -17,12 +17,18 @@ use serde::Deserialize;
 use crate::db::{Db, Tree};
 use crate::load::items::{indexed_of_kind, item_index, raw_item};
 use crate::load::items_model::structured_item;
+use crate::load::kept_world::{WorldCheck, quiet_check};
 use crate::state::lineage::{Record, read_record};
 use crate::state::read_models::IDENTITY;
 
 /// Exactly one root group; every member and admin a declared user.
 #[salsa::tracked(returns(ref))]
 pub fn check_groups(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
+    // It reads groups and users only: kept when it found nothing
+    // (load/kept_world.rs).
+    if quiet_check(db, tree, WorldCheck::Groups) {
+        return Vec::new();
+    }
     let index = item_index(db, tree);
     let mut out = Vec::new();
     // Every user's name, sorted, for a message's suggestions: made only

@@ -171,9 +171,9 @@ pub(crate) fn file_findings(db: &dyn Db, file: SourceFile) -> FileFindings {
     // A users or instances file kept with its checks, or a file of the
     // world kept quiet, found nothing (load/kept_users.rs,
     // load/kept_instances.rs, load/kept_world.rs).
-    if crate::load::kept_users::kept_users(db, file).is_some()
+    if crate::load::kept_world::quiet_file(db, file)
+        || crate::load::kept_users::holds(db, file)
         || crate::load::kept_instances::kept_instances(db, file).is_some()
-        || crate::load::kept_world::quiet_file(db, file)
     {
         return FileFindings {
             entries: item_file_entries(db, file).diags.clone(),

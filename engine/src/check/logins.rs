@@ -12,6 +12,7 @@ use csis_model::{Diagnostic, ItemKind, Origin};
 use crate::db::{Db, SourceFile, Tree};
 use crate::load::items::{ItemId, indexed_in_file, indexed_in_overlays};
 use crate::load::items_model::structured_item;
+use crate::load::kept_world::{WorldCheck, quiet_check};
 
 /// One user's login, as the cross-user check needs it. What a message
 /// says of the user (its name, where it is declared) is looked up by its
@@ -75,8 +76,16 @@ fn login_of<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Option<Login<'db>> {
 
 /// The cross-user check, over every user's login in index order (the
 /// files' users, then those an overlay declares), read in place: 20,000
-/// logins on the main thread, after the warm-up computed each file's.
+/// logins on the main thread, after the warm-up computed each file's. A
+/// query, so the cache's writer asks it again for nothing
+/// (`load::kept_world`).
+#[salsa::tracked(returns(ref))]
 pub fn login_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
+    // It reads users only: kept when it found nothing
+    // (load/kept_world.rs).
+    if quiet_check(db, tree, WorldCheck::Logins) {
+        return Vec::new();
+    }
     let overlaid: Vec<Login> = indexed_in_overlays(db, tree, ItemKind::USERS)
         .into_iter()
         .filter_map(|id| login_of(db, id))

@@ -13,6 +13,7 @@ use crate::check::context::Checks;
 use crate::db::{Db, Tree};
 use crate::load::items::ItemId;
 use crate::load::items_model::structured_item;
+use crate::load::kept_world::kept_storage;
 
 /// One instance's storage mappings under the strict attach rule.
 pub(crate) fn attach_diagnostics<'db>(
@@ -78,16 +79,25 @@ impl Checks<'_> {
         let attached = crate::state::storage_state::attachments(self.db, self.tree);
         self.storage_transitions(&attached);
         for (storage, instances) in attached {
-            let Some(item) = self.storage(&storage) else {
-                continue;
-            };
-            let Item::Storage(st) = &*item else {
-                continue;
+            // Its type as the cache kept it (load/kept_world.rs): only a
+            // refusal structures the storage, for its runtime and place.
+            let type_ = match kept_storage(self.db, self.tree, &storage) {
+                Some(kept) => kept.type_.clone(),
+                None => match self.storage(&storage).as_deref() {
+                    Some(Item::Storage(st)) => st.named.type_.to_string(),
+                    _ => continue,
+                },
             };
             let single = self
-                .builder_of(Vct::StorageBuilderModel, &st.named.type_)
+                .builder_of(Vct::StorageBuilderModel, &type_)
                 .is_some_and(|b| !b.multi_attach());
             if single && instances.len() > 1 {
+                let Some(item) = self.storage(&storage) else {
+                    continue;
+                };
+                let Item::Storage(st) = &*item else {
+                    continue;
+                };
                 let runtime = self
                     .b
                     .resolve(Vct::RuntimeBuilderModel, &st.runtime)
@@ -122,10 +132,17 @@ impl Checks<'_> {
     /// The transitions the declared storages request of the recorded
     /// state machine.
     fn storage_transitions(&mut self, attached: &std::collections::BTreeMap<String, Vec<String>>) {
-        use crate::state::storage_state::{FILE, StorageState, check, declared};
+        use crate::state::storage_state::{FILE, StorageState, check, declared, kept_declared};
         let record = crate::state::lineage::read_record::<StorageState>(self.db, self.tree, FILE);
         self.out.extend(record.diags);
-        let declared = declared(self.db, self.tree);
-        self.out.extend(check(&declared, &record.value, attached));
+        // What the cache kept of the storages (load/kept_world.rs) when
+        // it finds nothing; else the structured storages, whose refusals
+        // say where each is declared.
+        let kept = kept_declared(self.db, self.tree)
+            .map(|kept| check(&kept, &record.value, attached))
+            .filter(Vec::is_empty);
+        self.out.extend(
+            kept.unwrap_or_else(|| check(&declared(self.db, self.tree), &record.value, attached)),
+        );
     }
 }

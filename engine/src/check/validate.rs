@@ -43,7 +43,11 @@ pub fn validation_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     out.extend(crate::check::cloud_names::cloud_name_diagnostics(db, tree));
     out.extend(each_item(db, tree, ItemCheck::Zones));
     out.extend(each_item(db, tree, ItemCheck::IdentityItem));
-    out.extend(crate::check::logins::login_diagnostics(db, tree));
+    out.extend(
+        crate::check::logins::login_diagnostics(db, tree)
+            .iter()
+            .cloned(),
+    );
     out.extend(crate::check::bake_users::os_builder_bake_users(db, tree));
     out.extend(each_item(db, tree, ItemCheck::BakeUsers));
     out.extend(crate::check::templates::template_diagnostics(db, tree));

@@ -106,6 +106,9 @@ pub struct Cache {
     /// This process computed every series' fingerprint
     /// (`workspace::prewarm::fingerprints`): they may be kept.
     fingerprinted: AtomicBool,
+    /// The key the load computed for a unit it asked for, so that the
+    /// writer keeps the unit under it (`load::kept_scripts`).
+    noted_keys: RwLock<HashMap<String, [u8; DIGEST]>>,
 }
 
 /// What a process read of the environment and the clock, as its queries
@@ -217,6 +220,7 @@ impl Cache {
             env_reads: EnvReads::default(),
             reached_across: AtomicBool::new(false),
             fingerprinted: AtomicBool::new(false),
+            noted_keys: RwLock::default(),
         }
     }
 
@@ -323,6 +327,34 @@ impl Cache {
         self.taken_digest(path)?;
         let held = self.held.read().unwrap_or_else(|p| p.into_inner());
         held.get(path).map(|bytes| write(bytes))
+    }
+
+    /// Keep the unit at `path` as it was loaded, though this process did
+    /// not take it: for a unit whose inputs this process knows unchanged
+    /// without asking (a users file's, when it took the world's files,
+    /// `load::kept_world`). It is written back as it was, and its key is
+    /// checked by whichever process takes it next, as any unit's is.
+    /// `None` when its bytes are not held.
+    pub fn keep_untaken(&self, path: &str) -> Option<[u8; DIGEST]> {
+        let kept = self.units.get(path)?;
+        let held = self.held.read().unwrap_or_else(|p| p.into_inner());
+        held.contains_key(path).then(|| {
+            kept.taken.store(true, Ordering::Relaxed);
+            kept.digest
+        })
+    }
+
+    /// Note the key of the unit at `path` as this process computed it
+    /// where it asked for the unit (the load), for the writer.
+    pub fn note_key(&self, path: &str, key: [u8; DIGEST]) {
+        let mut keys = self.noted_keys.write().unwrap_or_else(|p| p.into_inner());
+        keys.insert(path.to_string(), key);
+    }
+
+    /// The key noted for the unit at `path`.
+    pub fn noted_key(&self, path: &str) -> Option<[u8; DIGEST]> {
+        let keys = self.noted_keys.read().unwrap_or_else(|p| p.into_inner());
+        keys.get(path).copied()
     }
 
     /// The digest of the unit this process took for `path`.

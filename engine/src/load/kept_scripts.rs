@@ -41,13 +41,16 @@ fn key(db: &dyn Db, tree: Tree, interpolated: &Reads) -> Option<[u8; 32]> {
 
 /// The scripts the kept unit names, sorted and unique, when every input
 /// it was kept with is as it was. Asked once, by the load, with what
-/// interpolation read.
+/// interpolation read; the key is noted for the writer ([`encode`]),
+/// which would otherwise read every entry for interpolation again.
 pub fn kept_scripts(db: &dyn Db, tree: Tree, interpolated: &Reads) -> Option<Vec<String>> {
     let cache = db.cache()?;
+    let key = key(db, tree, interpolated)?;
+    cache.note_key(UNIT, key);
     if !cache.holds(UNIT) {
         return None;
     }
-    cache.take(UNIT, &key(db, tree, interpolated)?, |bytes| {
+    cache.take(UNIT, &key, |bytes| {
         let (env, scripts) = decode(bytes)?;
         env.holds(db, tree).then_some(scripts)
     })
@@ -55,17 +58,13 @@ pub fn kept_scripts(db: &dyn Db, tree: Tree, interpolated: &Reads) -> Option<Vec
 
 /// The bytes to keep and the digest to keep them with, when they may be
 /// kept (see the module's comment): `scripts`, the list this process
-/// read. Not asked of a unit this process took.
-pub fn encode(
-    db: &dyn Db,
-    tree: Tree,
-    interpolated: &Reads,
-    scripts: &[String],
-) -> Option<([u8; 32], Vec<u8>)> {
+/// read, under the key the load noted. Not asked of a unit this process
+/// took.
+pub fn encode(db: &dyn Db, tree: Tree, scripts: &[String]) -> Option<([u8; 32], Vec<u8>)> {
     if !names_no_item(db, tree) {
         return None;
     }
-    let key = key(db, tree, interpolated)?;
+    let key = db.cache()?.noted_key(UNIT)?;
     let env = KeptEnv::of_process(db, tree)?;
     Some((key, bytes_of(&env, scripts)))
 }

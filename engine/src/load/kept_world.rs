@@ -5,21 +5,25 @@
 //! so that after an edit of an instances file it structures none of the
 //! world's 3,500 items for them.
 //!
-//! Kept: the item files that are not instances files whose checks
-//! (`check::item_checks::file_findings`) found nothing; each image's
-//! series (the runtimes it bakes on and its parent, what the plan and
-//! the cloud names read of it); each storage's runtime (its cloud
-//! names'). A file's checks read its items, the items they name, the
-//! builders and their hooks, cfg/ and meta-state; an image's series reads
-//! the image and the builders. None of those is an instances file, as
+//! Kept: the item files that declare no instance whose checks
+//! (`check::item_checks::file_findings`) found nothing; the checks
+//! across the tree that read no instance (the groups', the logins') when
+//! they found nothing; each image's series (the runtimes it bakes on and
+//! its parent, what the plan and the cloud names read of it); what the
+//! storages' checks across the tree read of each storage (its runtime,
+//! type, builder, requested state). A file's checks read its items, the
+//! items they name, the builders and their hooks, cfg/ and meta-state;
+//! the groups' and logins' checks read groups and users; an image's
+//! series and a storage's row read that item and the builders. None of
+//! those is an instances file, as
 //! long as no check of a world item reads an instance (the audit is in
 //! docs/architecture.md, "What a unit of the tree may keep") and no item
 //! of the world names another item in its templates
 //! (`load::world::world_names_no_item`, asked before anything is kept).
 //! So the key is the digest of the tree but its instances files
 //! (`load::world`) and, inside the unit, the values of the environment
-//! variables the writing process had looked up. A file whose checks found
-//! something is not listed: it is checked again. Nothing is kept of a
+//! variables the writing process had looked up. A file or check that
+//! found something is not listed: it is checked again. Nothing is kept of a
 //! process that read the clock or the whole environment, ran with
 //! overlays or `--undeclare`, or had an identity set.
 
@@ -47,23 +51,61 @@ pub struct ImageSeries {
     pub parent: Option<(String, String)>,
 }
 
-/// The world's quiet files, each image's series and each storage's
-/// runtime, each list sorted by its key.
+/// What the checks across the tree and the plan read of one storage:
+/// the runtime its cloud names are derived on, its `type:` as written,
+/// the storage builder that resolves (else the type), the state it
+/// requests and whether its builder can archive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeptStorage {
+    pub runtime: String,
+    pub type_: String,
+    pub builder: String,
+    pub requested: String,
+    pub supports_archive: bool,
+}
+
+/// A check across the tree that reads no instance, kept when it found
+/// nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum WorldCheck {
+    /// One root group, every member a declared user
+    /// (`check::groups::check_groups`).
+    Groups,
+    /// No two users with one login (`check::logins::login_diagnostics`).
+    Logins,
+}
+
+impl WorldCheck {
+    const ALL: [WorldCheck; 2] = [WorldCheck::Groups, WorldCheck::Logins];
+
+    fn tag(self) -> &'static str {
+        match self {
+            WorldCheck::Groups => "groups",
+            WorldCheck::Logins => "logins",
+        }
+    }
+}
+
+/// The world's quiet files and checks, each image's series and what is
+/// read of each storage, each list sorted by its key.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeptWorld {
     env: KeptEnv,
     quiet: Vec<String>,
+    checks: Vec<WorldCheck>,
     images: Vec<(String, ImageSeries)>,
-    storages: Vec<(String, String)>,
+    storages: Vec<(String, KeptStorage)>,
 }
 
-/// What the writer hands [`encode`], in any order: the quiet files'
-/// paths, the images' series, the storages' runtimes.
-pub type Parts = (
-    Vec<String>,
-    Vec<(String, ImageSeries)>,
-    Vec<(String, String)>,
-);
+/// What the writer hands [`encode`], each list in any order.
+pub struct Parts {
+    /// The paths of the files whose checks found nothing.
+    pub quiet: Vec<String>,
+    /// The checks across the tree that found nothing.
+    pub checks: Vec<WorldCheck>,
+    pub images: Vec<(String, ImageSeries)>,
+    pub storages: Vec<(String, KeptStorage)>,
+}
 
 /// The unit this process took, when every input it was kept with is as
 /// it was. Answered without a query when the cache holds none (a cold
@@ -98,9 +140,14 @@ pub fn kept_series<'db>(db: &'db dyn Db, tree: Tree, name: &str) -> Option<&'db 
     row(&kept_world(db, tree)?.images, name)
 }
 
-/// Storage `name`'s runtime, when the unit holds it.
-pub fn kept_storage_runtime<'db>(db: &'db dyn Db, tree: Tree, name: &str) -> Option<&'db str> {
-    row(&kept_world(db, tree)?.storages, name).map(String::as_str)
+/// What is read of storage `name`, when the unit holds it.
+pub fn kept_storage<'db>(db: &'db dyn Db, tree: Tree, name: &str) -> Option<&'db KeptStorage> {
+    row(&kept_world(db, tree)?.storages, name)
+}
+
+/// Whether `check` found nothing when the unit was kept.
+pub fn quiet_check(db: &dyn Db, tree: Tree, check: WorldCheck) -> bool {
+    kept_world(db, tree).is_some_and(|kept| kept.checks.contains(&check))
 }
 
 /// The value of `name`'s row, in rows sorted by name.
@@ -126,15 +173,23 @@ pub fn encode(
     to_keep: impl FnOnce() -> Parts,
 ) -> Option<([u8; 32], Vec<u8>)> {
     let key = key_to_keep(db, tree, TAG)?;
-    let (mut quiet, mut images, mut storages) = to_keep();
+    let Parts {
+        mut quiet,
+        mut checks,
+        mut images,
+        mut storages,
+    } = to_keep();
     quiet.sort();
     quiet.dedup();
+    checks.sort();
+    checks.dedup();
     sort_unique(&mut images);
     sort_unique(&mut storages);
     // What they read, once they are all computed.
     let kept = KeptWorld {
         env: KeptEnv::of_process(db, tree)?,
         quiet,
+        checks,
         images,
         storages,
     };
@@ -147,6 +202,10 @@ fn bytes_of(kept: &KeptWorld) -> Vec<u8> {
     write_len(kept.quiet.len(), &mut out);
     for path in &kept.quiet {
         write_str(path, &mut out);
+    }
+    write_len(kept.checks.len(), &mut out);
+    for check in &kept.checks {
+        write_str(check.tag(), &mut out);
     }
     write_len(kept.images.len(), &mut out);
     for (name, series) in &kept.images {
@@ -166,9 +225,12 @@ fn bytes_of(kept: &KeptWorld) -> Vec<u8> {
         }
     }
     write_len(kept.storages.len(), &mut out);
-    for (name, runtime) in &kept.storages {
+    for (name, st) in &kept.storages {
         write_str(name, &mut out);
-        write_str(runtime, &mut out);
+        for field in [&st.runtime, &st.type_, &st.builder, &st.requested] {
+            write_str(field, &mut out);
+        }
+        write_len(usize::from(st.supports_archive), &mut out);
     }
     out
 }
@@ -200,6 +262,16 @@ fn decode(bytes: &[u8]) -> Option<KeptWorld> {
         .into_iter()
         .map(|(path, ())| path)
         .collect();
+    let n = read_len(bytes, &mut at)?;
+    let mut checks: Vec<WorldCheck> = Vec::with_capacity(n.min(WorldCheck::ALL.len()));
+    for _ in 0..n {
+        let tag = read_str(bytes, &mut at)?;
+        let check = WorldCheck::ALL.into_iter().find(|c| c.tag() == tag)?;
+        if checks.last().is_some_and(|last| *last >= check) {
+            return None;
+        }
+        checks.push(check);
+    }
     let images = read_sorted(bytes, &mut at, |bytes, at| {
         let n = read_len(bytes, at)?;
         let mut runtimes = Vec::with_capacity(n.min(bytes.len()));
@@ -217,11 +289,25 @@ fn decode(bytes: &[u8]) -> Option<KeptWorld> {
         Some(ImageSeries { runtimes, parent })
     })?;
     let storages = read_sorted(bytes, &mut at, |bytes, at| {
-        Some(read_str(bytes, at)?.to_string())
+        let mut field = || Some(read_str(bytes, at)?.to_string());
+        let (runtime, type_, builder, requested) = (field()?, field()?, field()?, field()?);
+        let supports_archive = match read_len(bytes, at)? {
+            0 => false,
+            1 => true,
+            _ => return None,
+        };
+        Some(KeptStorage {
+            runtime,
+            type_,
+            builder,
+            requested,
+            supports_archive,
+        })
     })?;
     (at == bytes.len()).then_some(KeptWorld {
         env,
         quiet,
+        checks,
         images,
         storages,
     })
@@ -252,7 +338,17 @@ mod tests {
                     },
                 ),
             ],
-            storages: vec![("data".into(), "local".into())],
+            checks: vec![WorldCheck::Groups, WorldCheck::Logins],
+            storages: vec![(
+                "data".into(),
+                KeptStorage {
+                    runtime: "here".into(),
+                    type_: "dirs".into(),
+                    builder: "dirs".into(),
+                    requested: "active".into(),
+                    supports_archive: true,
+                },
+            )],
         };
         let bytes = bytes_of(&kept);
         assert_eq!(decode(&bytes), Some(kept.clone()));
@@ -263,8 +359,11 @@ mod tests {
         let mut unsorted = kept.clone();
         unsorted.quiet.reverse();
         assert_eq!(decode(&bytes_of(&unsorted)), None);
-        let mut unsorted = kept;
+        let mut unsorted = kept.clone();
         unsorted.images.reverse();
+        assert_eq!(decode(&bytes_of(&unsorted)), None);
+        let mut unsorted = kept;
+        unsorted.checks.reverse();
         assert_eq!(decode(&bytes_of(&unsorted)), None);
     }
 }

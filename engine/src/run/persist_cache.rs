@@ -4,8 +4,9 @@
 
 use rayon::prelude::*;
 
-use crate::check::cloud_names::storage_runtime;
+use crate::check::groups::check_groups;
 use crate::check::item_checks::{check_every_file, file_findings};
+use crate::check::logins::login_diagnostics;
 use crate::check::{capabilities, kept_capabilities};
 use crate::db::SourceFile;
 use crate::db::cache::{SHARDS, shard_of};
@@ -15,11 +16,13 @@ use crate::db::{Database, Tree};
 use crate::load::entries;
 use crate::load::items::indexed_of_kind;
 use crate::load::items::item_file_entries;
+use crate::load::kept_world::WorldCheck;
 use crate::load::{kept_instances, kept_scripts, kept_users, kept_world};
 use crate::plan::bakes::bake_keys;
 use crate::plan::bakes::image_series;
 use crate::plan::fingerprint::{SeriesKey, input_fingerprint, referenced_files};
 use crate::plan::kept_fingerprints;
+use crate::state::storage_state;
 use crate::workspace::Workspace;
 use csis_model::ItemKind;
 
@@ -41,11 +44,21 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
     // its file for its key. A unit taken from the cache is written back
     // with the bytes it was loaded with.
     let files = tree.item_files(db);
+    let world_taken = kept_world::kept_world(db, tree).is_some();
     let checks: Vec<Option<ToKeep>> = files
         .par_iter()
         .map_with(db.clone(), |db, f| {
             let found_nothing = || file_findings(db, f.file).is_empty();
             let path = f.file.path(db);
+            // A process that took the world's files asked nothing of a
+            // users file, which is part of that world: its unit goes back
+            // as it was loaded, unread.
+            if world_taken {
+                let users = kept_users::unit_path(path);
+                if let Some(digest) = cache.keep_untaken(&users) {
+                    return Some((users, Unit::Held(digest), true));
+                }
+            }
             held_or_encoded(cache, kept_users::unit_path(path), || {
                 kept_users::encode(db, f.file, found_nothing)
             })
@@ -83,11 +96,10 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
     let world = held_or_encoded(cache, kept_world::UNIT.to_string(), || {
         kept_world::encode(db, tree, || world_parts(db, tree))
     });
-    // The scripts the images name, with what interpolation read, as the
-    // load asked (load/kept_scripts.rs).
+    // The scripts the images name, under the key the load noted when it
+    // asked for them (load/kept_scripts.rs).
     let scripts = held_or_encoded(cache, kept_scripts::UNIT.to_string(), || {
-        let interpolated = crate::load::interp::interpolation_files(db, tree);
-        kept_scripts::encode(db, tree, &interpolated, referenced_files(db, tree))
+        kept_scripts::encode(db, tree, referenced_files(db, tree))
     });
     // Each kept unit by shard, in path order, and whether it was taken
     // from the cache. The entries on this thread: every entry is
@@ -168,8 +180,8 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
         .map_err(failed)
 }
 
-/// The world's files whose checks found nothing, each image's series and
-/// each storage's runtime (`load::kept_world`).
+/// The world's files and checks across it that found nothing, each
+/// image's series and what is read of each storage (`load::kept_world`).
 fn world_parts(db: &Database, tree: Tree) -> kept_world::Parts {
     let quiet = tree
         .item_files(db)
@@ -192,9 +204,21 @@ fn world_parts(db: &Database, tree: Tree) -> kept_world::Parts {
         .collect();
     let storages = indexed_of_kind(db, tree, ItemKind::STORAGES)
         .iter()
-        .filter_map(|id| Some((id.name(db).to_string(), storage_runtime(db, *id)?)))
+        .filter_map(|id| Some((id.name(db).to_string(), storage_state::to_keep(db, *id)?)))
         .collect();
-    (quiet, images, storages)
+    let checks = [
+        (WorldCheck::Groups, check_groups(db, tree).is_empty()),
+        (WorldCheck::Logins, login_diagnostics(db, tree).is_empty()),
+    ]
+    .into_iter()
+    .filter_map(|(check, quiet)| quiet.then_some(check))
+    .collect();
+    kept_world::Parts {
+        quiet,
+        checks,
+        images,
+        storages,
+    }
 }
 
 /// One unit a shard keeps, by its path, and whether this process took it

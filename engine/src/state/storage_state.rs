@@ -12,9 +12,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::db::{Db, Tree};
 use crate::load::builders::builders;
-use crate::load::items::{indexed_of_kind, item_index};
+use crate::load::items::{ItemId, indexed_of_kind, item_index};
 use crate::load::items_model::structured_item;
 use crate::load::kept_instances::instance_links;
+use crate::load::kept_world::{KeptStorage, kept_storage};
 
 /// The record's file name inside meta-state/.
 pub const FILE: &str = "storage-state.yaml";
@@ -79,33 +80,95 @@ pub fn attachments(db: &dyn Db, tree: Tree) -> BTreeMap<String, Vec<String>> {
     out
 }
 
+/// Every declared storage as the persisted cache kept it
+/// (`load::kept_world`), in [`declared`]'s order and without where each is
+/// declared: `None` unless it holds every storage. A check that finds
+/// something in these asks [`declared`] for the positions.
+pub fn kept_declared(db: &dyn Db, tree: Tree) -> Option<Vec<Declared>> {
+    indexed_of_kind(db, tree, ItemKind::STORAGES)
+        .iter()
+        .map(|id| {
+            let name = id.name(db).as_str();
+            let kept = kept_storage(db, tree, name)?;
+            Some(Declared {
+                name: name.to_string(),
+                requested: kept.requested.clone(),
+                builder: kept.builder.clone(),
+                supports_archive: kept.supports_archive,
+                origin: None,
+            })
+        })
+        .collect()
+}
+
 /// Every declared storage, in name order.
 pub fn declared(db: &dyn Db, tree: Tree) -> Vec<Declared> {
-    let b = builders(db, tree);
-    let registry = db.registry();
-    let mut out = Vec::new();
-    for id in indexed_of_kind(db, tree, ItemKind::STORAGES) {
-        let si = structured_item(db, id);
-        let Some(Item::Storage(st)) = si.item.as_deref() else {
-            continue;
-        };
-        let decl = b.resolve(Vct::StorageBuilderModel, &st.named.type_);
-        let supports_archive = decl
-            .and_then(|d| {
-                registry
-                    .model(d.classification, d.model)
-                    .map(|spec| (spec.builder)(d))
-            })
-            .is_some_and(|builder| builder.supports_archive());
-        out.push(Declared {
-            name: id.name(db).to_string(),
-            requested: st.state.clone(),
-            builder: decl.map_or(st.named.type_.to_string(), |d| d.name().to_string()),
-            supports_archive,
-            origin: si.origin.clone(),
-        });
+    indexed_of_kind(db, tree, ItemKind::STORAGES)
+        .iter()
+        .filter_map(|id| declared_one(db, *id))
+        .collect()
+}
+
+fn declared_one(db: &dyn Db, id: ItemId<'_>) -> Option<Declared> {
+    let si = structured_item(db, id);
+    let Some(Item::Storage(st)) = si.item.as_deref() else {
+        return None;
+    };
+    let decl = builders(db, id.tree(db)).resolve(Vct::StorageBuilderModel, &st.named.type_);
+    let supports_archive = decl
+        .and_then(|d| {
+            db.registry()
+                .model(d.classification, d.model)
+                .map(|spec| (spec.builder)(d))
+        })
+        .is_some_and(|builder| builder.supports_archive());
+    Some(Declared {
+        name: id.name(db).to_string(),
+        requested: st.state.clone(),
+        builder: decl.map_or(st.named.type_.to_string(), |d| d.name().to_string()),
+        supports_archive,
+        origin: si.origin.clone(),
+    })
+}
+
+/// The runtime storage `id`'s builder applies on, as the storage's root
+/// names the disk (else the runtime it names): what its cloud names are
+/// derived on. Kept by the persisted cache (`load::kept_world`).
+pub fn storage_runtime(db: &dyn Db, id: ItemId<'_>) -> Option<String> {
+    let tree = id.tree(db);
+    if let Some(kept) = kept_storage(db, tree, id.name(db).as_str()) {
+        return Some(kept.runtime.clone());
     }
-    out
+    let Some(Item::Storage(st)) = structured_item(db, id).item.as_deref() else {
+        return None;
+    };
+    Some(
+        builders(db, tree)
+            .resolve(Vct::StorageBuilderModel, &st.named.type_)
+            .and_then(|d| d.base.runtime().map(str::to_string))
+            .unwrap_or_else(|| st.runtime.clone()),
+    )
+}
+
+/// What the persisted cache keeps of storage `id` (`load::kept_world`),
+/// computed from the structured storage. Asked by the cache's writer.
+pub fn to_keep(db: &dyn Db, id: ItemId<'_>) -> Option<KeptStorage> {
+    let Some(Item::Storage(st)) = structured_item(db, id).item.as_deref() else {
+        return None;
+    };
+    let Declared {
+        requested,
+        builder,
+        supports_archive,
+        ..
+    } = declared_one(db, id)?;
+    Some(KeptStorage {
+        runtime: storage_runtime(db, id)?,
+        type_: st.named.type_.to_string(),
+        builder,
+        requested,
+        supports_archive,
+    })
 }
 
 pub fn legal(from: &str, to: &str) -> bool {

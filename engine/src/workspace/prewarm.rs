@@ -11,6 +11,7 @@ use rayon::prelude::*;
 use crate::db::{Database, SourceFile, Tree};
 use crate::load::items::{ItemId, indexed_in_file, indexed_of_kind, item_file_entries, item_index};
 use crate::load::items_model::structured_item;
+use crate::load::kept_world::{WorldCheck, quiet_check};
 use crate::plan::fingerprint::{SeriesKey, input_fingerprint};
 
 /// The most items one worker takes at a time: rayon otherwise splits a
@@ -103,9 +104,9 @@ pub fn structure_items(db: &Database, tree: Tree) {
             // A users or instances file whose checks the cache kept, or a
             // file of the world it kept quiet: its items are structured
             // only if something asks for one.
-            if crate::load::kept_users::kept_users(db, *file).is_some()
+            if crate::load::kept_world::quiet_file(db, *file)
+                || crate::load::kept_users::holds(db, *file)
                 || crate::load::kept_instances::kept_instances(db, *file).is_some()
-                || crate::load::kept_world::quiet_file(db, *file)
             {
                 return;
             }
@@ -142,7 +143,12 @@ fn check_files(db: &Database, tree: Tree) {
         .with_max_len(PIECE / 8)
         .for_each_with(db.clone(), |db, f| {
             crate::check::item_checks::file_findings(db, f.file);
+            // The logins across the tree, when the cache kept that they
+            // found nothing, need no file's.
             if f.dir == ItemKind::USERS.dir() {
+                if quiet_check(db, tree, WorldCheck::Logins) {
+                    return;
+                }
                 crate::check::logins::file_logins(db, f.file);
             } else if crate::check::cloud_names::NAMED_KINDS
                 .iter()
