@@ -227,3 +227,66 @@ fn a_check_across_the_world_that_found_something_is_made_again() {
     assert!(second.world, "an instances file edited");
     assert!(finds(&second.found, GHOST), "{:#?}", second.found);
 }
+
+/// A user builder whose users log in by their email, and a users file
+/// whose one user's email a variable makes.
+const MAILED: &str = r#"
+--- groups/mailed.yml
+users:
+  - {type: mail, name: casey@example.org, email: "{{ ENV.MAIL }}@example.org", first_name: Casey, last_name: Charlie}
+"#;
+
+/// The world's variables include those a users file's templates read,
+/// though a process that took the world asks nothing of that file and
+/// writes its unit back unread (`Cache::keep_untaken`): checking a unit's
+/// variables notes them, so the next world unit is kept under them too. A
+/// changed variable then takes neither, and the user's refusal is a cold
+/// load's.
+#[test]
+fn a_variable_only_a_users_file_reads_keeps_the_world_from_being_taken() {
+    let mut files = parse(&format!("{LOCAL_BASE}{TREE}{MAILED}"));
+    let builders = files["cfg/builders.yml"].replace(
+        "user_builders:\n",
+        "user_builders:\n  - {name: mail, type: basic, email_as_username: true}\n",
+    );
+    files.insert("cfg/builders.yml".into(), builders);
+    let root = temp_tree(&files);
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = cache_dir.path();
+    let sys = |mail: &str| {
+        DiskWithEnv(BTreeMap::from([
+            ("TEAM".to_string(), "ops".to_string()),
+            ("MAIL".to_string(), mail.to_string()),
+        ]))
+    };
+    let first = took(&sys("casey"), root.path(), cache);
+    assert!(!finds(&first.found, "casey"), "{:#?}", first.found);
+    // An image's edit: the world is kept again by a process that took
+    // the users file's unit; then an instances file's edit takes both.
+    write_file(
+        root.path(),
+        "images/web.yml",
+        &files["images/web.yml"].replace("runtimes:", "description: edited\n    runtimes:"),
+    );
+    assert!(
+        !took(&sys("casey"), root.path(), cache).world,
+        "an image edited"
+    );
+    write_file(
+        root.path(),
+        "instances/more.yml",
+        "instances:\n  - name: spare\n    image: web\n    description: edited\n",
+    );
+    assert!(
+        took(&sys("casey"), root.path(), cache).world,
+        "an instances file edited"
+    );
+    // The user's email is another now.
+    let changed = took(&sys("dana"), root.path(), cache);
+    assert!(!changed.world, "MAIL changed");
+    assert!(
+        finds(&changed.found, "casey@example.org"),
+        "{:#?}",
+        changed.found
+    );
+}

@@ -36,6 +36,11 @@ impl KeptEnv {
     }
 
     /// Whether every variable has the value it had when the unit was kept.
+    /// Each is read as a template's lookup is, and so noted: a unit kept
+    /// later in this process (the world's files, `load::kept_world`) is
+    /// then kept under the variables of the units it took unread too (a
+    /// users file's, whose users it never structured).
+    /// engine/tests/kept_world.rs fails when they are read unnoted.
     pub(crate) fn holds(&self, db: &dyn Db, tree: Tree) -> bool {
         self.values == values(db, tree, &self.vars)
     }

@@ -105,9 +105,10 @@ pub fn kept_users(db: &dyn Db, file: SourceFile) -> Option<&KeptUsers> {
 /// Whether the cache holds `file`'s unit under its key, for as many users
 /// as the file declares, and the variables it was kept under hold: the
 /// unit is then taken, and written back as it was loaded, without its
-/// users decoded. A process that took the world's files
-/// (`load::kept_world`) asks nothing else of a users file, and decoding
-/// 20,000 accounts was a twentieth of a plan after an edit.
+/// users decoded (the shard's checksum vouches for the rest of its
+/// bytes). A process that took the world's files (`load::kept_world`)
+/// asks nothing else of a users file, and decoding 20,000 accounts was a
+/// twentieth of a plan after an edit.
 pub fn holds(db: &dyn Db, file: SourceFile) -> bool {
     db.cache()
         .is_some_and(|cache| cache.holds(&unit_path(file.path(db))))

@@ -45,9 +45,9 @@ pub(crate) fn world(db: &dyn Db, tree: Tree) -> Option<[u8; 32]> {
 /// What the load has read of the world when it asks which scripts the
 /// images' modifications name (`load::kept_scripts`): the [`world`]
 /// with, of the files the configuration names, only those interpolation
-/// reads (`interpolated`), and no path facts yet. The same at the end of
-/// the process, where the cache's writer asks it again. `None` also
-/// when interpolation reads remote state.
+/// reads (`interpolated`), and no path facts yet; the load notes it for
+/// the cache's writer (`Cache::note_key`). `None` also when
+/// interpolation reads remote state.
 pub(crate) fn world_before_scripts(
     db: &dyn Db,
     tree: Tree,
