@@ -24,7 +24,7 @@ use csis_model::packed::{read_len, read_str, write_len, write_str};
 
 use crate::db::{Db, Tree};
 use crate::load::kept_env::KeptEnv;
-use crate::load::world::{key_to_keep, sort_unique, take_under_world};
+use crate::load::world::{key_to_keep, row, sort_unique, take_under_world};
 
 /// Where the cache keeps the unit: a unit of the tree, not of a file (no
 /// file's path starts with a NUL).
@@ -90,12 +90,6 @@ pub(crate) fn kept_storage<'db>(
     name: &str,
 ) -> Option<Option<&'db str>> {
     row(&kept_capabilities(db, tree)?.storages, name).map(Option::as_deref)
-}
-
-/// The value of `name`'s row, in rows sorted by name.
-fn row<'a, V>(rows: &'a [(String, V)], name: &str) -> Option<&'a V> {
-    let at = rows.binary_search_by(|(n, _)| n.as_str().cmp(name)).ok()?;
-    rows.get(at).map(|(_, v)| v)
 }
 
 #[salsa::tracked(returns(ref))]

@@ -31,7 +31,7 @@ use csis_model::packed::{read_len, read_str, write_len, write_str};
 
 use crate::db::{Db, SourceFile, Tree};
 use crate::load::kept_env::KeptEnv;
-use crate::load::world::{key_to_keep, sort_unique, take_under_world, world_names_no_item};
+use crate::load::world::{key_to_keep, row, sort_unique, take_under_world, world_names_no_item};
 
 /// Where the cache keeps the unit: a unit of the tree, not of a file (no
 /// file's path starts with a NUL).
@@ -148,12 +148,6 @@ pub fn kept_storage<'db>(db: &'db dyn Db, tree: Tree, name: &str) -> Option<&'db
 /// Whether `check` found nothing when the unit was kept.
 pub fn quiet_check(db: &dyn Db, tree: Tree, check: WorldCheck) -> bool {
     kept_world(db, tree).is_some_and(|kept| kept.checks.contains(&check))
-}
-
-/// The value of `name`'s row, in rows sorted by name.
-fn row<'a, V>(rows: &'a [(String, V)], name: &str) -> Option<&'a V> {
-    let at = rows.binary_search_by(|(n, _)| n.as_str().cmp(name)).ok()?;
-    rows.get(at).map(|(_, v)| v)
 }
 
 #[salsa::tracked(returns(ref))]

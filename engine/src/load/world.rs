@@ -145,8 +145,14 @@ pub(crate) fn key_to_keep(db: &dyn Db, tree: Tree, tag: &str) -> Option<[u8; 32]
     world_key(db, tree, tag)
 }
 
+/// The value of `name`'s row, in rows a unit keeps ([`sort_unique`]).
+pub(crate) fn row<'a, V>(rows: &'a [(String, V)], name: &str) -> Option<&'a V> {
+    let at = rows.binary_search_by(|(n, _)| n.as_str().cmp(name)).ok()?;
+    rows.get(at).map(|(_, v)| v)
+}
+
 /// Rows a unit keeps, sorted by key and each key once, as its readers
-/// search them.
+/// search them ([`row`]).
 pub(crate) fn sort_unique<K: Ord, V>(rows: &mut Vec<(K, V)>) {
     rows.sort_by(|a, b| a.0.cmp(&b.0));
     rows.dedup_by(|a, b| a.0 == b.0);
