@@ -142,7 +142,7 @@ fn skipped_accounts<'db>(db: &'db dyn Db, group: ItemId<'db>) -> Vec<SkippedAcco
         // A kept users file holds it (no secret makes it a marker there).
         let safe = csis_model::naming::as_safe_name(user);
         let declared = match crate::load::kept_users::kept_account(db, tree, &safe) {
-            Some(kept) => Some(kept.login.clone()),
+            Some(kept) => Some(kept.login),
             None => {
                 let id = ItemId::new(db, tree, ItemKind::USERS, safe);
                 match structured_item(db, id).item.as_deref() {

@@ -68,21 +68,17 @@ impl KeptUsers {
     pub fn logins(&self) -> impl Iterator<Item = &String> {
         self.users.iter().map(|u| &u.account.login)
     }
-
-    /// The account of the user the file's `entry`-th entry declares.
-    fn account(&self, entry: usize) -> Option<&AccountFields> {
-        let at = self.users.binary_search_by_key(&entry, |u| u.entry).ok()?;
-        self.users.get(at).map(|u| &u.account)
-    }
 }
 
 /// The account of user `name`, when the file that declares it is kept:
 /// what [`account_fields`] gives of the structured user, without
-/// structuring it.
-pub fn kept_account<'db>(db: &'db dyn Db, tree: Tree, name: &str) -> Option<&'db AccountFields> {
+/// structuring it. Read from the unit's bytes alone: a group's members
+/// come from many users files, and decoding each file's 200 accounts
+/// for one of them was most of an instance's user-data after an edit.
+pub fn kept_account(db: &dyn Db, tree: Tree, name: &str) -> Option<AccountFields> {
     // Without a cache nothing is kept: no lookup of the name (a cold
     // plan asks this of every group's every member).
-    db.cache()?;
+    let cache = db.cache()?;
     let ItemSource::Tree { file, index } = *item_index(db, tree)
         .items
         .get(&ItemKind::USERS)?
@@ -90,7 +86,12 @@ pub fn kept_account<'db>(db: &'db dyn Db, tree: Tree, name: &str) -> Option<&'db
     else {
         return None;
     };
-    kept_users(db, file)?.account(index)
+    if !holds(db, file) {
+        return None;
+    }
+    cache.take(&unit_path(file.path(db)), key(db, file), |bytes| {
+        account_in(bytes, index)
+    })
 }
 
 /// The file's kept checks, when every input they were computed from is
@@ -129,7 +130,7 @@ fn held_users(db: &dyn Db, file: SourceFile) -> bool {
     }
     let path = unit_path(file.path(db));
     cache
-        .take(&path, &key(db, file), |bytes| {
+        .take(&path, key(db, file), |bytes| {
             let mut at = 0;
             let env = KeptEnv::read(bytes, &mut at)?;
             (read_len(bytes, &mut at)? == users && env.holds(db, tree)).then_some(())
@@ -143,7 +144,7 @@ fn taken_users(db: &dyn Db, file: SourceFile) -> Option<KeptUsers> {
         return None;
     }
     let path = unit_path(file.path(db));
-    db.cache()?.take(&path, &key(db, file), decode)
+    db.cache()?.take(&path, key(db, file), decode)
 }
 
 /// The bytes to keep for `file` and the digest to keep them with, when
@@ -183,7 +184,7 @@ pub fn encode(
         env: KeptEnv::now(db, tree, vars),
         users,
     };
-    Some((key(db, file), bytes_of(&kept)))
+    Some((*key(db, file), bytes_of(&kept)))
 }
 
 /// How many items the index takes from `file`, when they are all users.
@@ -197,6 +198,7 @@ fn users_of(db: &dyn Db, file: SourceFile) -> Option<usize> {
 /// What a unit of `file` is kept with: its text, every cfg/ file, and
 /// the names of the entries the index takes from it (which follow from
 /// the other files when a name is declared twice).
+#[salsa::tracked(returns(ref))]
 fn key(db: &dyn Db, file: SourceFile) -> [u8; 32] {
     let tree = file.tree(db);
     let cfg: Vec<_> = tree
@@ -233,6 +235,33 @@ fn bytes_of(kept: &KeptUsers) -> Vec<u8> {
         }
     }
     out
+}
+
+/// The account of the user the unit's `entry`-th entry declares, read
+/// past the others without making their strings.
+fn account_in(bytes: &[u8], entry: usize) -> Option<AccountFields> {
+    let mut at = 0;
+    KeptEnv::read(bytes, &mut at)?;
+    for _ in 0..read_len(bytes, &mut at)? {
+        let this = read_len(bytes, &mut at)?;
+        let (login, gecos) = (read_str(bytes, &mut at)?, read_str(bytes, &mut at)?);
+        let n = read_len(bytes, &mut at)?;
+        let mut keys = Vec::new();
+        for _ in 0..n {
+            let key = read_str(bytes, &mut at)?;
+            if this == entry {
+                keys.push(key.to_string());
+            }
+        }
+        if this == entry {
+            return Some(AccountFields {
+                login: login.to_string(),
+                gecos: gecos.to_string(),
+                keys,
+            });
+        }
+    }
+    None
 }
 
 fn decode(bytes: &[u8]) -> Option<KeptUsers> {
@@ -286,13 +315,17 @@ mod tests {
             })
             .collect(),
         };
-        assert_eq!(kept.account(2).map(|a| a.keys.len()), Some(1));
-        assert_eq!(kept.account(1), None);
+        let bytes = bytes_of(&kept);
+        // One account read past the others, as a group's member is.
+        for user in &kept.users {
+            assert_eq!(account_in(&bytes, user.entry).as_ref(), Some(&user.account));
+        }
+        assert_eq!(account_in(&bytes, 1), None);
+        assert_eq!(account_in(&bytes[..bytes.len() - 1], 3), None);
         // Out of entry order, a unit could not be searched: refused.
         let mut reversed = kept.clone();
         reversed.users.reverse();
         assert_eq!(decode(&bytes_of(&reversed)), None);
-        let bytes = bytes_of(&kept);
         assert_eq!(decode(&bytes), Some(kept));
         assert_eq!(decode(&bytes[..bytes.len() - 1]), None);
         let mut longer = bytes.clone();

@@ -136,7 +136,7 @@ impl HookContext for EngineContext<'_> {
     fn user_account(&self, user: &str) -> Option<AccountFields> {
         // A kept users file answers without structuring the user.
         if let Some(kept) = crate::load::kept_users::kept_account(self.db, self.tree, user) {
-            return Some(kept.clone());
+            return Some(kept);
         }
         self.item(ItemKind::USERS, user)
             .and_then(|view| account_fields(&view))
