@@ -50,11 +50,18 @@ pub fn shard_file(shard: usize) -> String {
     format!("csis-{shard:02x}.cache")
 }
 
+/// Whether `path` names a unit of the tree as a whole (no file's path
+/// starts with a NUL): each is asked for after the load, so its bytes are
+/// held past it ([`Cache::release`]).
+pub fn is_tree_unit(path: &str) -> bool {
+    path.starts_with('\0')
+}
+
 /// The shard a unit's path is kept in: FNV-1a of the path, or the last
 /// shard for a unit of the tree (part of the format: a change raises
 /// [`FORMAT`]).
 pub fn shard_of(path: &str) -> usize {
-    if path.starts_with('\0') {
+    if is_tree_unit(path) {
         return FILE_SHARDS;
     }
     let hash = path.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {

@@ -58,12 +58,6 @@ pub fn unit_path(path: &str) -> String {
     format!("{PREFIX}{path}")
 }
 
-/// Whether a unit of the cache is an instances file's checks (asked for
-/// after the load, so its bytes are held past it).
-pub fn is_unit_path(path: &str) -> bool {
-    path.starts_with(PREFIX)
-}
-
 /// What the cache kept of one instances file: that its checks found
 /// nothing, under these variables' values, and what the tree-wide checks
 /// read of each of its instances.
@@ -383,12 +377,13 @@ mod tests {
     }
 
     #[test]
-    fn a_unit_path_is_neither_a_file_path_nor_a_users_unit() {
+    fn a_unit_path_is_a_unit_of_the_tree_neither_a_file_path_nor_a_users_unit() {
+        use crate::db::cache::is_tree_unit;
         let path = unit_path("instances/hosts-000.yml");
-        assert!(is_unit_path(&path));
+        assert!(is_tree_unit(&path));
         assert!(!crate::load::kept_users::is_unit_path(&path));
-        assert!(!is_unit_path("instances/hosts-000.yml"));
-        assert!(!is_unit_path(&crate::load::kept_users::unit_path(
+        assert!(!is_tree_unit("instances/hosts-000.yml"));
+        assert!(!is_tree_unit(&crate::load::kept_users::unit_path(
             "instances/hosts-000.yml"
         )));
     }

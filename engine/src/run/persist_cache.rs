@@ -53,13 +53,11 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
             // A process that took the world's files asked nothing of a
             // users file, which is part of that world: its unit goes back
             // as it was loaded, unread.
-            if world_taken {
-                let users = kept_users::unit_path(path);
-                if let Some(digest) = cache.keep_untaken(&users) {
-                    return Some((users, Unit::Held(digest), true));
-                }
+            let users = kept_users::unit_path(path);
+            if world_taken && let Some(digest) = cache.keep_untaken(&users) {
+                return Some((users, Unit::Held(digest), true));
             }
-            held_or_encoded(cache, kept_users::unit_path(path), || {
+            held_or_encoded(cache, users, || {
                 kept_users::encode(db, f.file, found_nothing)
             })
             .or_else(|| {

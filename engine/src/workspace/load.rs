@@ -252,12 +252,7 @@ files inside the tree",
         // again, and a large tree's would be held through the plan.
         if let Some(cache) = crate::db::Db::cache(&db) {
             cache.release(&|path| {
-                crate::load::kept_users::is_unit_path(path)
-                    || crate::load::kept_instances::is_unit_path(path)
-                    || path == crate::plan::kept_fingerprints::UNIT
-                    || path == crate::check::kept_capabilities::UNIT
-                    || path == crate::load::kept_world::UNIT
-                    || path == crate::load::kept_scripts::UNIT
+                crate::load::kept_users::is_unit_path(path) || crate::db::cache::is_tree_unit(path)
             });
         }
         let index = crate::load::items::compute_index(&db, tree);
