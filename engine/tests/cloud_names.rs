@@ -154,3 +154,53 @@ fn runtimes_on_two_gce_projects_do_not() {
     ]);
     assert_eq!(found, Vec::<String>::new());
 }
+
+/// A disk and an image family that collide, loaded by a fresh process
+/// with a persisted cache after an instances file's edit: the process
+/// that took the world's files reads their runtimes from the cache, by
+/// name and with no id (check/cloud_names.rs), and refuses the same
+/// declarations, in the same words, as a cold process.
+#[test]
+fn collisions_in_the_world_the_cache_kept_are_found_as_a_cold_plan_finds_them() {
+    use csis_engine::load::kept_world::kept_world;
+    use csis_engine::run::persist_cache::save_cache;
+    use csis_test_support::{
+        DiskWithEnv, described_diagnostics, load_cached, temp_tree, write_file,
+    };
+
+    let mut files = read_tree(&fixture_dir("clouds"));
+    files.get_mut("storages/volumes.yml").unwrap().push_str(
+        "  - {name: gce-data, type: pd, groups: [ops], availability_zone: europe-west1-b, config: {size: 30}}\n",
+    );
+    files.get_mut("images/chain.yml").unwrap().push_str(
+        "  - {name: app_, source_image: base, group: ops, runtimes: [{image_builder: pk-gce}, {image_builder: pk-aws}]}\n",
+    );
+    let dir = temp_tree(&files);
+    let (root, cache) = (dir.path(), dir.path().join(".csis/cache"));
+    let sys = DiskWithEnv(Default::default());
+    let refusals = [
+        "image 'app_' becomes GCE image family '<tree>-app', as image 'app' (images/chain.yml:19:5) does",
+        "storage 'gce-data' becomes GCE disk name 'gce-data', as storage 'gce_data' (storages/volumes.yml:5:6) does",
+    ];
+    let refused = |found: &[String]| refusals.iter().all(|r| found.iter().any(|d| d.contains(r)));
+    let first = load_cached(&sys, root, Some(&cache));
+    assert!(
+        refused(&described_diagnostics(&first)),
+        "{:#?}",
+        described_diagnostics(&first)
+    );
+    save_cache(&first, &sys).unwrap();
+    write_file(
+        root,
+        "instances/web.yml",
+        &files["instances/web.yml"].replace("echo web-aws is up", "echo web-aws is up again"),
+    );
+    let cached = load_cached(&sys, root, Some(&cache));
+    assert!(
+        kept_world(&cached.db, cached.tree).is_some(),
+        "the world's files are taken from the cache"
+    );
+    let found = described_diagnostics(&cached);
+    assert!(refused(&found), "{found:#?}");
+    assert_eq!(found, described_diagnostics(&load_cached(&sys, root, None)));
+}

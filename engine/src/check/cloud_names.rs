@@ -10,6 +10,7 @@
 //! together ([`csis_plugin_api::Builder::name_scope`]).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use csis_model::{Diagnostic, ItemKind, Origin, Vct};
 use csis_plugin_api::Builder;
@@ -17,9 +18,10 @@ use csis_plugin_api::Builder;
 use crate::db::files::parse_file;
 use crate::db::{Db, SourceFile, Tree};
 use crate::load::builders::builders;
-use crate::load::items::{ItemId, indexed_in_file, indexed_in_overlays};
+use crate::load::items::{ItemId, indexed_entries, indexed_in_overlays};
 use crate::load::items_model::structured_item;
-use crate::load::kept_instances::instance_links;
+use crate::load::kept_instances::{InstanceLinks, instance_links, kept_links};
+use crate::load::kept_world::{kept_series, kept_storage};
 use crate::plan::bakes::image_series;
 use crate::state::storage_state::storage_runtime;
 
@@ -37,8 +39,9 @@ pub(crate) struct Derived {
 pub(crate) const NAMED_KINDS: [ItemKind; 3] =
     [ItemKind::IMAGES, ItemKind::INSTANCES, ItemKind::STORAGES];
 
-/// An item of a file with the names its runtimes derive.
-type FileName<'db> = (ItemId<'db>, Vec<Derived>);
+/// An item of a file (its kind and name) with the names its runtimes
+/// derive.
+type FileName = (ItemKind, Arc<str>, Vec<Derived>);
 
 /// The first declaration of a derived name.
 struct First<'a> {
@@ -77,14 +80,13 @@ pub fn cloud_name_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
             .iter()
             .filter(|f| f.dir == kind.dir())
             .flat_map(|f| file_cloud_names(db, f.file).iter())
-            .filter(|(id, _)| id.kind(db) == kind)
-            .map(|(id, names)| (*id, &names[..]));
+            .filter(|(of, _, _)| *of == kind)
+            .map(|(_, name, names)| (&**name, &names[..]));
         let declared_by_overlays = overlaid
             .iter()
             .filter(|(of, _, _)| *of == kind)
-            .map(|(_, id, names)| (*id, &names[..]));
-        for (id, names) in in_files.chain(declared_by_overlays) {
-            let name = id.name(db).as_str();
+            .map(|(_, id, names)| (id.name(db).as_str(), &names[..]));
+        for (name, names) in in_files.chain(declared_by_overlays) {
             // One refusal per pair of declarations: an image whose family
             // collides has colliding image names too.
             let mut named: Vec<&str> = Vec::new();
@@ -131,35 +133,64 @@ pub fn cloud_name_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
 /// comparison. One per file, not per item: a memo per image, instance
 /// and storage was 12 MB of a cold plan of four times the reference tree
 /// (issue 40).
+///
+/// What the cache kept of an item (a kept instances file's instance, an
+/// image's series and a storage's runtime when it took the world's
+/// files) is read by the item's place or name: interning each of them
+/// was most of the cloud names' cost after an edit (issue 40).
 #[salsa::tracked(returns(ref))]
-pub(crate) fn file_cloud_names<'db>(db: &'db dyn Db, file: SourceFile) -> Vec<FileName<'db>> {
-    indexed_in_file(db, file)
-        .iter()
-        .filter(|id| NAMED_KINDS.contains(&id.kind(db)))
-        .map(|id| (*id, item_cloud_names(db, *id)))
-        .filter(|(_, names)| !names.is_empty())
+pub(crate) fn file_cloud_names(db: &dyn Db, file: SourceFile) -> Vec<FileName> {
+    let tree = file.tree(db);
+    indexed_entries(db, file)
+        .filter(|(_, item)| NAMED_KINDS.contains(&item.kind))
+        .map(|(entry, item)| {
+            let (kind, name) = (item.kind, &*item.name);
+            let runtimes = kept_runtimes(db, file, entry, kind, name)
+                .unwrap_or_else(|| item_runtimes(db, ItemId::new(db, tree, kind, name)));
+            let names = derived_names(db, builders(db, tree), kind, name, runtimes);
+            (kind, item.name.clone(), names)
+        })
+        .filter(|(_, _, names)| !names.is_empty())
         .collect()
 }
 
 /// The names an item's runtimes derive from its name.
-fn item_cloud_names<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Vec<Derived> {
+fn item_cloud_names(db: &dyn Db, id: ItemId<'_>) -> Vec<Derived> {
     let (tree, kind, name) = (id.tree(db), id.kind(db), id.name(db));
-    let b = builders(db, tree);
-    let runtime_of = |vct: Vct, reference: &str| -> Option<String> {
-        b.resolve(vct, reference)
-            .and_then(|d| d.base.runtime().map(str::to_string))
-    };
-    // A kept instances file answers without structuring its instances.
+    derived_names(db, builders(db, tree), kind, name, item_runtimes(db, id))
+}
+
+/// The runtimes of the `entry`-th entry of `file` as the cache kept them,
+/// read without its id; `None` when the cache kept nothing of it.
+fn kept_runtimes(
+    db: &dyn Db,
+    file: SourceFile,
+    entry: usize,
+    kind: ItemKind,
+    name: &str,
+) -> Option<Vec<String>> {
+    let tree = file.tree(db);
     if kind == ItemKind::INSTANCES {
-        let runtimes: Vec<String> = instance_links(db, id)
-            .and_then(|links| runtime_of(Vct::InstanceBuilderModel, links.builder()))
-            .into_iter()
-            .collect();
-        return derived_names(db, b, kind, name, runtimes);
+        let links = kept_links(db, file, entry)?;
+        Some(instance_runtimes(db, tree, &links))
+    } else if kind == ItemKind::IMAGES {
+        Some(kept_series(db, tree, name)?.runtimes.clone())
+    } else if kind == ItemKind::STORAGES {
+        Some(vec![kept_storage(db, tree, name)?.runtime.clone()])
+    } else {
+        None
     }
-    // What the plan reads of an image names its runtimes, in entry order,
-    // as the cache may keep it (`load::kept_world`).
-    let runtimes: Vec<String> = if kind == ItemKind::IMAGES {
+}
+
+/// The runtimes an item names: an instance's builder's, an image's (in
+/// entry order, as the plan reads them), a storage's.
+fn item_runtimes(db: &dyn Db, id: ItemId<'_>) -> Vec<String> {
+    let (tree, kind) = (id.tree(db), id.kind(db));
+    if kind == ItemKind::INSTANCES {
+        instance_links(db, id)
+            .map(|links| instance_runtimes(db, tree, &links))
+            .unwrap_or_default()
+    } else if kind == ItemKind::IMAGES {
         image_series(db, id)
             .as_ref()
             .map(|s| s.runtimes.clone())
@@ -168,8 +199,16 @@ fn item_cloud_names<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Vec<Derived> {
         storage_runtime(db, id).into_iter().collect()
     } else {
         Vec::new()
-    };
-    derived_names(db, b, kind, name, runtimes)
+    }
+}
+
+/// The runtime of an instance's builder.
+fn instance_runtimes(db: &dyn Db, tree: Tree, links: &InstanceLinks<'_>) -> Vec<String> {
+    builders(db, tree)
+        .resolve(Vct::InstanceBuilderModel, links.builder())
+        .and_then(|d| d.base.runtime().map(str::to_string))
+        .into_iter()
+        .collect()
 }
 
 /// The names `runtimes` derive from item `name` of `kind`.

@@ -41,7 +41,7 @@ use csis_model::packed::{read_len, read_str, write_len, write_str};
 use crate::db::files::text_digest;
 use crate::db::system::digest_parts;
 use crate::db::{Db, ItemSource, SourceFile, Tree};
-use crate::load::items::{ItemId, indexed_in_file, item_index};
+use crate::load::items::{ItemId, indexed_entries, indexed_in_file, item_index};
 use crate::load::items_model::structured_item;
 use crate::load::kept_env::KeptEnv;
 use crate::load::kept_world::names_no_item;
@@ -143,6 +143,15 @@ pub fn instance_links<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Option<InstanceL
         Some(Item::Instance(inst)) => Some(InstanceLinks::Structured(inst, &si.storages)),
         _ => None,
     }
+}
+
+/// What the tree-wide checks read of the instance the `entry`-th entry
+/// of `file` declares, when the file is kept: by its place, with no id
+/// interned.
+pub fn kept_links(db: &dyn Db, file: SourceFile, entry: usize) -> Option<InstanceLinks<'_>> {
+    kept_instances(db, file)?
+        .instance(entry)
+        .map(InstanceLinks::Kept)
 }
 
 /// Instance `id`, when the file that declares it is kept.
@@ -252,7 +261,7 @@ pub fn encode(
 
 /// How many items the index takes from `file`, when it may be kept.
 fn instances_of(db: &dyn Db, file: SourceFile) -> Option<usize> {
-    is_instances_file(db, file).then(|| indexed_in_file(db, file).len())
+    is_instances_file(db, file).then(|| indexed_entries(db, file).count())
 }
 
 /// What a unit of `file` is kept with: its text, the [`world`], and the
@@ -261,9 +270,7 @@ fn instances_of(db: &dyn Db, file: SourceFile) -> Option<usize> {
 /// this tree may be kept.
 fn key(db: &dyn Db, file: SourceFile) -> Option<[u8; 32]> {
     let world = world(db, file.tree(db)).as_ref()?;
-    let names = indexed_in_file(db, file)
-        .iter()
-        .map(|id| id.name(db).as_str());
+    let names = indexed_entries(db, file).map(|(_, item)| &*item.name);
     let text = text_digest(db, file);
     let parts = [
         b"csis instances checks".as_slice(),

@@ -30,7 +30,7 @@ use csis_plugin_api::cloud_config::{AccountFields, account_fields};
 use crate::db::files::text_digest;
 use crate::db::system::digest_parts;
 use crate::db::{Db, ItemSource, SourceFile, Tree};
-use crate::load::items::{indexed_in_file, item_index};
+use crate::load::items::{indexed_entries, indexed_in_file, item_index};
 use crate::load::items_model::structured_item;
 use crate::load::kept_env::{KeptEnv, keyable};
 
@@ -189,10 +189,9 @@ pub fn encode(
 
 /// How many items the index takes from `file`, when they are all users.
 fn users_of(db: &dyn Db, file: SourceFile) -> Option<usize> {
-    let ids = indexed_in_file(db, file);
-    ids.iter()
-        .all(|id| id.kind(db) == ItemKind::USERS)
-        .then_some(ids.len())
+    indexed_entries(db, file).try_fold(0, |n, (_, item)| {
+        (item.kind == ItemKind::USERS).then_some(n + 1)
+    })
 }
 
 /// What a unit of `file` is kept with: its text, every cfg/ file, and
@@ -206,9 +205,7 @@ fn key(db: &dyn Db, file: SourceFile) -> [u8; 32] {
         .iter()
         .map(|f| (f.path(db), text_digest(db, *f)))
         .collect();
-    let names = indexed_in_file(db, file)
-        .iter()
-        .map(|id| id.name(db).as_bytes());
+    let names = indexed_entries(db, file).map(|(_, item)| item.name.as_bytes());
     let text = text_digest(db, file);
     let parts = [b"csis users checks".as_slice(), text.as_slice()]
         .into_iter()
