@@ -17,7 +17,7 @@ use crate::check::kept_capabilities::{Carries, Parts, kept_image, kept_storage};
 use crate::db::{Db, Tree};
 use crate::load::items::{ItemId, indexed_of_kind};
 use crate::load::items_model::structured_item;
-use crate::load::kept_instances::instance_links;
+use crate::load::kept_instances::{InstanceRef, every_instance};
 
 /// Every image's capability findings, in name order; a group without an
 /// identity builder is reported once, at the first image that meets it.
@@ -131,33 +131,32 @@ pub fn to_keep(db: &dyn Db, tree: Tree) -> Parts {
 }
 
 /// Instances by the (safe) name of the image they launch, each list in
-/// index order: their ids, which a reader takes as they are (interning an
-/// instance's name again was a lookup in a table of every item).
+/// index order: by name and place (`InstanceRef`), so that a kept file's
+/// instances are neither structured nor interned.
 #[salsa::tracked(returns(ref))]
-pub(crate) fn instances_by_image<'db>(db: &'db dyn Db, tree: Tree) -> InstancesByImage<'db> {
+pub(crate) fn instances_by_image(db: &dyn Db, tree: Tree) -> InstancesByImage {
     let mut out = InstancesByImage::default();
-    for id in indexed_of_kind(db, tree, ItemKind::INSTANCES) {
-        // A kept instances file answers without structuring its instances.
-        if let Some(links) = instance_links(db, id)
+    for instance in every_instance(db, tree) {
+        if let Some(links) = instance.links(db, tree)
             && let Some(image) = links.image()
         {
             out.entry(csis_model::naming::safe_name(image))
                 .or_default()
-                .push(id);
+                .push(instance.clone());
         }
     }
     out
 }
 
 /// Instances by image: looked up by image only, so hashed (by std's
-/// hasher: a memo holding ids must be a `salsa::SalsaValue`, which
-/// foldhash's state is not).
-pub(crate) type InstancesByImage<'db> = std::collections::HashMap<String, Vec<ItemId<'db>>>;
+/// hasher: a memo must be a `salsa::SalsaValue`, which foldhash's state
+/// is not).
+pub(crate) type InstancesByImage = std::collections::HashMap<String, Vec<InstanceRef>>;
 
 /// The instances of one image: its own query, so an instance edit that
 /// moves no instance between images re-runs no image's checks.
 #[salsa::tracked(returns(ref))]
-fn image_instances<'db>(db: &'db dyn Db, image: ItemId<'db>) -> Vec<ItemId<'db>> {
+fn image_instances<'db>(db: &'db dyn Db, image: ItemId<'db>) -> Vec<InstanceRef> {
     instances_by_image(db, image.tree(db))
         .get(image.name(db).as_str())
         .cloned()
@@ -258,7 +257,7 @@ impl<'a> Checks<'a> {
         } = carries;
         let mut reported: BTreeSet<String> = BTreeSet::new();
         for inst in image_instances(self.db, image) {
-            let Some(links) = instance_links(self.db, *inst) else {
+            let Some(links) = inst.links(self.db, self.tree) else {
                 continue;
             };
             for storage in links.storages() {
@@ -268,7 +267,8 @@ impl<'a> Checks<'a> {
                 if !sts.contains(&t) && reported.insert(storage.to_string()) {
                     // Where, only for a refusal: a kept instance is not
                     // structured otherwise.
-                    let at = structured_item(self.db, *inst).origin_of("storages");
+                    let at =
+                        structured_item(self.db, inst.id(self.db, self.tree)).origin_of("storages");
                     self.err(
                         format!(
                             "image '{name}' attaches storage '{storage}' of type '{t}' which base '{root}' does not declare (declared: [{}], via {source}) -- declare the type on the OS builder and re-bake the chain",

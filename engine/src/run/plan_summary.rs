@@ -149,7 +149,7 @@ pub fn plan_summary(db: &dyn Db, tree: Tree, run: RunInput) -> PlanSummary {
         // An instance stays where its build's runtime re-bakes the
         // series: once, though the series bakes on several runtimes.
         for instance in instances.get(series).into_iter().flatten() {
-            let instance = instance.name(db).as_str();
+            let instance = &*instance.name;
             if let Some(build) = pins.instances.get(instance)
                 && build_of(db, tree, build).is_none_or(|b| b.runtime == *runtime)
                 && !reported.contains(instance)

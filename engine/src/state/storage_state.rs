@@ -14,7 +14,7 @@ use crate::db::{Db, Tree};
 use crate::load::builders::builders;
 use crate::load::items::{ItemId, indexed_of_kind, item_index};
 use crate::load::items_model::structured_item;
-use crate::load::kept_instances::instance_links;
+use crate::load::kept_instances::every_instance;
 use crate::load::kept_world::{KeptStorage, kept_storage};
 
 /// The record's file name inside meta-state/.
@@ -66,15 +66,15 @@ pub struct Declared {
 /// both in name order.
 pub fn attachments(db: &dyn Db, tree: Tree) -> BTreeMap<String, Vec<String>> {
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for id in indexed_of_kind(db, tree, ItemKind::INSTANCES) {
+    for instance in every_instance(db, tree) {
         // A kept instances file answers without structuring its instances.
-        let Some(links) = instance_links(db, id) else {
+        let Some(links) = instance.links(db, tree) else {
             continue;
         };
         for storage in links.storages() {
             out.entry(storage.to_string())
                 .or_default()
-                .push(id.name(db).to_string());
+                .push(instance.name.to_string());
         }
     }
     out
