@@ -124,13 +124,21 @@ pub fn structure_items(db: &Database, tree: Tree) {
         .for_each_with(db.clone(), |db, (kind, name)| {
             structured_item(db, ItemId::new(db, tree, *kind, name.as_str()));
         });
-    each_image(db, tree, |db, id| {
-        crate::check::capabilities::capability_diagnostics(db, id);
-    });
-    let (files, whole) = (db.clone(), db.clone());
+    // The capabilities beside the files' checks: the first image's waits
+    // for the instances by image, which one worker gathers alone.
+    let (images, files, whole) = (db.clone(), db.clone(), db.clone());
     rayon::join(
-        move || check_files(&files, tree),
-        move || check_tree(&whole, tree),
+        move || {
+            each_image(&images, tree, |db, id| {
+                crate::check::capabilities::capability_diagnostics(db, id);
+            })
+        },
+        move || {
+            rayon::join(
+                move || check_files(&files, tree),
+                move || check_tree(&whole, tree),
+            )
+        },
     );
 }
 
