@@ -213,8 +213,12 @@ pub fn instance_links<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Option<InstanceL
 /// interned.
 pub fn kept_links(db: &dyn Db, file: SourceFile, entry: usize) -> Option<InstanceLinks<'_>> {
     // The query, memoized per file, not `kept_instances`, which builds
-    // the unit's path to ask the cache first: 15,000 paths a plan.
+    // the unit's path to ask the cache first: 15,000 paths a plan. When
+    // no file was taken (a cold plan, an edit of the world), no file's.
     db.cache()?;
+    if !any_taken(db, file.tree(db)) {
+        return None;
+    }
     taken_instances(db, file)
         .as_ref()?
         .instance(entry)
