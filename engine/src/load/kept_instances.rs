@@ -174,7 +174,7 @@ impl InstanceRef {
 /// overlay declares.
 pub fn every_instance(db: &dyn Db, tree: Tree) -> Vec<InstanceRef> {
     let kind = ItemKind::INSTANCES;
-    let taken = db.cache().is_some() && *any_taken(db, tree);
+    let taken = took_any(db, tree);
     let mut out: Vec<InstanceRef> = tree
         .item_files(db)
         .iter()
@@ -228,26 +228,17 @@ pub fn instance_links<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Option<InstanceL
 /// of `file` declares, when the file is kept: by its place, with no id
 /// interned.
 pub fn kept_links(db: &dyn Db, file: SourceFile, entry: usize) -> Option<InstanceLinks<'_>> {
-    // The query, memoized per file, not `kept_instances`, which builds
-    // the unit's path to ask the cache first: 15,000 paths a plan. When
-    // no file was taken (a cold plan, an edit of the world), no file's.
-    db.cache()?;
-    if !any_taken(db, file.tree(db)) {
+    if !took_any(db, file.tree(db)) {
         return None;
     }
-    taken_instances(db, file)
-        .as_ref()?
-        .instance(entry)
-        .map(InstanceLinks::Kept)
+    kept_at(db, file, entry).map(InstanceLinks::Kept)
 }
 
 /// Instance `id`, when the file that declares it is kept.
 fn kept_instance<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Option<&'db KeptInstance> {
-    // Without a cache, or when no file was taken (after an edit of any
-    // file but an instances file), nothing is kept: no lookup of the name.
-    db.cache()?;
+    // No lookup of the name when nothing can be kept.
     let tree = id.tree(db);
-    if !any_taken(db, tree) {
+    if !took_any(db, tree) {
         return None;
     }
     let ItemSource::Tree { file, index } = *item_index(db, tree)
@@ -257,16 +248,28 @@ fn kept_instance<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Option<&'db KeptInsta
     else {
         return None;
     };
-    // The query itself, not `kept_instances`: it is memoized per file
-    // (`None` for a file without a unit), where asking the cache by path
-    // first built a path per instance, 15,000 a plan.
-    taken_instances(db, file).as_ref()?.instance(index)
+    kept_at(db, file, index)
 }
 
-/// Whether this process took any instances file from the cache: asked
-/// once, so that the tree-wide checks ask nothing of each instance when
-/// none was (their three reads of 5,000 instances were a twentieth of a
-/// fresh plan after an image edit).
+/// The `entry`-th entry of `file`, when the file is kept. The query
+/// itself, not `kept_instances`: it is memoized per file (`None` for a
+/// file without a unit), where asking the cache by path first built a
+/// path per instance, 15,000 a plan. Asked once [`took_any`] holds.
+fn kept_at(db: &dyn Db, file: SourceFile, entry: usize) -> Option<&KeptInstance> {
+    taken_instances(db, file).as_ref()?.instance(entry)
+}
+
+/// Whether this process took any instances file from the cache: false
+/// without a cache, or after an edit of any file but an instances file
+/// (a cold plan, an edit of the world). Asked first, so that the
+/// tree-wide checks ask nothing of each instance when none was taken
+/// (their three reads of 5,000 instances were a twentieth of a fresh
+/// plan after an image edit).
+fn took_any(db: &dyn Db, tree: Tree) -> bool {
+    db.cache().is_some() && *any_taken(db, tree)
+}
+
+/// [`took_any`] with a cache: a query, so the files are asked once.
 #[salsa::tracked]
 fn any_taken(db: &dyn Db, tree: Tree) -> bool {
     tree.item_files(db)
