@@ -20,27 +20,53 @@ const SEQ: u8 = 3;
 const MAP: u8 = 4;
 
 /// A value's bytes: see the constants above for the node tags; lengths
-/// and counts are LEB128.
-#[derive(Clone, PartialEq, Eq, Hash)]
-pub struct PackedValue(Arc<[u8]>);
+/// and counts are LEB128. The bytes are a range of a buffer that other
+/// values may share: a file's entries taken from the persisted cache are
+/// one allocation for the file, not one per entry (issue 40).
+#[derive(Clone)]
+pub struct PackedValue {
+    buf: Arc<[u8]>,
+    start: usize,
+    end: usize,
+}
+
+impl PartialEq for PackedValue {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for PackedValue {}
+
+impl std::hash::Hash for PackedValue {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state);
+    }
+}
 
 impl PackedValue {
     pub fn pack(value: &Value) -> PackedValue {
         let mut out = Vec::new();
         write(value, &mut out);
-        PackedValue(out.into())
+        PackedValue::whole(out.into())
+    }
+
+    /// A value that is all of `buf`.
+    fn whole(buf: Arc<[u8]>) -> PackedValue {
+        let end = buf.len();
+        PackedValue { buf, start: 0, end }
     }
 
     /// The value again, as a tree of its own.
     pub fn unpack(&self) -> Value {
         let mut at = 0;
-        read(&self.0, &mut at).unwrap_or_default()
+        read(self.as_bytes(), &mut at).unwrap_or_default()
     }
 
     /// A top-level key's value, unpacked alone (None when the value is not
     /// a mapping or has no such key).
     pub fn get(&self, key: &str) -> Option<Value> {
-        let bytes = &self.0;
+        let bytes = self.as_bytes();
         let mut at = 0;
         if *bytes.first()? != MAP {
             return None;
@@ -59,24 +85,30 @@ impl PackedValue {
     /// The bytes, for a store that keeps a value as it is held (the
     /// persisted cache).
     pub fn as_bytes(&self) -> &[u8] {
-        &self.0
+        self.buf.get(self.start..self.end).unwrap_or_default()
     }
 
-    /// A value from bytes [`PackedValue::as_bytes`] gave; None when they
-    /// are not exactly one packed value.
-    pub fn from_bytes(bytes: &[u8]) -> Option<PackedValue> {
-        let mut at = 0;
-        skip(bytes, &mut at)?;
-        (at == bytes.len()).then(|| PackedValue(bytes.into()))
+    /// The value at `range` of `buf`, bytes [`PackedValue::as_bytes`] gave
+    /// that a store kept (the persisted cache's units), sharing the buffer;
+    /// None when the range is not in it. The value's framing is not walked
+    /// here: the store's checksum proves the bytes are those written, and
+    /// bytes the packer could not have made unpack to null, never panic.
+    pub fn in_buffer(buf: &Arc<[u8]>, range: std::ops::Range<usize>) -> Option<PackedValue> {
+        buf.get(range.clone())?;
+        Some(PackedValue {
+            buf: buf.clone(),
+            start: range.start,
+            end: range.end,
+        })
     }
 
     /// The packed size, for measurements.
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.as_bytes().len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.as_bytes().is_empty()
     }
 }
 
@@ -306,16 +338,40 @@ mod tests {
     }
 
     #[test]
+    fn values_sharing_one_buffer_are_the_values_packed_alone() {
+        let (a, b) = (
+            PackedValue::pack(&sample()),
+            PackedValue::pack(&Value::str("x")),
+        );
+        let buf: Arc<[u8]> = [a.as_bytes(), b.as_bytes()].concat().into();
+        let cut = a.len();
+        let shared_a = PackedValue::in_buffer(&buf, 0..cut).unwrap();
+        let shared_b = PackedValue::in_buffer(&buf, cut..buf.len()).unwrap();
+        assert_eq!(shared_a, a);
+        assert_eq!(shared_b, b);
+        assert_eq!(shared_a.unpack(), sample());
+        assert_eq!(shared_b.get("name"), None);
+        let hash = |v: &PackedValue| {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::hash::DefaultHasher::new();
+            v.hash(&mut h);
+            h.finish()
+        };
+        assert_eq!(hash(&shared_a), hash(&a));
+        assert!(PackedValue::in_buffer(&buf, cut..buf.len() + 1).is_none());
+    }
+
+    #[test]
     fn bytes_the_packer_cannot_make_unpack_to_null_without_panicking() {
         let p = PackedValue::pack(&sample());
         for cut in 0..p.len() {
-            let short = PackedValue(p.0[..cut].into());
+            let short = PackedValue::whole(p.as_bytes()[..cut].into());
             let _ = short.unpack();
         }
-        assert_eq!(PackedValue(vec![9u8].into()).unpack(), Value::Null);
+        assert_eq!(PackedValue::whole(vec![9u8].into()).unpack(), Value::Null);
         // A count far past the bytes: no huge allocation, no panic.
         assert_eq!(
-            PackedValue(vec![SEQ, 0xff, 0xff, 0xff, 0xff, 0x0f].into()).unpack(),
+            PackedValue::whole(vec![SEQ, 0xff, 0xff, 0xff, 0xff, 0x0f].into()).unpack(),
             Value::Null
         );
     }

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use csis_model::diag::Origin;
-use csis_model::packed::{PackedValue, read_bytes, read_len, read_str, write_len, write_str};
+use csis_model::packed::{PackedValue, read_len, read_str, write_len, write_str};
 use csis_model::path::{DocPath, Seg};
 use csis_model::{Diagnostic, ItemKind};
 
@@ -88,6 +88,10 @@ pub fn encode(path: &str, entries: &ItemFileEntries) -> Option<Vec<u8>> {
 /// The entries `encode` kept, for the file at `path` whose directory holds
 /// `kinds`; None when the bytes are not such entries.
 pub fn decode(path: &Arc<str>, kinds: &[ItemKind], bytes: &[u8]) -> Option<ItemFileEntries> {
+    // The values share one copy of the unit: an allocation per entry was
+    // a tenth of what taking a file's entries cost.
+    let buf: Arc<[u8]> = Arc::from(bytes);
+    let bytes = &*buf;
     let mut at = 0;
     let count = read_len(bytes, &mut at)?;
     let mut items = Vec::with_capacity(count.min(bytes.len()));
@@ -104,7 +108,10 @@ pub fn decode(path: &Arc<str>, kinds: &[ItemKind], bytes: &[u8]) -> Option<ItemF
             _ => return None,
         };
         at += 1;
-        let value = PackedValue::from_bytes(read_bytes(bytes, &mut at)?)?;
+        let len = read_len(bytes, &mut at)?;
+        let end = at.checked_add(len)?;
+        let value = PackedValue::in_buffer(&buf, at..end)?;
+        at = end;
         let list = match lists.iter().find(|(k, _)| *k == kind) {
             Some((_, list)) => list.clone(),
             None => {
