@@ -178,7 +178,7 @@ fn run() -> ExitCode {
     if let Some(notice) = ws.db.cache().and_then(|c| c.notice()) {
         eprintln!("{notice}");
     }
-    let mut record_failed = None;
+    let mut keep_record = None;
     let code = match (&cli.command, &recording, &record) {
         (Command::Plan(args), Some(recording), Some(r)) => {
             csis_plugin_api::stdout::capture();
@@ -188,13 +188,20 @@ fn run() -> ExitCode {
                 stderr: stderr.into_bytes(),
                 code,
             };
-            record_failed = r.keep(&ws, recording, &printed);
+            keep_record = r.to_keep(&ws, recording, printed);
             ExitCode::from(code)
         }
         _ => commands::with_tree(&ws, &cli.command, style, lock_token, carried_env(&cli)),
     };
+    // The record written while the cache is: neither reads what the other
+    // writes, and one after the other they were a tenth of an edit's plan.
+    let (saved, record_failed) = std::thread::scope(|s| {
+        let record = keep_record.map(|keep| s.spawn(move || keep.write()));
+        let saved = csis_engine::run::persist_cache::save_cache(&ws, &OsSystem);
+        (saved, record.and_then(|h| h.join().ok().flatten()))
+    });
     // One warning when the cache directory cannot be written.
-    match csis_engine::run::persist_cache::save_cache(&ws, &OsSystem) {
+    match saved {
         Err(warning) => eprintln!("{warning}"),
         Ok(()) => {
             if let Some(warning) = record_failed {
@@ -241,31 +248,56 @@ impl PlanRecord {
         })
     }
 
-    /// Keep `printed` when everything the plan depended on can be asked
-    /// again; the warning to print when it could not be written (a record
-    /// lost is only a slower next plan).
-    fn keep(
+    /// What to keep of `printed`, when everything the plan depended on
+    /// can be asked again.
+    fn to_keep(
         &self,
         ws: &Workspace,
         recording: &Recording<'_>,
-        printed: &plan_record::Printed,
-    ) -> Option<String> {
+        printed: plan_record::Printed,
+    ) -> Option<KeptRecord<'_>> {
         let probes = recording.take_probes().ok()?;
         let reads = ws.db.cache().map(|c| c.env_reads())?;
         let vars = reads.vars()?;
         if reads.read_clock() || ws.read_remote_state() {
             return None;
         }
-        let (env, dir, key) = (&self.env, &self.dir, &self.key);
+        Some(KeptRecord {
+            record: self,
+            probes,
+            vars,
+            printed,
+        })
+    }
+}
+
+/// A plan's record, ready to be written.
+struct KeptRecord<'r> {
+    record: &'r PlanRecord,
+    probes: Vec<csis_engine::db::system::Probe>,
+    vars: Vec<String>,
+    printed: plan_record::Printed,
+}
+
+impl KeptRecord<'_> {
+    /// Write the record; the warning to print when it could not be
+    /// written (a record lost is only a slower next plan).
+    fn write(self) -> Option<String> {
+        let PlanRecord {
+            dir,
+            env,
+            key,
+            request,
+        } = self.record;
         plan_record::keep(
             &OsSystem,
             env,
             dir,
             key,
-            &self.request,
-            &probes,
-            &vars,
-            printed,
+            request,
+            &self.probes,
+            &self.vars,
+            &self.printed,
         )
         .err()
         .map(|e| csis_engine::db::cache::not_written(dir, &e))
