@@ -181,7 +181,9 @@ pub fn watch(args: WatchArgs) -> ExitCode {
             // to the reload, which refuses it by name.
             let max = args.options.max_file_size;
             match OsSystem.read_source(&args.root.join(rel), max) {
-                SourceRead::Text { text, link: false } if ws.set_file_text(rel, &text) => {}
+                SourceRead::Text {
+                    text, link: false, ..
+                } if ws.set_file_text(rel, &text) => {}
                 // A new or removed file changes the listing.
                 _ => {
                     reload |= rel.ends_with(".yml")

@@ -119,3 +119,38 @@ fn a_tree_read_again_unchanged_is_read_from_the_cache_which_is_left_as_it_was() 
     let fourth = fresh(root.path(), cache.path());
     assert_eq!(fourth.db.cache().unwrap().taken(), items - 1 + 1);
 }
+
+/// A plan's recording hashes each text it reads to note the read; the
+/// load hands that digest on, and a text set later (a save under `watch`)
+/// is digested anew, never keyed by the digest of the text it replaced.
+#[test]
+fn a_text_is_keyed_by_its_own_digest_when_read_through_a_recording_and_when_edited() {
+    use csis_engine::db::files::text_digest;
+    use csis_engine::db::system::Recording;
+    let root = temp_tree(parse(&format!("{LOCAL_BASE}{TREE}")));
+    let cache = tempfile::tempdir().unwrap();
+    let recording = Recording::new(&OsSystem);
+    let options = LoadOptions {
+        cache_dir: Some(cache.path().to_path_buf()),
+        ..LoadOptions::default()
+    };
+    let mut ws = load(&recording, registry(LINKED), root.path(), &options);
+    let file = ws.file("instances/box.yml").unwrap();
+    let text = std::fs::read_to_string(root.path().join("instances/box.yml")).unwrap();
+    assert_eq!(
+        file.read_digest(&ws.db),
+        Some(*blake3::hash(text.as_bytes()).as_bytes())
+    );
+    assert_eq!(
+        *text_digest(&ws.db, file),
+        *blake3::hash(text.as_bytes()).as_bytes()
+    );
+
+    let edited = "instances:\n  - name: box\n    image: base\n    description: saved\n";
+    assert!(ws.set_file_text("instances/box.yml", edited));
+    assert_eq!(file.read_digest(&ws.db), None);
+    assert_eq!(
+        *text_digest(&ws.db, file),
+        *blake3::hash(edited.as_bytes()).as_bytes()
+    );
+}

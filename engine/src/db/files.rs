@@ -35,7 +35,8 @@ pub struct ParsedFile {
 /// it enters on one core.
 #[salsa::tracked]
 pub fn text_digest(db: &dyn Db, file: SourceFile) -> [u8; 32] {
-    crate::db::cache::digest(file.text(db))
+    file.read_digest(db)
+        .unwrap_or_else(|| crate::db::cache::digest(file.text(db)))
 }
 
 #[salsa::tracked(returns(ref))]

@@ -21,6 +21,12 @@ pub struct SourceFile {
     pub path: Arc<str>,
     #[returns(ref)]
     pub text: Arc<str>,
+    /// The text's blake3 digest when the read that gave it took one (a
+    /// plan's recording does), else `None` and `db::files::text_digest`
+    /// hashes the text. Set with the text, always: a text set alone
+    /// would keep the digest of the one it replaced.
+    #[returns(copy)]
+    pub read_digest: Option<[u8; 32]>,
     /// The tree the file was read for. A query of one file takes the file
     /// alone and its tree from here: a query of two keys (tree and file)
     /// interned the pair, and recorded a read of it, on every call, a

@@ -54,6 +54,9 @@ impl Workspace {
         f.set_text(&mut self.db)
             .with_durability(durability)
             .to(Arc::from(text));
+        f.set_read_digest(&mut self.db)
+            .with_durability(durability)
+            .to(None);
         let renamed = match names_before {
             Some(before) => before != item_file_names(&self.db, f),
             // cfg/ and overlays may rename; records and scripts cannot.

@@ -30,7 +30,8 @@ pub(super) fn identities(
             if p.parent() == Some(path) && p.extension().is_some_and(|e| e == "age-identity") {
                 let mut refused = Vec::new();
                 let shown = p.to_string_lossy().to_string();
-                let text = read_limited(system, &p, &shown, Place::Given, max_bytes, &mut refused);
+                let text = read_limited(system, &p, &shown, Place::Given, max_bytes, &mut refused)
+                    .map(|read| read.text);
                 if let Some(d) = refused.first() {
                     return Ok(IdentitySource::Invalid(format!(
                         "CSIS_CONFIG_IDENTITY={v}: {}",
@@ -49,7 +50,8 @@ pub(super) fn identities(
         });
     }
     let mut refused = Vec::new();
-    let text = read_limited(system, path, &v, Place::Given, max_bytes, &mut refused);
+    let text =
+        read_limited(system, path, &v, Place::Given, max_bytes, &mut refused).map(|read| read.text);
     if let Some(d) = refused.first() {
         return Ok(IdentitySource::Invalid(format!(
             "CSIS_CONFIG_IDENTITY={}",

@@ -15,7 +15,7 @@ use crate::db::system::System;
 use crate::db::{Database, ItemFile, PathFact, SourceFile, Tree};
 use crate::registry::Registry;
 use crate::workspace::environment::{identities, load_env};
-use crate::workspace::read::{Place, read_limited};
+use crate::workspace::read::{Place, ReadText, read_limited};
 use crate::workspace::remote::read_remote;
 use crate::workspace::{LoadOptions, Workspace, durability_for};
 
@@ -45,7 +45,7 @@ fn read_aux(
             };
             let before = diags.len();
             let text = match read_limited(system, &root.join(p), p, place, max, diags) {
-                Some(t) => Arc::from(t),
+                Some(read) => Arc::from(read.text),
                 // Refused (an error said so, with the file's position):
                 // interpolation then adds no "no such file" of its own.
                 None if diags[before..]
@@ -138,10 +138,15 @@ impl Workspace {
         .new(&db);
         let mut files = BTreeMap::new();
         let mut read_diags = Vec::new();
-        let make = |path: String, text: String, files: &mut BTreeMap<String, SourceFile>| {
-            let f = SourceFile::builder(Arc::from(path.as_str()), Arc::from(text), tree)
-                .durability(durability_for(&path))
-                .new(&db);
+        let make = |path: String, read: ReadText, files: &mut BTreeMap<String, SourceFile>| {
+            let f = SourceFile::builder(
+                Arc::from(path.as_str()),
+                Arc::from(read.text),
+                read.digest,
+                tree,
+            )
+            .durability(durability_for(&path))
+            .new(&db);
             files.insert(path, f);
             f
         };
@@ -293,7 +298,7 @@ files inside the tree",
                 &mut read_diags,
             ));
             for f in &interp {
-                let f = SourceFile::builder(f.0.clone(), f.1.clone(), tree)
+                let f = SourceFile::builder(f.0.clone(), f.1.clone(), None, tree)
                     .durability(durability_for(&f.0))
                     .new(&db);
                 files.insert(f.path(&db).to_string(), f);
@@ -318,7 +323,7 @@ files inside the tree",
                 root: &real_root,
                 rel: &path,
             };
-            if let Some(text) = read_limited(
+            if let Some(read) = read_limited(
                 system,
                 &root.join(&path),
                 &path,
@@ -326,7 +331,8 @@ files inside the tree",
                 max,
                 &mut read_diags,
             ) {
-                let f = SourceFile::builder(Arc::from(path.as_str()), Arc::from(text), tree)
+                let text = Arc::from(read.text);
+                let f = SourceFile::builder(Arc::from(path.as_str()), text, read.digest, tree)
                     .durability(durability_for(&path))
                     .new(&db);
                 files.insert(path, f);
@@ -396,11 +402,12 @@ files inside the tree",
                     .is_some_and(|c| c.starts_with(&real_root));
                 if inside && !fact.symlink && !system.is_dir(&abs) && !files.contains_key(&path) {
                     let place = Place::Tree { root: &real_root };
-                    if let Some(text) =
+                    if let Some(read) =
                         read_limited(system, &abs, &path, place, max, &mut read_diags)
                     {
+                        let text = Arc::from(read.text);
                         let f =
-                            SourceFile::builder(Arc::from(path.as_str()), Arc::from(text), tree)
+                            SourceFile::builder(Arc::from(path.as_str()), text, read.digest, tree)
                                 .durability(durability_for(&path))
                                 .new(&db);
                         files.insert(path.clone(), f);

@@ -37,6 +37,14 @@ pub(super) enum Place<'a> {
     Given,
 }
 
+/// A file's text as a load read it, and its digest when the read took one
+/// (`SourceRead::Text`): the file's `SourceFile` keeps it, so that
+/// `db::files::text_digest` hashes nothing again.
+pub(super) struct ReadText {
+    pub text: String,
+    pub digest: Option<[u8; 32]>,
+}
+
 /// A file read under the limits on input. A refusal (a FIFO, a device, a
 /// file over the size limit, not UTF-8, a symlink out of the tree or to
 /// nothing, an I/O error) is a diagnostic naming the file, and the file
@@ -48,7 +56,7 @@ pub(super) fn read_limited(
     place: Place<'_>,
     max_bytes: u64,
     diags: &mut Vec<Diagnostic>,
-) -> Option<String> {
+) -> Option<ReadText> {
     use crate::db::system::SourceRead;
     let refuse = |diags: &mut Vec<Diagnostic>, why: String| {
         diags.push(Diagnostic::error(format!("{shown}: {why}")));
@@ -61,7 +69,7 @@ pub(super) fn read_limited(
         }
     }
     match system.read_source(path, max_bytes) {
-        SourceRead::Text { text, link } => {
+        SourceRead::Text { text, link, digest } => {
             if let (true, Place::Tree { root }) = (link, &place) {
                 match system.resolve(path) {
                     Ok(real) if real.starts_with(root) => {}
@@ -78,7 +86,7 @@ files inside the tree (copy the file in, or give it with --overlay)",
                     Err(e) => return refuse(diags, format!("cannot be read: {e}")),
                 }
             }
-            Some(text)
+            Some(ReadText { text, digest })
         }
         SourceRead::Missing => None,
         SourceRead::Dangling { target } => {

@@ -140,8 +140,14 @@ pub fn is_unfinished_write(path: &Path) -> bool {
 /// What [`System::read_source`] found at a path.
 #[derive(Debug)]
 pub enum SourceRead {
-    /// The text, and whether the path was a symlink.
-    Text { text: String, link: bool },
+    /// The text, whether the path was a symlink, and the text's blake3
+    /// digest when the reader took it (a recording does, to note the read;
+    /// a load hands it on, and the text is not hashed again).
+    Text {
+        text: String,
+        link: bool,
+        digest: Option<[u8; 32]>,
+    },
     /// Nothing there (not even a symlink).
     Missing,
     /// A symlink to nothing.

@@ -170,7 +170,11 @@ impl System for MemorySystem {
             Ok(Some(text)) if text.len() as u64 > max_bytes => SourceRead::TooLarge {
                 size: text.len() as u64,
             },
-            Ok(Some(text)) => SourceRead::Text { text, link: false },
+            Ok(Some(text)) => SourceRead::Text {
+                text,
+                link: false,
+                digest: None,
+            },
             Ok(None) => SourceRead::Missing,
             Err(e) => SourceRead::Failed(e),
         }

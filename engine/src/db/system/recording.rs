@@ -51,7 +51,7 @@ impl Probe {
 pub fn answer(system: &dyn System, ask: Ask, path: &Path) -> [u8; 32] {
     match ask {
         Ask::ReadToString => of_text(&system.read_to_string(path)),
-        Ask::ReadSource(max) => of_source(&system.read_source(path, max)),
+        Ask::ReadSource(max) => of_source(&digested(system.read_source(path, max))),
         Ask::Resolve => of_path(&system.resolve(path)),
         Ask::ListFiles => of_listing(&system.list_files(path)),
         Ask::IsDir => of_flag(system.is_dir(path)),
@@ -126,7 +126,7 @@ impl<'a> Recording<'a> {
         let Ask::ReadSource(max) = probe.ask else {
             return (probe.holds(self.inner), None);
         };
-        let got = self.inner.read_source(&probe.path, max);
+        let got = digested(self.inner.read_source(&probe.path, max));
         let digest = of_source(&got);
         (digest == probe.answer, Some((got, digest)))
     }
@@ -189,7 +189,7 @@ impl System for Recording<'_> {
             self.note(Ask::ReadSource(max_bytes), path, || digest);
             return got;
         }
-        let got = self.inner.read_source(path, max_bytes);
+        let got = digested(self.inner.read_source(path, max_bytes));
         self.note(Ask::ReadSource(max_bytes), path, || of_source(&got));
         got
     }
@@ -380,10 +380,29 @@ fn of_time(got: &io::Result<Option<std::time::SystemTime>>) -> [u8; 32] {
     }
 }
 
+/// A text read, with its digest taken (once: the probe's answer is made
+/// of it).
+fn digested(got: SourceRead) -> SourceRead {
+    match got {
+        SourceRead::Text {
+            text,
+            link,
+            digest: None,
+        } => {
+            let digest = Some(*blake3::hash(text.as_bytes()).as_bytes());
+            SourceRead::Text { text, link, digest }
+        }
+        other => other,
+    }
+}
+
 fn of_source(got: &SourceRead) -> [u8; 32] {
     match got {
-        SourceRead::Text { text, link } => {
-            digest_of(&[b"source", &[u8::from(*link)], text.as_bytes()])
+        // Of the text's own digest, which the load hands on as the
+        // text's (`db::files::text_digest`): each text is hashed once.
+        SourceRead::Text { text, link, digest } => {
+            let text = digest.unwrap_or_else(|| *blake3::hash(text.as_bytes()).as_bytes());
+            digest_of(&[b"source", &[u8::from(*link)], &text])
         }
         SourceRead::Missing => digest_of(&[b"missing"]),
         SourceRead::Dangling { target } => {

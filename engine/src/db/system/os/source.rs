@@ -90,7 +90,11 @@ fn read_opened(file: std::fs::File, max_bytes: u64, link: bool) -> SourceRead {
 /// Bytes as UTF-8 text, or where the first byte that is not.
 fn utf8(bytes: Vec<u8>, link: bool) -> SourceRead {
     match String::from_utf8(bytes) {
-        Ok(text) => SourceRead::Text { text, link },
+        Ok(text) => SourceRead::Text {
+            text,
+            link,
+            digest: None,
+        },
         Err(e) => {
             let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
             let line = good.iter().filter(|b| **b == b'\n').count() + 1;
@@ -159,7 +163,7 @@ mod tests {
     fn a_source_is_read_whole_under_the_limit_and_a_symlink_is_said_so() {
         let dir = tempfile::tempdir().unwrap();
         let read = |name: &str, max: u64| match OsSystem.read_source(&dir.path().join(name), max) {
-            SourceRead::Text { text, link } => format!("text {link} {text:?}"),
+            SourceRead::Text { text, link, .. } => format!("text {link} {text:?}"),
             SourceRead::Missing => "missing".into(),
             SourceRead::Dangling { target } => format!("dangling {}", target.display()),
             SourceRead::NotRegular { kind } => format!("not regular: {kind}"),
