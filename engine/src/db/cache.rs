@@ -7,10 +7,12 @@
 //!
 //! The units of files are spread over [`FILE_SHARDS`] files by a hash of
 //! their path, so that an edit rewrites the one file its unit is in; the
-//! units of the tree as a whole (a path that starts with a NUL: they are
-//! keyed by most of the tree and change together) are in a file of their
-//! own, the last shard, so that a change to the tree rewrites that one
-//! file and not every shard. Each file,
+//! units of the tree (a path that starts with a NUL: they are keyed by
+//! most of the tree and change together) are in two files of their own,
+//! so that a change to the tree rewrites those and not every shard: the
+//! tree's whole units in one, and in the last those of the tree that are
+//! one file's each (a path with a second NUL: the instances files'
+//! checks), which an edit of that one file changes too. Each file,
 //! `csis-XX.cache` in the cache directory: [`MAGIC`]; the key (the format,
 //! the csis version and the plugin set); the units sorted by path (path,
 //! digest, bytes); then the blake3 digest of everything before it, so that
@@ -34,15 +36,15 @@ use crate::registry::Registry;
 
 /// The default directory, under the configuration root.
 pub const DEFAULT_DIR: &str = ".csis/cache";
-/// How many files the units are spread over: the files' units', and the
-/// tree's.
-pub const SHARDS: usize = FILE_SHARDS + 1;
+/// How many files the units are spread over: the files' units', the
+/// tree's whole units', and the tree's units of one file each.
+pub const SHARDS: usize = FILE_SHARDS + 2;
 /// How many files the units of files are spread over.
 const FILE_SHARDS: usize = 64;
 const MAGIC: &[u8] = b"csis cache\n";
 /// Raised whenever what a unit holds, or how it is written, changes: a
 /// cache of another format is ignored whole.
-const FORMAT: u32 = 3;
+const FORMAT: u32 = 4;
 const DIGEST: usize = 32;
 
 /// The name of shard `shard`'s file in the cache directory.
@@ -57,12 +59,19 @@ pub fn is_tree_unit(path: &str) -> bool {
     path.starts_with('\0')
 }
 
-/// The shard a unit's path is kept in: FNV-1a of the path, or the last
-/// shard for a unit of the tree (part of the format: a change raises
+/// The shard a unit's path is kept in: FNV-1a of the path, or one of the
+/// two shards of the tree's units (part of the format: a change raises
 /// [`FORMAT`]).
 pub fn shard_of(path: &str) -> usize {
-    if is_tree_unit(path) {
-        return FILE_SHARDS;
+    if let Some(rest) = path.strip_prefix('\0') {
+        // An instances file's checks: rewritten on an edit of its file,
+        // which leaves the tree's whole units (hundreds of KiB) as they
+        // were.
+        return if rest.contains('\0') {
+            FILE_SHARDS + 1
+        } else {
+            FILE_SHARDS
+        };
     }
     let hash = path.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
@@ -709,12 +718,14 @@ csis build or plugin set (k, not k2)); this run rebuilds them",
     }
 
     #[test]
-    fn the_units_of_the_tree_share_the_last_shard_and_no_files_unit_is_in_it() {
-        assert_eq!(shard_of("\0fingerprints"), SHARDS - 1);
+    fn the_units_of_the_tree_are_in_the_last_two_shards_and_no_files_unit_is_in_them() {
+        assert_eq!(shard_of("\0fingerprints"), SHARDS - 2);
+        assert_eq!(shard_of("\0world files"), SHARDS - 2);
         assert_eq!(shard_of("\0instances\0instances/a.yml"), SHARDS - 1);
-        assert_eq!(shard_file(SHARDS - 1), "csis-40.cache");
+        assert_eq!(shard_file(SHARDS - 2), "csis-40.cache");
+        assert_eq!(shard_file(SHARDS - 1), "csis-41.cache");
         for path in ["instances/a.yml", "users/u.yml\0checks", "images/x/y.yml"] {
-            assert!(shard_of(path) < SHARDS - 1, "{path}");
+            assert!(shard_of(path) < SHARDS - 2, "{path}");
         }
     }
 

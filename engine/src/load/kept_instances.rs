@@ -50,9 +50,11 @@ use crate::load::kept_world::names_no_item;
 use crate::load::world::{is_instances_file, world};
 
 /// What a unit's path puts before its file's: a NUL first, since it is
-/// keyed by the tree but its instances files, as a unit of the tree is
-/// (the cache keeps those together, and a change to the tree rewrites
-/// them alone; no file's path holds a NUL).
+/// keyed by the tree but its instances files, as a unit of the tree is,
+/// and a second one, since it is one file's too (the cache keeps these
+/// units together, apart from the tree's whole ones: a change to the tree
+/// rewrites the two shards, an edit of an instances file this one; no
+/// file's path holds a NUL).
 const PREFIX: &str = "\0instances\0";
 
 /// The path the cache keeps `path`'s checks under.
