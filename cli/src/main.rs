@@ -250,13 +250,12 @@ impl PlanRecord {
 
     /// What to keep of `printed`, when everything the plan depended on
     /// can be asked again.
-    fn to_keep(
-        &self,
+    fn to_keep<'r>(
+        &'r self,
         ws: &Workspace,
-        recording: &Recording<'_>,
+        recording: &'r Recording<'r>,
         printed: plan_record::Printed,
-    ) -> Option<KeptRecord<'_>> {
-        let probes = recording.take_probes().ok()?;
+    ) -> Option<KeptRecord<'r>> {
         let reads = ws.db.cache().map(|c| c.env_reads())?;
         let vars = reads.vars()?;
         if reads.read_clock() || ws.read_remote_state() {
@@ -264,7 +263,7 @@ impl PlanRecord {
         }
         Some(KeptRecord {
             record: self,
-            probes,
+            recording,
             vars,
             printed,
         })
@@ -274,7 +273,8 @@ impl PlanRecord {
 /// A plan's record, ready to be written.
 struct KeptRecord<'r> {
     record: &'r PlanRecord,
-    probes: Vec<csis_engine::db::system::Probe>,
+    /// Its probes are taken (sorted) by the thread that writes it.
+    recording: &'r Recording<'r>,
     vars: Vec<String>,
     printed: plan_record::Printed,
 }
@@ -283,6 +283,7 @@ impl KeptRecord<'_> {
     /// Write the record; the warning to print when it could not be
     /// written (a record lost is only a slower next plan).
     fn write(self) -> Option<String> {
+        let probes = self.recording.take_probes().ok()?;
         let PlanRecord {
             dir,
             env,
@@ -295,7 +296,7 @@ impl KeptRecord<'_> {
             dir,
             key,
             request,
-            &self.probes,
+            &probes,
             &self.vars,
             &self.printed,
         )
