@@ -106,10 +106,12 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
     let mut shards: Vec<Vec<ToKeep>> = (0..SHARDS).map(|_| Vec::new()).collect();
     for (f, checks) in files.iter().zip(checks) {
         let path = f.file.path(db);
-        if !entries::keeps(path, item_file_entries(db, f.file)) {
+        // Entries taken from the cache were kept, and are kept again as
+        // they were: only a file read anew has its entries looked over.
+        let taken = cache.taken_digest(path).is_some();
+        if !taken && !entries::keeps(path, item_file_entries(db, f.file)) {
             continue;
         }
-        let taken = cache.taken_digest(path).is_some();
         shards[shard_of(path)].push((path.to_string(), Unit::Entries(f.file), taken));
         if let Some(checks) = checks {
             shards[shard_of(&checks.0)].push(checks);
