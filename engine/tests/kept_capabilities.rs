@@ -202,3 +202,42 @@ fn a_group_without_an_identity_builder_is_reported_once_as_a_cold_load_does() {
     assert!(taken, "an instances file edited");
     assert_eq!(once(&found), 1, "{found:#?}");
 }
+
+/// An instances file's unit keeps whether the storages its instances
+/// attach were carried (load/kept_instances.rs): after an edit of another
+/// instances file, one whose were not is read by the check again and
+/// refuses as a cold load does, and one whose were is left unread.
+#[test]
+fn an_instances_file_kept_with_a_storage_not_carried_is_checked_again() {
+    use csis_engine::load::kept_instances::kept_instances;
+    let mut files = tree();
+    files.insert(
+        "instances/more.yml".into(),
+        "instances:\n  - name: spare\n    image: lean\n    storages:\n      - {name: data, mount_point: /srv/data}\n".into(),
+    );
+    let root = temp_tree(&files);
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = cache_dir.path();
+    let sys = env("blue");
+    took(&sys, root.path(), cache);
+    let (_, found) = took(&sys, root.path(), cache);
+    assert!(refuses(&found), "{found:#?}");
+    let carried = |ws: &csis_engine::workspace::Workspace, path: &str| {
+        let file = ws.file(path).unwrap();
+        kept_instances(&ws.db, file).map(|kept| kept.storages_carried())
+    };
+    let kept = load_cached(&sys, root.path(), Some(cache));
+    assert_eq!(carried(&kept, "instances/box.yml"), Some(true));
+    assert_eq!(carried(&kept, "instances/more.yml"), Some(false));
+
+    write_file(
+        root.path(),
+        "instances/box.yml",
+        "instances:\n  - name: box\n    image: web\n    description: edited\n    storages:\n      - {name: data, mount_point: /srv/data}\n",
+    );
+    let (taken, found) = took(&sys, root.path(), cache);
+    assert!(taken, "an instances file edited");
+    assert!(refuses(&found), "more.yml's spare, kept: {found:#?}");
+    let edited = load_cached(&sys, root.path(), Some(cache));
+    assert_eq!(carried(&edited, "instances/more.yml"), Some(false));
+}

@@ -545,10 +545,17 @@ fn the_root_is_found_from_a_subdirectory() {
 #[test]
 fn the_plan_summarizes_and_names_what_stays_on_an_old_build() {
     let t = tree("local-run");
+    // Two more instances of top, in a file after box's: what stays is
+    // named in the order the tree declares it, not the pins' order.
+    std::fs::write(
+        t.path().join("instances/more.yml"),
+        "instances:\n  - name: zed\n    image: top\n  - name: amy\n    image: top\n",
+    )
+    .unwrap();
     let first = csis(t.path(), &["plan"]);
     assert!(
         String::from_utf8_lossy(&first.stdout)
-            .ends_with("Plan: 4 to bake, 0 current, 1 instance to launch.\n"),
+            .ends_with("Plan: 4 to bake, 0 current, 3 instances to launch.\n"),
         "{}",
         String::from_utf8_lossy(&first.stdout)
     );
@@ -578,8 +585,18 @@ fn the_plan_summarizes_and_names_what_stays_on_an_old_build() {
     .unwrap();
     let plan = csis(t.path(), &["plan"]);
     let stdout = String::from_utf8_lossy(&plan.stdout);
+    let stays = |i: &str| {
+        format!(
+            "instance '{i}' stays on build top-here-2026_12_02T15_53_24 while 'top' re-bakes; to move it after the bake: csis upgrade instance {i}\n"
+        )
+    };
     assert!(
-        stdout.ends_with("Plan: 1 to bake, 3 current, 0 instances to launch.\ninstance 'box' stays on build top-here-2026_12_02T15_53_24 while 'top' re-bakes; to move it after the bake: csis upgrade instance box\n"),
+        stdout.ends_with(&format!(
+            "Plan: 1 to bake, 3 current, 0 instances to launch.\n{}{}{}",
+            stays("box"),
+            stays("zed"),
+            stays("amy")
+        )),
         "{stdout}"
     );
 }

@@ -14,10 +14,12 @@ use csis_model::{Diagnostic, ItemKind, Subject, Vct};
 
 use crate::check::context::Checks;
 use crate::check::kept_capabilities::{Carries, Parts, kept_image, kept_storage};
-use crate::db::{Db, Tree};
+use crate::db::{Db, SourceFile, Tree};
 use crate::load::items::{ItemId, indexed_of_kind};
 use crate::load::items_model::structured_item;
-use crate::load::kept_instances::{InstanceRef, every_instance};
+use crate::load::kept_instances::{
+    InstanceLinks, InstanceRef, KeptInstances, every_instance_but, file_instances, kept_instances,
+};
 
 /// Every image's capability findings, in name order; a group without an
 /// identity builder is reported once, at the first image that meets it.
@@ -130,13 +132,53 @@ pub fn to_keep(db: &dyn Db, tree: Tree) -> Parts {
     (images, storages)
 }
 
+/// Whether every storage `file`'s instances attach is of a type their
+/// image's chain carries, or is not checked: what the cache keeps with
+/// the file's checks (`KeptInstances::storages_carried`). While the file
+/// and the world are as they were, its instances add nothing to any
+/// image's findings, and the check does not read them.
+pub fn storages_carried(db: &dyn Db, file: SourceFile) -> bool {
+    let tree = file.tree(db);
+    let v = Checks::new(db, tree);
+    file_instances(db, file).iter().all(|inst| {
+        let Some(links) = inst.links(db, tree) else {
+            return true;
+        };
+        // An instance of no image the index holds is in no image's check.
+        let Some(image) = links.image().map(csis_model::naming::as_safe_name) else {
+            return true;
+        };
+        let images = crate::load::items::item_index(db, tree)
+            .items
+            .get(&ItemKind::IMAGES);
+        if !images.is_some_and(|names| names.contains_key(&*image)) {
+            return true;
+        }
+        let image = ItemId::new(db, tree, ItemKind::IMAGES, image);
+        carries_of(db, image).is_none_or(|carries| v.uncarried(&links, carries).is_empty())
+    })
+}
+
+/// What image `id`'s chain carries, against which its instances'
+/// storages are checked: kept, or its own part's; `None` when they are
+/// not checked.
+fn carries_of<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Option<&'db Carries> {
+    match kept_image(db, id.tree(db), id.name(db).as_str()) {
+        Some(carries) => carries,
+        None => image_part(db, id).carries.as_ref(),
+    }
+}
+
 /// Instances by the (safe) name of the image they launch, each list in
-/// index order: by name and place (`InstanceRef`), so that a kept file's
-/// instances are neither structured nor interned.
+/// index order, whose storages the check reads: all but those of a file
+/// the cache kept with its storages carried ([`storages_carried`]). By
+/// name and place (`InstanceRef`), so that a kept file's instances are
+/// neither structured nor interned.
 #[salsa::tracked(returns(ref))]
-pub(crate) fn instances_by_image(db: &dyn Db, tree: Tree) -> InstancesByImage {
+fn checked_instances_by_image(db: &dyn Db, tree: Tree) -> InstancesByImage {
     let mut out = InstancesByImage::default();
-    for instance in every_instance(db, tree) {
+    let carried = |file| kept_instances(db, file).is_some_and(KeptInstances::storages_carried);
+    for instance in every_instance_but(db, tree, carried) {
         if let Some(links) = instance.links(db, tree)
             && let Some(image) = links.image()
         {
@@ -151,13 +193,14 @@ pub(crate) fn instances_by_image(db: &dyn Db, tree: Tree) -> InstancesByImage {
 /// Instances by image: looked up by image only, so hashed (by std's
 /// hasher: a memo must be a `salsa::SalsaValue`, which foldhash's state
 /// is not).
-pub(crate) type InstancesByImage = std::collections::HashMap<String, Vec<InstanceRef>>;
+type InstancesByImage = std::collections::HashMap<String, Vec<InstanceRef>>;
 
-/// The instances of one image: its own query, so an instance edit that
-/// moves no instance between images re-runs no image's checks.
+/// The instances of one image whose storages are checked: its own query,
+/// so an instance edit that moves no instance between images re-runs no
+/// image's checks.
 #[salsa::tracked(returns(ref))]
 fn image_instances<'db>(db: &'db dyn Db, image: ItemId<'db>) -> Vec<InstanceRef> {
-    instances_by_image(db, image.tree(db))
+    checked_instances_by_image(db, image.tree(db))
         .get(image.name(db).as_str())
         .cloned()
         .unwrap_or_default()
@@ -260,11 +303,8 @@ impl<'a> Checks<'a> {
             let Some(links) = inst.links(self.db, self.tree) else {
                 continue;
             };
-            for storage in links.storages() {
-                let Some(t) = self.storage_type(storage) else {
-                    continue;
-                };
-                if !sts.contains(&t) && reported.insert(storage.to_string()) {
+            for (storage, t) in self.uncarried(&links, carries) {
+                if reported.insert(storage.to_string()) {
                     // Where, only for a refusal: a kept instance is not
                     // structured otherwise.
                     let at =
@@ -279,6 +319,23 @@ impl<'a> Checks<'a> {
                 }
             }
         }
+    }
+
+    /// Each storage the instance attaches whose capability type the
+    /// chain does not carry, with that type.
+    fn uncarried<'l>(
+        &self,
+        links: &'l InstanceLinks<'_>,
+        carries: &Carries,
+    ) -> Vec<(&'l str, String)> {
+        links
+            .storages()
+            .into_iter()
+            .filter_map(|storage| {
+                let t = self.storage_type(storage)?;
+                (!carries.storage_types.contains(&t)).then_some((storage, t))
+            })
+            .collect()
     }
 
     /// The capability type storage `name`'s builder asks its machines to

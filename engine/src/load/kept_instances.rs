@@ -68,6 +68,11 @@ pub fn unit_path(path: &str) -> String {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeptInstances {
     env: KeptEnv,
+    /// Whether every storage its instances attach is of a type their
+    /// image's chain carries (`check::capabilities::storages_carried`): a
+    /// function of the file and the world, which key the unit, so the
+    /// capabilities check need not read its instances again.
+    storages_carried: bool,
     /// Each instance, in the order the index takes them.
     instances: Vec<KeptInstance>,
 }
@@ -91,6 +96,12 @@ struct Links {
 }
 
 impl KeptInstances {
+    /// Whether the capabilities check found every storage the file's
+    /// instances attach carried.
+    pub fn storages_carried(&self) -> bool {
+        self.storages_carried
+    }
+
     /// The instance the file's `entry`-th entry declares.
     fn instance(&self, entry: usize) -> Option<&KeptInstance> {
         let at = self
@@ -151,6 +162,15 @@ pub struct InstanceRef {
 }
 
 impl InstanceRef {
+    /// The instance the index holds under `name`, declared at `source`.
+    pub fn declared(name: Arc<str>, source: ItemSource) -> InstanceRef {
+        InstanceRef {
+            name,
+            source,
+            id: None,
+        }
+    }
+
     /// Its id: interned only when it is structured or a refusal names
     /// where it is declared.
     pub fn id<'db>(&self, db: &'db dyn Db, tree: Tree) -> ItemId<'db> {
@@ -175,30 +195,23 @@ impl InstanceRef {
 /// Every instance of the tree, in index order: the files', then what an
 /// overlay declares.
 pub fn every_instance(db: &dyn Db, tree: Tree) -> Vec<InstanceRef> {
+    every_instance_but(db, tree, |_| false)
+}
+
+/// [`every_instance`] without the instances of the files `left_out`
+/// answers true for.
+pub fn every_instance_but(
+    db: &dyn Db,
+    tree: Tree,
+    left_out: impl Fn(SourceFile) -> bool,
+) -> Vec<InstanceRef> {
     let kind = ItemKind::INSTANCES;
     let taken = took_any(db, tree);
     let mut out: Vec<InstanceRef> = tree
         .item_files(db)
         .iter()
-        .filter(|f| f.dir == kind.dir())
-        .flat_map(|f| {
-            // The same entries `indexed_in_file` interns, in its order.
-            let mut ids = (!taken).then(|| indexed_in_file(db, f.file).iter());
-            indexed_entries(db, f.file)
-                .map(move |(index, item)| {
-                    let id = ids.as_mut().and_then(Iterator::next);
-                    (index, item, id.map(salsa::plumbing::AsId::as_id))
-                })
-                .filter(|(_, item, _)| item.kind == kind)
-                .map(|(index, item, id)| InstanceRef {
-                    name: item.name.clone(),
-                    source: ItemSource::Tree {
-                        file: f.file,
-                        index,
-                    },
-                    id,
-                })
-        })
+        .filter(|f| f.dir == kind.dir() && !left_out(f.file))
+        .flat_map(|f| declared_in(db, f.file, taken))
         .collect();
     let overlaid = item_index(db, tree).items.get(&kind).into_iter().flatten();
     out.extend(
@@ -211,6 +224,34 @@ pub fn every_instance(db: &dyn Db, tree: Tree) -> Vec<InstanceRef> {
             }),
     );
     out
+}
+
+/// The instances `file` declares, in index order.
+pub fn file_instances(db: &dyn Db, file: SourceFile) -> Vec<InstanceRef> {
+    declared_in(db, file, took_any(db, file.tree(db))).collect()
+}
+
+/// The instances `file` declares, each with its id when no instances
+/// file was `taken` (its checks interned them all).
+fn declared_in(
+    db: &dyn Db,
+    file: SourceFile,
+    taken: bool,
+) -> impl Iterator<Item = InstanceRef> + '_ {
+    let kind = ItemKind::INSTANCES;
+    // The same entries `indexed_in_file` interns, in its order.
+    let mut ids = (!taken).then(|| indexed_in_file(db, file).iter());
+    indexed_entries(db, file)
+        .map(move |(index, item)| {
+            let id = ids.as_mut().and_then(Iterator::next);
+            (index, item, id.map(salsa::plumbing::AsId::as_id))
+        })
+        .filter(move |(_, item, _)| item.kind == kind)
+        .map(move |(index, item, id)| InstanceRef {
+            name: item.name.clone(),
+            source: ItemSource::Tree { file, index },
+            id,
+        })
 }
 
 /// What the tree-wide checks read of instance `id`; `None` when it did
@@ -302,12 +343,15 @@ fn taken_instances(db: &dyn Db, file: SourceFile) -> Option<KeptInstances> {
 /// The bytes to keep for `file` and the digest to keep them with, when
 /// they may be kept (see the module's comment). `found_nothing`: whether
 /// the file's checks found nothing, asked once every file's checks have
-/// run (a hook reading across instances is noted as they run). Not asked
-/// of a unit this process took: the cache writes its loaded bytes back.
+/// run (a hook reading across instances is noted as they run);
+/// `storages_carried`: what [`KeptInstances::storages_carried`] keeps.
+/// Not asked of a unit this process took: the cache writes its loaded
+/// bytes back.
 pub fn encode(
     db: &dyn Db,
     file: SourceFile,
     found_nothing: impl FnOnce() -> bool,
+    storages_carried: impl FnOnce() -> bool,
 ) -> Option<([u8; 32], Vec<u8>)> {
     let tree = file.tree(db);
     let cache = db.cache()?;
@@ -346,6 +390,7 @@ pub fn encode(
     let key = key(db, file)?;
     let kept = KeptInstances {
         env: KeptEnv::now(db, tree, vars),
+        storages_carried: storages_carried(),
         instances,
     };
     Some((key, bytes_of(&kept)))
@@ -377,6 +422,7 @@ fn key(db: &dyn Db, file: SourceFile) -> Option<[u8; 32]> {
 fn bytes_of(kept: &KeptInstances) -> Vec<u8> {
     let mut out = Vec::new();
     kept.env.write(&mut out);
+    out.push(u8::from(kept.storages_carried));
     write_len(kept.instances.len(), &mut out);
     for instance in &kept.instances {
         let Links {
@@ -405,6 +451,12 @@ fn bytes_of(kept: &KeptInstances) -> Vec<u8> {
 fn decode(bytes: &[u8]) -> Option<KeptInstances> {
     let mut at = 0;
     let env = KeptEnv::read(bytes, &mut at)?;
+    let storages_carried = match *bytes.get(at)? {
+        0 => false,
+        1 => true,
+        _ => return None,
+    };
+    at += 1;
     let n = read_len(bytes, &mut at)?;
     let mut instances: Vec<KeptInstance> = Vec::with_capacity(n.min(bytes.len()));
     for _ in 0..n {
@@ -434,7 +486,11 @@ fn decode(bytes: &[u8]) -> Option<KeptInstances> {
             },
         });
     }
-    (at == bytes.len()).then_some(KeptInstances { env, instances })
+    (at == bytes.len()).then_some(KeptInstances {
+        env,
+        storages_carried,
+        instances,
+    })
 }
 
 #[cfg(test)]
@@ -450,6 +506,7 @@ mod tests {
         };
         let kept = KeptInstances {
             env: KeptEnv::now_for_test(),
+            storages_carried: true,
             instances: vec![
                 KeptInstance {
                     entry: 0,
@@ -468,7 +525,12 @@ mod tests {
         reversed.instances.reverse();
         assert_eq!(decode(&bytes_of(&reversed)), None);
         let bytes = bytes_of(&kept);
-        assert_eq!(decode(&bytes), Some(kept));
+        assert_eq!(decode(&bytes), Some(kept.clone()));
+        let uncarried = KeptInstances {
+            storages_carried: false,
+            ..kept
+        };
+        assert_eq!(decode(&bytes_of(&uncarried)), Some(uncarried));
         assert_eq!(decode(&bytes[..bytes.len() - 1]), None);
         let mut longer = bytes.clone();
         longer.push(0);

@@ -62,7 +62,9 @@ pub fn save_cache(ws: &Workspace, system: &dyn System) -> Result<(), String> {
             })
             .or_else(|| {
                 held_or_encoded(cache, kept_instances::unit_path(path), || {
-                    kept_instances::encode(db, f.file, found_nothing)
+                    kept_instances::encode(db, f.file, found_nothing, || {
+                        capabilities::storages_carried(db, f.file)
+                    })
                 })
             })
         })

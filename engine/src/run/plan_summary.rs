@@ -3,15 +3,15 @@
 //! for a parent that re-bakes, what stays on its old build under
 //! `parent_policy: pinned` with the `csis upgrade` that moves it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use csis_model::ItemKind;
 use serde::Serialize;
 
-use crate::check::capabilities::instances_by_image;
 use crate::db::run_input::RunInput;
 use crate::db::{Db, Tree};
 use crate::load::items::{ItemId, indexed_of_kind, item_index};
+use crate::load::kept_instances::InstanceRef;
 use crate::plan::bakes::{bake_plan, image_series};
 use crate::plan::user_data::user_data_sha256;
 use crate::state::launch_params::{launch_record, moved_off, user_data_moved};
@@ -132,7 +132,7 @@ pub fn plan_summary(db: &dyn Db, tree: Tree, run: RunInput) -> PlanSummary {
                 .push((child, policy));
         }
     }
-    let instances = instances_by_image(db, tree);
+    let instances = pinned_instances(db, tree, &pins.instances);
     let mut reported = BTreeSet::new();
     for (series, runtime, _) in decisions.iter().filter(|(_, _, d)| d.bake) {
         for (child, policy) in pinned_children.get(series.as_str()).into_iter().flatten() {
@@ -148,10 +148,8 @@ pub fn plan_summary(db: &dyn Db, tree: Tree, run: RunInput) -> PlanSummary {
         }
         // An instance stays where its build's runtime re-bakes the
         // series: once, though the series bakes on several runtimes.
-        for instance in instances.get(series).into_iter().flatten() {
-            let instance = &*instance.name;
-            if let Some(build) = pins.instances.get(instance)
-                && build_of(db, tree, build).is_none_or(|b| b.runtime == *runtime)
+        for &(instance, build) in instances.get(series.as_str()).into_iter().flatten() {
+            if build_of(db, tree, build).is_none_or(|b| b.runtime == *runtime)
                 && !reported.contains(instance)
             {
                 reported.insert(instance);
@@ -166,6 +164,35 @@ pub fn plan_summary(db: &dyn Db, tree: Tree, run: RunInput) -> PlanSummary {
         }
     }
     summary
+}
+
+/// The pinned instances by the (safe) name of the image they launch,
+/// each list in index order, with the build each is pinned to: asked of
+/// the pins (few), not of the tree's every instance, each read by its
+/// place (`InstanceRef`).
+fn pinned_instances<'p>(
+    db: &dyn Db,
+    tree: Tree,
+    pinned: &'p BTreeMap<String, String>,
+) -> HashMap<String, Vec<(&'p str, &'p String)>> {
+    let Some(names) = item_index(db, tree).items.get(&ItemKind::INSTANCES) else {
+        return HashMap::new();
+    };
+    let mut found: Vec<(usize, String, &str, &String)> = pinned
+        .iter()
+        .filter_map(|(instance, build)| {
+            let (at, name, source) = names.get_full(instance.as_str())?;
+            let links = InstanceRef::declared(name.clone(), *source).links(db, tree)?;
+            let image = csis_model::naming::safe_name(links.image()?);
+            Some((at, image, instance.as_str(), build))
+        })
+        .collect();
+    found.sort_by_key(|(at, ..)| *at);
+    let mut out: HashMap<String, Vec<(&str, &String)>> = HashMap::new();
+    for (_, image, instance, build) in found {
+        out.entry(image).or_default().push((instance, build));
+    }
+    out
 }
 
 impl PlanSummary {
