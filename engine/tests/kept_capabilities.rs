@@ -85,6 +85,21 @@ fn took(sys: &DiskWithEnv, root: &Path, cache: &Path) -> (bool, Vec<String>) {
     (taken, found)
 }
 
+/// `path` written with `text`, then what a fresh process refused, which
+/// took the capabilities (an instances file's edit leaves them kept).
+fn after_instances_edit(
+    sys: &DiskWithEnv,
+    root: &Path,
+    cache: &Path,
+    path: &str,
+    text: &str,
+) -> Vec<String> {
+    write_file(root, path, text);
+    let (taken, found) = took(sys, root, cache);
+    assert!(taken, "an instances file edited");
+    found
+}
+
 fn refuses(found: &[String]) -> bool {
     found.iter().any(|d| d.contains(REFUSAL))
 }
@@ -104,9 +119,7 @@ fn the_capabilities_are_taken_only_while_the_world_is_as_it_was_and_refuse_as_a_
     // An instances file's edit: spare now attaches data, which lean's
     // base does not carry. The kept part answers for lean and for data.
     let attaching = "instances:\n  - name: spare\n    image: lean\n    storages:\n      - {name: data, mount_point: /srv/data}\n";
-    write_file(root.path(), "instances/more.yml", attaching);
-    let (taken, found) = took(&sys, root.path(), cache);
-    assert!(taken, "an instances file edited");
+    let found = after_instances_edit(&sys, root.path(), cache, "instances/more.yml", attaching);
     assert!(refuses(&found), "{found:#?}");
     assert!(
         found
@@ -150,13 +163,13 @@ fn an_image_whose_own_part_found_something_is_checked_whole() {
     let identity = "image 'lean' uses an identity type its base 'slim' does not declare: 'unix'";
     let (_, found) = took(&sys, root.path(), cache);
     assert!(found.iter().any(|d| d.contains(identity)), "{found:#?}");
-    write_file(
+    let found = after_instances_edit(
+        &sys,
         root.path(),
+        cache,
         "instances/more.yml",
         "instances:\n  - name: spare\n    image: lean\n    description: edited\n",
     );
-    let (taken, found) = took(&sys, root.path(), cache);
-    assert!(taken, "an instances file edited");
     assert!(found.iter().any(|d| d.contains(identity)), "{found:#?}");
 }
 
@@ -193,13 +206,13 @@ fn a_group_without_an_identity_builder_is_reported_once_as_a_cold_load_does() {
     };
     let (_, found) = took(&sys, root.path(), cache);
     assert_eq!(once(&found), 1, "{found:#?}");
-    write_file(
+    let found = after_instances_edit(
+        &sys,
         root.path(),
+        cache,
         "instances/more.yml",
         "instances:\n  - name: spare\n    image: lean2\n    description: edited\n",
     );
-    let (taken, found) = took(&sys, root.path(), cache);
-    assert!(taken, "an instances file edited");
     assert_eq!(once(&found), 1, "{found:#?}");
 }
 
@@ -230,13 +243,13 @@ fn an_instances_file_kept_with_a_storage_not_carried_is_checked_again() {
     assert_eq!(carried(&kept, "instances/box.yml"), Some(true));
     assert_eq!(carried(&kept, "instances/more.yml"), Some(false));
 
-    write_file(
+    let found = after_instances_edit(
+        &sys,
         root.path(),
+        cache,
         "instances/box.yml",
         "instances:\n  - name: box\n    image: web\n    description: edited\n    storages:\n      - {name: data, mount_point: /srv/data}\n",
     );
-    let (taken, found) = took(&sys, root.path(), cache);
-    assert!(taken, "an instances file edited");
     assert!(refuses(&found), "more.yml's spare, kept: {found:#?}");
     let edited = load_cached(&sys, root.path(), Some(cache));
     assert_eq!(carried(&edited, "instances/more.yml"), Some(false));
