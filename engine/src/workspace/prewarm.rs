@@ -85,7 +85,7 @@ fn each_image(db: &Database, tree: Tree, query: impl Fn(&Database, ItemId<'_>) +
 /// Every item structured, then every image's capabilities, then every
 /// file's checks beside the slowest tree-wide ones. The capabilities wait
 /// for the structuring: each image's reads every instance's image
-/// (`instances_by_image`), and asked while instances were still
+/// (`checked_instances_by_image`), and asked while instances were still
 /// unstructured, one worker structured them all while the other waited
 /// for it.
 ///
