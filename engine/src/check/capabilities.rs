@@ -27,7 +27,9 @@ pub(super) fn capability_report(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let mut no_identity: BTreeSet<&str> = BTreeSet::new();
     for id in indexed_of_kind(db, tree, ItemKind::IMAGES) {
-        let found = capability_diagnostics(db, id);
+        let Some(found) = image_findings(db, id) else {
+            continue;
+        };
         if let Some(g) = found.group_without_identity.as_deref()
             && no_identity.insert(g)
         {
@@ -61,11 +63,29 @@ pub(crate) struct CapabilityFindings {
     diagnostics: Vec<Diagnostic>,
 }
 
+/// One image's capability findings; `None`, without a query, for an image
+/// whose own part the cache kept as finding nothing and that no instance
+/// left to check launches (after an instances edit, every image but the
+/// edited file's): its check would find nothing.
+pub(crate) fn image_findings<'db>(
+    db: &'db dyn Db,
+    id: ItemId<'db>,
+) -> Option<&'db CapabilityFindings> {
+    let tree = id.tree(db);
+    let name = id.name(db).as_str();
+    if kept_image(db, tree, name).is_some()
+        && !checked_instances_by_image(db, tree).contains_key(name)
+    {
+        return None;
+    }
+    Some(capability_diagnostics(db, id))
+}
+
 /// One image's capability findings: its own part (`image_part`), or what
 /// the persisted cache kept of it (`check::kept_capabilities`), then the
 /// storages its instances attach.
 #[salsa::tracked(returns(ref))]
-pub(crate) fn capability_diagnostics<'db>(db: &'db dyn Db, id: ItemId<'db>) -> CapabilityFindings {
+fn capability_diagnostics<'db>(db: &'db dyn Db, id: ItemId<'db>) -> CapabilityFindings {
     let tree = id.tree(db);
     let mut v = Checks::new(db, tree);
     let (group_without_identity, carries) = match kept_image(db, tree, id.name(db).as_str()) {

@@ -130,7 +130,7 @@ pub fn structure_items(db: &Database, tree: Tree) {
     rayon::join(
         move || {
             each_image(&images, tree, |db, id| {
-                crate::check::capabilities::capability_diagnostics(db, id);
+                crate::check::capabilities::image_findings(db, id);
             })
         },
         move || {
