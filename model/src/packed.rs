@@ -138,6 +138,22 @@ pub fn write_len(mut n: usize, out: &mut Vec<u8>) {
     }
 }
 
+/// A flag as one byte, 0 or 1.
+pub fn write_flag(flag: bool, out: &mut Vec<u8>) {
+    out.push(u8::from(flag));
+}
+
+/// A flag [`write_flag`] wrote; None for any other byte.
+pub fn read_flag(bytes: &[u8], at: &mut usize) -> Option<bool> {
+    let flag = match *bytes.get(*at)? {
+        0 => false,
+        1 => true,
+        _ => return None,
+    };
+    *at += 1;
+    Some(flag)
+}
+
 /// A string as its length, then its bytes.
 pub fn write_str(s: &str, out: &mut Vec<u8>) {
     write_len(s.len(), out);

@@ -160,6 +160,9 @@ pub fn to_keep(db: &dyn Db, tree: Tree) -> Parts {
 pub fn storages_carried(db: &dyn Db, file: SourceFile) -> bool {
     let tree = file.tree(db);
     let v = Checks::new(db, tree);
+    let images = crate::load::items::item_index(db, tree)
+        .items
+        .get(&ItemKind::IMAGES);
     file_instances(db, file).iter().all(|inst| {
         let Some(links) = inst.links(db, tree) else {
             return true;
@@ -168,9 +171,6 @@ pub fn storages_carried(db: &dyn Db, file: SourceFile) -> bool {
         let Some(image) = links.image().map(csis_model::naming::as_safe_name) else {
             return true;
         };
-        let images = crate::load::items::item_index(db, tree)
-            .items
-            .get(&ItemKind::IMAGES);
         if !images.is_some_and(|names| names.contains_key(&*image)) {
             return true;
         }

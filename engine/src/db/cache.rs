@@ -182,9 +182,10 @@ pub fn key(registry: &Registry) -> String {
     )
 }
 
-/// The digest a unit is kept with.
+/// The digest a unit is kept with: its text's, as a recording digests a
+/// source it reads (`SourceFile::read_digest` is that digest).
 pub fn digest(text: &str) -> [u8; DIGEST] {
-    *blake3::hash(text.as_bytes()).as_bytes()
+    crate::db::system::digest_text(text)
 }
 
 impl Cache {

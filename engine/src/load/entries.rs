@@ -13,7 +13,9 @@
 use std::sync::Arc;
 
 use csis_model::diag::Origin;
-use csis_model::packed::{PackedValue, read_len, read_str, write_len, write_str};
+use csis_model::packed::{
+    PackedValue, read_flag, read_len, read_str, write_flag, write_len, write_str,
+};
 use csis_model::path::{DocPath, Seg};
 use csis_model::{Diagnostic, ItemKind};
 
@@ -78,7 +80,7 @@ pub fn encode(path: &str, entries: &ItemFileEntries) -> Option<Vec<u8>> {
         write_str(item.kind.key(), &mut out);
         write_len(i, &mut out);
         write_str(&item.name, &mut out);
-        out.push(u8::from(item.interpolates));
+        write_flag(item.interpolates, &mut out);
         write_len(item.value.as_bytes().len(), &mut out);
         out.extend_from_slice(item.value.as_bytes());
     }
@@ -102,12 +104,7 @@ pub fn decode(path: &Arc<str>, kinds: &[ItemKind], bytes: &[u8]) -> Option<ItemF
         let kind = *kinds.iter().find(|k| k.key() == key)?;
         let index = read_len(bytes, &mut at)?;
         let name = read_str(bytes, &mut at)?;
-        let interpolates = match *bytes.get(at)? {
-            0 => false,
-            1 => true,
-            _ => return None,
-        };
-        at += 1;
+        let interpolates = read_flag(bytes, &mut at)?;
         let len = read_len(bytes, &mut at)?;
         let end = at.checked_add(len)?;
         let value = PackedValue::in_buffer(&buf, at..end)?;

@@ -38,7 +38,7 @@ use std::sync::Arc;
 
 use csis_model::ItemKind;
 use csis_model::models::{Instance, Item, StorageMapping};
-use csis_model::packed::{read_len, read_str, write_len, write_str};
+use csis_model::packed::{read_flag, read_len, read_str, write_flag, write_len, write_str};
 
 use crate::db::files::text_digest;
 use crate::db::system::digest_parts;
@@ -217,11 +217,7 @@ pub fn every_instance_but(
     out.extend(
         overlaid
             .filter(|(_, source)| matches!(source, ItemSource::Overlay { .. }))
-            .map(|(name, source)| InstanceRef {
-                name: name.clone(),
-                source: *source,
-                id: None,
-            }),
+            .map(|(name, source)| InstanceRef::declared(name.clone(), *source)),
     );
     out
 }
@@ -422,7 +418,7 @@ fn key(db: &dyn Db, file: SourceFile) -> Option<[u8; 32]> {
 fn bytes_of(kept: &KeptInstances) -> Vec<u8> {
     let mut out = Vec::new();
     kept.env.write(&mut out);
-    out.push(u8::from(kept.storages_carried));
+    write_flag(kept.storages_carried, &mut out);
     write_len(kept.instances.len(), &mut out);
     for instance in &kept.instances {
         let Links {
@@ -451,12 +447,7 @@ fn bytes_of(kept: &KeptInstances) -> Vec<u8> {
 fn decode(bytes: &[u8]) -> Option<KeptInstances> {
     let mut at = 0;
     let env = KeptEnv::read(bytes, &mut at)?;
-    let storages_carried = match *bytes.get(at)? {
-        0 => false,
-        1 => true,
-        _ => return None,
-    };
-    at += 1;
+    let storages_carried = read_flag(bytes, &mut at)?;
     let n = read_len(bytes, &mut at)?;
     let mut instances: Vec<KeptInstance> = Vec::with_capacity(n.min(bytes.len()));
     for _ in 0..n {

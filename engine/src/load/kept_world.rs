@@ -27,7 +27,7 @@
 //! process that read the clock or the whole environment, ran with
 //! overlays or `--undeclare`, or had an identity set.
 
-use csis_model::packed::{read_len, read_str, write_len, write_str};
+use csis_model::packed::{read_flag, read_len, read_str, write_flag, write_len, write_str};
 
 use crate::db::{Db, SourceFile, Tree};
 use crate::load::kept_env::KeptEnv;
@@ -224,7 +224,7 @@ fn bytes_of(kept: &KeptWorld) -> Vec<u8> {
         for field in [&st.runtime, &st.type_, &st.builder, &st.requested] {
             write_str(field, &mut out);
         }
-        write_len(usize::from(st.supports_archive), &mut out);
+        write_flag(st.supports_archive, &mut out);
     }
     out
 }
@@ -285,11 +285,7 @@ fn decode(bytes: &[u8]) -> Option<KeptWorld> {
     let storages = read_sorted(bytes, &mut at, |bytes, at| {
         let mut field = || Some(read_str(bytes, at)?.to_string());
         let (runtime, type_, builder, requested) = (field()?, field()?, field()?, field()?);
-        let supports_archive = match read_len(bytes, at)? {
-            0 => false,
-            1 => true,
-            _ => return None,
-        };
+        let supports_archive = read_flag(bytes, at)?;
         Some(KeptStorage {
             runtime,
             type_,

@@ -20,4 +20,4 @@ pub use door::{
 };
 pub use memory::MemorySystem;
 pub use os::OsSystem;
-pub use recording::{Ask, Probe, ReadAhead, Recording, digest_parts};
+pub use recording::{Ask, Probe, ReadAhead, Recording, digest_parts, digest_text};

@@ -380,6 +380,13 @@ fn of_time(got: &io::Result<Option<std::time::SystemTime>>) -> [u8; 32] {
     }
 }
 
+/// The digest a text is known by: a source read's probe is made of it,
+/// and the persisted cache keys a file's units by it (`db::cache::digest`
+/// is this), which is why a load can hand the one to the other.
+pub fn digest_text(text: &str) -> [u8; 32] {
+    *blake3::hash(text.as_bytes()).as_bytes()
+}
+
 /// A text read, with its digest taken (once: the probe's answer is made
 /// of it).
 fn digested(got: SourceRead) -> SourceRead {
@@ -389,7 +396,7 @@ fn digested(got: SourceRead) -> SourceRead {
             link,
             digest: None,
         } => {
-            let digest = Some(*blake3::hash(text.as_bytes()).as_bytes());
+            let digest = Some(digest_text(&text));
             SourceRead::Text { text, link, digest }
         }
         other => other,
@@ -401,7 +408,7 @@ fn of_source(got: &SourceRead) -> [u8; 32] {
         // Of the text's own digest, which the load hands on as the
         // text's (`db::files::text_digest`): each text is hashed once.
         SourceRead::Text { text, link, digest } => {
-            let text = digest.unwrap_or_else(|| *blake3::hash(text.as_bytes()).as_bytes());
+            let text = digest.unwrap_or_else(|| digest_text(text));
             digest_of(&[b"source", &[u8::from(*link)], &text])
         }
         SourceRead::Missing => digest_of(&[b"missing"]),
