@@ -34,3 +34,41 @@ fn a_missing_runtime_declaration_with_plugins_linked() {
         .collect();
     assert_eq!(msgs, ["No runtime builders found in config file."]);
 }
+
+/// The entries the index takes of each file: all of a file none of whose
+/// names was declared before or undeclared, without a lookup; only the
+/// first declaration of a name, and none that is undeclared.
+#[test]
+fn the_index_takes_each_files_entries_but_repeats_and_undeclared_ones() {
+    let tree = "--- cfg/_config.yml\nid: t\n\
+--- groups/a.yml\nusers:\n  - name: ann\n  - name: bob\n\
+--- groups/b.yml\nusers:\n  - name: cat\n  - name: ann\n  - name: dan\n\
+--- groups/c.yml\nusers:\n  - name: eve\n  - name: fay\n\
+--- groups/d.yml\nusers:\n  - name: gus\n";
+    let options = LoadOptions {
+        undeclare: vec!["user:fay".to_string()],
+        ..LoadOptions::default()
+    };
+    let ws = csis_test_support::workspace_with(tree, &[], &[], &options);
+    let taken = |path: &str| -> Vec<(usize, String)> {
+        let file = ws.file(path).unwrap();
+        csis_engine::load::items::indexed_entries(&ws.db, file)
+            .map(|(n, item)| (n, item.name.to_string()))
+            .collect()
+    };
+    let names = |pairs: &[(usize, &str)]| -> Vec<(usize, String)> {
+        pairs.iter().map(|(n, s)| (*n, s.to_string())).collect()
+    };
+    assert_eq!(taken("groups/a.yml"), names(&[(0, "ann"), (1, "bob")]));
+    assert_eq!(taken("groups/b.yml"), names(&[(0, "cat"), (2, "dan")]));
+    assert_eq!(taken("groups/c.yml"), names(&[(0, "eve")]));
+    assert_eq!(taken("groups/d.yml"), names(&[(0, "gus")]));
+    let index = csis_engine::load::items::item_index(&ws.db, ws.tree);
+    let mut partial: Vec<&str> = index
+        .partial_files
+        .iter()
+        .map(|f| &**f.path(&ws.db))
+        .collect();
+    partial.sort();
+    assert_eq!(partial, ["groups/b.yml", "groups/c.yml"]);
+}

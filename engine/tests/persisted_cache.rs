@@ -138,7 +138,7 @@ fn a_text_is_keyed_by_its_own_digest_when_read_through_a_recording_and_when_edit
     let file = ws.file("instances/box.yml").unwrap();
     let text = std::fs::read_to_string(root.path().join("instances/box.yml")).unwrap();
     assert_eq!(
-        file.read_digest(&ws.db),
+        *file.read_digest(&ws.db),
         Some(*blake3::hash(text.as_bytes()).as_bytes())
     );
     assert_eq!(
@@ -148,7 +148,7 @@ fn a_text_is_keyed_by_its_own_digest_when_read_through_a_recording_and_when_edit
 
     let edited = "instances:\n  - name: box\n    image: base\n    description: saved\n";
     assert!(ws.set_file_text("instances/box.yml", edited));
-    assert_eq!(file.read_digest(&ws.db), None);
+    assert_eq!(*file.read_digest(&ws.db), None);
     assert_eq!(
         *text_digest(&ws.db, file),
         *blake3::hash(edited.as_bytes()).as_bytes()

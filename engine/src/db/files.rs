@@ -30,13 +30,19 @@ pub struct ParsedFile {
 
 /// The blake3 digest of a file's text: what the persisted cache keys a
 /// file's entries by, and what every key over many files (`load::world`)
-/// is made of. Memoized, so a text is hashed once (an item file's by the
-/// worker that takes its entries from the cache), not again by each key
-/// it enters on one core.
-#[salsa::tracked]
-pub fn text_digest(db: &dyn Db, file: SourceFile) -> [u8; 32] {
-    file.read_digest(db)
-        .unwrap_or_else(|| crate::db::cache::digest(file.text(db)))
+/// is made of. The digest the read took, when it took one (no query: a
+/// plan after an edit asked one per file, each finding the field set);
+/// else hashed once, memoized, not again by each key it enters.
+pub fn text_digest(db: &dyn Db, file: SourceFile) -> &[u8; 32] {
+    match file.read_digest(db) {
+        Some(digest) => digest,
+        None => hashed_text(db, file),
+    }
+}
+
+#[salsa::tracked(returns(ref))]
+fn hashed_text(db: &dyn Db, file: SourceFile) -> [u8; 32] {
+    crate::db::cache::digest(file.text(db))
 }
 
 #[salsa::tracked(returns(ref))]

@@ -25,7 +25,7 @@ pub struct SourceFile {
     /// plan's recording does), else `None` and `db::files::text_digest`
     /// hashes the text. Set with the text, always: a text set alone
     /// would keep the digest of the one it replaced.
-    #[returns(copy)]
+    #[returns(ref)]
     pub read_digest: Option<[u8; 32]>,
     /// The tree the file was read for. A query of one file takes the file
     /// alone and its tree from here: a query of two keys (tree and file)
@@ -127,6 +127,10 @@ pub struct ItemIndex {
     /// Names removed by overlays or flags.
     pub undeclared: Vec<(ItemKind, String)>,
     pub diags: Vec<Diagnostic>,
+    /// The files with an entry the index does not take (a name declared
+    /// before, or undeclared): every other file's entries are all taken,
+    /// each with no lookup (`load::items::indexed_entries`).
+    pub partial_files: std::collections::HashSet<SourceFile, foldhash::fast::RandomState>,
 }
 
 impl ItemIndex {

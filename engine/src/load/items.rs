@@ -316,13 +316,15 @@ pub fn indexed_entries<'db>(
     file: SourceFile,
 ) -> impl Iterator<Item = (usize, &'db RawItem)> + 'db {
     let index = item_index(db, file.tree(db));
+    let partial = index.partial_files.contains(&file);
     item_file_entries(db, file)
         .items
         .iter()
         .enumerate()
         .filter(move |(n, item)| {
-            index.items.get(&item.kind).and_then(|m| m.get(&item.name))
-                == Some(&ItemSource::Tree { file, index: *n })
+            !partial
+                || index.items.get(&item.kind).and_then(|m| m.get(&item.name))
+                    == Some(&ItemSource::Tree { file, index: *n })
         })
 }
 
@@ -380,45 +382,42 @@ pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
     let mut by_kind: Vec<Vec<(SourceFile, usize, &RawItem)>> = vec![Vec::new(); kinds.len()];
     for (file, entries) in &files {
         for (n, item) in entries.items.iter().enumerate() {
-            if let Some(k) = kinds.iter().position(|k| k.key() == item.kind.key()) {
-                by_kind[k].push((*file, n, item));
+            match kinds.iter().position(|k| k.key() == item.kind.key()) {
+                Some(k) => by_kind[k].push((*file, n, item)),
+                None => {
+                    index.partial_files.insert(*file);
+                }
             }
         }
     }
-    for (kind, entries) in kinds.iter().copied().zip(by_kind) {
-        let Some(names) = index.items.get_mut(&kind) else {
-            continue;
+    // Each kind's names on a core of its own (a large tree's users are
+    // twenty thousand), its duplicates found as they are inserted.
+    use rayon::prelude::*;
+    let built: Vec<(Names, Vec<Duplicate<'_>>)> = by_kind.par_iter().map(|e| names_of(e)).collect();
+    for (kind, (names, duplicates)) in kinds.iter().copied().zip(built) {
+        index.items.insert(kind, names);
+        let origin = |f: SourceFile, i: usize| {
+            item_file_entries(db, f)
+                .items
+                .get(i)
+                .map(|item| item.origin.clone())
         };
-        names.reserve(entries.len());
-        for (file, n, item) in entries {
-            let name = &item.name;
-            if let Some(ItemSource::Tree {
-                file: prev_file,
-                index: prev_n,
-            }) = names.get(name)
-            {
-                let origin = |f: SourceFile, i: usize| {
-                    item_file_entries(db, f)
-                        .items
-                        .get(i)
-                        .map(|item| item.origin.clone())
-                };
-                let prev = origin(*prev_file, *prev_n)
-                    .map(|o| o.to_string())
-                    .unwrap_or_default();
-                index.diags.push(
-                    Diagnostic::error(format!(
-                        "Duplicate name '{name}' found in list for key '{}'",
-                        kind.key()
-                    ))
-                    .at_opt(origin(file, n).map(|o| o.key("name")))
-                    .help(format!(
-                        "rename one of the entries (first declared at {prev})"
-                    )),
-                );
-                continue;
-            }
-            names.insert(name.clone(), ItemSource::Tree { file, index: n });
+        for d in duplicates {
+            index.partial_files.insert(d.again.0);
+            let prev = origin(d.first.0, d.first.1)
+                .map(|o| o.to_string())
+                .unwrap_or_default();
+            index.diags.push(
+                Diagnostic::error(format!(
+                    "Duplicate name '{}' found in list for key '{}'",
+                    d.name,
+                    kind.key()
+                ))
+                .at_opt(origin(d.again.0, d.again.1).map(|o| o.key("name")))
+                .help(format!(
+                    "rename one of the entries (first declared at {prev})"
+                )),
+            );
         }
     }
     for file in tree.overlays(db) {
@@ -428,7 +427,10 @@ pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
                 continue;
             };
             if entry.undeclare {
-                if m.shift_remove(entry.name.as_str()).is_some() {
+                if let Some(removed) = m.shift_remove(entry.name.as_str()) {
+                    if let ItemSource::Tree { file, .. } = removed {
+                        index.partial_files.insert(file);
+                    }
                     index.undeclared.push((entry.kind, entry.name.clone()));
                 } else {
                     index.diags.push(
@@ -463,7 +465,10 @@ pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
                     .items
                     .get_mut(&u.kind)
                     .and_then(|m| m.shift_remove(u.name.as_str()));
-                if removed.is_some() {
+                if let Some(removed) = removed {
+                    if let ItemSource::Tree { file, .. } = removed {
+                        index.partial_files.insert(file);
+                    }
                     index.undeclared.push((u.kind, u.name));
                 } else {
                     index.diags.push(Diagnostic::warning(format!(
@@ -476,6 +481,38 @@ pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
         }
     }
     index
+}
+
+/// A name declared a second time: where first, and where again.
+struct Duplicate<'a> {
+    name: &'a str,
+    first: (SourceFile, usize),
+    again: (SourceFile, usize),
+}
+
+/// One kind's names from its entries in reading order; the first
+/// declaration of a name is the one kept.
+fn names_of<'a>(entries: &[(SourceFile, usize, &'a RawItem)]) -> (Names, Vec<Duplicate<'a>>) {
+    let mut names = Names::default();
+    let mut duplicates = Vec::new();
+    names.reserve(entries.len());
+    for &(file, n, item) in entries {
+        match names.entry(item.name.clone()) {
+            indexmap::map::Entry::Occupied(first) => {
+                if let ItemSource::Tree { file: f, index: i } = *first.get() {
+                    duplicates.push(Duplicate {
+                        name: &item.name,
+                        first: (f, i),
+                        again: (file, n),
+                    });
+                }
+            }
+            indexmap::map::Entry::Vacant(slot) => {
+                slot.insert(ItemSource::Tree { file, index: n });
+            }
+        }
+    }
+    (names, duplicates)
 }
 
 /// The identity of one item, interned so queries can take it as a key.

@@ -45,7 +45,7 @@ fn read_aux(
             };
             let before = diags.len();
             let text = match read_limited(system, &root.join(p), p, place, max, diags) {
-                Some(read) => Arc::from(read.text),
+                Some(read) => read.text,
                 // Refused (an error said so, with the file's position):
                 // interpolation then adds no "no such file" of its own.
                 None if diags[before..]
@@ -139,14 +139,9 @@ impl Workspace {
         let mut files = BTreeMap::new();
         let mut read_diags = Vec::new();
         let make = |path: String, read: ReadText, files: &mut BTreeMap<String, SourceFile>| {
-            let f = SourceFile::builder(
-                Arc::from(path.as_str()),
-                Arc::from(read.text),
-                read.digest,
-                tree,
-            )
-            .durability(durability_for(&path))
-            .new(&db);
+            let f = SourceFile::builder(Arc::from(path.as_str()), read.text, read.digest, tree)
+                .durability(durability_for(&path))
+                .new(&db);
             files.insert(path, f);
             f
         };
@@ -331,7 +326,7 @@ files inside the tree",
                 max,
                 &mut read_diags,
             ) {
-                let text = Arc::from(read.text);
+                let text = read.text;
                 let f = SourceFile::builder(Arc::from(path.as_str()), text, read.digest, tree)
                     .durability(durability_for(&path))
                     .new(&db);
@@ -405,7 +400,7 @@ files inside the tree",
                     if let Some(read) =
                         read_limited(system, &abs, &path, place, max, &mut read_diags)
                     {
-                        let text = Arc::from(read.text);
+                        let text = read.text;
                         let f =
                             SourceFile::builder(Arc::from(path.as_str()), text, read.digest, tree)
                                 .durability(durability_for(&path))

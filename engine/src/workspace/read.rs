@@ -4,6 +4,7 @@
 //! error that stops the load.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use csis_model::Diagnostic;
 
@@ -39,9 +40,12 @@ pub(super) enum Place<'a> {
 
 /// A file's text as a load read it, and its digest when the read took one
 /// (`SourceRead::Text`): the file's `SourceFile` keeps it, so that
-/// `db::files::text_digest` hashes nothing again.
+/// `db::files::text_digest` hashes nothing again. The text is shared as
+/// the file will hold it, made so by the worker that read it: copied into
+/// shape on one thread, the tree's texts were a twentieth of a plan after
+/// an edit.
 pub(super) struct ReadText {
-    pub text: String,
+    pub text: Arc<str>,
     pub digest: Option<[u8; 32]>,
 }
 
@@ -86,7 +90,10 @@ files inside the tree (copy the file in, or give it with --overlay)",
                     Err(e) => return refuse(diags, format!("cannot be read: {e}")),
                 }
             }
-            Some(ReadText { text, digest })
+            Some(ReadText {
+                text: Arc::from(text),
+                digest,
+            })
         }
         SourceRead::Missing => None,
         SourceRead::Dangling { target } => {
