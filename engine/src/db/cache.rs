@@ -291,19 +291,7 @@ impl Cache {
         if kept.digest != *key {
             return None;
         }
-        let held = self.held.read().unwrap_or_else(|p| p.into_inner());
-        let value = match held.get(path) {
-            Some(bytes) => read(bytes)?,
-            None => {
-                let bytes = self
-                    .shards
-                    .get(kept.shard)?
-                    .bytes
-                    .read()
-                    .unwrap_or_else(|p| p.into_inner());
-                read(bytes.get(kept.range.clone())?)?
-            }
-        };
+        let value = self.with_bytes(path, kept, read)??;
         kept.taken.store(true, Ordering::Relaxed);
         Some(value)
     }
@@ -315,12 +303,22 @@ impl Cache {
 
     /// Drop the loaded bytes: every file has been read. A later `take`
     /// finds nothing, and its file is read as without a cache, except the
-    /// units `hold` names, which are asked for after the load: their
-    /// bytes are copied out first.
+    /// units `hold` names, which are asked for after the load: a shard
+    /// that holds only those is kept as it was loaded (the tree's shards:
+    /// copying their units out was a fiftieth of a plan after an edit),
+    /// the others' are copied out first.
     pub fn release(&self, hold: &dyn Fn(&str) -> bool) {
+        let mut whole = vec![true; self.shards.len()];
+        for (path, kept) in &self.units {
+            if !hold(path)
+                && let Some(w) = whole.get_mut(kept.shard)
+            {
+                *w = false;
+            }
+        }
         let mut held = self.held.write().unwrap_or_else(|p| p.into_inner());
         for (path, kept) in &self.units {
-            if !hold(path) {
+            if !hold(path) || whole.get(kept.shard).copied().unwrap_or(false) {
                 continue;
             }
             let bytes = self.shards.get(kept.shard).map(|s| {
@@ -331,9 +329,27 @@ impl Cache {
                 held.insert(path.clone(), bytes);
             }
         }
-        for shard in &self.shards {
-            *shard.bytes.write().unwrap_or_else(|p| p.into_inner()) = Vec::new();
+        for (shard, whole) in self.shards.iter().zip(whole) {
+            if !whole {
+                *shard.bytes.write().unwrap_or_else(|p| p.into_inner()) = Vec::new();
+            }
         }
+    }
+
+    /// `read` given the bytes of the unit `kept` at `path`, when they are
+    /// still held: copied out at the release, or in their shard.
+    fn with_bytes<T>(&self, path: &str, kept: &Kept, read: impl FnOnce(&[u8]) -> T) -> Option<T> {
+        let held = self.held.read().unwrap_or_else(|p| p.into_inner());
+        if let Some(bytes) = held.get(path) {
+            return Some(read(bytes));
+        }
+        let bytes = self
+            .shards
+            .get(kept.shard)?
+            .bytes
+            .read()
+            .unwrap_or_else(|p| p.into_inner());
+        bytes.get(kept.range.clone()).map(read)
     }
 
     /// `write` given the bytes of the unit this process took for `path`,
@@ -342,8 +358,7 @@ impl Cache {
     /// not held.
     pub fn write_held<T>(&self, path: &str, write: impl FnOnce(&[u8]) -> T) -> Option<T> {
         self.taken_digest(path)?;
-        let held = self.held.read().unwrap_or_else(|p| p.into_inner());
-        held.get(path).map(|bytes| write(bytes))
+        self.with_bytes(path, self.units.get(path)?, write)
     }
 
     /// Keep the unit at `path` as it was loaded, though this process did
@@ -354,11 +369,9 @@ impl Cache {
     /// `None` when its bytes are not held.
     pub fn keep_untaken(&self, path: &str) -> Option<[u8; DIGEST]> {
         let kept = self.units.get(path)?;
-        let held = self.held.read().unwrap_or_else(|p| p.into_inner());
-        held.contains_key(path).then(|| {
-            kept.taken.store(true, Ordering::Relaxed);
-            kept.digest
-        })
+        self.with_bytes(path, kept, |_| ())?;
+        kept.taken.store(true, Ordering::Relaxed);
+        Some(kept.digest)
     }
 
     /// Note the key of the unit at `path` as this process computed it
