@@ -9,7 +9,7 @@
 //! that holds a packed value is still backdated when an edit leaves the
 //! value as it was.
 
-use std::sync::Arc;
+use bytes::Bytes;
 
 use crate::value::{Map, Value};
 
@@ -20,14 +20,12 @@ const SEQ: u8 = 3;
 const MAP: u8 = 4;
 
 /// A value's bytes: see the constants above for the node tags; lengths
-/// and counts are LEB128. The bytes are a range of a buffer that other
-/// values may share: a file's entries taken from the persisted cache are
-/// one allocation for the file, not one per entry (issue 40).
+/// and counts are LEB128. The bytes may be a range of a buffer that other
+/// values share: a file's entries taken from the persisted cache are
+/// ranges of the cache file as it was read, with no copy (issue 40).
 #[derive(Clone)]
 pub struct PackedValue {
-    buf: Arc<[u8]>,
-    start: usize,
-    end: usize,
+    bytes: Bytes,
 }
 
 impl PartialEq for PackedValue {
@@ -48,13 +46,9 @@ impl PackedValue {
     pub fn pack(value: &Value) -> PackedValue {
         let mut out = Vec::new();
         write(value, &mut out);
-        PackedValue::whole(out.into())
-    }
-
-    /// A value that is all of `buf`.
-    fn whole(buf: Arc<[u8]>) -> PackedValue {
-        let end = buf.len();
-        PackedValue { buf, start: 0, end }
+        PackedValue {
+            bytes: Bytes::from(out.into_boxed_slice()),
+        }
     }
 
     /// The value again, as a tree of its own.
@@ -85,7 +79,7 @@ impl PackedValue {
     /// The bytes, for a store that keeps a value as it is held (the
     /// persisted cache).
     pub fn as_bytes(&self) -> &[u8] {
-        self.buf.get(self.start..self.end).unwrap_or_default()
+        &self.bytes
     }
 
     /// The value at `range` of `buf`, bytes [`PackedValue::as_bytes`] gave
@@ -93,12 +87,10 @@ impl PackedValue {
     /// None when the range is not in it. The value's framing is not walked
     /// here: the store's checksum proves the bytes are those written, and
     /// bytes the packer could not have made unpack to null, never panic.
-    pub fn in_buffer(buf: &Arc<[u8]>, range: std::ops::Range<usize>) -> Option<PackedValue> {
+    pub fn in_buffer(buf: &Bytes, range: std::ops::Range<usize>) -> Option<PackedValue> {
         buf.get(range.clone())?;
         Some(PackedValue {
-            buf: buf.clone(),
-            start: range.start,
-            end: range.end,
+            bytes: buf.slice(range),
         })
     }
 
@@ -359,7 +351,7 @@ mod tests {
             PackedValue::pack(&sample()),
             PackedValue::pack(&Value::str("x")),
         );
-        let buf: Arc<[u8]> = [a.as_bytes(), b.as_bytes()].concat().into();
+        let buf = Bytes::from([a.as_bytes(), b.as_bytes()].concat());
         let cut = a.len();
         let shared_a = PackedValue::in_buffer(&buf, 0..cut).unwrap();
         let shared_b = PackedValue::in_buffer(&buf, cut..buf.len()).unwrap();
@@ -377,17 +369,23 @@ mod tests {
         assert!(PackedValue::in_buffer(&buf, cut..buf.len() + 1).is_none());
     }
 
+    /// A value that is all of `bytes`, as a store could hand them back.
+    fn whole(bytes: Vec<u8>) -> PackedValue {
+        let bytes = Bytes::from(bytes);
+        PackedValue::in_buffer(&bytes, 0..bytes.len()).unwrap()
+    }
+
     #[test]
     fn bytes_the_packer_cannot_make_unpack_to_null_without_panicking() {
         let p = PackedValue::pack(&sample());
         for cut in 0..p.len() {
-            let short = PackedValue::whole(p.as_bytes()[..cut].into());
+            let short = whole(p.as_bytes()[..cut].to_vec());
             let _ = short.unpack();
         }
-        assert_eq!(PackedValue::whole(vec![9u8].into()).unpack(), Value::Null);
+        assert_eq!(whole(vec![9u8]).unpack(), Value::Null);
         // A count far past the bytes: no huge allocation, no panic.
         assert_eq!(
-            PackedValue::whole(vec![SEQ, 0xff, 0xff, 0xff, 0xff, 0x0f].into()).unpack(),
+            whole(vec![SEQ, 0xff, 0xff, 0xff, 0xff, 0x0f]).unpack(),
             Value::Null
         );
     }

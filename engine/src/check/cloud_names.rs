@@ -230,10 +230,16 @@ fn derived_names(
             continue;
         };
         let hook: Box<dyn Builder> = (spec.builder)(d);
+        // Most runtimes derive no name: the scope is named only for one
+        // that does (asked of every image, instance and storage).
+        let derived = hook.derived_names(kind, name);
+        if derived.is_empty() {
+            continue;
+        }
         let scope = hook
             .name_scope()
             .unwrap_or_else(|| format!("runtime '{runtime}'"));
-        for (what, derived) in hook.derived_names(kind, name) {
+        for (what, derived) in derived {
             let d = Derived {
                 scope: scope.clone(),
                 what,

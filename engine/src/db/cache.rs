@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use bytes::Bytes;
 use csis_model::packed::{read_bytes, read_len, read_str, write_len, write_str};
 use rayon::prelude::*;
 
@@ -94,7 +95,7 @@ struct Kept {
 struct Shard {
     /// The file's bytes, each unit a range of them: needed only while the
     /// tree's files are read (`release`), not kept through the plan.
-    bytes: RwLock<Vec<u8>>,
+    bytes: RwLock<Bytes>,
     /// The units it held (0 when it was missing or ignored).
     units: usize,
     /// Why it was ignored, when it was.
@@ -111,7 +112,7 @@ pub struct Cache {
     /// The bytes of the units still to be taken once the files are read
     /// (`release`): a file's checks are asked after the load, and a taken
     /// one is written back from them (`write_held`).
-    held: RwLock<HashMap<String, Vec<u8>>>,
+    held: RwLock<HashMap<String, Bytes>>,
     /// The one notice for the files that were ignored.
     notice: Option<String>,
     /// What this process read of the environment and the clock.
@@ -202,11 +203,12 @@ impl Cache {
                 {
                     Ok(None) => return (Shard::default(), Vec::new()),
                     Ok(Some(bytes)) => match decode(&bytes, &key, shard) {
-                        Ok(units) => (bytes, units, None),
-                        Err(why) => (Vec::new(), Vec::new(), Some(why)),
+                        // Owned as read: a unit taken is a range of it.
+                        Ok(units) => (Bytes::from(bytes), units, None),
+                        Err(why) => (Bytes::new(), Vec::new(), Some(why)),
                     },
                     Err(e) => (
-                        Vec::new(),
+                        Bytes::new(),
                         Vec::new(),
                         Some(format!("it could not be read ({e})")),
                     ),
@@ -287,11 +289,22 @@ impl Cache {
         key: &[u8; DIGEST],
         read: impl FnOnce(&[u8]) -> Option<T>,
     ) -> Option<T> {
+        self.take_shared(path, key, |unit| read(unit))
+    }
+
+    /// [`Cache::take`], `read` given the unit's bytes as shared: what it
+    /// keeps of them is a range of the loaded file, not a copy.
+    pub fn take_shared<T>(
+        &self,
+        path: &str,
+        key: &[u8; DIGEST],
+        read: impl FnOnce(&Bytes) -> Option<T>,
+    ) -> Option<T> {
         let kept = self.units.get(path)?;
         if kept.digest != *key {
             return None;
         }
-        let value = self.with_bytes(path, kept, read)??;
+        let value = read(&self.unit(path, kept)?)?;
         kept.taken.store(true, Ordering::Relaxed);
         Some(value)
     }
@@ -303,53 +316,44 @@ impl Cache {
 
     /// Drop the loaded bytes: every file has been read. A later `take`
     /// finds nothing, and its file is read as without a cache, except the
-    /// units `hold` names, which are asked for after the load: a shard
-    /// that holds only those is kept as it was loaded (the tree's shards:
-    /// copying their units out was a fiftieth of a plan after an edit),
-    /// the others' are copied out first.
+    /// units `hold` names, which are asked for after the load: each keeps
+    /// its range of its shard (the shard's memory lives as long as a range
+    /// of it does: a file's entries taken are ranges too).
     pub fn release(&self, hold: &dyn Fn(&str) -> bool) {
-        let mut whole = vec![true; self.shards.len()];
-        for (path, kept) in &self.units {
-            if !hold(path)
-                && let Some(w) = whole.get_mut(kept.shard)
-            {
-                *w = false;
-            }
-        }
         let mut held = self.held.write().unwrap_or_else(|p| p.into_inner());
         for (path, kept) in &self.units {
-            if !hold(path) || whole.get(kept.shard).copied().unwrap_or(false) {
-                continue;
-            }
-            let bytes = self.shards.get(kept.shard).map(|s| {
-                let bytes = s.bytes.read().unwrap_or_else(|p| p.into_inner());
-                bytes.get(kept.range.clone()).map(<[u8]>::to_vec)
-            });
-            if let Some(Some(bytes)) = bytes {
-                held.insert(path.clone(), bytes);
+            if hold(path)
+                && let Some(unit) = self.in_shard(kept)
+            {
+                held.insert(path.clone(), unit);
             }
         }
-        for (shard, whole) in self.shards.iter().zip(whole) {
-            if !whole {
-                *shard.bytes.write().unwrap_or_else(|p| p.into_inner()) = Vec::new();
-            }
+        for shard in &self.shards {
+            *shard.bytes.write().unwrap_or_else(|p| p.into_inner()) = Bytes::new();
         }
     }
 
-    /// `read` given the bytes of the unit `kept` at `path`, when they are
-    /// still held: copied out at the release, or in their shard.
-    fn with_bytes<T>(&self, path: &str, kept: &Kept, read: impl FnOnce(&[u8]) -> T) -> Option<T> {
-        let held = self.held.read().unwrap_or_else(|p| p.into_inner());
-        if let Some(bytes) = held.get(path) {
-            return Some(read(bytes));
-        }
-        let bytes = self
+    /// The bytes of unit `kept`, a range of its shard, while the shard is
+    /// loaded.
+    fn in_shard(&self, kept: &Kept) -> Option<Bytes> {
+        let shard = self
             .shards
             .get(kept.shard)?
             .bytes
             .read()
             .unwrap_or_else(|p| p.into_inner());
-        bytes.get(kept.range.clone()).map(read)
+        shard.get(kept.range.clone())?;
+        Some(shard.slice(kept.range.clone()))
+    }
+
+    /// The bytes of the unit `kept` at `path`, when they are still held:
+    /// in its shard, or kept past the release.
+    fn unit(&self, path: &str, kept: &Kept) -> Option<Bytes> {
+        let held = self.held.read().unwrap_or_else(|p| p.into_inner());
+        match held.get(path) {
+            Some(unit) => Some(unit.clone()),
+            None => self.in_shard(kept),
+        }
     }
 
     /// `write` given the bytes of the unit this process took for `path`,
@@ -358,7 +362,8 @@ impl Cache {
     /// not held.
     pub fn write_held<T>(&self, path: &str, write: impl FnOnce(&[u8]) -> T) -> Option<T> {
         self.taken_digest(path)?;
-        self.with_bytes(path, self.units.get(path)?, write)
+        let unit = self.unit(path, self.units.get(path)?)?;
+        Some(write(&unit))
     }
 
     /// Keep the unit at `path` as it was loaded, though this process did
@@ -369,7 +374,7 @@ impl Cache {
     /// `None` when its bytes are not held.
     pub fn keep_untaken(&self, path: &str) -> Option<[u8; DIGEST]> {
         let kept = self.units.get(path)?;
-        self.with_bytes(path, kept, |_| ())?;
+        self.unit(path, kept)?;
         kept.taken.store(true, Ordering::Relaxed);
         Some(kept.digest)
     }

@@ -12,6 +12,8 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use csis_model::diag::Origin;
 use csis_model::packed::{
     PackedValue, read_flag, read_len, read_str, write_flag, write_len, write_str,
@@ -89,11 +91,11 @@ pub fn encode(path: &str, entries: &ItemFileEntries) -> Option<Vec<u8>> {
 
 /// The entries `encode` kept, for the file at `path` whose directory holds
 /// `kinds`; None when the bytes are not such entries.
-pub fn decode(path: &Arc<str>, kinds: &[ItemKind], bytes: &[u8]) -> Option<ItemFileEntries> {
-    // The values share one copy of the unit: an allocation per entry was
-    // a tenth of what taking a file's entries cost.
-    let buf: Arc<[u8]> = Arc::from(bytes);
-    let bytes = &*buf;
+pub fn decode(path: &Arc<str>, kinds: &[ItemKind], unit: &Bytes) -> Option<ItemFileEntries> {
+    // The values are ranges of the unit as the cache read it: a copy of
+    // each unit was half of what taking a file's entries cost, most of it
+    // the faults of the fresh memory.
+    let bytes: &[u8] = unit;
     let mut at = 0;
     let count = read_len(bytes, &mut at)?;
     let mut items = Vec::with_capacity(count.min(bytes.len()));
@@ -107,7 +109,7 @@ pub fn decode(path: &Arc<str>, kinds: &[ItemKind], bytes: &[u8]) -> Option<ItemF
         let interpolates = read_flag(bytes, &mut at)?;
         let len = read_len(bytes, &mut at)?;
         let end = at.checked_add(len)?;
-        let value = PackedValue::in_buffer(&buf, at..end)?;
+        let value = PackedValue::in_buffer(unit, at..end)?;
         at = end;
         let list = match lists.iter().find(|(k, _)| *k == kind) {
             Some((_, list)) => list.clone(),

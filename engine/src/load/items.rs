@@ -37,7 +37,7 @@ pub fn item_file_entries(db: &dyn Db, file: SourceFile) -> ItemFileEntries {
     let tree = file.tree(db);
     let path = file.path(db).clone();
     if let Some(kept) = db.cache().and_then(|cache| {
-        cache.take(&path, crate::db::files::text_digest(db, file), |bytes| {
+        cache.take_shared(&path, crate::db::files::text_digest(db, file), |bytes| {
             entries::decode(&path, &kinds_for(db, &path).1, bytes)
         })
     }) {
