@@ -98,15 +98,21 @@ impl<'a> Recording<'a> {
         self
     }
 
-    /// Every question asked so far, each once, sorted (taken: the
-    /// recording starts again empty); or why they cannot be asked again.
+    /// Every question asked so far, each once, sorted by what was asked and
+    /// the path's bytes (taken: the recording starts again empty); or why
+    /// they cannot be asked again.
     pub fn take_probes(&self) -> Result<Vec<Probe>, &'static str> {
         if let Some(why) = *self.unrepeatable.lock().unwrap_or_else(|p| p.into_inner()) {
             return Err(why);
         }
         let mut probes =
             std::mem::take(&mut *self.probes.lock().unwrap_or_else(|p| p.into_inner()));
-        probes.sort();
+        // By each path's bytes: `PathBuf`'s own order parses both paths'
+        // components at every comparison, and a plan asks thousands.
+        fn key(p: &Probe) -> (Ask, &[u8], [u8; 32]) {
+            (p.ask, p.path.as_os_str().as_encoded_bytes(), p.answer)
+        }
+        probes.sort_unstable_by(|a, b| key(a).cmp(&key(b)));
         probes.dedup();
         // The same question answered two ways (a file that changed while
         // it was read) is no answer to check against.
