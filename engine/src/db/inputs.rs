@@ -131,6 +131,11 @@ pub struct ItemIndex {
     /// before, or undeclared): every other file's entries are all taken,
     /// each with no lookup (`load::items::indexed_entries`).
     pub partial_files: std::collections::HashSet<SourceFile, foldhash::fast::RandomState>,
+    /// The files under instances/ that declare instances and nothing else
+    /// (`load::world::is_instances_file`): known here, where every entry
+    /// is read, so that a key over the world reads one index, not each
+    /// file's entries.
+    pub instances_only: std::collections::HashSet<SourceFile, foldhash::fast::RandomState>,
 }
 
 impl ItemIndex {

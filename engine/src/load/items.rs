@@ -373,14 +373,20 @@ pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
     // Each file's entries are read once, then taken kind by kind (users
     // before groups, whatever the files' order). The first declaration
     // of a name is the one the index already holds.
-    let files: Vec<(SourceFile, &ItemFileEntries)> = tree
+    let files: Vec<(&str, SourceFile, &ItemFileEntries)> = tree
         .item_files(db)
         .iter()
-        .map(|f| (f.file, item_file_entries(db, f.file)))
+        .map(|f| (f.dir, f.file, item_file_entries(db, f.file)))
         .collect();
     // Each entry by its kind's place in reading order, in file order.
     let mut by_kind: Vec<Vec<(SourceFile, usize, &RawItem)>> = vec![Vec::new(); kinds.len()];
-    for (file, entries) in &files {
+    for (dir, file, entries) in &files {
+        if *dir == ItemKind::INSTANCES.dir()
+            && !entries.items.is_empty()
+            && entries.items.iter().all(|e| e.kind == ItemKind::INSTANCES)
+        {
+            index.instances_only.insert(*file);
+        }
         for (n, item) in entries.items.iter().enumerate() {
             match kinds.iter().position(|k| k.key() == item.kind.key()) {
                 Some(k) => by_kind[k].push((*file, n, item)),

@@ -6,26 +6,21 @@
 //! `plan::kept_fingerprints`, `check::kept_capabilities`); an edit of any
 //! other file changes it.
 
-use csis_model::ItemKind;
 use csis_secrets::IdentitySource;
 
 use crate::db::files::text_digest;
 use crate::db::system::digest_parts;
 use crate::db::{Db, SourceFile, Tree};
-use crate::load::items::{indexed_in_file, item_file_entries};
+use crate::load::items::{indexed_in_file, item_index};
 use crate::load::items_model::structured_item;
 use crate::load::kept_env::keyable;
 use crate::load::kept_users::kept_users;
 
 /// A file under instances/ that declares instances and nothing else: what
 /// `load::kept_instances` may keep, and what [`world`] leaves out.
+/// The index knows them (`ItemIndex::instances_only`).
 pub(crate) fn is_instances_file(db: &dyn Db, file: SourceFile) -> bool {
-    let under = file
-        .path(db)
-        .split_once('/')
-        .is_some_and(|(dir, _)| dir == ItemKind::INSTANCES.dir());
-    let entries = &item_file_entries(db, file).items;
-    under && !entries.is_empty() && entries.iter().all(|e| e.kind == ItemKind::INSTANCES)
+    item_index(db, file.tree(db)).instances_only.contains(&file)
 }
 
 /// The digest of every input of the tree but its instances files: every
@@ -74,11 +69,12 @@ fn digest_of_world(
     if !keyable(db, tree) || !matches!(tree.identities(db), IdentitySource::Unset) {
         return None;
     }
+    let instances = &item_index(db, tree).instances_only;
     let items = tree
         .item_files(db)
         .iter()
         .map(|f| f.file)
-        .filter(|f| !is_instances_file(db, *f));
+        .filter(|f| !instances.contains(f));
     let files = tree
         .cfg_files(db)
         .iter()
@@ -170,10 +166,11 @@ pub(crate) fn sort_unique<K: Ord, V>(rows: &mut Vec<(K, V)>) {
 /// which name no item either.
 #[salsa::tracked]
 pub(crate) fn world_names_no_item(db: &dyn Db, tree: Tree) -> bool {
+    let instances = &item_index(db, tree).instances_only;
     tree.item_files(db)
         .iter()
         .map(|f| f.file)
-        .filter(|f| !is_instances_file(db, *f) && kept_users(db, *f).is_none())
+        .filter(|f| !instances.contains(f) && kept_users(db, *f).is_none())
         .all(|f| {
             indexed_in_file(db, f)
                 .iter()
