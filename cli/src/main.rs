@@ -178,28 +178,39 @@ fn run() -> ExitCode {
     if let Some(notice) = ws.db.cache().and_then(|c| c.notice()) {
         eprintln!("{notice}");
     }
-    let mut keep_record = None;
+    // A plan that keeps its record is printed, and its record written,
+    // while the cache is: none reads what another writes, and one after
+    // the other they were a tenth of an edit's plan.
+    let mut to_print = None;
     let code = match (&cli.command, &recording, &record) {
         (Command::Plan(args), Some(recording), Some(r)) => {
-            csis_plugin_api::stdout::capture();
-            let (code, stderr) = commands::plan::printed(&ws, args, recording);
-            let printed = plan_record::Printed {
-                stdout: csis_plugin_api::stdout::captured().unwrap_or_default(),
-                stderr: stderr.into_bytes(),
-                code,
-            };
-            keep_record = r.to_keep(&ws, recording, printed);
-            ExitCode::from(code)
+            let planned = commands::plan::planned(&ws, args, recording);
+            to_print = Some((planned, r.to_keep(&ws, recording)));
+            ExitCode::SUCCESS
         }
         _ => commands::with_tree(&ws, &cli.command, style, lock_token, carried_env(&cli)),
     };
-    // The record written while the cache is: neither reads what the other
-    // writes, and one after the other they were a tenth of an edit's plan.
-    let (saved, record_failed) = std::thread::scope(|s| {
-        let record = keep_record.map(|keep| s.spawn(move || keep.write()));
+    let (saved, printed) = std::thread::scope(|s| {
+        let printing = to_print.map(|(planned, keep)| {
+            s.spawn(move || {
+                csis_plugin_api::stdout::capture();
+                let (code, stderr) = planned.print();
+                let printed = plan_record::Printed {
+                    stdout: csis_plugin_api::stdout::captured().unwrap_or_default(),
+                    stderr: stderr.into_bytes(),
+                    code,
+                };
+                (code, keep.and_then(|keep| keep.write(printed)))
+            })
+        });
         let saved = csis_engine::run::persist_cache::save_cache(&ws, &OsSystem);
-        (saved, record.and_then(|h| h.join().ok().flatten()))
+        (saved, printing.map(|h| h.join()))
     });
+    let (code, record_failed) = match printed {
+        None => (code, None),
+        Some(Ok((printed_code, failed))) => (ExitCode::from(printed_code), failed),
+        Some(Err(_)) => (ExitCode::from(1), None),
+    };
     // One warning when the cache directory cannot be written.
     match saved {
         Err(warning) => eprintln!("{warning}"),
@@ -248,13 +259,12 @@ impl PlanRecord {
         })
     }
 
-    /// What to keep of `printed`, when everything the plan depended on
-    /// can be asked again.
+    /// The record to keep of what the plan prints, when everything it
+    /// depended on can be asked again.
     fn to_keep<'r>(
         &'r self,
         ws: &Workspace,
         recording: &'r Recording<'r>,
-        printed: plan_record::Printed,
     ) -> Option<KeptRecord<'r>> {
         let reads = ws.db.cache().map(|c| c.env_reads())?;
         let vars = reads.vars()?;
@@ -265,7 +275,6 @@ impl PlanRecord {
             record: self,
             recording,
             vars,
-            printed,
         })
     }
 }
@@ -276,13 +285,12 @@ struct KeptRecord<'r> {
     /// Its probes are taken (sorted) by the thread that writes it.
     recording: &'r Recording<'r>,
     vars: Vec<String>,
-    printed: plan_record::Printed,
 }
 
 impl KeptRecord<'_> {
-    /// Write the record; the warning to print when it could not be
-    /// written (a record lost is only a slower next plan).
-    fn write(self) -> Option<String> {
+    /// Write the record of `printed`; the warning to print when it could
+    /// not be written (a record lost is only a slower next plan).
+    fn write(self, printed: plan_record::Printed) -> Option<String> {
         let probes = self.recording.take_probes().ok()?;
         let PlanRecord {
             dir,
@@ -291,14 +299,7 @@ impl KeptRecord<'_> {
             request,
         } = self.record;
         plan_record::keep(
-            &OsSystem,
-            env,
-            dir,
-            key,
-            request,
-            &probes,
-            &self.vars,
-            &self.printed,
+            &OsSystem, env, dir, key, request, &probes, &self.vars, &printed,
         )
         .err()
         .map(|e| csis_engine::db::cache::not_written(dir, &e))

@@ -43,6 +43,13 @@ pub fn plan(ws: &Workspace, args: &PlanArgs) -> ExitCode {
 
 /// The plan, printed; its exit code and what it printed on stderr.
 pub fn printed(ws: &Workspace, args: &PlanArgs, system: &dyn System) -> (u8, String) {
+    planned(ws, args, system).print()
+}
+
+/// The plan as it will be printed: everything it reads of the workspace
+/// is read here, so that [`Planned::print`] may run on another thread
+/// while the workspace is busy (the cache written back).
+pub fn planned(ws: &Workspace, args: &PlanArgs, system: &dyn System) -> Planned {
     let PlanArgs {
         selection,
         format,
@@ -56,47 +63,79 @@ pub fn printed(ws: &Workspace, args: &PlanArgs, system: &dyn System) -> (u8, Str
     let options = selection.options(true);
     let force_bake = options.force_bake.clone();
     let report = csis_engine::run::plan_report::plan_report(ws, system, options, ask);
-    let mut err = String::new();
-    match format {
-        PlanFormat::Json => {
-            // Written as it is made: at four times the reference tree the
-            // report is 1.7 MB, held twice over at the plan's peak memory.
-            let mut out = csis_plugin_api::stdout::Stdout::default();
-            let _ = serde_json::to_writer_pretty(&mut out, &report);
-            let _ = out.write_all(b"\n");
-        }
-        PlanFormat::Matrix => {
-            report_errors(&report, &mut err);
-            if report.ok {
-                let m = csis_engine::run::plan_matrix::matrix(ws, &report.plan, &force_bake);
-                csis_plugin_api::outln!("{}", serde_json::to_string(&m).unwrap_or_default());
+    let matrix = match format {
+        PlanFormat::Matrix if report.ok => Some(csis_engine::run::plan_matrix::matrix(
+            ws,
+            &report.plan,
+            &force_bake,
+        )),
+        _ => None,
+    };
+    Planned {
+        format: *format,
+        report,
+        matrix,
+    }
+}
+
+/// A plan computed, to print.
+pub struct Planned {
+    format: PlanFormat,
+    report: csis_engine::run::plan_report::PlanReport,
+    /// The bakes' groups, for `--format matrix`.
+    matrix: Option<csis_engine::run::plan_matrix::Matrix>,
+}
+
+impl Planned {
+    /// Print the plan; its exit code and what it printed on stderr.
+    pub fn print(self) -> (u8, String) {
+        let Planned {
+            format,
+            report,
+            matrix,
+        } = self;
+        let mut err = String::new();
+        match format {
+            PlanFormat::Json => {
+                // Written as it is made: at four times the reference tree
+                // the report is 1.7 MB, held twice over at the plan's peak
+                // memory.
+                let mut out = csis_plugin_api::stdout::Stdout::default();
+                let _ = serde_json::to_writer_pretty(&mut out, &report);
+                let _ = out.write_all(b"\n");
             }
-        }
-        PlanFormat::Text => {
-            report_errors(&report, &mut err);
-            // One write for the whole plan: a line each was thousands of
-            // system calls for a large tree.
-            let mut text = String::new();
-            for p in &report.plan {
-                let _ = writeln!(text, "{}@{}: {}", p.series, p.runtime, p.reason);
-                for line in &p.explain {
-                    let _ = writeln!(text, "    {line}");
+            PlanFormat::Matrix => {
+                report_errors(&report, &mut err);
+                if let Some(m) = matrix {
+                    csis_plugin_api::outln!("{}", serde_json::to_string(&m).unwrap_or_default());
                 }
             }
-            for line in report.summary.iter().flat_map(|s| s.lines()) {
-                let _ = writeln!(text, "{line}");
-            }
-            csis_plugin_api::out!("{text}");
-            for line in report
-                .stats
-                .iter()
-                .flat_map(csis_engine::db::stats::describe)
-            {
-                say(&mut err, &line);
+            PlanFormat::Text => {
+                report_errors(&report, &mut err);
+                // One write for the whole plan: a line each was thousands
+                // of system calls for a large tree.
+                let mut text = String::new();
+                for p in &report.plan {
+                    let _ = writeln!(text, "{}@{}: {}", p.series, p.runtime, p.reason);
+                    for line in &p.explain {
+                        let _ = writeln!(text, "    {line}");
+                    }
+                }
+                for line in report.summary.iter().flat_map(|s| s.lines()) {
+                    let _ = writeln!(text, "{line}");
+                }
+                csis_plugin_api::out!("{text}");
+                for line in report
+                    .stats
+                    .iter()
+                    .flat_map(csis_engine::db::stats::describe)
+                {
+                    say(&mut err, &line);
+                }
             }
         }
+        (if report.ok { 0 } else { 1 }, err)
     }
-    (if report.ok { 0 } else { 1 }, err)
 }
 
 fn report_errors(report: &csis_engine::run::plan_report::PlanReport, err: &mut String) {
