@@ -40,8 +40,7 @@ pub fn missing_builder_lists(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
             continue;
         }
         if let Some(first) = index.names(kind).next() {
-            let at =
-                raw_item(db, tree, ItemId::new(db, tree, kind, first)).map(|r| r.origin.clone());
+            let at = raw_item(db, tree, ItemId::new(db, tree, kind, first)).map(|r| r.origin());
             refuse(
                 vct,
                 format!(
@@ -62,7 +61,7 @@ pub fn missing_builder_lists(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
                 .as_ref()
                 .and_then(Value::as_seq)
                 .is_some_and(|s| !s.is_empty());
-            has.then(|| (name, raw.origin.key("modifications")))
+            has.then(|| (name, raw.origin().key("modifications")))
         });
         if let Some((image, at)) = with_mods {
             refuse(

@@ -32,12 +32,33 @@ pub struct RawItem {
     /// Packed: every entry is held from the load to the end of a plan but
     /// read once, when its item is structured (issue 40).
     pub value: PackedValue,
-    pub origin: Origin,
+    /// Where it is written ([`RawItem::origin`]).
+    pub at: EntryOrigin,
     /// Whether the value holds an interpolation placeholder or an
     /// `env_file:`: found as the file is read, on every core, rather than
     /// by walking every item again on one thread to find what
     /// interpolation reads.
     pub interpolates: bool,
+}
+
+impl RawItem {
+    /// Where the entry is written.
+    pub fn origin(&self) -> Origin {
+        match &self.at {
+            EntryOrigin::Listed { list, index } => list.index(*index),
+            EntryOrigin::At(origin) => origin.clone(),
+        }
+    }
+}
+
+/// Where an entry is written: a file's entry, by the list it is in and
+/// its place there (its origin made when asked: one held per entry was a
+/// path allocated for each of a large tree's entries, though only a
+/// finding reads one), or an origin of any other shape (an overlay's).
+#[derive(Debug, PartialEq, Eq, Clone)]
+pub enum EntryOrigin {
+    Listed { list: Origin, index: usize },
+    At(Origin),
 }
 
 #[derive(Debug, PartialEq, Eq, Clone, Default)]
@@ -55,11 +76,14 @@ pub fn keeps(path: &str, entries: &ItemFileEntries) -> bool {
 /// Where a kept entry is: `<kind key>[i]` of its file. None for an entry
 /// that is not kept.
 fn place(path: &str, item: &RawItem) -> Option<usize> {
-    if !item.secrets.is_empty() || &*item.origin.file != path {
+    let EntryOrigin::Listed { list, index } = &item.at else {
+        return None;
+    };
+    if !item.secrets.is_empty() || &*list.file != path {
         return None;
     }
-    match &*item.origin.path.0 {
-        [Seg::Key(key), Seg::Index(i)] if **key == *item.kind.key() => Some(*i),
+    match &*list.path.0 {
+        [Seg::Key(key)] if **key == *item.kind.key() => Some(*index),
         _ => None,
     }
 }
@@ -124,7 +148,7 @@ pub fn decode(path: &Arc<str>, kinds: &[ItemKind], unit: &Bytes) -> Option<ItemF
             secrets: Vec::new(),
             name: Arc::from(name),
             value,
-            origin: list.index(index),
+            at: EntryOrigin::Listed { list, index },
             interpolates,
         });
     }

@@ -15,7 +15,7 @@ use csis_string_stage::interp::{ENV_FILE_KEY, has_placeholder};
 use crate::db::{Db, SourceFile, Tree};
 use crate::db::{ItemIndex, ItemSource, Names};
 use crate::load::entries;
-pub use crate::load::entries::{ItemFileEntries, RawItem};
+pub use crate::load::entries::{EntryOrigin, ItemFileEntries, RawItem};
 use crate::load::overlay::{overlay_document, parse_undeclare};
 use crate::load::reserved::refuse_reserved_names;
 
@@ -156,7 +156,10 @@ pub fn item_file_entries(db: &dyn Db, file: SourceFile) -> ItemFileEntries {
                 name: Arc::from(&*as_safe_name(name)),
                 interpolates: mentions(&value),
                 value: PackedValue::pack(&value),
-                origin,
+                at: EntryOrigin::Listed {
+                    list: list.clone(),
+                    index: i,
+                },
             });
         }
     }
@@ -402,12 +405,8 @@ pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
     let built: Vec<(Names, Vec<Duplicate<'_>>)> = by_kind.par_iter().map(|e| names_of(e)).collect();
     for (kind, (names, duplicates)) in kinds.iter().copied().zip(built) {
         index.items.insert(kind, names);
-        let origin = |f: SourceFile, i: usize| {
-            item_file_entries(db, f)
-                .items
-                .get(i)
-                .map(|item| item.origin.clone())
-        };
+        let origin =
+            |f: SourceFile, i: usize| item_file_entries(db, f).items.get(i).map(RawItem::origin);
         for d in duplicates {
             index.partial_files.insert(d.again.0);
             let prev = origin(d.first.0, d.first.1)
@@ -578,7 +577,7 @@ pub fn raw_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<Cow
                 // Both set below, once the value is decrypted.
                 interpolates: false,
                 value: PackedValue::pack(&e.value),
-                origin: e.origin.clone(),
+                at: EntryOrigin::At(e.origin.clone()),
             };
             (item, (*e.value).clone())
         }
@@ -586,12 +585,13 @@ pub fn raw_item<'db>(db: &'db dyn Db, tree: Tree, id: ItemId<'db>) -> Option<Cow
     // Overlay values decrypt like the tree's; a refusal here is the
     // overlay's own (its diagnostics are reported with the item).
     let mut ignored = Vec::new();
+    let origin = item.origin();
     decrypt_fields(
         db,
         tree,
         kind,
         &mut value,
-        &item.origin,
+        &origin,
         &mut item.secrets,
         &mut ignored,
     );

@@ -85,6 +85,7 @@ pub fn structured_item<'db>(db: &'db dyn Db, id: ItemId<'db>) -> StructuredItem 
         return out;
     };
     let kind = raw.kind;
+    let origin = raw.origin();
     let b = builders(db, tree);
     let Resolution {
         value,
@@ -104,12 +105,12 @@ pub fn structured_item<'db>(db: &'db dyn Db, id: ItemId<'db>) -> StructuredItem 
     // Concatenated, not formatted: made for every item, where `format!`
     // was a thirtieth of a cold plan.
     let owner = [label(kind), " '", name, "'"].concat();
-    let mut f = Fields::new(map, raw.origin.clone(), owner, &mut diags);
+    let mut f = Fields::new(map, origin.clone(), owner, &mut diags);
     let item = match kind {
         ItemKind::USERS => {
             let mut user = User::read(&mut f);
             if let Some(rule) = &user_rule
-                && let Some(refusal) = rule.set_login(&mut user, &raw.origin, &secrets)
+                && let Some(refusal) = rule.set_login(&mut user, &origin, &secrets)
             {
                 f.error(refusal);
             }
@@ -126,29 +127,28 @@ pub fn structured_item<'db>(db: &'db dyn Db, id: ItemId<'db>) -> StructuredItem 
             let fields = plugin.map(|p| (p.read)(&mut f)).unwrap_or_default();
             if let Some(validate) = plugin.and_then(|p| p.validate) {
                 for problem in validate(&fields) {
-                    f.error(Diagnostic::error(problem).at(raw.origin.clone()));
+                    f.error(Diagnostic::error(problem).at(origin.clone()));
                 }
             }
             Item::Plugin(Box::new(PluginItem { named, fields }))
         }
     };
     f.finish();
-    check_builder(kind, &item, &raw.origin, b, &mut diags);
+    check_builder(kind, &item, &origin, b, &mut diags);
     match &item {
         Item::Image(img) => {
             let owner = img.root.name();
-            out.mods =
-                structure_mods(db, owner, &img.modifications, &raw.origin, b, &mut diags).into();
+            out.mods = structure_mods(db, owner, &img.modifications, &origin, b, &mut diags).into();
         }
         Item::Instance(inst) => {
-            out.storages = structure_storages(&inst.storages, &raw.origin, &mut diags).into();
+            out.storages = structure_storages(&inst.storages, &origin, &mut diags).into();
         }
         _ => {}
     }
     out.diags = diags.into();
     out.item = Some(Arc::new(item));
     out.secrets = secrets.into();
-    out.origin = Some(raw.origin.clone());
+    out.origin = Some(origin);
     out
 }
 
@@ -166,6 +166,7 @@ struct Resolution<'b> {
 
 fn resolve<'b>(db: &dyn Db, tree: Tree, raw: &RawItem, b: &'b Builders) -> Resolution<'b> {
     let kind = raw.kind;
+    let origin = raw.origin();
     let mut diags = Vec::new();
     let mut value = raw.value.unpack();
     fill_defaults(kind, &mut value, b);
@@ -188,14 +189,16 @@ fn resolve<'b>(db: &dyn Db, tree: Tree, raw: &RawItem, b: &'b Builders) -> Resol
             .unwrap_or_default()
             .to_string();
         let kind_label = label(kind).to_lowercase();
-        diags.extend(refused.iter().map(|(path, refusal)| {
-            refusal_diagnostic(&kind_label, &name, &raw.origin, path, refusal)
-        }));
+        diags.extend(
+            refused.iter().map(|(path, refusal)| {
+                refusal_diagnostic(&kind_label, &name, &origin, path, refusal)
+            }),
+        );
     }
     let mut secrets = raw.secrets.clone();
     // After the Jinja stage, before structuring: ${env.*}, ${terraform.*}.
     let interpolated =
-        crate::load::interp::interpolate_item(db, tree, kind.key(), &mut value, &raw.origin);
+        crate::load::interp::interpolate_item(db, tree, kind.key(), &mut value, &origin);
     diags.extend(interpolated.diags);
     secrets.extend(interpolated.secrets);
     // The Jinja passes marked what they substituted as data, which kept
@@ -205,10 +208,10 @@ fn resolve<'b>(db: &dyn Db, tree: Tree, raw: &RawItem, b: &'b Builders) -> Resol
         .then(|| UserRule::of(b, &value))
         .flatten();
     if kind == ItemKind::USERS {
-        open_derived_email(db, tree, &mut value, &raw.origin, &mut secrets, &mut diags);
+        open_derived_email(db, tree, &mut value, &origin, &mut secrets, &mut diags);
     }
     if let Some(rule) = &user_rule {
-        diags.extend(rule.fill_blank_name(&mut value, &raw.origin));
+        diags.extend(rule.fill_blank_name(&mut value, &origin));
     }
     Resolution {
         value,
@@ -228,7 +231,7 @@ pub fn resolved_value(db: &dyn Db, id: ItemId<'_>) -> Option<(Origin, Value)> {
     let tree = id.tree(db);
     let raw = raw_item(db, tree, id)?;
     let value = resolve(db, tree, &raw, builders(db, tree)).value;
-    Some((raw.origin.clone(), value))
+    Some((raw.origin(), value))
 }
 
 /// An email derived from an encrypted piece (the user builder's
