@@ -17,11 +17,11 @@ use csis_plugin_api::Builder;
 
 use crate::db::files::parse_file;
 use crate::db::{Db, SourceFile, Tree};
-use crate::load::builders::builders;
+use crate::load::builders::{Builders, builders};
 use crate::load::items::{ItemId, indexed_entries, indexed_in_overlays};
 use crate::load::items_model::structured_item;
-use crate::load::kept_instances::{InstanceLinks, instance_links, kept_links};
-use crate::load::kept_world::{kept_series, kept_storage};
+use crate::load::kept_instances::{InstanceLinks, KeptInstances, instance_links, kept_file};
+use crate::load::kept_world::{KeptWorld, kept_world};
 use crate::plan::bakes::image_series;
 use crate::state::storage_state::storage_runtime;
 
@@ -141,13 +141,20 @@ pub fn cloud_name_diagnostics(db: &dyn Db, tree: Tree) -> Vec<Diagnostic> {
 #[salsa::tracked(returns(ref))]
 pub(crate) fn file_cloud_names(db: &dyn Db, file: SourceFile) -> Vec<FileName> {
     let tree = file.tree(db);
+    let b = builders(db, tree);
+    // Read once for the file's every item, not a query each per item.
+    let kept = Kept {
+        world: kept_world(db, tree),
+        instances: kept_file(db, file),
+    };
     indexed_entries(db, file)
         .filter(|(_, item)| NAMED_KINDS.contains(&item.kind))
         .map(|(entry, item)| {
             let (kind, name) = (item.kind, &*item.name);
-            let runtimes = kept_runtimes(db, file, entry, kind, name)
+            let runtimes = kept
+                .runtimes(b, entry, kind, name)
                 .unwrap_or_else(|| item_runtimes(db, ItemId::new(db, tree, kind, name)));
-            let names = derived_names(db, builders(db, tree), kind, name, runtimes);
+            let names = derived_names(db, b, kind, name, runtimes);
             (kind, item.name.clone(), names)
         })
         .filter(|(_, _, names)| !names.is_empty())
@@ -160,25 +167,32 @@ fn item_cloud_names(db: &dyn Db, id: ItemId<'_>) -> Vec<Derived> {
     derived_names(db, builders(db, tree), kind, name, item_runtimes(db, id))
 }
 
-/// The runtimes of the `entry`-th entry of `file` as the cache kept them,
-/// read without its id; `None` when the cache kept nothing of it.
-fn kept_runtimes(
-    db: &dyn Db,
-    file: SourceFile,
-    entry: usize,
-    kind: ItemKind,
-    name: &str,
-) -> Option<Vec<String>> {
-    let tree = file.tree(db);
-    if kind == ItemKind::INSTANCES {
-        let links = kept_links(db, file, entry)?;
-        Some(instance_runtimes(db, tree, &links))
-    } else if kind == ItemKind::IMAGES {
-        Some(kept_series(db, tree, name)?.runtimes.clone())
-    } else if kind == ItemKind::STORAGES {
-        Some(vec![kept_storage(db, tree, name)?.runtime.clone()])
-    } else {
-        None
+/// What the cache kept of one file's items: the world's unit (its images'
+/// series and storages), the file's own (its instances).
+struct Kept<'db> {
+    world: Option<&'db KeptWorld>,
+    instances: Option<&'db KeptInstances>,
+}
+
+impl Kept<'_> {
+    /// The runtimes of the `entry`-th entry (`kind` `name`) as the cache
+    /// kept them, read without its id; `None` when it kept nothing of it.
+    fn runtimes(
+        &self,
+        b: &Builders,
+        entry: usize,
+        kind: ItemKind,
+        name: &str,
+    ) -> Option<Vec<String>> {
+        if kind == ItemKind::INSTANCES {
+            Some(instance_runtimes(b, &self.instances?.links(entry)?))
+        } else if kind == ItemKind::IMAGES {
+            Some(self.world?.series(name)?.runtimes.clone())
+        } else if kind == ItemKind::STORAGES {
+            Some(vec![self.world?.storage(name)?.runtime.clone()])
+        } else {
+            None
+        }
     }
 }
 
@@ -188,7 +202,7 @@ fn item_runtimes(db: &dyn Db, id: ItemId<'_>) -> Vec<String> {
     let (tree, kind) = (id.tree(db), id.kind(db));
     if kind == ItemKind::INSTANCES {
         instance_links(db, id)
-            .map(|links| instance_runtimes(db, tree, &links))
+            .map(|links| instance_runtimes(builders(db, tree), &links))
             .unwrap_or_default()
     } else if kind == ItemKind::IMAGES {
         image_series(db, id)
@@ -203,9 +217,8 @@ fn item_runtimes(db: &dyn Db, id: ItemId<'_>) -> Vec<String> {
 }
 
 /// The runtime of an instance's builder.
-fn instance_runtimes(db: &dyn Db, tree: Tree, links: &InstanceLinks<'_>) -> Vec<String> {
-    builders(db, tree)
-        .resolve(Vct::InstanceBuilderModel, links.builder())
+fn instance_runtimes(b: &Builders, links: &InstanceLinks<'_>) -> Vec<String> {
+    b.resolve(Vct::InstanceBuilderModel, links.builder())
         .and_then(|d| d.base.runtime().map(str::to_string))
         .into_iter()
         .collect()
@@ -214,7 +227,7 @@ fn instance_runtimes(db: &dyn Db, tree: Tree, links: &InstanceLinks<'_>) -> Vec<
 /// The names `runtimes` derive from item `name` of `kind`.
 fn derived_names(
     db: &dyn Db,
-    b: &crate::load::builders::Builders,
+    b: &Builders,
     kind: ItemKind,
     name: &str,
     mut runtimes: Vec<String>,

@@ -102,6 +102,12 @@ impl KeptInstances {
         self.storages_carried
     }
 
+    /// What the tree-wide checks read of the instance the file's
+    /// `entry`-th entry declares.
+    pub fn links(&self, entry: usize) -> Option<InstanceLinks<'_>> {
+        self.instance(entry).map(InstanceLinks::Kept)
+    }
+
     /// The instance the file's `entry`-th entry declares.
     fn instance(&self, entry: usize) -> Option<&KeptInstance> {
         let at = self
@@ -267,10 +273,16 @@ pub fn instance_links<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Option<InstanceL
 /// of `file` declares, when the file is kept: by its place, with no id
 /// interned.
 pub fn kept_links(db: &dyn Db, file: SourceFile, entry: usize) -> Option<InstanceLinks<'_>> {
+    kept_file(db, file)?.links(entry)
+}
+
+/// The kept unit of `file`, for a reader of many of its instances
+/// ([`KeptInstances::links`]): each reads no query again.
+pub fn kept_file(db: &dyn Db, file: SourceFile) -> Option<&KeptInstances> {
     if !took_any(db, file.tree(db)) {
         return None;
     }
-    kept_at(db, file, entry).map(InstanceLinks::Kept)
+    taken_instances(db, file).as_ref()
 }
 
 /// Instance `id`, when the file that declares it is kept.

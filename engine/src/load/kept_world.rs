@@ -137,12 +137,24 @@ pub(crate) fn quiet_file(db: &dyn Db, file: SourceFile) -> bool {
 
 /// Image `name`'s series, when the unit holds it.
 pub fn kept_series<'db>(db: &'db dyn Db, tree: Tree, name: &str) -> Option<&'db ImageSeries> {
-    row(&kept_world(db, tree)?.images, name)
+    kept_world(db, tree)?.series(name)
 }
 
 /// What is read of storage `name`, when the unit holds it.
 pub fn kept_storage<'db>(db: &'db dyn Db, tree: Tree, name: &str) -> Option<&'db KeptStorage> {
-    row(&kept_world(db, tree)?.storages, name)
+    kept_world(db, tree)?.storage(name)
+}
+
+impl KeptWorld {
+    /// Image `name`'s series, when the unit holds it.
+    pub fn series(&self, name: &str) -> Option<&ImageSeries> {
+        row(&self.images, name)
+    }
+
+    /// What is read of storage `name`, when the unit holds it.
+    pub fn storage(&self, name: &str) -> Option<&KeptStorage> {
+        row(&self.storages, name)
+    }
 }
 
 /// Whether `check` found nothing when the unit was kept.
