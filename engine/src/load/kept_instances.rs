@@ -198,14 +198,40 @@ impl InstanceRef {
     }
 }
 
-/// Every instance of the tree, in index order: the files', then what an
-/// overlay declares.
-pub fn every_instance(db: &dyn Db, tree: Tree) -> Vec<InstanceRef> {
-    every_instance_but(db, tree, |_| false)
+/// Every instance of the tree, in index order (the files', then what an
+/// overlay declares), with what the tree-wide checks read of it
+/// ([`InstanceRef::links`]): a kept file's unit read once for all its
+/// instances, not two queries for each.
+pub fn every_instance_links(
+    db: &dyn Db,
+    tree: Tree,
+) -> Vec<(InstanceRef, Option<InstanceLinks<'_>>)> {
+    let kind = ItemKind::INSTANCES;
+    let taken = took_any(db, tree);
+    let mut out = Vec::new();
+    for f in tree.item_files(db).iter().filter(|f| f.dir == kind.dir()) {
+        let kept = taken
+            .then(|| taken_instances(db, f.file).as_ref())
+            .flatten();
+        for instance in declared_in(db, f.file, taken) {
+            let links = match (kept, instance.source) {
+                (Some(kept), ItemSource::Tree { index, .. }) => kept.links(index),
+                _ => None,
+            };
+            let links = links.or_else(|| instance.links(db, tree));
+            out.push((instance, links));
+        }
+    }
+    for instance in overlaid(db, tree) {
+        let links = instance.links(db, tree);
+        out.push((instance, links));
+    }
+    out
 }
 
-/// [`every_instance`] without the instances of the files `left_out`
-/// answers true for.
+/// Every instance as [`every_instance_links`] orders them, without their
+/// links, and without the instances of the files `left_out` answers true
+/// for.
 pub fn every_instance_but(
     db: &dyn Db,
     tree: Tree,
@@ -219,13 +245,20 @@ pub fn every_instance_but(
         .filter(|f| f.dir == kind.dir() && !left_out(f.file))
         .flat_map(|f| declared_in(db, f.file, taken))
         .collect();
-    let overlaid = item_index(db, tree).items.get(&kind).into_iter().flatten();
-    out.extend(
-        overlaid
-            .filter(|(_, source)| matches!(source, ItemSource::Overlay { .. }))
-            .map(|(name, source)| InstanceRef::declared(name.clone(), *source)),
-    );
+    out.extend(overlaid(db, tree));
     out
+}
+
+/// The instances overlays declare, in index order.
+fn overlaid(db: &dyn Db, tree: Tree) -> impl Iterator<Item = InstanceRef> + '_ {
+    let overlaid = item_index(db, tree)
+        .items
+        .get(&ItemKind::INSTANCES)
+        .into_iter()
+        .flatten();
+    overlaid
+        .filter(|(_, source)| matches!(source, ItemSource::Overlay { .. }))
+        .map(|(name, source)| InstanceRef::declared(name.clone(), *source))
 }
 
 /// The instances `file` declares, in index order.

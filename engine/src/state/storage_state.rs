@@ -14,7 +14,7 @@ use crate::db::{Db, Tree};
 use crate::load::builders::builders;
 use crate::load::items::{ItemId, indexed_of_kind, item_index};
 use crate::load::items_model::structured_item;
-use crate::load::kept_instances::every_instance;
+use crate::load::kept_instances::every_instance_links;
 use crate::load::kept_world::{KeptStorage, kept_storage};
 
 /// The record's file name inside meta-state/.
@@ -66,9 +66,9 @@ pub struct Declared {
 /// both in name order.
 pub fn attachments(db: &dyn Db, tree: Tree) -> BTreeMap<String, Vec<String>> {
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for instance in every_instance(db, tree) {
+    for (instance, links) in every_instance_links(db, tree) {
         // A kept instances file answers without structuring its instances.
-        let Some(links) = instance.links(db, tree) else {
+        let Some(links) = links else {
             continue;
         };
         for storage in links.storages() {
