@@ -168,13 +168,9 @@ pub struct Found {
 /// check; only what found something.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn file_findings(db: &dyn Db, file: SourceFile) -> FileFindings {
-    // A users or instances file kept with its checks, or a file of the
-    // world kept quiet, found nothing (load/kept_users.rs,
-    // load/kept_instances.rs, load/kept_world.rs).
-    if crate::load::kept_world::quiet_file(db, file)
-        || crate::load::kept_users::holds(db, file)
-        || crate::load::kept_instances::kept_instances(db, file).is_some()
-    {
+    // A file whose checks the cache kept as finding nothing
+    // (load/kept_quiet.rs).
+    if crate::load::kept_quiet::kept_quiet(db, file) {
         return FileFindings {
             entries: item_file_entries(db, file).diags.clone(),
             found: Vec::new(),

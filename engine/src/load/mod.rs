@@ -15,6 +15,7 @@ pub mod items;
 pub mod items_model;
 pub(crate) mod kept_env;
 pub mod kept_instances;
+pub mod kept_quiet;
 pub mod kept_scripts;
 pub mod kept_users;
 pub mod kept_world;

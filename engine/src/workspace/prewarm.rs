@@ -104,10 +104,7 @@ pub fn structure_items(db: &Database, tree: Tree) {
             // A users or instances file whose checks the cache kept, or a
             // file of the world it kept quiet: its items are structured
             // only if something asks for one.
-            if crate::load::kept_world::quiet_file(db, *file)
-                || crate::load::kept_users::holds(db, *file)
-                || crate::load::kept_instances::kept_instances(db, *file).is_some()
-            {
+            if crate::load::kept_quiet::kept_quiet(db, *file) {
                 return;
             }
             indexed_in_file(db, *file)

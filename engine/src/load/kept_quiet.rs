@@ -1,0 +1,24 @@
+//! Whether the persisted cache kept that a file's checks found nothing:
+//! a quiet file of the world (`kept_world.rs`), a users file kept with
+//! its checks (`kept_users.rs`), an instances file kept with its
+//! (`kept_instances.rs`). Such a file is neither structured by the
+//! warm-up nor checked.
+
+use crate::db::{Db, SourceFile};
+use crate::load::{kept_instances, kept_users, kept_world};
+
+/// Whether `file`'s checks were kept as finding nothing. Answered
+/// without a query when there is no cache (a cold plan asks it of every
+/// file).
+pub fn kept_quiet(db: &dyn Db, file: SourceFile) -> bool {
+    db.cache().is_some() && *quiet(db, file)
+}
+
+/// A query: the warm-up and the file's checks both ask, and each answer
+/// is three lookups of the cache by a path made for them.
+#[salsa::tracked]
+fn quiet(db: &dyn Db, file: SourceFile) -> bool {
+    kept_world::quiet_file(db, file)
+        || kept_users::holds(db, file)
+        || kept_instances::kept_instances(db, file).is_some()
+}
