@@ -358,6 +358,7 @@ fn took_any(db: &dyn Db, tree: Tree) -> bool {
 fn any_taken(db: &dyn Db, tree: Tree) -> bool {
     tree.item_files(db)
         .iter()
+        .filter(|f| f.dir == ItemKind::INSTANCES.dir())
         .any(|f| kept_instances(db, f.file).is_some())
 }
 

@@ -4,6 +4,8 @@
 //! (`kept_instances.rs`). Such a file is neither structured by the
 //! warm-up nor checked.
 
+use csis_model::ItemKind;
+
 use crate::db::{Db, SourceFile};
 use crate::load::{kept_instances, kept_users, kept_world};
 
@@ -15,10 +17,15 @@ pub fn kept_quiet(db: &dyn Db, file: SourceFile) -> bool {
 }
 
 /// A query: the warm-up and the file's checks both ask, and each answer
-/// is three lookups of the cache by a path made for them.
+/// looks the cache up by a path made for it. A users unit is only ever
+/// kept for a file under the users' directory, an instances unit for one
+/// under the instances' (each holds its kind alone): no other file's is
+/// looked for.
 #[salsa::tracked]
 fn quiet(db: &dyn Db, file: SourceFile) -> bool {
+    let dir = file.path(db).split('/').next();
     kept_world::quiet_file(db, file)
-        || kept_users::holds(db, file)
-        || kept_instances::kept_instances(db, file).is_some()
+        || (dir == Some(ItemKind::USERS.dir()) && kept_users::holds(db, file))
+        || (dir == Some(ItemKind::INSTANCES.dir())
+            && kept_instances::kept_instances(db, file).is_some())
 }
