@@ -12,7 +12,7 @@ use std::path::Path;
 use csis_engine::db::Db;
 
 use csis_engine::load::kept_world::kept_world;
-use csis_engine::plan::bakes::{bake_keys, image_graph};
+use csis_engine::plan::bakes::bake_keys;
 use csis_engine::plan::fingerprint::{SeriesKey, input_fingerprint};
 use csis_engine::run::persist_cache::save_cache;
 use csis_engine::workspace::Workspace;
@@ -88,8 +88,6 @@ fn fingerprints(ws: &Workspace) -> Vec<String> {
 /// files and the scripts; then it writes the cache.
 struct Took {
     world: bool,
-    /// Whether the world it took held the images' order.
-    graph: bool,
     scripts: bool,
     found: Vec<String>,
     fingerprints: Vec<String>,
@@ -109,18 +107,10 @@ fn took(sys: &DiskWithEnv, root: &Path, cache: &Path) -> Took {
     assert_eq!(found, described_diagnostics(&cold));
     let fingerprints = fingerprints(&cached);
     assert_eq!(fingerprints, self::fingerprints(&cold));
-    // The images' order, parents first: as a cold process orders them.
-    assert_eq!(
-        image_graph(&cached.db, cached.tree),
-        image_graph(&cold.db, cold.tree)
-    );
-    let kept = kept_world(&cached.db, cached.tree);
-    let world = kept.is_some();
-    let graph = kept.is_some_and(|w| w.graph().is_some());
+    let world = kept_world(&cached.db, cached.tree).is_some();
     save_cache(&cached, sys).unwrap();
     Took {
         world,
-        graph,
         scripts,
         found,
         fingerprints,
@@ -151,7 +141,6 @@ fn the_world_is_taken_after_an_instances_edit_and_a_file_that_found_something_is
     );
     let second = took(&sys, root.path(), cache);
     assert!(second.world && second.scripts, "an instances file edited");
-    assert!(second.graph, "the images' order kept with the world");
     assert!(
         second
             .found

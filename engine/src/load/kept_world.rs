@@ -11,9 +11,7 @@
 //! they found nothing; each image's series (the runtimes it bakes on and
 //! its parent, what the plan and the cloud names read of it); what the
 //! storages' checks across the tree read of each storage (its runtime,
-//! type, builder, requested state); the images' order parents first (the
-//! plan's image graph, when it found no cycle), by each image's place in
-//! the index. A file's checks read its items, the
+//! type, builder, requested state). A file's checks read its items, the
 //! items they name, the builders and their hooks, cfg/ and meta-state;
 //! the groups' and logins' checks read groups and users; an image's
 //! series and a storage's row read that item and the builders. None of
@@ -97,7 +95,6 @@ pub struct KeptWorld {
     checks: Vec<WorldCheck>,
     images: Vec<(String, ImageSeries)>,
     storages: Vec<(String, KeptStorage)>,
-    graph: Option<Vec<usize>>,
 }
 
 /// What the writer hands [`encode`], each list in any order.
@@ -108,9 +105,6 @@ pub struct Parts {
     pub checks: Vec<WorldCheck>,
     pub images: Vec<(String, ImageSeries)>,
     pub storages: Vec<(String, KeptStorage)>,
-    /// The images' places in the index, parents first: the image graph's
-    /// order (`plan::bakes::image_graph`), when it found nothing.
-    pub graph: Option<Vec<usize>>,
 }
 
 /// The unit this process took, when every input it was kept with is as
@@ -161,12 +155,6 @@ impl KeptWorld {
     pub fn storage(&self, name: &str) -> Option<&KeptStorage> {
         row(&self.storages, name)
     }
-
-    /// The images' places in the index, parents first, when the unit
-    /// holds them.
-    pub fn graph(&self) -> Option<&[usize]> {
-        self.graph.as_deref()
-    }
 }
 
 /// Whether `check` found nothing when the unit was kept.
@@ -196,7 +184,6 @@ pub fn encode(
         mut checks,
         mut images,
         mut storages,
-        graph,
     } = to_keep();
     quiet.sort();
     quiet.dedup();
@@ -211,7 +198,6 @@ pub fn encode(
         checks,
         images,
         storages,
-        graph,
     };
     Some((key, bytes_of(&kept)))
 }
@@ -251,13 +237,6 @@ fn bytes_of(kept: &KeptWorld) -> Vec<u8> {
             write_str(field, &mut out);
         }
         write_flag(st.supports_archive, &mut out);
-    }
-    write_flag(kept.graph.is_some(), &mut out);
-    if let Some(places) = &kept.graph {
-        write_len(places.len(), &mut out);
-        for place in places {
-            write_len(*place, &mut out);
-        }
     }
     out
 }
@@ -327,23 +306,12 @@ fn decode(bytes: &[u8]) -> Option<KeptWorld> {
             supports_archive,
         })
     })?;
-    let graph = if read_flag(bytes, &mut at)? {
-        let n = read_len(bytes, &mut at)?;
-        let mut places = Vec::with_capacity(n.min(bytes.len()));
-        for _ in 0..n {
-            places.push(read_len(bytes, &mut at)?);
-        }
-        Some(places)
-    } else {
-        None
-    };
     (at == bytes.len()).then_some(KeptWorld {
         env,
         quiet,
         checks,
         images,
         storages,
-        graph,
     })
 }
 
@@ -383,12 +351,8 @@ mod tests {
                     supports_archive: true,
                 },
             )],
-            graph: Some(vec![0, 1]),
         };
         let bytes = bytes_of(&kept);
-        let mut no_graph = kept.clone();
-        no_graph.graph = None;
-        assert_eq!(decode(&bytes_of(&no_graph)), Some(no_graph));
         assert_eq!(decode(&bytes), Some(kept.clone()));
         assert_eq!(decode(&bytes[..bytes.len() - 1]), None);
         let mut longer = bytes.clone();

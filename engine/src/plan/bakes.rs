@@ -17,7 +17,7 @@ use crate::load::builders::builders;
 use crate::load::items::{ItemId, indexed_of_kind, item_index};
 use crate::load::items_model::structured_item;
 pub use crate::load::kept_world::ImageSeries;
-use crate::load::kept_world::{kept_series, kept_world};
+use crate::load::kept_world::kept_series;
 use crate::plan::fingerprint::{SeriesKey, input_fingerprint};
 use crate::state::lineage::{Pins, head_of, pins, run_time, short_fingerprint};
 
@@ -38,25 +38,6 @@ pub struct ImageGraph {
 #[salsa::tracked(returns(ref))]
 pub fn image_graph(db: &dyn Db, tree: Tree) -> ImageGraph {
     let images = item_index(db, tree).items.get(&ItemKind::IMAGES);
-    // The order the cache kept with the world (load/kept_world.rs): the
-    // same images in the same places, so the same order.
-    if let Some(places) = kept_world(db, tree).and_then(|w| w.graph())
-        && places.len() == images.map_or(0, |m| m.len())
-        && let Some(order) = places
-            .iter()
-            .map(|p| {
-                images
-                    .and_then(|m| m.get_index(*p))
-                    .map(|(name, _)| name.to_string())
-            })
-            .collect::<Option<Vec<String>>>()
-    {
-        return ImageGraph {
-            order,
-            places: places.to_vec(),
-            diags: Vec::new(),
-        };
-    }
     // Every image's id in index order: a kind's items are declared only
     // under its own directory, so this is the index's order, and an
     // image's place here is its place in the index.

@@ -215,13 +215,11 @@ fn world_parts(db: &Database, tree: Tree) -> kept_world::Parts {
     .into_iter()
     .filter_map(|(check, quiet)| quiet.then_some(check))
     .collect();
-    let graph = crate::plan::bakes::image_graph(db, tree);
     kept_world::Parts {
         quiet,
         checks,
         images,
         storages,
-        graph: graph.diags.is_empty().then(|| graph.places.clone()),
     }
 }
 
