@@ -51,15 +51,36 @@ impl RawItem {
     }
 }
 
-/// Where an entry is written: a file's entry, by the list it is in and
-/// its place there (its origin made when asked: one held per entry was a
-/// path allocated for each of a large tree's entries, though only a
-/// finding reads one), or an origin of any other shape (an overlay's).
-#[derive(Debug, PartialEq, Eq, Clone)]
+/// Where an entry is written: an entry taken from the cache, by the list
+/// it is in and its place there (its origin made when asked: one held
+/// per entry was a path allocated for each of a large tree's entries,
+/// though only a finding or a structuring reads one), or an origin as
+/// the parse made it (shared with the structured item) or an overlay's.
+/// Equal when they name the same place, whichever way.
+#[derive(Debug, Clone)]
 pub enum EntryOrigin {
     Listed { list: Origin, index: usize },
     At(Origin),
 }
+
+impl PartialEq for EntryOrigin {
+    fn eq(&self, other: &Self) -> bool {
+        use EntryOrigin::{At, Listed};
+        match (self, other) {
+            (At(a), At(b)) => a == b,
+            (Listed { list: a, index: i }, Listed { list: b, index: j }) => a == b && i == j,
+            (Listed { list, index }, At(at)) | (At(at), Listed { list, index }) => {
+                let (segs, last) = (&*list.path.0, &*at.path.0);
+                list.file == at.file
+                    && last.len() == segs.len() + 1
+                    && last.starts_with(segs)
+                    && last.last() == Some(&Seg::Index(*index))
+            }
+        }
+    }
+}
+
+impl Eq for EntryOrigin {}
 
 #[derive(Debug, PartialEq, Eq, Clone, Default)]
 pub struct ItemFileEntries {
@@ -76,15 +97,19 @@ pub fn keeps(path: &str, entries: &ItemFileEntries) -> bool {
 /// Where a kept entry is: `<kind key>[i]` of its file. None for an entry
 /// that is not kept.
 fn place(path: &str, item: &RawItem) -> Option<usize> {
-    let EntryOrigin::Listed { list, index } = &item.at else {
-        return None;
-    };
-    if !item.secrets.is_empty() || &*list.file != path {
+    if !item.secrets.is_empty() {
         return None;
     }
-    match &*list.path.0 {
-        [Seg::Key(key)] if **key == *item.kind.key() => Some(*index),
-        _ => None,
+    let key = item.kind.key();
+    match &item.at {
+        EntryOrigin::Listed { list, index } => match &*list.path.0 {
+            [Seg::Key(k)] if &*list.file == path && **k == *key => Some(*index),
+            _ => None,
+        },
+        EntryOrigin::At(origin) => match &*origin.path.0 {
+            [Seg::Key(k), Seg::Index(i)] if &*origin.file == path && **k == *key => Some(*i),
+            _ => None,
+        },
     }
 }
 
@@ -156,4 +181,51 @@ pub fn decode(path: &Arc<str>, kinds: &[ItemKind], unit: &Bytes) -> Option<ItemF
         items,
         diags: Vec::new(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An entry's place, as the cache keeps it (its list and index) or as
+    /// the parse made it (its origin): the same place is equal either
+    /// way, and makes the same origin.
+    #[test]
+    fn an_entrys_place_is_equal_however_it_is_held() {
+        let list = Origin::new("images/a.yml", DocPath::root()).key("images");
+        let listed = EntryOrigin::Listed {
+            list: list.clone(),
+            index: 2,
+        };
+        let at = EntryOrigin::At(list.index(2));
+        assert_eq!(listed, at);
+        assert_eq!(at, listed);
+        assert_ne!(listed, EntryOrigin::At(list.index(3)));
+        assert_ne!(listed, EntryOrigin::At(list.clone()));
+        let elsewhere = Origin::new("images/b.yml", DocPath::root()).key("images");
+        assert_ne!(listed, EntryOrigin::At(elsewhere.index(2)));
+        assert_ne!(
+            listed,
+            EntryOrigin::At(
+                Origin::new("images/a.yml", DocPath::root())
+                    .key("users")
+                    .index(2)
+            )
+        );
+        let item = |at: EntryOrigin| RawItem {
+            kind: ItemKind::IMAGES,
+            secrets: Vec::new(),
+            name: Arc::from("a"),
+            value: PackedValue::pack(&csis_model::Value::Null),
+            at,
+            interpolates: false,
+        };
+        assert_eq!(item(listed.clone()).origin(), list.index(2));
+        assert_eq!(place("images/a.yml", &item(listed)), Some(2));
+        assert_eq!(place("images/a.yml", &item(at)), Some(2));
+        assert_eq!(
+            place("images/b.yml", &item(EntryOrigin::At(list.index(2)))),
+            None
+        );
+    }
 }

@@ -156,10 +156,8 @@ pub fn item_file_entries(db: &dyn Db, file: SourceFile) -> ItemFileEntries {
                 name: Arc::from(&*as_safe_name(name)),
                 interpolates: mentions(&value),
                 value: PackedValue::pack(&value),
-                at: EntryOrigin::Listed {
-                    list: list.clone(),
-                    index: i,
-                },
+                // As made here: the structured item shares it.
+                at: EntryOrigin::At(origin),
             });
         }
     }
