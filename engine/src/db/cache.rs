@@ -93,8 +93,9 @@ struct Kept {
 /// One shard file as it was loaded.
 #[derive(Debug, Default)]
 struct Shard {
-    /// The file's bytes, each unit a range of them: needed only while the
-    /// tree's files are read (`release`), not kept through the plan.
+    /// The file's bytes, each unit a range of them: the cache lets go of
+    /// them once the tree's files are read (`release`); a unit taken, or
+    /// held past the load, keeps its range, and so the file's memory.
     bytes: RwLock<Bytes>,
     /// The units it held (0 when it was missing or ignored).
     units: usize,
