@@ -149,4 +149,18 @@ impl ItemIndex {
     pub fn contains(&self, kind: ItemKind, name: &str) -> bool {
         self.items.get(&kind).is_some_and(|m| m.contains_key(name))
     }
+
+    /// Remove `kind` `name`, as an overlay's `undeclare` or `--undeclare`
+    /// asks: whether it was declared. The file that declared it then
+    /// holds an entry the index does not take.
+    pub fn undeclare(&mut self, kind: ItemKind, name: &str) -> bool {
+        let Some(removed) = self.items.get_mut(&kind).and_then(|m| m.shift_remove(name)) else {
+            return false;
+        };
+        if let ItemSource::Tree { file, .. } = removed {
+            self.partial_files.insert(file);
+        }
+        self.undeclared.push((kind, name.to_string()));
+        true
+    }
 }

@@ -426,16 +426,11 @@ pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
     for file in tree.overlays(db) {
         let od = overlay_document(db, *file);
         for (i, entry) in od.entries.iter().enumerate() {
-            let Some(m) = index.items.get_mut(&entry.kind) else {
+            if !index.items.contains_key(&entry.kind) {
                 continue;
-            };
+            }
             if entry.undeclare {
-                if let Some(removed) = m.shift_remove(entry.name.as_str()) {
-                    if let ItemSource::Tree { file, .. } = removed {
-                        index.partial_files.insert(file);
-                    }
-                    index.undeclared.push((entry.kind, entry.name.clone()));
-                } else {
+                if !index.undeclare(entry.kind, &entry.name) {
                     index.diags.push(
                         Diagnostic::warning(format!(
                             "Overlay {}: {} '{}' is not declared; nothing to undeclare.",
@@ -446,7 +441,9 @@ pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
                         .at(entry.origin.clone()),
                     );
                 }
-            } else if !m.contains_key(entry.name.as_str()) {
+            } else if let Some(m) = index.items.get_mut(&entry.kind)
+                && !m.contains_key(entry.name.as_str())
+            {
                 m.insert(
                     Arc::from(entry.name.as_str()),
                     ItemSource::Overlay {
@@ -464,16 +461,7 @@ pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
         match parse_undeclare(spec, &kinds) {
             Err(d) => index.diags.push(d),
             Ok(u) => {
-                let removed = index
-                    .items
-                    .get_mut(&u.kind)
-                    .and_then(|m| m.shift_remove(u.name.as_str()));
-                if let Some(removed) = removed {
-                    if let ItemSource::Tree { file, .. } = removed {
-                        index.partial_files.insert(file);
-                    }
-                    index.undeclared.push((u.kind, u.name));
-                } else {
+                if !index.undeclare(u.kind, &u.name) {
                     index.diags.push(Diagnostic::warning(format!(
                         "--undeclare {spec}: {} '{}' is not declared; nothing to undeclare.",
                         u.kind.singular(),

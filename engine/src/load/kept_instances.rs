@@ -210,9 +210,7 @@ pub fn every_instance_links(
     let taken = took_any(db, tree);
     let mut out = Vec::new();
     for f in tree.item_files(db).iter().filter(|f| f.dir == kind.dir()) {
-        let kept = taken
-            .then(|| taken_instances(db, f.file).as_ref())
-            .flatten();
+        let kept = kept_file(db, f.file);
         for instance in declared_in(db, f.file, taken) {
             let links = match (kept, instance.source) {
                 (Some(kept), ItemSource::Tree { index, .. }) => kept.links(index),

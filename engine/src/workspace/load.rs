@@ -68,6 +68,14 @@ fn rel(root: &Path, p: &Path) -> String {
         .replace('\\', "/")
 }
 
+/// A file of the tree, as read, with the durability its path gives it.
+fn source_file(db: &Database, tree: Tree, path: Arc<str>, read: ReadText) -> SourceFile {
+    let durability = durability_for(&path);
+    SourceFile::builder(path, read.text, read.digest, tree)
+        .durability(durability)
+        .new(db)
+}
+
 fn is_yaml(p: &Path) -> bool {
     matches!(
         p.extension().and_then(|e| e.to_str()),
@@ -139,9 +147,7 @@ impl Workspace {
         let mut files = BTreeMap::new();
         let mut read_diags = Vec::new();
         let make = |path: String, read: ReadText, files: &mut BTreeMap<String, SourceFile>| {
-            let f = SourceFile::builder(Arc::from(path.as_str()), read.text, read.digest, tree)
-                .durability(durability_for(&path))
-                .new(&db);
+            let f = source_file(&db, tree, Arc::from(path.as_str()), read);
             files.insert(path, f);
             f
         };
@@ -293,9 +299,11 @@ files inside the tree",
                 &mut read_diags,
             ));
             for f in &interp {
-                let f = SourceFile::builder(f.0.clone(), f.1.clone(), None, tree)
-                    .durability(durability_for(&f.0))
-                    .new(&db);
+                let read = ReadText {
+                    text: f.1.clone(),
+                    digest: None,
+                };
+                let f = source_file(&db, tree, f.0.clone(), read);
                 files.insert(f.path(&db).to_string(), f);
                 aux.push(f);
             }
@@ -326,10 +334,7 @@ files inside the tree",
                 max,
                 &mut read_diags,
             ) {
-                let text = read.text;
-                let f = SourceFile::builder(Arc::from(path.as_str()), text, read.digest, tree)
-                    .durability(durability_for(&path))
-                    .new(&db);
+                let f = source_file(&db, tree, Arc::from(path.as_str()), read);
                 files.insert(path, f);
                 aux.push(f);
             }
@@ -400,11 +405,7 @@ files inside the tree",
                     if let Some(read) =
                         read_limited(system, &abs, &path, place, max, &mut read_diags)
                     {
-                        let text = read.text;
-                        let f =
-                            SourceFile::builder(Arc::from(path.as_str()), text, read.digest, tree)
-                                .durability(durability_for(&path))
-                                .new(&db);
+                        let f = source_file(&db, tree, Arc::from(path.as_str()), read);
                         files.insert(path.clone(), f);
                         aux.push(f);
                     }
