@@ -93,9 +93,10 @@ struct Kept {
 /// One shard file as it was loaded.
 #[derive(Debug, Default)]
 struct Shard {
-    /// The file's bytes, each unit a range of them: the cache lets go of
-    /// them once the tree's files are read (`release`); a unit taken, or
-    /// held past the load, keeps its range, and so the file's memory.
+    /// The file's bytes as mapped (`System::map_bytes`), each unit a range
+    /// of them: the cache lets go of them once the tree's files are read
+    /// (`release`); a unit taken, or held past the load, keeps its range,
+    /// and so the file's mapping.
     bytes: RwLock<Bytes>,
     /// The units it held (0 when it was missing or ignored).
     units: usize,
@@ -200,12 +201,11 @@ impl Cache {
         let loaded: Vec<(Shard, Vec<(String, Kept)>)> = (0..shards)
             .into_par_iter()
             .map(|shard| {
-                let (bytes, units, ignored) = match system.read_bytes(&dir.join(shard_file(shard)))
-                {
+                let (bytes, units, ignored) = match system.map_bytes(&dir.join(shard_file(shard))) {
                     Ok(None) => return (Shard::default(), Vec::new()),
                     Ok(Some(bytes)) => match decode(&bytes, &key, shard) {
-                        // Owned as read: a unit taken is a range of it.
-                        Ok(units) => (Bytes::from(bytes), units, None),
+                        // Kept as mapped: a unit taken is a range of it.
+                        Ok(units) => (bytes, units, None),
                         Err(why) => (Bytes::new(), Vec::new(), Some(why)),
                     },
                     Err(e) => (

@@ -31,6 +31,13 @@ pub trait System: Send + Sync {
     fn now_unix(&self) -> i64;
     /// A file's bytes; `Ok(None)` when it does not exist.
     fn read_bytes(&self, path: &Path) -> io::Result<Option<Vec<u8>>>;
+    /// A file's bytes as [`read_bytes`](System::read_bytes) gives them,
+    /// shared rather than owned. For a file nothing changes in place once
+    /// written, only replaces by a rename (the persisted cache's shards),
+    /// which the real machine maps instead of copying. By default read.
+    fn map_bytes(&self, path: &Path) -> io::Result<Option<bytes::Bytes>> {
+        Ok(self.read_bytes(path)?.map(bytes::Bytes::from))
+    }
     /// The blake3 digest (hex) of a file's bytes; `Ok(None)` when it does
     /// not exist. For files fingerprinted by content, not read as text (a
     /// vendor image's root tarball).

@@ -232,6 +232,13 @@ impl System for Recording<'_> {
         got
     }
 
+    fn map_bytes(&self, path: &Path) -> io::Result<Option<bytes::Bytes>> {
+        let got = self.inner.map_bytes(path);
+        // Asked again, the question is a read: the same answer either way.
+        self.note(Ask::ReadBytes, path, || of_bytes(&got));
+        got
+    }
+
     fn digest(&self, path: &Path) -> io::Result<Option<String>> {
         let got = self.inner.digest(path);
         self.note(Ask::Digest, path, || of_text(&got));
@@ -359,9 +366,9 @@ fn of_text(got: &io::Result<Option<String>>) -> [u8; 32] {
     }
 }
 
-fn of_bytes(got: &io::Result<Option<Vec<u8>>>) -> [u8; 32] {
+fn of_bytes<B: AsRef<[u8]>>(got: &io::Result<Option<B>>) -> [u8; 32] {
     match got {
-        Ok(Some(bytes)) => digest_of(&[b"bytes", bytes]),
+        Ok(Some(bytes)) => digest_of(&[b"bytes", bytes.as_ref()]),
         Ok(None) => digest_of(&[b"missing"]),
         Err(e) => of_error(e),
     }

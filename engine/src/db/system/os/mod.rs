@@ -8,6 +8,7 @@
 //! says so with its own `allow`.
 
 mod lock;
+mod mapped;
 mod process;
 mod source;
 mod write;
@@ -115,6 +116,10 @@ impl System for OsSystem {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
         }
+    }
+
+    fn map_bytes(&self, path: &Path) -> io::Result<Option<bytes::Bytes>> {
+        mapped::map_file(path)
     }
 
     /// Read in pieces: a root tarball is hundreds of megabytes.
