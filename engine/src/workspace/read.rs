@@ -90,10 +90,7 @@ files inside the tree (copy the file in, or give it with --overlay)",
                     Err(e) => return refuse(diags, format!("cannot be read: {e}")),
                 }
             }
-            Some(ReadText {
-                text: Arc::from(text),
-                digest,
-            })
+            Some(ReadText { text, digest })
         }
         SourceRead::Missing => None,
         SourceRead::Dangling { target } => {
@@ -155,7 +152,7 @@ pub fn read_named(system: &dyn System, path: &Path, max_bytes: u64) -> std::io::
     use crate::db::system::SourceRead;
     use std::io::{Error, ErrorKind};
     match system.read_source(path, max_bytes) {
-        SourceRead::Text { text, .. } => Ok(text),
+        SourceRead::Text { text, .. } => Ok(text.to_string()),
         SourceRead::Missing => Err(Error::new(ErrorKind::NotFound, "No such file or directory")),
         SourceRead::Dangling { target } => Err(Error::new(
             ErrorKind::NotFound,

@@ -150,8 +150,9 @@ pub enum SourceRead {
     /// The text, whether the path was a symlink, and the text's blake3
     /// digest when the reader took it (a recording does, to note the read;
     /// a load hands it on, and the text is not hashed again).
+    /// The text is shared, as the load keeps it.
     Text {
-        text: String,
+        text: std::sync::Arc<str>,
         link: bool,
         digest: Option<[u8; 32]>,
     },

@@ -171,7 +171,7 @@ impl System for MemorySystem {
                 size: text.len() as u64,
             },
             Ok(Some(text)) => SourceRead::Text {
-                text,
+                text: text.into(),
                 link: false,
                 digest: None,
             },

@@ -72,10 +72,12 @@ pub struct Recording<'a> {
     probes: Mutex<Vec<Probe>>,
     /// Why the answers cannot all be asked for again.
     unrepeatable: Mutex<Option<&'static str>>,
-    /// Files read ahead ([`Recording::read_ahead`]) with their answers'
-    /// digests, each handed to the first read of it through the
-    /// recording: a plan whose record did not hold reads no file twice.
-    ahead: Mutex<HashMap<(PathBuf, u64), ReadAhead>>,
+    /// Files read ahead ([`Recording::read_ahead`]) under a limit, with
+    /// their answers' digests, each handed to the first read of it under
+    /// that limit through the recording: a plan whose record did not hold
+    /// reads no file twice. Looked up by the path asked, without a copy
+    /// of it; the path kept is the one its probe is noted with.
+    ahead: Mutex<HashMap<PathBuf, (u64, ReadAhead), foldhash::fast::RandomState>>,
 }
 
 /// A source read made ahead, and its answer's digest.
@@ -88,7 +90,7 @@ impl<'a> Recording<'a> {
             unnoted: None,
             probes: Mutex::new(Vec::new()),
             unrepeatable: Mutex::new(None),
-            ahead: Mutex::new(HashMap::new()),
+            ahead: Mutex::default(),
         }
     }
 
@@ -147,7 +149,7 @@ impl<'a> Recording<'a> {
         ahead.extend(
             reads
                 .into_iter()
-                .map(|(path, max, got, digest)| ((path, max), (got, digest))),
+                .map(|(path, max, got, digest)| (path, (max, (got, digest)))),
         );
     }
 
@@ -160,21 +162,29 @@ impl<'a> Recording<'a> {
     }
 
     fn note(&self, ask: Ask, path: &Path, answer: impl FnOnce() -> [u8; 32]) {
-        if self
-            .unnoted
+        if !self.is_unnoted(path) {
+            self.push(ask, path.to_path_buf(), answer());
+        }
+    }
+
+    /// [`Recording::note`] of a path the recording already owns.
+    fn note_owned(&self, ask: Ask, path: PathBuf, answer: impl FnOnce() -> [u8; 32]) {
+        if !self.is_unnoted(&path) {
+            self.push(ask, path, answer());
+        }
+    }
+
+    fn is_unnoted(&self, path: &Path) -> bool {
+        self.unnoted
             .as_deref()
             .is_some_and(|dir| path.starts_with(dir))
-        {
-            return;
-        }
+    }
+
+    fn push(&self, ask: Ask, path: PathBuf, answer: [u8; 32]) {
         self.probes
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .push(Probe {
-                ask,
-                path: path.to_path_buf(),
-                answer: answer(),
-            });
+            .push(Probe { ask, path, answer });
     }
 }
 
@@ -190,9 +200,12 @@ impl System for Recording<'_> {
             .ahead
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(&(path.to_path_buf(), max_bytes));
-        if let Some((got, digest)) = ahead {
-            self.note(Ask::ReadSource(max_bytes), path, || digest);
+            .remove_entry(path);
+        // Read under another limit, the file is asked again.
+        if let Some((path, (max, (got, digest)))) = ahead
+            && max == max_bytes
+        {
+            self.note_owned(Ask::ReadSource(max_bytes), path, || digest);
             return got;
         }
         let got = digested(self.inner.read_source(path, max_bytes));
@@ -535,7 +548,7 @@ mod tests {
         later.read_ahead([(a.to_path_buf(), 1024, got, digest)]);
         sys.write(a, "a: 2\n");
         let text = |r: SourceRead| match r {
-            SourceRead::Text { text, .. } => text,
+            SourceRead::Text { text, .. } => text.to_string(),
             other => panic!("{other:?}"),
         };
         assert_eq!(text(later.read_source(a, 1024)), "a: 1\n");
@@ -546,7 +559,14 @@ mod tests {
             "read ahead once"
         );
         // Checked again now, the answer has changed.
-        assert!(!later.holds_ahead(&probes[0]).0);
+        let (holds, got) = later.holds_ahead(&probes[0]);
+        assert!(!holds);
+        // Read ahead under one limit, a file asked under another is read
+        // again.
+        let (got, digest) = got.unwrap();
+        later.read_ahead([(a.to_path_buf(), 1024, got, digest)]);
+        sys.write(a, "a: 3\n");
+        assert_eq!(text(later.read_source(a, 2048)), "a: 3\n");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 use std::io;
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::db::system::SourceRead;
 
@@ -71,12 +72,17 @@ fn read_opened(file: std::fs::File, max_bytes: u64, link: bool) -> SourceRead {
     if meta.len() > max_bytes {
         return SourceRead::TooLarge { size: meta.len() };
     }
-    let limit = match meta.len() {
-        0 => max_bytes.saturating_add(1),
-        len => len,
-    };
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    if let Err(e) = file.take(limit).read_to_end(&mut bytes) {
+    if let Ok(len @ 1..) = usize::try_from(meta.len()) {
+        return match read_sized(file, len) {
+            Ok(bytes) => utf8(bytes, link),
+            Err(e) => SourceRead::Failed(e),
+        };
+    }
+    let mut bytes = Vec::new();
+    if let Err(e) = file
+        .take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+    {
         return SourceRead::Failed(e);
     }
     if bytes.len() as u64 > max_bytes {
@@ -84,19 +90,48 @@ fn read_opened(file: std::fs::File, max_bytes: u64, link: bool) -> SourceRead {
             size: bytes.len() as u64,
         };
     }
-    utf8(bytes, link)
+    utf8(Arc::from(bytes), link)
+}
+
+/// At most `len` bytes of `file`, read into the allocation the text is
+/// kept in: the load holds every text as an `Arc<str>`, and a text read
+/// into a `String` was copied into one, a second allocation and a second
+/// pass over every byte of the tree. A file that turns out shorter than
+/// it said is cut to what it held.
+fn read_sized(mut file: std::fs::File, len: usize) -> io::Result<Arc<[u8]>> {
+    use std::io::Read;
+    let mut bytes: Arc<[u8]> = std::iter::repeat_n(0, len).collect();
+    let Some(buf) = Arc::get_mut(&mut bytes) else {
+        return Err(io::Error::other("a fresh buffer is shared"));
+    };
+    let mut filled = 0;
+    while filled < len {
+        match file.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(if filled < len {
+        Arc::from(&bytes[..filled])
+    } else {
+        bytes
+    })
 }
 
 /// Bytes as UTF-8 text, or where the first byte that is not.
-fn utf8(bytes: Vec<u8>, link: bool) -> SourceRead {
-    match String::from_utf8(bytes) {
-        Ok(text) => SourceRead::Text {
-            text,
+fn utf8(bytes: Arc<[u8]>, link: bool) -> SourceRead {
+    match std::str::from_utf8(&bytes) {
+        Ok(_) => SourceRead::Text {
+            // SAFETY: the bytes were just found to be UTF-8, and `str`
+            // is laid out as `[u8]`.
+            text: unsafe { Arc::from_raw(Arc::into_raw(bytes) as *const str) },
             link,
             digest: None,
         },
         Err(e) => {
-            let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+            let good = &bytes[..e.valid_up_to()];
             let line = good.iter().filter(|b| **b == b'\n').count() + 1;
             let start = good.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
             let col = String::from_utf8_lossy(&good[start..]).chars().count() + 1;
