@@ -80,7 +80,7 @@ pub fn find(
     request: &str,
 ) -> Found {
     let path = dir.join(FILE);
-    let bytes = match asker.read_bytes(&path) {
+    let bytes = match asker.map_bytes(&path) {
         Ok(Some(bytes)) => bytes,
         Ok(None) => return Found::Changed,
         // The directory is a file: the cache's own write says so.
@@ -97,7 +97,7 @@ pub fn find(
     let vars_hold = record
         .vars
         .iter()
-        .all(|(k, d)| *d == var_digest(env.get(k.as_str())));
+        .all(|(k, d)| *d == var_digest(env.get(*k)));
     if !vars_hold {
         return Found::Changed;
     }
@@ -117,7 +117,11 @@ pub fn find(
         holds
     });
     if holds {
-        return Found::Same(record.printed);
+        return Found::Same(Printed {
+            stdout: record.stdout.to_vec(),
+            stderr: record.stderr.to_vec(),
+            code: record.code,
+        });
     }
     asker.read_ahead(record.probes.into_iter().zip(read).filter_map(|(p, slot)| {
         let (got, digest) = slot.into_inner()?;
@@ -227,16 +231,20 @@ fn ask_of(tag: u8, max: u64) -> Option<Ask> {
     })
 }
 
-struct Record {
-    request: String,
-    vars: Vec<(String, [u8; DIGEST])>,
+/// A record as its file holds it: what is only compared or printed is
+/// read in place (the output is copied only when the record holds).
+struct Record<'a> {
+    request: &'a str,
+    vars: Vec<(&'a str, [u8; DIGEST])>,
     probes: Vec<Probe>,
-    printed: Printed,
+    stdout: &'a [u8],
+    stderr: &'a [u8],
+    code: u8,
 }
 
-fn decode(bytes: &[u8], key: &str) -> Result<Record, String> {
+fn decode<'a>(bytes: &'a [u8], key: &str) -> Result<Record<'a>, String> {
     let (body, mut at) = checked(bytes, MAGIC, "a csis plan record", key)?;
-    let request = read_str(body, &mut at).ok_or_else(malformed)?.to_string();
+    let request = read_str(body, &mut at).ok_or_else(malformed)?;
     let digest = |at: &mut usize| -> Option<[u8; DIGEST]> {
         let d = body.get(*at..*at + DIGEST)?.try_into().ok()?;
         *at += DIGEST;
@@ -245,7 +253,7 @@ fn decode(bytes: &[u8], key: &str) -> Result<Record, String> {
     let count = read_len(body, &mut at).ok_or_else(malformed)?;
     let mut vars = Vec::with_capacity(count.min(body.len()));
     for _ in 0..count {
-        let k = read_str(body, &mut at).ok_or_else(malformed)?.to_string();
+        let k = read_str(body, &mut at).ok_or_else(malformed)?;
         vars.push((k, digest(&mut at).ok_or_else(malformed)?));
     }
     let count = read_len(body, &mut at).ok_or_else(malformed)?;
@@ -259,8 +267,8 @@ fn decode(bytes: &[u8], key: &str) -> Result<Record, String> {
         let answer = digest(&mut at).ok_or_else(malformed)?;
         probes.push(Probe { ask, path, answer });
     }
-    let stdout = read_bytes(body, &mut at).ok_or_else(malformed)?.to_vec();
-    let stderr = read_bytes(body, &mut at).ok_or_else(malformed)?.to_vec();
+    let stdout = read_bytes(body, &mut at).ok_or_else(malformed)?;
+    let stderr = read_bytes(body, &mut at).ok_or_else(malformed)?;
     let code = *body.get(at).ok_or_else(malformed)?;
     if at + 1 != body.len() {
         return Err(malformed());
@@ -269,11 +277,9 @@ fn decode(bytes: &[u8], key: &str) -> Result<Record, String> {
         request,
         vars,
         probes,
-        printed: Printed {
-            stdout,
-            stderr,
-            code,
-        },
+        stdout,
+        stderr,
+        code,
     })
 }
 
