@@ -107,13 +107,17 @@ pub fn structure_items(db: &Database, tree: Tree) {
             if crate::load::kept_quiet::kept_quiet(db, *file) {
                 return;
             }
-            indexed_in_file(db, *file)
-                .par_chunks(PIECE)
-                .for_each_with(db.clone(), |db, ids| {
-                    for id in ids {
-                        structured_item(db, *id);
-                    }
-                });
+            // A file of a few items (an edited instances file, after the
+            // cache answered for every other) is still split among the
+            // workers: taken whole, it kept one busy while the others had
+            // nothing left.
+            let ids = indexed_in_file(db, *file);
+            let piece = (ids.len() / (2 * rayon::current_num_threads())).clamp(1, PIECE);
+            ids.par_chunks(piece).for_each_with(db.clone(), |db, ids| {
+                for id in ids {
+                    structured_item(db, *id);
+                }
+            });
         });
     let overlaid: Vec<(ItemKind, String)> = item_index(db, tree).overlay_declared.clone();
     overlaid
