@@ -187,7 +187,7 @@ impl Kept<'_> {
         if kind == ItemKind::INSTANCES {
             Some(instance_runtimes(b, &self.instances?.links(entry)?))
         } else if kind == ItemKind::IMAGES {
-            Some(self.world?.series(name)?.runtimes.clone())
+            Some(self.world?.series(name)?.runtimes)
         } else if kind == ItemKind::STORAGES {
             Some(vec![self.world?.storage(name)?.runtime.clone()])
         } else {

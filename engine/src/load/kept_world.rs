@@ -27,6 +27,9 @@
 //! process that read the clock or the whole environment, ran with
 //! overlays or `--undeclare`, or had an identity set.
 
+use std::ops::Range;
+
+use bytes::Bytes;
 use csis_model::packed::{read_flag, read_len, read_str, write_flag, write_len, write_str};
 
 use crate::db::{Db, SourceFile, Tree};
@@ -87,13 +90,21 @@ impl WorldCheck {
 }
 
 /// The world's quiet files and checks, each image's series and what is
-/// read of each storage, each list sorted by its key.
+/// read of each storage, each list sorted by its key. The quiet files'
+/// paths and the images' rows are read where the unit holds them, when
+/// asked: decoded whole, they were 4,000 strings made by the one worker
+/// that took the unit while every other waited for it (the warm-up's
+/// first question of every file).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeptWorld {
     env: KeptEnv,
-    quiet: Vec<String>,
+    /// The unit's bytes, as the cache holds them.
+    bytes: Bytes,
+    /// Each quiet file's path, as a range of `bytes`.
+    quiet: Vec<Range<usize>>,
     checks: Vec<WorldCheck>,
-    images: Vec<(String, ImageSeries)>,
+    /// Each image's name, as a range of `bytes`, and where its series is.
+    images: Vec<(Range<usize>, usize)>,
     storages: Vec<(String, KeptStorage)>,
 }
 
@@ -128,15 +139,11 @@ pub(crate) fn names_no_item(db: &dyn Db, tree: Tree) -> bool {
 
 /// Whether `file`'s checks found nothing when the unit was kept.
 pub(crate) fn quiet_file(db: &dyn Db, file: SourceFile) -> bool {
-    kept_world(db, file.tree(db)).is_some_and(|kept| {
-        kept.quiet
-            .binary_search_by(|p| p.as_str().cmp(file.path(db)))
-            .is_ok()
-    })
+    kept_world(db, file.tree(db)).is_some_and(|kept| kept.is_quiet(file.path(db)))
 }
 
 /// Image `name`'s series, when the unit holds it.
-pub fn kept_series<'db>(db: &'db dyn Db, tree: Tree, name: &str) -> Option<&'db ImageSeries> {
+pub fn kept_series(db: &dyn Db, tree: Tree, name: &str) -> Option<ImageSeries> {
     kept_world(db, tree)?.series(name)
 }
 
@@ -146,9 +153,26 @@ pub fn kept_storage<'db>(db: &'db dyn Db, tree: Tree, name: &str) -> Option<&'db
 }
 
 impl KeptWorld {
+    /// Whether the file at `path` is one whose checks found nothing.
+    fn is_quiet(&self, path: &str) -> bool {
+        self.quiet
+            .binary_search_by(|p| self.bytes[p.clone()].cmp(path.as_bytes()))
+            .is_ok()
+    }
+
     /// Image `name`'s series, when the unit holds it.
-    pub fn series(&self, name: &str) -> Option<&ImageSeries> {
-        row(&self.images, name)
+    pub fn series(&self, name: &str) -> Option<ImageSeries> {
+        let row = self
+            .images
+            .binary_search_by(|(n, _)| self.bytes[n.clone()].cmp(name.as_bytes()))
+            .ok()?;
+        let mut at = self.images.get(row)?.1;
+        let mut runtimes = Vec::new();
+        let parent = series_at(&self.bytes, &mut at, |rt| runtimes.push(rt.to_string()))?;
+        Some(ImageSeries {
+            runtimes,
+            parent: parent.map(|(p, policy)| (p.to_string(), policy.to_string())),
+        })
     }
 
     /// What is read of storage `name`, when the unit holds it.
@@ -165,7 +189,7 @@ pub fn quiet_check(db: &dyn Db, tree: Tree, check: WorldCheck) -> bool {
 #[salsa::tracked(returns(ref))]
 fn taken_world(db: &dyn Db, tree: Tree) -> Option<KeptWorld> {
     take_under_world(db, tree, UNIT, TAG, |bytes| {
-        decode(bytes).filter(|kept| kept.env.holds(db, tree))
+        decode(bytes.clone()).filter(|kept| kept.env.holds(db, tree))
     })
 }
 
@@ -192,19 +216,19 @@ pub fn encode(
     sort_unique(&mut images);
     sort_unique(&mut storages);
     // What they read, once they are all computed.
-    let kept = KeptWorld {
-        env: KeptEnv::of_process(db, tree)?,
+    let env = KeptEnv::of_process(db, tree)?;
+    let parts = Parts {
         quiet,
         checks,
         images,
         storages,
     };
-    Some((key, bytes_of(&kept)))
+    Some((key, bytes_of(&env, &parts)))
 }
 
-fn bytes_of(kept: &KeptWorld) -> Vec<u8> {
+fn bytes_of(env: &KeptEnv, kept: &Parts) -> Vec<u8> {
     let mut out = Vec::new();
-    kept.env.write(&mut out);
+    env.write(&mut out);
     write_len(kept.quiet.len(), &mut out);
     for path in &kept.quiet {
         write_str(path, &mut out);
@@ -241,18 +265,22 @@ fn bytes_of(kept: &KeptWorld) -> Vec<u8> {
     out
 }
 
-/// `n` strings read in a row, each greater than the one before (as the
-/// readers search them).
+/// `n` rows read in a row, each a key greater than the one before (as
+/// the readers search them) and its value, read by `value`.
 fn read_sorted<V>(
     bytes: &[u8],
     at: &mut usize,
     mut value: impl FnMut(&[u8], &mut usize) -> Option<V>,
-) -> Option<Vec<(String, V)>> {
+) -> Option<Vec<(Range<usize>, V)>> {
     let n = read_len(bytes, at)?;
-    let mut rows: Vec<(String, V)> = Vec::with_capacity(n.min(bytes.len()));
+    let mut rows: Vec<(Range<usize>, V)> = Vec::with_capacity(n.min(bytes.len()));
     for _ in 0..n {
-        let key = read_str(bytes, at)?.to_string();
-        if rows.last().is_some_and(|(last, _)| *last >= key) {
+        let key = read_str(bytes, at)?.len();
+        let key = *at - key..*at;
+        if rows
+            .last()
+            .is_some_and(|(last, _)| bytes[last.clone()] >= bytes[key.clone()])
+        {
             return None;
         }
         let v = value(bytes, at)?;
@@ -261,40 +289,48 @@ fn read_sorted<V>(
     Some(rows)
 }
 
-fn decode(bytes: &[u8]) -> Option<KeptWorld> {
+/// An image's series where the unit holds it: each runtime handed to
+/// `runtime`, then its parent and policy, if any.
+fn series_at<'a>(
+    bytes: &'a [u8],
+    at: &mut usize,
+    mut runtime: impl FnMut(&'a str),
+) -> Option<Option<(&'a str, &'a str)>> {
+    let n = read_len(bytes, at)?;
+    for _ in 0..n {
+        runtime(read_str(bytes, at)?);
+    }
+    match read_len(bytes, at)? {
+        0 => Some(None),
+        1 => Some(Some((read_str(bytes, at)?, read_str(bytes, at)?))),
+        _ => None,
+    }
+}
+
+/// The unit, every row checked as it is found (a malformed unit is none).
+fn decode(bytes: Bytes) -> Option<KeptWorld> {
     let mut at = 0;
-    let env = KeptEnv::read(bytes, &mut at)?;
-    let quiet = read_sorted(bytes, &mut at, |_, _| Some(()))?
+    let env = KeptEnv::read(&bytes, &mut at)?;
+    let quiet = read_sorted(&bytes, &mut at, |_, _| Some(()))?
         .into_iter()
         .map(|(path, ())| path)
         .collect();
-    let n = read_len(bytes, &mut at)?;
+    let n = read_len(&bytes, &mut at)?;
     let mut checks: Vec<WorldCheck> = Vec::with_capacity(n.min(WorldCheck::ALL.len()));
     for _ in 0..n {
-        let tag = read_str(bytes, &mut at)?;
+        let tag = read_str(&bytes, &mut at)?;
         let check = WorldCheck::ALL.into_iter().find(|c| c.tag() == tag)?;
         if checks.last().is_some_and(|last| *last >= check) {
             return None;
         }
         checks.push(check);
     }
-    let images = read_sorted(bytes, &mut at, |bytes, at| {
-        let n = read_len(bytes, at)?;
-        let mut runtimes = Vec::with_capacity(n.min(bytes.len()));
-        for _ in 0..n {
-            runtimes.push(read_str(bytes, at)?.to_string());
-        }
-        let parent = match read_len(bytes, at)? {
-            0 => None,
-            1 => Some((
-                read_str(bytes, at)?.to_string(),
-                read_str(bytes, at)?.to_string(),
-            )),
-            _ => return None,
-        };
-        Some(ImageSeries { runtimes, parent })
+    let images = read_sorted(&bytes, &mut at, |bytes, at| {
+        let start = *at;
+        series_at(bytes, at, |_| {})?;
+        Some(start)
     })?;
-    let storages = read_sorted(bytes, &mut at, |bytes, at| {
+    let storages = read_sorted(&bytes, &mut at, |bytes, at| {
         let mut field = || Some(read_str(bytes, at)?.to_string());
         let (runtime, type_, builder, requested) = (field()?, field()?, field()?, field()?);
         let supports_archive = read_flag(bytes, at)?;
@@ -305,9 +341,13 @@ fn decode(bytes: &[u8]) -> Option<KeptWorld> {
             requested,
             supports_archive,
         })
-    })?;
+    })?
+    .into_iter()
+    .map(|(name, storage)| Some((std::str::from_utf8(&bytes[name]).ok()?.to_string(), storage)))
+    .collect::<Option<Vec<_>>>()?;
     (at == bytes.len()).then_some(KeptWorld {
         env,
+        bytes,
         quiet,
         checks,
         images,
@@ -321,8 +361,19 @@ mod tests {
 
     #[test]
     fn the_unit_reads_back_as_written_and_a_short_long_or_unsorted_one_not_at_all() {
-        let kept = KeptWorld {
-            env: KeptEnv::now_for_test(),
+        let env = KeptEnv::now_for_test();
+        let web = ImageSeries {
+            runtimes: vec!["aws".into(), "local".into()],
+            parent: Some(("base".into(), "latest".into())),
+        };
+        let data = KeptStorage {
+            runtime: "here".into(),
+            type_: "dirs".into(),
+            builder: "dirs".into(),
+            requested: "active".into(),
+            supports_archive: true,
+        };
+        let parts = Parts {
             quiet: vec!["groups/ops.yml".into(), "images/web.yml".into()],
             images: vec![
                 (
@@ -332,40 +383,55 @@ mod tests {
                         parent: None,
                     },
                 ),
-                (
-                    "web".into(),
-                    ImageSeries {
-                        runtimes: vec!["aws".into(), "local".into()],
-                        parent: Some(("base".into(), "latest".into())),
-                    },
-                ),
+                ("web".into(), web.clone()),
             ],
             checks: vec![WorldCheck::Groups, WorldCheck::Logins],
-            storages: vec![(
-                "data".into(),
-                KeptStorage {
-                    runtime: "here".into(),
-                    type_: "dirs".into(),
-                    builder: "dirs".into(),
-                    requested: "active".into(),
-                    supports_archive: true,
-                },
-            )],
+            storages: vec![("data".into(), data.clone())],
         };
-        let bytes = bytes_of(&kept);
-        assert_eq!(decode(&bytes), Some(kept.clone()));
-        assert_eq!(decode(&bytes[..bytes.len() - 1]), None);
+        let bytes = bytes_of(&env, &parts);
+        let kept = decode(Bytes::from(bytes.clone())).unwrap();
+        assert_eq!(kept.env, env);
+        assert!(kept.is_quiet("groups/ops.yml") && kept.is_quiet("images/web.yml"));
+        assert!(!kept.is_quiet("images/base.yml") && !kept.is_quiet("groups"));
+        assert_eq!(kept.series("web"), Some(web));
+        assert_eq!(kept.series("base").unwrap().parent, None);
+        assert_eq!(kept.series("db"), None);
+        assert_eq!(kept.storage("data"), Some(&data));
+        assert_eq!(kept.checks, vec![WorldCheck::Groups, WorldCheck::Logins]);
+
+        let read = |bytes: &[u8]| decode(Bytes::copy_from_slice(bytes));
+        assert_eq!(read(&bytes[..bytes.len() - 1]), None);
         let mut longer = bytes.clone();
         longer.push(0);
-        assert_eq!(decode(&longer), None);
-        let mut unsorted = kept.clone();
-        unsorted.quiet.reverse();
-        assert_eq!(decode(&bytes_of(&unsorted)), None);
-        let mut unsorted = kept.clone();
-        unsorted.images.reverse();
-        assert_eq!(decode(&bytes_of(&unsorted)), None);
-        let mut unsorted = kept;
-        unsorted.checks.reverse();
-        assert_eq!(decode(&bytes_of(&unsorted)), None);
+        assert_eq!(read(&longer), None);
+        let unsorted = |change: &dyn Fn(&mut Parts)| {
+            let mut parts = Parts {
+                quiet: parts.quiet.clone(),
+                checks: parts.checks.clone(),
+                images: parts.images.clone(),
+                storages: parts.storages.clone(),
+            };
+            change(&mut parts);
+            read(&bytes_of(&env, &parts))
+        };
+        assert_eq!(unsorted(&|p| p.quiet.reverse()), None);
+        assert_eq!(unsorted(&|p| p.images.reverse()), None);
+        assert_eq!(unsorted(&|p| p.checks.reverse()), None);
+        // Each image's row is checked on the load, though read only when
+        // asked: a parent marked other than 0 or 1 is no unit.
+        let one_image = |parent_tag: usize| {
+            let mut out = Vec::new();
+            env.write(&mut out);
+            write_len(0, &mut out);
+            write_len(0, &mut out);
+            write_len(1, &mut out);
+            write_str("a", &mut out);
+            write_len(0, &mut out);
+            write_len(parent_tag, &mut out);
+            write_len(0, &mut out);
+            read(&out)
+        };
+        assert_eq!(one_image(0).unwrap().series("a").unwrap().runtimes.len(), 0);
+        assert_eq!(one_image(2), None);
     }
 }

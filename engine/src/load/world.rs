@@ -126,9 +126,10 @@ pub(crate) fn take_under_world<T>(
     tree: Tree,
     unit: &str,
     tag: &str,
-    read: impl FnOnce(&[u8]) -> Option<T>,
+    read: impl FnOnce(&bytes::Bytes) -> Option<T>,
 ) -> Option<T> {
-    db.cache()?.take(unit, &world_key(db, tree, tag)?, read)
+    db.cache()?
+        .take_shared(unit, &world_key(db, tree, tag)?, read)
 }
 
 /// The key to keep a unit of the tree under, `tag` and the world; `None`

@@ -118,7 +118,7 @@ type Parent = (String, String);
 pub(crate) fn image_series<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Option<ImageSeries> {
     let tree = id.tree(db);
     if let Some(kept) = kept_series(db, tree, id.name(db).as_str()) {
-        return Some(kept.clone());
+        return Some(kept);
     }
     let Some(Item::Image(img)) = structured_item(db, id).item.as_deref() else {
         return None;
