@@ -379,8 +379,6 @@ pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
         .iter()
         .map(|f| (f.dir, f.file, item_file_entries(db, f.file)))
         .collect();
-    // Each entry by its kind's place in reading order, in file order.
-    let mut by_kind: Vec<Vec<(SourceFile, usize, &RawItem)>> = vec![Vec::new(); kinds.len()];
     for (dir, file, entries) in &files {
         if *dir == ItemKind::INSTANCES.dir()
             && !entries.items.is_empty()
@@ -388,19 +386,34 @@ pub fn compute_index(db: &dyn Db, tree: Tree) -> ItemIndex {
         {
             index.instances_only.insert(*file);
         }
-        for (n, item) in entries.items.iter().enumerate() {
-            match kinds.iter().position(|k| k.key() == item.kind.key()) {
-                Some(k) => by_kind[k].push((*file, n, item)),
-                None => {
-                    index.partial_files.insert(*file);
-                }
-            }
-        }
     }
     // Each kind's names on a core of its own (a large tree's users are
-    // twenty thousand), its duplicates found as they are inserted.
+    // twenty thousand), each reading every file's entries for its own, its
+    // duplicates found as they are inserted: sorted out by kind first on
+    // one thread, the entries kept the other cores waiting. Beside them,
+    // the files with an entry of no kind the index holds.
     use rayon::prelude::*;
-    let built: Vec<(Names, Vec<Duplicate<'_>>)> = by_kind.par_iter().map(|e| names_of(e)).collect();
+    let (built, unheld): (Vec<(Names, Vec<Duplicate<'_>>)>, Vec<SourceFile>) = rayon::join(
+        || {
+            kinds
+                .par_iter()
+                .map(|kind| names_of(*kind, &files))
+                .collect()
+        },
+        || {
+            files
+                .iter()
+                .filter(|(_, _, entries)| {
+                    entries
+                        .items
+                        .iter()
+                        .any(|e| !kinds.iter().any(|k| k.key() == e.kind.key()))
+                })
+                .map(|(_, file, _)| *file)
+                .collect()
+        },
+    );
+    index.partial_files.extend(unheld);
     for (kind, (names, duplicates)) in kinds.iter().copied().zip(built) {
         index.items.insert(kind, names);
         let origin =
@@ -481,13 +494,26 @@ struct Duplicate<'a> {
     again: (SourceFile, usize),
 }
 
-/// One kind's names from its entries in reading order; the first
+/// `kind`'s names from the files' entries in reading order; the first
 /// declaration of a name is the one kept.
-fn names_of<'a>(entries: &[(SourceFile, usize, &'a RawItem)]) -> (Names, Vec<Duplicate<'a>>) {
+fn names_of<'a>(
+    kind: ItemKind,
+    files: &[(&str, SourceFile, &'a ItemFileEntries)],
+) -> (Names, Vec<Duplicate<'a>>) {
+    let of_kind = || {
+        files.iter().flat_map(move |(_, file, entries)| {
+            entries
+                .items
+                .iter()
+                .enumerate()
+                .filter(move |(_, item)| item.kind.key() == kind.key())
+                .map(move |(n, item)| (*file, n, item))
+        })
+    };
     let mut names = Names::default();
     let mut duplicates = Vec::new();
-    names.reserve(entries.len());
-    for &(file, n, item) in entries {
+    names.reserve(of_kind().count());
+    for (file, n, item) in of_kind() {
         match names.entry(item.name.clone()) {
             indexmap::map::Entry::Occupied(first) => {
                 if let ItemSource::Tree { file: f, index: i } = *first.get() {
