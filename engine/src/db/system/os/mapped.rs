@@ -39,11 +39,12 @@ impl Drop for Mapping {
     }
 }
 
-/// The file's bytes, mapped; `Ok(None)` when it does not exist. An empty
-/// file (which cannot be mapped) is empty bytes.
+/// The file's bytes, mapped; `Ok(None)` when it does not exist. A file
+/// that cannot be mapped (an empty one, or one on a file system that
+/// refuses) is read instead.
 #[allow(clippy::disallowed_methods)] // part of OsSystem
 pub(super) fn map_file(path: &Path) -> io::Result<Option<Bytes>> {
-    use std::os::fd::AsRawFd;
+    use std::io::Read;
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -57,8 +58,19 @@ pub(super) fn map_file(path: &Path) -> io::Result<Option<Bytes>> {
         ));
     }
     let len = usize::try_from(meta.len()).map_err(io::Error::other)?;
+    if let Some(mapped) = map(&file, len) {
+        return Ok(Some(mapped));
+    }
+    let mut bytes = Vec::with_capacity(len);
+    (&file).read_to_end(&mut bytes)?;
+    Ok(Some(Bytes::from(bytes)))
+}
+
+/// `len` bytes of `file` mapped, when it can be.
+fn map(file: &std::fs::File, len: usize) -> Option<Bytes> {
+    use std::os::fd::AsRawFd;
     if len == 0 {
-        return Ok(Some(Bytes::new()));
+        return None;
     }
     // SAFETY: a fresh read-only private mapping of an open file; the
     // pointer is checked before use.
@@ -73,12 +85,10 @@ pub(super) fn map_file(path: &Path) -> io::Result<Option<Bytes>> {
         )
     };
     if at == libc::MAP_FAILED {
-        return Err(io::Error::last_os_error());
+        return None;
     }
-    let Some(at) = std::ptr::NonNull::new(at.cast::<u8>()) else {
-        return Err(io::Error::other("mmap returned a null mapping"));
-    };
-    Ok(Some(Bytes::from_owner(Mapping { at, len })))
+    let at = std::ptr::NonNull::new(at.cast::<u8>())?;
+    Some(Bytes::from_owner(Mapping { at, len }))
 }
 
 #[cfg(test)]
