@@ -87,25 +87,39 @@ pub fn plan_report(
         let keys = crate::plan::bakes::bake_keys(&ws.db, ws.tree);
         crate::workspace::prewarm::fingerprints(&ws.db, ws.tree, &keys);
         let decisions = &bake_plan(&ws.db, ws.tree, run).decisions;
-        report.plan = decisions
-            .iter()
-            .map(|(series, runtime, d)| {
-                let key = SeriesKey::new(&ws.db, series.clone(), runtime.clone());
-                PlanEntry {
-                    series: series.clone(),
-                    runtime: runtime.clone(),
-                    decision: if d.bake { "bake" } else { "skip" }.into(),
-                    reason: d.reason.clone(),
-                    fingerprint: input_fingerprint(&ws.db, ws.tree, key)
-                        .as_ref()
-                        .map(|f| f.hex.clone()),
-                    explain: explained
-                        .remove(&format!("{series}@{runtime}"))
-                        .unwrap_or_default(),
-                }
-            })
-            .collect();
-        report.summary = Some(plan_summary(&ws.db, ws.tree, run).clone());
+        // The entries and the summary, each on a core: both only read
+        // the decisions, and one after the other they were the plan's
+        // last milliseconds on one core.
+        let (db, summary_db, tree) = (ws.db.clone(), ws.db.clone(), ws.tree);
+        let (plan, summary) = rayon::join(
+            move || {
+                decisions
+                    .iter()
+                    .map(|(series, runtime, d)| {
+                        let key = SeriesKey::new(&db, series.clone(), runtime.clone());
+                        PlanEntry {
+                            series: series.clone(),
+                            runtime: runtime.clone(),
+                            decision: if d.bake { "bake" } else { "skip" }.into(),
+                            reason: d.reason.clone(),
+                            fingerprint: input_fingerprint(&db, tree, key)
+                                .as_ref()
+                                .map(|f| f.hex.clone()),
+                            explain: if explained.is_empty() {
+                                Vec::new()
+                            } else {
+                                explained
+                                    .remove(&format!("{series}@{runtime}"))
+                                    .unwrap_or_default()
+                            },
+                        }
+                    })
+                    .collect()
+            },
+            move || plan_summary(&summary_db, tree, run).clone(),
+        );
+        report.plan = plan;
+        report.summary = Some(summary);
         clock.mark(&ws.db, stats.as_mut(), "plan");
     }
     if let Some(stats) = stats.as_mut() {
