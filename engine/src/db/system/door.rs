@@ -33,8 +33,9 @@ pub trait System: Send + Sync {
     fn read_bytes(&self, path: &Path) -> io::Result<Option<Vec<u8>>>;
     /// A file's bytes as [`read_bytes`](System::read_bytes) gives them,
     /// shared rather than owned. For a file nothing changes in place once
-    /// written, only replaces by a rename (the persisted cache's shards),
-    /// which the real machine maps instead of copying. By default read.
+    /// written, only replaces by a rename (the persisted cache's shards
+    /// and plan record), which the real machine maps instead of copying.
+    /// By default read.
     fn map_bytes(&self, path: &Path) -> io::Result<Option<bytes::Bytes>> {
         Ok(self.read_bytes(path)?.map(bytes::Bytes::from))
     }
@@ -147,10 +148,10 @@ pub fn is_unfinished_write(path: &Path) -> bool {
 /// What [`System::read_source`] found at a path.
 #[derive(Debug)]
 pub enum SourceRead {
-    /// The text, whether the path was a symlink, and the text's blake3
-    /// digest when the reader took it (a recording does, to note the read;
-    /// a load hands it on, and the text is not hashed again).
-    /// The text is shared, as the load keeps it.
+    /// The text (shared, as the load keeps it), whether the path was a
+    /// symlink, and the text's blake3 digest when the reader took it (a
+    /// recording does, to note the read; a load hands it on, and the text
+    /// is not hashed again).
     Text {
         text: std::sync::Arc<str>,
         link: bool,
