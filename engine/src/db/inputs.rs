@@ -5,7 +5,7 @@
 //!
 //! The item index is every item by kind and name, and where each is
 //! declared: an input of the database ([`Tree::index`]), which
-//! `load::items::compute_index` builds.
+//! `load::index::compute_index` builds.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

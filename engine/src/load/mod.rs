@@ -10,6 +10,7 @@ pub(crate) mod builder_labels;
 pub mod builders;
 pub mod cfg;
 pub mod entries;
+pub mod index;
 pub mod interp;
 pub mod items;
 pub mod items_model;

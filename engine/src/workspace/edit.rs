@@ -65,7 +65,7 @@ impl Workspace {
             }
         };
         if renamed {
-            let index = crate::load::items::compute_index(&self.db, tree);
+            let index = crate::load::index::compute_index(&self.db, tree);
             if &index != tree.index(&self.db) {
                 tree.set_index(&mut self.db)
                     .with_durability(Durability::MEDIUM)

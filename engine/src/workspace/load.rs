@@ -261,7 +261,7 @@ files inside the tree",
                 crate::load::kept_users::is_unit_path(path) || crate::db::cache::is_tree_unit(path)
             });
         }
-        let index = crate::load::items::compute_index(&db, tree);
+        let index = crate::load::index::compute_index(&db, tree);
         tree.set_index(&mut db)
             .with_durability(Durability::MEDIUM)
             .to(index);
