@@ -308,7 +308,10 @@ pub fn kept_links(db: &dyn Db, file: SourceFile, entry: usize) -> Option<Instanc
 }
 
 /// The kept unit of `file`, for a reader of many of its instances
-/// ([`KeptInstances::links`]): each reads no query again.
+/// ([`KeptInstances::links`]): each reads no query again. The query
+/// itself, not [`kept_instances`]: it is memoized per file (`None` for a
+/// file without a unit), where asking the cache by path first built a
+/// path per instance, 15,000 a plan. Asked once [`took_any`] holds.
 pub fn kept_file(db: &dyn Db, file: SourceFile) -> Option<&KeptInstances> {
     if !took_any(db, file.tree(db)) {
         return None;
@@ -330,15 +333,7 @@ fn kept_instance<'db>(db: &'db dyn Db, id: ItemId<'db>) -> Option<&'db KeptInsta
     else {
         return None;
     };
-    kept_at(db, file, index)
-}
-
-/// The `entry`-th entry of `file`, when the file is kept. The query
-/// itself, not `kept_instances`: it is memoized per file (`None` for a
-/// file without a unit), where asking the cache by path first built a
-/// path per instance, 15,000 a plan. Asked once [`took_any`] holds.
-fn kept_at(db: &dyn Db, file: SourceFile, entry: usize) -> Option<&KeptInstance> {
-    taken_instances(db, file).as_ref()?.instance(entry)
+    kept_file(db, file)?.instance(index)
 }
 
 /// Whether this process took any instances file from the cache: false
